@@ -1,0 +1,98 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+/// The seven services: executable `aviary-<name>` built from `Services/<Folder>`.
+let services: [(executable: String, target: String, folder: String)] = [
+    ("aviary-auth", "AuthService", "Auth"),
+    ("aviary-tweets", "TweetsService", "Tweets"),
+    ("aviary-social-graph", "SocialGraphService", "SocialGraph"),
+    ("aviary-timeline", "TimelineService", "Timeline"),
+    ("aviary-messaging", "MessagingService", "Messaging"),
+    ("aviary-notifications", "NotificationsService", "Notifications"),
+    ("aviary-media", "MediaService", "Media"),
+]
+
+let nio: [Target.Dependency] = [
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+]
+let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
+
+let package = Package(
+    name: "aviary",
+    platforms: [.macOS(.v15)],
+    products: services.map { .executable(name: $0.executable, targets: [$0.target]) } + [
+        .executable(name: "aviary", targets: ["AviaryCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibPQ", path: "Shared/CLibPQ", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(
+            name: "CHiredis", path: "Shared/CHiredis",
+            providers: [.apt(["libhiredis-dev"])]),
+
+        .target(
+            name: "RPC", dependencies: nio + [
+                logging,
+                .product(name: "NIOExtras", package: "swift-nio-extras"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Shared/RPC", swiftSettings: strict),
+        .target(
+            name: "Postgres", dependencies: ["CLibPQ", logging] + nio,
+            path: "Shared/Postgres", swiftSettings: strict),
+        .target(
+            name: "Redis", dependencies: ["CHiredis", logging] + nio,
+            path: "Shared/Redis", swiftSettings: strict),
+        .target(
+            name: "ServiceKit", dependencies: ["RPC", "Postgres", "Redis", logging] + nio + [
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Shared/ServiceKit", swiftSettings: strict),
+        .executableTarget(
+            name: "AviaryCLI", dependencies: [
+                "RPC",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Services/CLI", swiftSettings: strict),
+
+        .target(
+            name: "TestSupport", dependencies: [
+                "RPC", logging, .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/Support", swiftSettings: strict),
+        .testTarget(name: "RPCTests", dependencies: ["RPC", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "RedisTests", dependencies: ["Redis", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "ServiceKitTests", dependencies: ["ServiceKit", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "SystemTests", dependencies: ["RPC", "TestSupport"], swiftSettings: strict),
+    ] + services.map {
+        .executableTarget(
+            name: $0.target, dependencies: ["ServiceKit"], path: "Services/\($0.folder)",
+            swiftSettings: strict)
+    }
+)

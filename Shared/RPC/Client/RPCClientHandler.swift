@@ -1,0 +1,96 @@
+import Foundation
+import NIOCore
+
+/// What the client writes: a call awaiting its response, or a raw frame no one waits on.
+enum ClientOutbound {
+    case call(OutgoingCall)
+    case raw(ByteBuffer)
+}
+
+/// A request on its way out: its id, the whole frame, and the promise its response completes.
+struct OutgoingCall {
+    var id: Int64
+    var frame: ByteBuffer
+    var promise: EventLoopPromise<RPCResponse>
+    var timeout: TimeAmount
+}
+
+/// Pairs responses with requests by id, fails calls whose time runs out, and hands server
+/// notifications to `onNotification`.
+final class RPCClientHandler: ChannelDuplexHandler {
+    typealias InboundIn = InboundFrame
+    typealias OutboundIn = ClientOutbound
+    typealias OutboundOut = ByteBuffer
+
+    private var pending: [Int64: (promise: EventLoopPromise<RPCResponse>, timer: Scheduled<Void>)] = [:]
+    private let onNotification: @Sendable (RPCNotification) -> Void
+    private var closed = false
+
+    init(onNotification: @escaping @Sendable (RPCNotification) -> Void) {
+        self.onNotification = onNotification
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let call: OutgoingCall
+        switch unwrapOutboundIn(data) {
+        case .raw(let buffer):
+            context.write(wrapOutboundOut(buffer), promise: promise)
+            return
+        case .call(let outgoing):
+            call = outgoing
+        }
+        guard !closed else {
+            call.promise.fail(RPCError.unavailable("the connection to the service is closed"))
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        let id = call.id
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let timer = context.eventLoop.scheduleTask(in: call.timeout) {
+            let expired = handler.value.pending.removeValue(forKey: id)
+            expired?.promise.fail(RPCError.timeout("no answer within the call's time budget"))
+        }
+        pending[id] = (call.promise, timer)
+        context.write(wrapOutboundOut(call.frame), promise: promise)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .frame(let buffer) = unwrapInboundIn(data) else {
+            context.close(promise: nil)
+            return
+        }
+        let frame = Data(buffer.readableBytesView)
+        guard let header = try? JSONDecoder().decode(ResponseHeader.self, from: frame) else { return }
+        if header.id == nil, let method = header.method {
+            onNotification(RPCNotification(method: method, params: header.params ?? .null))
+            return
+        }
+        guard let id = header.id?.intValue, let entry = pending.removeValue(forKey: id) else {
+            // An error with a null id answers a frame the server could not read at all (for example one
+            // over its size limit); every call on this connection is then lost.
+            if header.id == nil || header.id == .null, let error = header.error { failAll(error) }
+            return
+        }
+        entry.timer.cancel()
+        entry.promise.succeed(RPCResponse(frame: frame))
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closed = true
+        failAll(.unavailable("the connection to the service closed before it answered"))
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    private func failAll(_ error: RPCError) {
+        let calls = pending
+        pending = [:]
+        for (_, entry) in calls {
+            entry.timer.cancel()
+            entry.promise.fail(error)
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+
+/// A response frame as the client received it: its result stays encoded until the caller decodes it.
+public struct RPCResponse: Sendable {
+    public let frame: Data
+
+    /// The result as raw JSON, or the error the server answered with.
+    public func result() throws(RPCError) -> RawJSON {
+        let envelope: ResponseHeader
+        do {
+            envelope = try JSONDecoder().decode(ResponseHeader.self, from: frame)
+        } catch {
+            throw RPCError.internalError("the server's response is not valid JSON-RPC")
+        }
+        if let error = envelope.error { throw error }
+        return envelope.result ?? .null
+    }
+
+    public func decode<Result: Decodable>(_ type: Result.Type) throws -> Result {
+        let envelope = try JSONCoding.decoder().decode(TypedResponse<Result>.self, from: frame)
+        if let error = envelope.error { throw error }
+        guard let result = envelope.result else {
+            throw RPCError.internalError("the server's response has neither result nor error")
+        }
+        return result
+    }
+}
+
+/// The parts of an incoming frame the client routes by.
+struct ResponseHeader: Decodable {
+    var id: JSONValue?
+    var method: String?
+    var error: RPCError?
+    var result: RawJSON?
+    var params: RawJSON?
+}
+
+private struct TypedResponse<Result: Decodable>: Decodable {
+    var result: Result?
+    var error: RPCError?
+}
+
+/// A notification the server pushed (a subscription event).
+public struct RPCNotification: Sendable {
+    public let method: String
+    public let params: RawJSON
+}

@@ -1,0 +1,32 @@
+import Foundation
+
+/// Builds request frames, putting `_meta` into the params object.
+enum RequestEncoding {
+    static func request(id: Int64?, method: String, params: RawJSON, meta: RequestMeta) throws(RPCError) -> [UInt8] {
+        var frame = Array(#"{"jsonrpc":"2.0","#.utf8)
+        if let id { frame += Array(#""id":\#(id),"#.utf8) }
+        frame += Array(#""method":"#.utf8)
+        frame += (try? Array(JSONEncoder().encode(method))) ?? []
+        frame += Array(#","params":"#.utf8)
+        frame += try withMeta(params, meta)
+        frame.append(UInt8(ascii: "}"))
+        frame.append(UInt8(ascii: "\n"))
+        return frame
+    }
+
+    private static func withMeta(_ params: RawJSON, _ meta: RequestMeta) throws(RPCError) -> [UInt8] {
+        guard let open = params.bytes.firstIndex(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }),
+            params.bytes[open] == UInt8(ascii: "{")
+        else {
+            throw RPCError.invalidParams("params must encode as a JSON object")
+        }
+        if meta.isEmpty { return params.bytes }
+        var bytes = Array(#"{"_meta":"#.utf8)
+        bytes += (try? Array(JSONEncoder().encode(meta))) ?? Array("{}".utf8)
+        let rest = params.bytes[(open + 1)...]
+        let isEmptyObject = rest.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "}")
+        if !isEmptyObject { bytes.append(UInt8(ascii: ",")) }
+        bytes += rest
+        return bytes
+    }
+}

@@ -1,0 +1,38 @@
+/// Request metadata carried in `params._meta` (contract §1): never in method-specific params.
+public struct RequestMeta: Sendable, Hashable, Codable {
+    /// The caller's access token, for methods that act as a user.
+    public var token: String?
+    /// The calling service's credential, for internal methods.
+    public var service: String?
+    /// W3C trace context, forwarded on every downstream call.
+    public var traceparent: String?
+    /// The caller's remaining time budget in milliseconds.
+    public var timeoutMs: Int64?
+
+    public init(token: String? = nil, service: String? = nil, traceparent: String? = nil, timeoutMs: Int64? = nil) {
+        self.token = token
+        self.service = service
+        self.traceparent = traceparent
+        self.timeoutMs = timeoutMs
+    }
+
+    public var isEmpty: Bool { token == nil && service == nil && traceparent == nil && timeoutMs == nil }
+
+    /// The trace id part of `traceparent` (`00-<trace id>-<parent id>-<flags>`), for logs.
+    public var traceID: String? {
+        guard let traceparent else { return nil }
+        let parts = traceparent.split(separator: "-")
+        guard parts.count == 4, parts[1].count == 32 else { return nil }
+        return String(parts[1])
+    }
+
+    /// Lenient reading: a `_meta` field of the wrong type is ignored rather than failing the call,
+    /// except where it matters (a non-string token fails authentication later as a missing one).
+    init(json: JSONValue?) {
+        self.init(
+            token: json?["token"]?.stringValue,
+            service: json?["service"]?.stringValue,
+            traceparent: json?["traceparent"]?.stringValue,
+            timeoutMs: json?["timeoutMs"]?.intValue)
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+
+/// Builds response frames by splicing already-encoded parts, so a result is encoded exactly once.
+enum ResponseEncoding {
+    static func result(_ result: RawJSON, id: JSONValue) -> Data {
+        var data = Data()
+        data.reserveCapacity(result.bytes.count + 48)
+        data.append(contentsOf: #"{"jsonrpc":"2.0","id":"#.utf8)
+        appendID(id, to: &data)
+        data.append(contentsOf: #","result":"#.utf8)
+        data.append(contentsOf: result.bytes)
+        data.append(UInt8(ascii: "}"))
+        return data
+    }
+
+    static func error(_ error: RPCError, id: JSONValue) -> Data {
+        var data = Data()
+        data.append(contentsOf: #"{"jsonrpc":"2.0","id":"#.utf8)
+        appendID(id, to: &data)
+        data.append(contentsOf: #","error":"#.utf8)
+        data.append((try? JSONEncoder().encode(error)) ?? Data(#"{"code":-32603,"message":"internal error"}"#.utf8))
+        data.append(UInt8(ascii: "}"))
+        return data
+    }
+
+    static func batch(_ responses: [Data]) -> Data {
+        var data = Data([UInt8(ascii: "[")])
+        for (index, response) in responses.enumerated() {
+            if index > 0 { data.append(UInt8(ascii: ",")) }
+            data.append(response)
+        }
+        data.append(UInt8(ascii: "]"))
+        return data
+    }
+
+    /// A notification the server pushes (`method`, `params`), for subscriptions.
+    static func notification(method: String, params: RawJSON) -> Data {
+        var data = Data(#"{"jsonrpc":"2.0","method":"#.utf8)
+        data.append((try? JSONEncoder().encode(method)) ?? Data(#""""#.utf8))
+        data.append(contentsOf: #","params":"#.utf8)
+        data.append(contentsOf: params.bytes)
+        data.append(UInt8(ascii: "}"))
+        return data
+    }
+
+    private static func appendID(_ id: JSONValue, to data: inout Data) {
+        if case .int(let value) = id {
+            data.append(contentsOf: String(value).utf8)
+        } else {
+            data.append((try? JSONEncoder().encode(id)) ?? Data("null".utf8))
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import Logging
+
+/// Who is calling, as established by the router before a handler runs.
+public struct RPCPrincipal: Sendable, Hashable {
+    public var userID: Int64
+    public var sessionID: Int64
+
+    public init(userID: Int64, sessionID: Int64) {
+        self.userID = userID
+        self.sessionID = sessionID
+    }
+}
+
+/// Everything a handler knows about the call besides its params.
+public struct RPCContext: Sendable {
+    public let method: String
+    public let meta: RequestMeta
+    public var logger: Logger
+    /// When the caller's `timeoutMs` budget runs out.
+    public let deadline: ContinuousClock.Instant?
+    /// The authenticated user, for methods that take a token.
+    public let principal: RPCPrincipal?
+    /// Whether the caller presented the service credential.
+    public let isService: Bool
+    /// The connection the call came on; `nil` for calls made without a socket (tests, batches of one process).
+    public let connection: RPCConnection?
+
+    public init(
+        method: String, meta: RequestMeta = RequestMeta(), logger: Logger, deadline: ContinuousClock.Instant? = nil,
+        principal: RPCPrincipal? = nil, isService: Bool = false, connection: RPCConnection? = nil
+    ) {
+        self.method = method
+        self.meta = meta
+        self.logger = logger
+        self.deadline = deadline
+        self.principal = principal
+        self.isService = isService
+        self.connection = connection
+    }
+
+    /// The caller's user id; throws `unauthenticated` for anonymous calls.
+    public func requireUser() throws(RPCError) -> Int64 {
+        guard let principal else { throw .unauthenticated() }
+        return principal.userID
+    }
+
+    /// The budget left for a downstream call, for `_meta.timeoutMs`.
+    public var remainingMilliseconds: Int64? {
+        guard let deadline else { return nil }
+        let left = ContinuousClock.now.duration(to: deadline).components
+        return max(0, left.seconds * 1000 + left.attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// `_meta` for a call this handler makes to another service: the trace and the remaining budget travel on.
+    public func downstreamMeta(token: String? = nil, service: String? = nil) -> RequestMeta {
+        RequestMeta(token: token, service: service, traceparent: meta.traceparent, timeoutMs: remainingMilliseconds)
+    }
+}

@@ -1,0 +1,218 @@
+import Foundation
+import Logging
+import Metrics
+
+/// The methods of one service and the dispatch of frames to them. Built once at start-up
+/// (`register` is mutating), then shared read-only by every connection; it needs no socket,
+/// so tests drive it directly with `respond(to:connection:)`.
+public struct RPCRouter: Sendable {
+    /// One registered method.
+    public struct Method: Sendable {
+        public let name: String
+        public let summary: String
+        public let access: RPCAccess
+        public let paramsSchema: JSONValue
+        public let resultSchema: JSONValue
+        let invoke: @Sendable (_ frame: Data, _ context: RPCContext) async throws -> RawJSON
+        let calls: Counter
+        let latency: Metrics.Timer
+    }
+
+    public let service: String
+    public let version: String
+    public var logger: Logger
+    public var authenticator: (any RPCAuthenticator)?
+    public private(set) var methods: [String: Method] = [:]
+
+    public init(service: String, version: String, logger: Logger, authenticator: (any RPCAuthenticator)? = nil) {
+        self.service = service
+        self.version = version
+        self.logger = logger
+        self.authenticator = authenticator
+    }
+
+    /// Registers a typed handler. Params are decoded from the request's `params` object (an omitted
+    /// `params` decodes as `{}`); a decoding failure becomes -32602 naming the parameter.
+    public mutating func register<Params: Decodable & Sendable, Result: Encodable & Sendable>(
+        _ name: String,
+        summary: String,
+        access: RPCAccess = .user,
+        params: Params.Type = Params.self,
+        result: Result.Type = Result.self,
+        handler: @escaping @Sendable (Params, RPCContext) async throws -> Result
+    ) {
+        precondition(methods[name] == nil, "method \(name) registered twice")
+        let dimensions = [("rpc.system", "jsonrpc"), ("rpc.service", service), ("rpc.method", name)]
+        methods[name] = Method(
+            name: name, summary: summary, access: access,
+            paramsSchema: JSONSchema.of(Params.self), resultSchema: JSONSchema.of(Result.self),
+            invoke: { frame, context in
+                let params: Params
+                do {
+                    params = try JSONCoding.decoder().decode(ParamsEnvelope<Params>.self, from: frame).params
+                } catch let error as DecodingError {
+                    let (message, field) = error.parameterMessage
+                    throw RPCError.invalidParams(message, field: field)
+                }
+                let result = try await handler(params, context)
+                if let raw = result as? RawJSON { return raw }
+                return try RawJSON(encoding: result)
+            },
+            calls: Counter(label: "rpc_server_requests_total", dimensions: dimensions),
+            latency: Metrics.Timer(label: "rpc_server_duration_seconds", dimensions: dimensions))
+    }
+
+    /// Answers one frame: a request, a notification or a batch. Returns the response text
+    /// (without the trailing newline), or `nil` when nothing is to be sent back.
+    public func respond(to frame: Data, connection: RPCConnection? = nil) async -> Data? {
+        guard let first = frame.first(where: { !Self.isWhitespace($0) }) else { return nil }
+        // JSON text is UTF-8 (RFC 8259); the decoder only checks the strings it is asked for.
+        guard String(validating: frame, as: UTF8.self) != nil else {
+            return ResponseEncoding.error(RPCError.parseError("parse error: the frame is not valid UTF-8"), id: .null)
+        }
+        guard first == UInt8(ascii: "[") else {
+            return await respondToSingle(frame, connection: connection)
+        }
+        guard let elements = try? JSONDecoder().decode([JSONValue].self, from: frame) else {
+            return ResponseEncoding.error(RPCError.parseError(), id: .null)
+        }
+        if elements.isEmpty {
+            return ResponseEncoding.error(RPCError.invalidRequest("an empty batch is not a request"), id: .null)
+        }
+        let encoder = JSONEncoder()
+        let responses = await withTaskGroup(of: (Int, Data?).self) { group in
+            for (index, element) in elements.enumerated() {
+                let elementFrame = (try? encoder.encode(element)) ?? Data()
+                group.addTask { (index, await respondToSingle(elementFrame, connection: connection)) }
+            }
+            var collected: [(Int, Data)] = []
+            for await (index, response) in group {
+                if let response { collected.append((index, response)) }
+            }
+            return collected.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+        return responses.isEmpty ? nil : ResponseEncoding.batch(responses)
+    }
+
+    private func respondToSingle(_ frame: Data, connection: RPCConnection?) async -> Data? {
+        let header: RequestHeader
+        do {
+            header = try RequestHeader.decode(frame)
+        } catch {
+            return ResponseEncoding.error(error, id: .null)
+        }
+        if let problem = header.problem {
+            return ResponseEncoding.error(.invalidRequest("invalid request: \(problem)"), id: header.id ?? .null)
+        }
+        let outcome = await dispatch(header, frame: frame, connection: connection)
+        guard let id = header.id else { return nil }
+        switch outcome {
+        case .success(let result): return ResponseEncoding.result(result, id: id)
+        case .failure(let error): return ResponseEncoding.error(error, id: id)
+        }
+    }
+
+    private func dispatch(_ header: RequestHeader, frame: Data, connection: RPCConnection?) async -> Swift.Result<
+        RawJSON, RPCError
+    > {
+        let name = header.method ?? ""
+        switch header.params {
+        case .array:
+            return .failure(.invalidParams("params must be an object; positional (array) params are not accepted"))
+        case .other:
+            return .failure(.invalidRequest("invalid request: 'params' must be an object"))
+        case .absent, .object:
+            break
+        }
+        if name == "rpc.discover" {
+            return Result { try RawJSON(encoding: OpenRPCDocument(router: self)) }.mapError { _ in .internalError() }
+        }
+        guard let method = methods[name] else { return .failure(.methodNotFound(name)) }
+        let started = ContinuousClock.now
+        let outcome = await call(method, header: header, frame: frame, connection: connection)
+        method.latency.recordNanoseconds(Self.nanoseconds(since: started))
+        method.calls.increment()
+        if case .failure(let error) = outcome {
+            Counter(
+                label: "rpc_server_errors_total",
+                dimensions: [("rpc.service", service), ("rpc.method", name), ("rpc.jsonrpc.error_code", String(error.code))]
+            ).increment()
+        }
+        return outcome
+    }
+
+    private func call(_ method: Method, header: RequestHeader, frame: Data, connection: RPCConnection?) async
+        -> Swift.Result<RawJSON, RPCError>
+    {
+        let meta = RequestMeta(json: header.meta)
+        var logger = self.logger
+        logger[metadataKey: "rpc.method"] = "\(method.name)"
+        if let traceID = meta.traceID { logger[metadataKey: "trace_id"] = "\(traceID)" }
+        do {
+            let isService = meta.service.map { authenticator?.isServiceCredential($0) ?? false } ?? false
+            var principal: RPCPrincipal?
+            switch method.access {
+            case .internal:
+                guard isService else {
+                    throw RPCError.forbidden("\(method.name) is internal: it needs the service credential in _meta.service")
+                }
+            case .user:
+                guard let token = meta.token else { throw RPCError.unauthenticated("\(method.name) needs an access token in _meta.token") }
+                principal = try await authenticate(token)
+            case .anonymous:
+                if let token = meta.token { principal = try await authenticate(token) }
+            }
+            var deadline: ContinuousClock.Instant?
+            if let timeoutMs = meta.timeoutMs {
+                guard timeoutMs > 0 else { throw RPCError.timeout("the call's time budget (_meta.timeoutMs) was already spent") }
+                deadline = ContinuousClock.now.advanced(by: .milliseconds(timeoutMs))
+            }
+            let context = RPCContext(
+                method: method.name, meta: meta, logger: logger, deadline: deadline, principal: principal,
+                isService: isService, connection: connection)
+            if let deadline {
+                return .success(try await Self.run(until: deadline) { try await method.invoke(frame, context) })
+            }
+            return .success(try await method.invoke(frame, context))
+        } catch let error as any RPCErrorConvertible {
+            let rpcError = error.rpcError
+            if rpcError.code == -32603 || rpcError.code == -32050 {
+                logger.error("call failed", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            return .failure(rpcError)
+        } catch is CancellationError {
+            return .failure(.unavailable("the call was cancelled because the server is shutting down"))
+        } catch {
+            logger.error("call failed with an unexpected error", metadata: ["error": "\(String(reflecting: error))"])
+            return .failure(.internalError())
+        }
+    }
+
+    private func authenticate(_ token: String) async throws(RPCError) -> RPCPrincipal {
+        guard let authenticator else { throw .unauthenticated("this service does not accept access tokens") }
+        return try await authenticator.authenticate(token: token)
+    }
+
+    private static func run<T: Sendable>(until deadline: ContinuousClock.Instant, _ body: @escaping @Sendable () async throws -> T)
+        async throws -> T
+    {
+        try await withThrowingTaskGroup(of: T.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(until: deadline, clock: .continuous)
+                throw RPCError.timeout()
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
+    }
+
+    private static func nanoseconds(since start: ContinuousClock.Instant) -> Int64 {
+        let elapsed = ContinuousClock.now - start
+        return elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+    }
+
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import NIOCore
+import NIOExtras
+
+/// One connection's request loop. Each frame is answered in its own task, so pipelined calls run
+/// concurrently and their responses go out in completion order. Reading pauses while
+/// `maxInFlight` calls are running (backpressure), and on quiesce the connection stops reading,
+/// finishes what is in flight, and closes.
+final class RPCServerHandler: ChannelDuplexHandler {
+    typealias InboundIn = InboundFrame
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let router: RPCRouter
+    private let maxInFlight: Int
+    private var connection: RPCConnection?
+    private var context: ChannelHandlerContext?
+    private var inFlight = 0
+    private var readPending = false
+    private var quiescing = false
+    private var flushScheduled = false
+
+    init(router: RPCRouter, maxInFlight: Int) {
+        self.router = router
+        self.maxInFlight = maxInFlight
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        connection = RPCConnection(channel: context.channel)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        connection?.closed()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .tooLarge(let limit):
+            let error = RPCError.invalidRequest("frame too large: the limit is \(limit) bytes per message")
+            var frame = ResponseEncoding.error(error, id: .null)
+            frame.append(UInt8(ascii: "\n"))
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: frame))).whenComplete { _ in
+                channel.close(promise: nil)
+            }
+        case .frame(let buffer):
+            guard !quiescing else { return }
+            inFlight += 1
+            let frame = Data(buffer.readableBytesView)
+            let router = self.router
+            let connection = self.connection
+            let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+            let eventLoop = context.eventLoop
+            Task {
+                let response = await router.respond(to: frame, connection: connection)
+                eventLoop.execute { handler.value.finished(response) }
+            }
+        }
+    }
+
+    private func finished(_ response: Data?) {
+        inFlight -= 1
+        guard let context else { return }
+        if var response {
+            response.append(UInt8(ascii: "\n"))
+            context.write(wrapOutboundOut(ByteBuffer(bytes: response)), promise: nil)
+            scheduleFlush(context)
+        }
+        if quiescing {
+            if inFlight == 0 { closeAfterFlush(context) }
+        } else if readPending && inFlight < maxInFlight {
+            readPending = false
+            context.read()
+        }
+    }
+
+    /// Responses finishing in the same event-loop tick share one flush (one syscall).
+    private func scheduleFlush(_ context: ChannelHandlerContext) {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let this = handler.value
+            this.flushScheduled = false
+            this.context?.flush()
+        }
+    }
+
+    private func closeAfterFlush(_ context: ChannelHandlerContext) {
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer())).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if quiescing { return }
+        if inFlight >= maxInFlight {
+            readPending = true
+        } else {
+            context.read()
+        }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        context.write(data, promise: promise)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent {
+            quiescing = true
+            if inFlight == 0 { closeAfterFlush(context) }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // Resets and broken pipes end the connection; there is no one left to answer.
+        context.close(promise: nil)
+    }
+}

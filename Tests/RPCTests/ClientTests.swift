@@ -1,0 +1,87 @@
+import Foundation
+import Logging
+import RPC
+import TestSupport
+import Testing
+
+@Suite struct ClientTests {
+    @Test func typedCallsAndErrors() async throws {
+        try await withRPCServer(makeTestRouter()) { port, _ in
+            let client = RPCClient(configuration: .init(addresses: ["127.0.0.1:\(port)"]), logger: Logger(label: "test"))
+            defer { Task { await client.shutdown() } }
+            let difference = try await client.call("subtract", params: SubtractParams(minuend: 10, subtrahend: 4), as: Int.self)
+            #expect(difference == 6)
+            await #expect(throws: RPCError.methodNotFound("nope")) {
+                try await client.call("nope", as: Empty.self)
+            }
+        }
+    }
+
+    @Test func metaTravelsInParams() async throws {
+        try await withRPCServer(makeTestRouter()) { port, _ in
+            let client = RPCClient(configuration: .init(addresses: ["127.0.0.1:\(port)"]), logger: Logger(label: "test"))
+            let meta = RequestMeta(token: "good-token", service: "s", traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+            let echoed = try await client.call("meta", meta: meta, timeout: .seconds(3), as: RequestMeta.self)
+            #expect(echoed.token == "good-token")
+            #expect(echoed.service == "s")
+            #expect(echoed.traceparent == meta.traceparent)
+            #expect((echoed.timeoutMs ?? 0) > 2000 && (echoed.timeoutMs ?? 0) <= 3000)
+            await client.shutdown()
+        }
+    }
+
+    @Test func callTimesOut() async throws {
+        try await withRPCServer(makeTestRouter()) { port, _ in
+            let client = RPCClient(configuration: .init(addresses: ["127.0.0.1:\(port)"]), logger: Logger(label: "test"))
+            let started = ContinuousClock.now
+            await #expect(throws: RPCError.self) {
+                try await client.call("sleep", params: SleepParams(milliseconds: 3000), timeout: .milliseconds(100), as: Int.self)
+            }
+            #expect(ContinuousClock.now - started < .seconds(1))
+            await client.shutdown()
+        }
+    }
+
+    @Test func spreadsOverInstancesAndSkipsADeadOne() async throws {
+        let deadPort = try freePort()
+        try await withRPCServer(makeTestRouter()) { livePort, _ in
+            let client = RPCClient(
+                configuration: .init(addresses: ["127.0.0.1:\(deadPort)", "127.0.0.1:\(livePort)"]), logger: Logger(label: "test"))
+            for _ in 0..<20 {
+                let data = try await client.call("get_data", idempotent: true, as: JSONValue.self)
+                #expect(data == ["hello", 5])
+            }
+            await client.shutdown()
+        }
+    }
+
+    @Test func noReachableInstanceIsUnavailable() async throws {
+        let client = RPCClient(configuration: .init(addresses: ["127.0.0.1:\(try freePort())"]), logger: Logger(label: "test"))
+        await #expect {
+            try await client.call("get_data", as: JSONValue.self)
+        } throws: { error in
+            (error as? RPCError)?.reason == "unavailable"
+        }
+        await client.shutdown()
+    }
+
+    @Test func reconnectsAfterTheServerComesBack() async throws {
+        let port = try freePort()
+        let router = makeTestRouter()
+        let client = RPCClient(configuration: .init(addresses: ["127.0.0.1:\(port)"]), logger: Logger(label: "test"))
+        try await withRPCServer(router, port: port) { _, _ in
+            let data = try await client.call("get_data", as: JSONValue.self)
+            #expect(data == ["hello", 5])
+        }
+        await #expect(throws: RPCError.self) { try await client.call("get_data", as: JSONValue.self) }
+        try await withRPCServer(router, port: port) { _, _ in
+            var answered = false
+            for _ in 0..<50 where !answered {
+                answered = (try? await client.call("get_data", as: JSONValue.self)) != nil
+                if !answered { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(answered)
+        }
+        await client.shutdown()
+    }
+}

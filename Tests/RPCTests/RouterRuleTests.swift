@@ -1,0 +1,120 @@
+import Foundation
+import RPC
+import Testing
+
+/// The contract's rules on top of JSON-RPC: params validation, `_meta`, access, deadlines, error hygiene.
+@Suite struct RouterRuleTests {
+    let router = makeTestRouter()
+
+    @Test func wrongTypeNamesTheParameter() async {
+        let response = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"subtract","params":{"minuend":"42","subtrahend":1}}"#))
+        #expect(response?["error"]?["code"] == -32602)
+        #expect(response?["error"]?["data"]?["field"] == "minuend")
+        #expect(response?["error"]?["message"]?.stringValue?.contains("minuend") == true)
+    }
+
+    @Test func missingParameterIsNamed() async {
+        let response = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"subtract","params":{"minuend":42}}"#))
+        #expect(response?["error"]?["code"] == -32602)
+        #expect(response?["error"]?["message"] == "missing parameter 'subtrahend'")
+    }
+
+    @Test func nestedParameterPathIsNamed() async {
+        let response = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"sum","params":{"values":[1,"two"]}}"#))
+        #expect(response?["error"]?["data"]?["field"] == "values[1]")
+    }
+
+    @Test func nonObjectParamsAreInvalid() async {
+        let response = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"sum","params":5}"#))
+        #expect(response?["error"]?["code"] == -32600)
+    }
+
+    @Test func idsAreEchoedExactly() async {
+        #expect(json(await router.answer(#"{"jsonrpc":"2.0","id":"abc","method":"get_data"}"#))?["id"] == "abc")
+        #expect(json(await router.answer(#"{"jsonrpc":"2.0","id":9007199254740993,"method":"get_data"}"#))?["id"] == .int(9_007_199_254_740_993))
+        #expect(json(await router.answer(#"{"jsonrpc":"2.0","id":null,"method":"get_data"}"#))?["id"] == .null)
+        #expect(json(await router.answer(#"{"jsonrpc":"2.0","id":{"a":1},"method":"get_data"}"#))?["error"]?["code"] == -32600)
+    }
+
+    @Test func wrongVersionIsInvalid() async {
+        #expect(json(await router.answer(#"{"jsonrpc":"1.0","id":1,"method":"get_data"}"#))?["error"]?["code"] == -32600)
+        #expect(json(await router.answer(#"{"id":1,"method":"get_data"}"#))?["error"]?["code"] == -32600)
+    }
+
+    @Test func invalidUTF8IsAParseError() async {
+        var frame = Array(#"{"jsonrpc":"2.0","id":1,"method":"echo","params":{"value":""#.utf8)
+        frame += [0xC3, 0x28, 0xFF]
+        frame += Array(#""}}"#.utf8)
+        let response = await router.respond(to: Data(frame)).flatMap { json(String(decoding: $0, as: UTF8.self)) }
+        #expect(response?["error"]?["code"] == -32700)
+    }
+
+    @Test func deepNestingIsRefusedCleanly() async {
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        let response = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"echo","params":{"value":\#(deep)}}"#))
+        #expect(response?["error"]?["code"] == -32700)
+    }
+
+    @Test func hostileStringsRoundTrip() async {
+        let hostile = "'; DROP TABLE users; -- \u{202E}gnp.exe 🐦 \\\"\n\t\u{0}"
+        let frame = try! JSONEncoder().encode(["jsonrpc": JSONValue("2.0"), "id": 1, "method": "echo", "params": ["value": .string(hostile)]])
+        let response = await router.respond(to: frame).flatMap { try? JSONDecoder().decode(JSONValue.self, from: $0) }
+        #expect(response?["result"] == .string(hostile))
+    }
+
+    @Test func userMethodsNeedAValidToken() async {
+        let none = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"whoami"}"#))
+        #expect(none?["error"]?["code"] == -32001)
+        #expect(none?["error"]?["data"]?["reason"] == "unauthenticated")
+        let bad = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"whoami","params":{"_meta":{"token":"forged"}}}"#))
+        #expect(bad?["error"]?["code"] == -32001)
+        let good = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"whoami","params":{"_meta":{"token":"good-token"}}}"#))
+        #expect(good?["result"]?["userID"] == 42)
+    }
+
+    @Test func internalMethodsNeedTheServiceCredential() async {
+        let none = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"secret"}"#))
+        #expect(none?["error"]?["code"] == -32003)
+        let userToken = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"secret","params":{"_meta":{"token":"good-token"}}}"#))
+        #expect(userToken?["error"]?["code"] == -32003)
+        let wrong = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"secret","params":{"_meta":{"service":"guess"}}}"#))
+        #expect(wrong?["error"]?["code"] == -32003)
+        let right = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"secret","params":{"_meta":{"service":"sesame"}}}"#))
+        #expect(right?["result"] == "classified")
+    }
+
+    @Test func metaIsReadAndNotPassedAsParams() async {
+        let response = json(await router.answer(
+            #"{"jsonrpc":"2.0","id":1,"method":"meta","params":{"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","timeoutMs":5000}}}"#))
+        #expect(response?["result"]?["traceparent"] == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+        #expect(response?["result"]?["timeoutMs"] == 5000)
+    }
+
+    @Test func deadlinesAreHonoured() async {
+        let spent = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"sleep","params":{"milliseconds":1,"_meta":{"timeoutMs":0}}}"#))
+        #expect(spent?["error"]?["code"] == -32051)
+        let started = ContinuousClock.now
+        let late = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"sleep","params":{"milliseconds":5000,"_meta":{"timeoutMs":50}}}"#))
+        #expect(late?["error"]?["code"] == -32051)
+        #expect(ContinuousClock.now - started < .seconds(2))
+    }
+
+    @Test func unexpectedErrorsAreGeneric() async {
+        let response = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"fail"}"#))
+        #expect(response?["error"] == ["code": -32603, "message": "internal error"])
+    }
+
+    @Test func discoverDescribesEveryMethod() async throws {
+        let document = try #require(json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"rpc.discover"}"#))?["result"])
+        #expect(document["openrpc"]?.stringValue?.hasPrefix("1.") == true)
+        let methods = try #require(document["methods"]?.arrayValue)
+        let names = Set(methods.compactMap { $0["name"]?.stringValue })
+        #expect(names.isSuperset(of: ["rpc.discover", "subtract", "sum", "echo", "whoami", "secret"]))
+        let subtract = try #require(methods.first { $0["name"] == "subtract" })
+        let params = try #require(subtract["params"]?.arrayValue)
+        #expect(params.map { $0["name"] } == ["minuend", "subtrahend"])
+        #expect(params.allSatisfy { $0["required"] == true && $0["schema"]?["type"] == "integer" })
+        let sum = try #require(methods.first { $0["name"] == "sum" })
+        #expect(sum["params"]?.arrayValue?.first?["schema"] == ["type": "array", "items": ["type": "integer"]])
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import Logging
+import RPC
+import TestSupport
+import Testing
+
+/// The wire protocol over real TCP connections.
+@Suite struct SocketTests {
+    @Test func framesSplitAcrossPacketsAndManyInOnePacket() async throws {
+        try await withRPCServer(makeTestRouter()) { port, _ in
+            let client = try RPCLineClient(port: port)
+            try client.send(#"{"jsonrpc":"2.0","id":1,"me"#)
+            try await Task.sleep(for: .milliseconds(50))
+            try client.send(#"thod":"subtract","params":{"minuend":5,"subtrahend":3}}"# + "\n")
+            #expect(json(await client.readFrame())?["result"] == 2)
+            try client.send(
+                #"{"jsonrpc":"2.0","id":2,"method":"get_data"}"# + "\n" + #"{"jsonrpc":"2.0","id":3,"method":"get_data"}"# + "\r\n")
+            let ids = Set([json(await client.readFrame())?["id"], json(await client.readFrame())?["id"]])
+            #expect(ids == [2, 3])
+        }
+    }
+
+    @Test func oversizeFrameGetsAnErrorThenTheConnectionCloses() async throws {
+        try await withRPCServer(makeTestRouter(), maxFrameBytes: 1024) { port, _ in
+            let client = try RPCLineClient(port: port)
+            try client.send(#"{"jsonrpc":"2.0","id":1,"method":"echo","params":{"value":""# + String(repeating: "x", count: 4096))
+            let response = json(await client.readFrame())
+            #expect(response?["error"]?["code"] == -32600)
+            #expect(response?["error"]?["message"]?.stringValue?.contains("1024") == true)
+            #expect(await client.isClosedByPeer())
+        }
+    }
+
+    @Test func pipelinedCallsAreAnsweredOutOfOrder() async throws {
+        try await withRPCServer(makeTestRouter()) { port, _ in
+            let client = try RPCLineClient(port: port)
+            try client.send(
+                #"{"jsonrpc":"2.0","id":"slow","method":"sleep","params":{"milliseconds":300}}"# + "\n"
+                    + #"{"jsonrpc":"2.0","id":"fast","method":"sleep","params":{"milliseconds":1}}"# + "\n")
+            #expect(json(await client.readFrame())?["id"] == "fast")
+            #expect(json(await client.readFrame())?["id"] == "slow")
+        }
+    }
+
+    @Test func thousandPipelinedCallsOnOneConnection() async throws {
+        try await withRPCServer(makeTestRouter()) { port, _ in
+            let client = try RPCLineClient(port: port)
+            var frames = ""
+            for id in 0..<1000 {
+                frames += #"{"jsonrpc":"2.0","id":\#(id),"method":"subtract","params":{"minuend":\#(id),"subtrahend":1}}"# + "\n"
+            }
+            try client.send(frames)
+            var seen = Set<Int64>()
+            for _ in 0..<1000 {
+                let response = try #require(json(await client.readFrame()))
+                let id = try #require(response["id"]?.intValue)
+                #expect(response["result"]?.intValue == id - 1)
+                seen.insert(id)
+            }
+            #expect(seen.count == 1000)
+        }
+    }
+
+    @Test func clientThatDisconnectsMidCallLeavesTheServerHealthy() async throws {
+        try await withRPCServer(makeTestRouter()) { port, _ in
+            do {
+                let leaving = try RPCLineClient(port: port)
+                try leaving.send(#"{"jsonrpc":"2.0","id":1,"method":"sleep","params":{"milliseconds":200}}"# + "\n")
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            let client = try RPCLineClient(port: port)
+            try client.send(#"{"jsonrpc":"2.0","id":2,"method":"get_data"}"# + "\n")
+            #expect(json(await client.readFrame())?["result"] == ["hello", 5])
+        }
+    }
+
+    @Test func garbageFramesDoNotCloseTheConnection() async throws {
+        try await withRPCServer(makeTestRouter()) { port, _ in
+            let client = try RPCLineClient(port: port)
+            try client.send([0xFF, 0xFE, 0x00, 0x0A])
+            #expect(json(await client.readFrame())?["error"]?["code"] == -32700)
+            try client.send("\n\n   \n")
+            try client.send(#"{"jsonrpc":"2.0","id":2,"method":"get_data"}"# + "\n")
+            #expect(json(await client.readFrame())?["id"] == 2)
+        }
+    }
+
+    @Test func subscriptionPushesNotifications() async throws {
+        var router = makeTestRouter()
+        router.register("ticks.subscribe", summary: "Pushes three ticks.", access: .anonymous) {
+            (_: Empty, context) -> [String: String] in
+            guard let connection = context.connection, let id = connection.addSubscription(cancel: {}) else {
+                throw RPCError.internalError()
+            }
+            Task {
+                for tick in 1...3 {
+                    let event: JSONValue = ["subscription": .string(id), "event": ["tick": .int(Int64(tick))]]
+                    connection.push(method: "ticks.event", params: try RawJSON(encoding: event))
+                }
+            }
+            return ["subscription": id]
+        }
+        try await withRPCServer(router) { port, _ in
+            let connection = try await RPCClientConnection.connect(host: "127.0.0.1", port: port)
+            let answer = try await connection.call("ticks.subscribe", as: [String: String].self)
+            let subscription = try #require(answer["subscription"])
+            var ticks: [Int64] = []
+            for await notification in connection.notifications {
+                #expect(notification.method == "ticks.event")
+                let params = try notification.params.decode(JSONValue.self)
+                #expect(params["subscription"] == .string(subscription))
+                ticks.append(params["event"]?["tick"]?.intValue ?? -1)
+                if ticks.count == 3 { break }
+            }
+            #expect(ticks == [1, 2, 3])
+            await connection.close()
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+
+/// A minimal HTTP/1.0 client for the services' admin port (`/healthz`, `/readyz`, `/metrics`), so tests
+/// can probe it without an HTTP library.
+public enum AdminHTTP {
+    /// A response's status code and body (decoded as UTF-8).
+    public struct Response: Sendable {
+        /// The status code: 200, 503, …
+        public let status: Int
+        /// The body, decoded as UTF-8.
+        public let body: String
+    }
+
+    /// `GET path` on host:port. Blocks the calling thread for at most `timeout` per step.
+    public static func get(
+        _ path: String, host: String = "127.0.0.1", port: Int, timeout: Duration = .seconds(2)
+    ) throws -> Response {
+        let request = "GET \(path) HTTP/1.0\r\nHost: \(host):\(port)\r\nConnection: close\r\n\r\n"
+        let reply = try TCPExchange.run(
+            host: host, port: port, request: Array(request.utf8), timeout: timeout,
+            isComplete: { parse($0)?.complete ?? false })
+        guard let response = parse(reply) else {
+            let text = String(decoding: reply, as: UTF8.self)
+            throw TestSupportError("GET \(path) on \(host):\(port): not an HTTP response: \(text)")
+        }
+        return Response(status: response.status, body: response.body)
+    }
+
+    /// The status and body once the header has arrived; `complete` once the body is as long as
+    /// Content-Length says (without one, the body ends when the server closes).
+    private static func parse(_ bytes: [UInt8]) -> (status: Int, body: String, complete: Bool)? {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let headerEnd = text.range(of: "\r\n\r\n") else { return nil }
+        let lines = text[..<headerEnd.lowerBound].split(separator: "\r\n")
+        let statusWords = lines.first?.split(separator: " ") ?? []
+        guard statusWords.count >= 2, statusWords[0].hasPrefix("HTTP/"),
+            let status = Int(statusWords[1])
+        else {
+            return nil
+        }
+        let body = String(text[headerEnd.upperBound...])
+        let length = lines.dropFirst().lazy.compactMap { line -> Int? in
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
+            return Int(parts[1].trimmingCharacters(in: .whitespaces))
+        }.first
+        return (status, body, length.map { body.utf8.count >= $0 } ?? false)
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A child process started with Foundation's `Process`, whose end can be awaited without blocking a
+/// thread. Its exit status follows the shell's convention: the exit code, or 128 + the signal number.
+final class ChildProcess: Sendable {
+    let pid: Int32
+    private let exit: ExitStatus
+    /// Kept so that Foundation's bookkeeping for the child lives as long as we watch it.
+    private let process: Process
+
+    /// Starts `arguments[0]` (a path) with the rest as its arguments; stdout and stderr are appended to
+    /// the file `output`, or go to /dev/null.
+    init(
+        _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil,
+        output: String? = nil
+    ) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: arguments[0])
+        process.arguments = Array(arguments.dropFirst())
+        if let environment { process.environment = environment }
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        var handle: FileHandle?
+        if let output {
+            let fd = open(output, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+            guard fd >= 0 else {
+                throw TestSupportError("cannot open \(output): \(String(cString: strerror(errno)))")
+            }
+            handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        }
+        // The child gets its own copy of the descriptor; ours is closed once it runs.
+        defer { try? handle?.close() }
+        process.standardOutput = handle
+        process.standardError = handle
+        let exit = ExitStatus()
+        process.terminationHandler = { exit.record($0) }
+        do {
+            try withSignalsUnblocked { try process.run() }
+        } catch {
+            throw TestSupportError("cannot start \(arguments[0]): \(error)")
+        }
+        self.pid = process.processIdentifier
+        self.exit = exit
+        self.process = process
+    }
+
+    /// The exit status, or nil while the process runs.
+    var status: Int32? { exit.value.withLock { $0 } }
+
+    /// Waits for the end of the process; nil when it still runs after `timeout`.
+    func waitForExit(timeout: Duration) async -> Int32? {
+        _ = await poll(timeout: timeout, interval: .milliseconds(20)) { status != nil }
+        return status
+    }
+}
+
+/// Where the termination handler, which runs on a thread of Foundation's, leaves the exit status.
+private final class ExitStatus: Sendable {
+    let value = Mutex<Int32?>(nil)
+
+    func record(_ process: Process) {
+        let code = process.terminationStatus
+        value.withLock { $0 = process.terminationReason == .uncaughtSignal ? 128 + code : code }
+    }
+}
+
+/// Runs `body` with no signal blocked on this thread. A child inherits the signal mask of the thread
+/// that spawns it, and the threads Swift concurrency runs on block SIGTERM and SIGINT (among others):
+/// a server spawned from one would never see them, unless it clears its mask itself as Postgres does.
+private func withSignalsUnblocked<T>(_ body: () throws -> T) rethrows -> T {
+    var none = sigset_t()
+    var previous = sigset_t()
+    sigemptyset(&none)
+    pthread_sigmask(SIG_SETMASK, &none, &previous)
+    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+    return try body()
+}

@@ -1,0 +1,23 @@
+import Logging
+import RPC
+import ServiceLifecycle
+
+/// Runs an `RPCServer` on a free port for the length of a test body, then shuts it down gracefully.
+public func withRPCServer<T: Sendable>(
+    _ router: RPCRouter, port: Int = 0, maxFrameBytes: Int = 1 << 20,
+    _ body: @Sendable (_ port: Int, _ server: RPCServer) async throws -> T
+) async throws -> T {
+    let server = RPCServer(
+        router: router, configuration: .init(port: port, maxFrameBytes: maxFrameBytes), logger: Logger(label: "test"))
+    let group = ServiceGroup(
+        configuration: .init(services: [.init(service: server)], logger: Logger(label: "test")))
+    return try await withThrowingTaskGroup(of: Void.self) { tasks in
+        tasks.addTask { try await group.run() }
+        defer { tasks.cancelAll() }
+        let port = try await server.listeningPort()
+        let result = try await body(port, server)
+        await group.triggerGracefulShutdown()
+        try await tasks.next()
+        return result
+    }
+}

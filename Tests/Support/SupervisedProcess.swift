@@ -1,0 +1,69 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A long-running server started under the `Watchdog` script. `pid` is the server itself (signals go
+/// there); the exit status is the server's, relayed by the watchdog.
+final class SupervisedProcess: Sendable {
+    let pid: Int32
+    private let watchdog: ChildProcess
+
+    /// Starts `command` with its output appended to `log`. `stopSignal` is what the watchdog sends
+    /// when the test process ends; `cleanup` is the folder it then removes (nil: keep it).
+    init(
+        _ command: [String], log: String, pidFile: String, stopSignal: Int32, cleanup: String?,
+        environment: [String: String]? = nil, directory: String? = nil
+    ) async throws {
+        try? FileManager.default.removeItem(atPath: pidFile)
+        let cleanupFolder = TemporaryFolder.keepAfterTests ? "" : (cleanup ?? "")
+        let watchdogArguments = [
+            "/bin/sh", "-c", Watchdog.script, "aviary-watchdog",
+            String(getpid()), String(stopSignal), pidFile, cleanupFolder,
+        ]
+        let watchdog = try ChildProcess(
+            watchdogArguments + command, environment: environment, directory: directory,
+            output: log)
+        var serverPID: Int32?
+        _ = await poll(timeout: .seconds(10), interval: .milliseconds(5)) {
+            serverPID = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap {
+                Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
+            return serverPID != nil || watchdog.status != nil
+        }
+        guard let serverPID else {
+            kill(watchdog.pid, SIGKILL)
+            throw TestSupportError("the watchdog for \(command[0]) did not start it; see \(log)")
+        }
+        self.pid = serverPID
+        self.watchdog = watchdog
+    }
+
+    /// The server's exit status, or nil while it runs.
+    var status: Int32? { watchdog.status }
+
+    func signal(_ signal: Int32) {
+        if status == nil { kill(pid, signal) }
+    }
+
+    func waitForExit(timeout: Duration) async -> Int32? {
+        await watchdog.waitForExit(timeout: timeout)
+    }
+
+    /// Sends `signal`, then SIGKILL if the server has not ended after `timeout`.
+    func stop(signal: Int32, timeout: Duration) async -> Int32? {
+        self.signal(signal)
+        if let status = await waitForExit(timeout: timeout) { return status }
+        self.signal(SIGKILL)
+        return await waitForExit(timeout: .seconds(10))
+    }
+
+    /// Tells the watchdog the tests are over: it stops the server and removes its folder, on its own
+    /// time, so this returns at once (it runs from `atexit` and `deinit`).
+    func finish() {
+        if watchdog.status == nil { kill(watchdog.pid, SIGTERM) }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The test harness itself: real Postgres and Redis servers, started, used, stopped and restarted.
+@Suite("Test harness")
+struct HarnessTests {
+    @Test("the shared Postgres gives each test a database of its own")
+    func sharedPostgresMakesDatabases() async throws {
+        let postgres = try await TestServers.postgres()
+        let first = try await postgres.makeDatabase()
+        let second = try await postgres.makeDatabase()
+        #expect(first != second)
+        #expect(first.hasPrefix("postgres://aviary@127.0.0.1:\(postgres.port)/"))
+        for url in [first, second] {
+            #expect(try await postgres.psql("SELECT 1", url: url) == "1")
+        }
+        let again = try await TestServers.postgres()
+        #expect(again === postgres)
+    }
+
+    @Test("the shared Postgres runs with the settings the tests rely on")
+    func sharedPostgresSettings() async throws {
+        let postgres = try await TestServers.postgres()
+        #expect(try await postgres.psql("SHOW fsync") == "off")
+        #expect(try await postgres.psql("SHOW max_connections") == "300")
+        #expect(
+            try await postgres.psql("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
+                == "t")
+    }
+
+    @Test("the shared Redis answers PING")
+    func sharedRedisAnswersPing() async throws {
+        let redis = try await TestServers.redis()
+        #expect(redis.url == "redis://127.0.0.1:\(redis.port)")
+        #expect(try await redis.cli(["PING"]) == "PONG")
+        #expect(try await TestServers.redis() === redis)
+    }
+
+    @Test("a private Postgres stops and starts again on the same port, keeping its data")
+    func privatePostgresRestarts() async throws {
+        let postgres = try await TestServers.startPrivatePostgres()
+        let url = try await postgres.makeDatabase()
+        try await postgres.psql("CREATE TABLE kept (n int); INSERT INTO kept VALUES (42)", url: url)
+        try await postgres.stop()
+        await #expect(throws: (any Error).self) { try await postgres.psql("SELECT 1", url: url) }
+        try await postgres.start()
+        #expect(try await postgres.psql("SELECT n FROM kept", url: url) == "42")
+    }
+
+    @Test("a private Redis stops and starts again on the same port")
+    func privateRedisRestarts() async throws {
+        let redis = try await TestServers.startPrivateRedis()
+        let port = redis.port
+        let clock = ContinuousClock()
+        let stopping = try await clock.measure { try await redis.stop() }
+        // A server that ignored SIGTERM would only end with the SIGKILL that follows 30 s later.
+        #expect(stopping < .seconds(5))
+        await #expect(throws: (any Error).self) { try await redis.cli(["PING"]) }
+        try await redis.start()
+        #expect(redis.port == port)
+        #expect(try await redis.cli(["PING"]) == "PONG")
+    }
+
+    @Test("freePort gives a port that can be bound")
+    func freePortIsFree() throws {
+        let port = try freePort()
+        #expect((1024...65535).contains(port))
+    }
+}

@@ -1,0 +1,391 @@
+#!/usr/bin/env bash
+# Runs the whole suite on this machine: Postgres, Redis and the seven services.
+#
+#   deploy/local/stack.sh up       install what is missing, build, start everything, print addresses
+#   deploy/local/stack.sh down     stop the services, then the Redis and Postgres that `up` started
+#   deploy/local/stack.sh status   show what runs
+#
+# Everything lives in .aviary-local/ in the repository: postgres/ (the cluster), redis/ (its data),
+# logs/ (one log per program) and run/ (pid files).
+#
+# Environment:
+#   AVIARY_POSTGRES_URL      use this Postgres instead of starting one
+#   AVIARY_REDIS_URL         use this Redis instead of starting one
+#   AVIARY_LOCAL_PG_PORT     port of the local Postgres (5432)
+#   AVIARY_LOCAL_REDIS_PORT  port of the local Redis (6379)
+#   AVIARY_BUILD             debug (default) or release
+#   AVIARY_LOCAL_BIN         run the executables in this folder instead of building
+#   AVIARY_LOCAL_TIMEOUT     seconds to wait for each service to be ready (60)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+STATE="$AVIARY_ROOT/.aviary-local"
+LOGS="$STATE/logs"
+RUN="$STATE/run"
+PG_DIR="$STATE/postgres"
+REDIS_DIR="$STATE/redis"
+PG_PORT="${AVIARY_LOCAL_PG_PORT:-5432}"
+REDIS_PORT="${AVIARY_LOCAL_REDIS_PORT:-6379}"
+CONFIG="${AVIARY_BUILD:-debug}"
+TIMEOUT="${AVIARY_LOCAL_TIMEOUT:-60}"
+
+# In start order. Ports are the contract's defaults (§4): JSON-RPC 71xx, admin HTTP 72xx.
+SERVICES=(auth social-graph tweets timeline notifications messaging media)
+
+rpc_port() {
+    case "$1" in
+    auth) echo 7101 ;;
+    tweets) echo 7102 ;;
+    social-graph) echo 7103 ;;
+    timeline) echo 7104 ;;
+    messaging) echo 7105 ;;
+    notifications) echo 7106 ;;
+    media) echo 7107 ;;
+    *) die "unknown service $1" ;;
+    esac
+}
+
+admin_port() { echo $(($(rpc_port "$1") + 100)); }
+
+# Paths as the user reads them: relative to the repository.
+short() { echo "${1#"$AVIARY_ROOT"/}"; }
+
+# A process that ended but was not reaped yet (a zombie) counts as gone.
+is_alive() {
+    local state
+    state="$(ps -o stat= -p "$1" 2>/dev/null)" && [[ $state != Z* ]]
+}
+
+is_gone() { ! is_alive "$1"; }
+
+# Waits up to $1 seconds for the command that follows to succeed.
+wait_for() {
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        [ "$SECONDS" -lt "$deadline" ] || return 1
+        sleep 0.3
+    done
+}
+
+# ---------------------------------------------------------------------------------------------
+# Postgres: a cluster of our own in .aviary-local/postgres, run as a non-root OS user.
+
+PG_BIN=""
+BIN_SHOWN="" # BIN as the user would type it
+
+PG_USER=""
+
+# The OS user of our cluster: whoever owns it already; else us, unless we are root (Postgres
+# refuses root), in which case the system user aviary, created if needed, or else nobody.
+choose_pg_user() {
+    if [ -d "$PG_DIR/data" ]; then
+        PG_USER="$(stat -c %U "$PG_DIR/data")"
+    elif ! is_root; then
+        PG_USER="$(id -un)"
+    elif ensure_system_user aviary; then
+        PG_USER=aviary
+    else
+        warn "could not create the OS user aviary; Postgres runs as nobody"
+        PG_USER=nobody
+    fi
+}
+
+# Runs a command as the cluster's OS user.
+as_pg() {
+    if [ "$PG_USER" = "$(id -un)" ]; then
+        "$@"
+    else
+        as_root runuser -u "$PG_USER" -- "$@"
+    fi
+}
+
+# Prints the pid of our postmaster when it runs.
+postgres_pid() {
+    local pid
+    pid="$(head -n 1 "$PG_DIR/data/postmaster.pid" 2>/dev/null)" || return 1
+    [ -n "$pid" ] && is_alive "$pid" && echo "$pid"
+}
+
+# The port our running postmaster listens on (line 4 of postmaster.pid).
+postgres_port() { sed -n 4p "$PG_DIR/data/postmaster.pid"; }
+
+can_use_postgres() {
+    "$PG_BIN/psql" -X -q -d "$1" -c 'SELECT 1' >/dev/null 2>&1
+}
+
+create_cluster() {
+    local socket="$PG_DIR/socket"
+    # A Unix socket path over 107 bytes is refused: a deep checkout gets TCP only.
+    [ "${#socket}" -lt 90 ] || socket=""
+    mkdir -p "$PG_DIR/socket"
+    if is_root; then chown "$PG_USER" "$PG_DIR" "$PG_DIR/socket"; fi
+    chmod 700 "$PG_DIR"
+    as_pg test -w "$PG_DIR" ||
+        die "OS user $PG_USER cannot write $PG_DIR (is a parent folder closed to it?); set AVIARY_POSTGRES_URL to use another Postgres"
+    say "Postgres: creating a cluster in $(short "$PG_DIR")/data (OS user $PG_USER, role aviary)"
+    as_pg "$PG_BIN/initdb" -D "$PG_DIR/data" -U aviary --auth=trust --encoding=UTF8 --locale=C \
+        >"$LOGS/postgres-initdb.log" 2>&1 ||
+        die "initdb failed, see $(short "$LOGS/postgres-initdb.log")"
+    as_pg tee -a "$PG_DIR/data/postgresql.conf" >/dev/null <<EOF
+
+# Aviary local stack: loopback only; the port is given at each start.
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$socket'
+EOF
+    as_pg tee "$PG_DIR/data/pg_hba.conf" >/dev/null <<'EOF'
+# Aviary local stack: any role, no password, from this machine only.
+local all all trust
+host all all 127.0.0.1/32 trust
+EOF
+}
+
+start_postgres() {
+    if [ -n "${AVIARY_POSTGRES_URL:-}" ]; then
+        say "Postgres: using AVIARY_POSTGRES_URL ($AVIARY_POSTGRES_URL)"
+        echo "$AVIARY_POSTGRES_URL" >"$RUN/postgres.url"
+        return
+    fi
+    PG_BIN="$(postgres_bin)"
+    local url="postgres://aviary@127.0.0.1:$PG_PORT/aviary" pid
+    if pid="$(postgres_pid)"; then
+        url="postgres://aviary@127.0.0.1:$(postgres_port)/aviary"
+        say "Postgres: ours already runs (pid $pid, $url)"
+    elif port_in_use "$PG_PORT"; then
+        "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" ||
+            die "port $PG_PORT is taken by something that is not Postgres (AVIARY_LOCAL_PG_PORT picks another)"
+        can_use_postgres "$url" || die "port $PG_PORT answers as Postgres, but role aviary cannot use database aviary there without a password.
+  Start ours on another port (AVIARY_LOCAL_PG_PORT=5433 $0 up), stop that server
+  (a Debian cluster: pg_ctlcluster <version> main stop), or set AVIARY_POSTGRES_URL."
+        say "Postgres: reusing the server that already answers on port $PG_PORT (down leaves it alone)"
+        echo "$url" >"$RUN/postgres.url"
+        export AVIARY_POSTGRES_URL="$url"
+        return
+    else
+        choose_pg_user
+        [ -f "$PG_DIR/data/PG_VERSION" ] || create_cluster
+        touch "$LOGS/postgres.log"
+        if is_root; then chown "$PG_USER" "$LOGS/postgres.log"; fi
+        as_pg "$PG_BIN/pg_ctl" start -D "$PG_DIR/data" -l "$LOGS/postgres.log" -w -t 60 \
+            -o "-p $PG_PORT" >/dev/null || {
+            tail -n 20 "$LOGS/postgres.log" >&2
+            die "Postgres did not start, see $(short "$LOGS/postgres.log")"
+        }
+        say "Postgres: started on 127.0.0.1:$PG_PORT (pid $(postgres_pid))"
+    fi
+    local admin="${url%/aviary}/postgres"
+    if [ "$("$PG_BIN/psql" -X -At -d "$admin" -c "SELECT 1 FROM pg_database WHERE datname = 'aviary'")" != 1 ]; then
+        "$PG_BIN/psql" -X -q -d "$admin" -c 'CREATE DATABASE aviary'
+        say "Postgres: created the database aviary"
+    fi
+    echo "$url" >"$RUN/postgres.url"
+    export AVIARY_POSTGRES_URL="$url"
+}
+
+stop_postgres() {
+    local pid
+    pid="$(postgres_pid)" || return 0
+    PG_BIN="$(postgres_bin)"
+    PG_USER="$(stat -c %U "$PG_DIR/data")"
+    as_pg "$PG_BIN/pg_ctl" stop -D "$PG_DIR/data" -m fast -w -t 60 >/dev/null
+    say "Postgres: stopped (pid $pid)"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Redis: a server of our own with its data in .aviary-local/redis (append-only file).
+
+redis_pid() {
+    local pid
+    pid="$(cat "$RUN/redis.pid" 2>/dev/null)" || return 1
+    [ -n "$pid" ] && is_alive "$pid" && echo "$pid"
+}
+
+redis_answers() { [ "$(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" = PONG ]; }
+
+start_redis() {
+    if [ -n "${AVIARY_REDIS_URL:-}" ]; then
+        say "Redis: using AVIARY_REDIS_URL ($AVIARY_REDIS_URL)"
+        echo "$AVIARY_REDIS_URL" >"$RUN/redis.url"
+        return
+    fi
+    local url="redis://127.0.0.1:$REDIS_PORT" pid
+    if pid="$(redis_pid)"; then
+        url="$(cat "$RUN/redis.url" 2>/dev/null || echo "$url")"
+        say "Redis: ours already runs (pid $pid, $url)"
+    elif port_in_use "$REDIS_PORT"; then
+        redis_answers "$REDIS_PORT" ||
+            die "port $REDIS_PORT is taken by something that is not a Redis we can use (AVIARY_LOCAL_REDIS_PORT picks another)"
+        say "Redis: reusing the server that already answers on port $REDIS_PORT (down leaves it alone)"
+    else
+        mkdir -p "$REDIS_DIR"
+        redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$REDIS_DIR" --appendonly yes \
+            --daemonize yes --pidfile "$RUN/redis.pid" --logfile "$LOGS/redis.log"
+        wait_for 15 redis_answers "$REDIS_PORT" || {
+            tail -n 20 "$LOGS/redis.log" >&2
+            die "Redis did not start, see $(short "$LOGS/redis.log")"
+        }
+        say "Redis: started on 127.0.0.1:$REDIS_PORT (pid $(redis_pid))"
+    fi
+    echo "$url" >"$RUN/redis.url"
+    export AVIARY_REDIS_URL="$url"
+}
+
+stop_redis() {
+    local pid
+    pid="$(redis_pid)" || return 0
+    kill -TERM "$pid"
+    wait_for 15 is_gone "$pid" || kill -KILL "$pid"
+    rm -f "$RUN/redis.pid"
+    say "Redis: stopped (pid $pid)"
+}
+
+# ---------------------------------------------------------------------------------------------
+# The services.
+
+BIN=""
+BIN_SHOWN="" # BIN as the user would type it
+
+
+build() {
+    if [ -n "${AVIARY_LOCAL_BIN:-}" ]; then
+        BIN="$AVIARY_LOCAL_BIN"
+        BIN_SHOWN="$BIN"
+        say "Build: skipped, running the executables in $BIN"
+        return
+    fi
+    ensure_swift_in_path
+    say "Build: swift build -c $CONFIG"
+    (cd "$AVIARY_ROOT" && swift build -c "$CONFIG")
+    BIN="$(cd "$AVIARY_ROOT" && swift build -c "$CONFIG" --show-bin-path)"
+    BIN_SHOWN=".build/$CONFIG"
+}
+
+# Prints the pid of the service when it runs (and is what the pid file says it is).
+service_pid() {
+    local pid
+    pid="$(cat "$RUN/$1.pid" 2>/dev/null)" || return 1
+    [ -n "$pid" ] && is_alive "$pid" &&
+        grep -qa "aviary-$1" "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"
+}
+
+is_ready() { curl -fsS -m 2 -o /dev/null "http://127.0.0.1:$1/readyz" 2>/dev/null; }
+
+start_service() {
+    local name="$1" pid log="$LOGS/$1.log" rpc admin state
+    rpc="$(rpc_port "$name")"
+    admin="$(admin_port "$name")"
+    if pid="$(service_pid "$name")"; then
+        say "  $name: already runs (pid $pid)"
+    else
+        [ -x "$BIN/aviary-$name" ] || die "$BIN/aviary-$name is missing"
+        if port_in_use "$rpc" || port_in_use "$admin"; then
+            die "$name: port $rpc or $admin is already taken by another program"
+        fi
+        echo "--- $(date '+%F %T') started by stack.sh" >>"$log"
+        # A session of its own: a Ctrl-C here or a closed terminal later does not reach it.
+        setsid "$BIN/aviary-$name" >>"$log" 2>&1 </dev/null &
+        pid=$!
+        echo "$pid" >"$RUN/$name.pid"
+        say "  $name: started (pid $pid)"
+    fi
+    local deadline=$((SECONDS + TIMEOUT))
+    until is_ready "$admin"; do
+        if is_gone "$pid" || [ "$SECONDS" -ge "$deadline" ]; then
+            is_alive "$pid" && state="not ready after ${TIMEOUT}s" || state="exited"
+            printf -- '--- last lines of %s ---\n' "$(short "$log")" >&2
+            tail -n 30 "$log" >&2
+            die "$name $state (deploy/local/stack.sh down stops the others)"
+        fi
+        sleep 0.3
+    done
+}
+
+stop_service() {
+    local name="$1" pid
+    if pid="$(service_pid "$name")"; then
+        kill -TERM "$pid"
+        if ! wait_for 20 is_gone "$pid"; then
+            warn "$name did not stop within 20 s: SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+        say "  $name: stopped (pid $pid)"
+    fi
+    rm -f "$RUN/$name.pid"
+}
+
+print_table() {
+    local name format='%-15s %-17s %-17s %s\n'
+    echo
+    # shellcheck disable=SC2059
+    printf "$format" service RPC admin log
+    for name in "${SERVICES[@]}"; do
+        # shellcheck disable=SC2059
+        printf "$format" "$name" "127.0.0.1:$(rpc_port "$name")" "127.0.0.1:$(admin_port "$name")" \
+            "$(short "$LOGS/$name.log")"
+    done
+    echo
+    say "Try one:  $BIN_SHOWN/aviary call tweets rpc.discover"
+    say "Stop all: deploy/local/stack.sh down"
+}
+
+# ---------------------------------------------------------------------------------------------
+
+up() {
+    case "$CONFIG" in debug | release) ;; *) die "AVIARY_BUILD must be debug or release" ;; esac
+    ensure_apt_packages "${AVIARY_APT_PACKAGES[@]}"
+    mkdir -p "$LOGS" "$RUN"
+    start_postgres
+    start_redis
+    build
+    say "Services (Postgres $AVIARY_POSTGRES_URL, Redis $AVIARY_REDIS_URL):"
+    local name
+    for name in "${SERVICES[@]}"; do
+        start_service "$name"
+    done
+    print_table
+}
+
+down() {
+    local index
+    for ((index = ${#SERVICES[@]} - 1; index >= 0; index--)); do
+        stop_service "${SERVICES[index]}"
+    done
+    stop_redis
+    stop_postgres
+    rm -f "$RUN/postgres.url" "$RUN/redis.url"
+}
+
+status() {
+    local pid name
+    if pid="$(postgres_pid)"; then
+        say "Postgres: ours runs (pid $pid, port $(postgres_port))"
+    elif [ -f "$RUN/postgres.url" ]; then
+        say "Postgres: not ours ($(cat "$RUN/postgres.url"))"
+    else
+        say "Postgres: not running"
+    fi
+    if pid="$(redis_pid)"; then
+        say "Redis: ours runs (pid $pid, $(cat "$RUN/redis.url" 2>/dev/null))"
+    elif [ -f "$RUN/redis.url" ]; then
+        say "Redis: not ours ($(cat "$RUN/redis.url"))"
+    else
+        say "Redis: not running"
+    fi
+    for name in "${SERVICES[@]}"; do
+        if pid="$(service_pid "$name")"; then
+            local ready="not ready"
+            is_ready "$(admin_port "$name")" && ready="ready"
+            printf '%-15s runs (pid %s), %s, rpc 127.0.0.1:%s\n' "$name" "$pid" "$ready" "$(rpc_port "$name")"
+        else
+            printf '%-15s stopped\n' "$name"
+        fi
+    done
+}
+
+case "${1:-}" in
+up | down | status) "$1" ;;
+*)
+    echo "usage: $0 up|down|status" >&2
+    exit 2
+    ;;
+esac
