@@ -38,6 +38,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
     ],
     targets: [
         .systemLibrary(
@@ -47,6 +48,9 @@ let package = Package(
             name: "CHiredis", path: "Shared/CHiredis",
             providers: [.apt(["libhiredis-dev"])]),
 
+        .systemLibrary(
+            name: "CArgon2", path: "Shared/CArgon2", pkgConfig: "libargon2",
+            providers: [.apt(["libargon2-dev"])]),
         .target(
             name: "RPC", dependencies: nio + [
                 logging,
@@ -61,18 +65,27 @@ let package = Package(
         .target(
             name: "Redis", dependencies: ["CHiredis", logging] + nio,
             path: "Shared/Redis", swiftSettings: strict),
+        .target(name: "AviaryAPI", dependencies: ["RPC"], path: "Shared/AviaryAPI", swiftSettings: strict),
         .target(
-            name: "ServiceKit", dependencies: ["RPC", "Postgres", "Redis", logging] + nio + [
+            name: "AuthTokens", dependencies: [
+                "RPC", "Redis",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Shared/AuthTokens", swiftSettings: strict),
+        .target(
+            name: "ServiceKit", dependencies: ["RPC", "Postgres", "Redis", "AviaryAPI", "AuthTokens", logging] + nio + [
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Shared/ServiceKit", swiftSettings: strict),
         .executableTarget(
             name: "AviaryCLI", dependencies: [
-                "RPC",
+                "RPC", "ServiceKit", "Postgres", "Redis", logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/CLI", swiftSettings: strict),

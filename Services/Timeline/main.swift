@@ -1,1 +1,3 @@
-print("placeholder")
+import ServiceKit
+
+await ServiceApplication.main(ServiceDefinition(name: .timeline))

@@ -1,0 +1,10 @@
+import ArgumentParser
+
+/// The `aviary` command-line tool.
+@main
+struct Aviary: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "aviary",
+        abstract: "Talk to Aviary services and measure them.",
+        subcommands: [Call.self, Bench.self])
+}

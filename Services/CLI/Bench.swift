@@ -1,0 +1,66 @@
+import ArgumentParser
+import Foundation
+
+/// `aviary bench …`: benchmarks that print figures (never pass/fail): run them on a quiet machine.
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure the shared libraries against their targets and against the servers' own tools.",
+        subcommands: [RPCBench.self, PostgresBench.self, RedisBench.self])
+}
+
+/// Throughput and latency figures of one run.
+struct LoadFigures {
+    var calls: Int
+    var seconds: Double
+    var latencies: [Duration]
+
+    var rate: Double { Double(calls) / seconds }
+
+    func percentile(_ p: Double) -> Double {
+        guard !latencies.isEmpty else { return 0 }
+        let sorted = latencies.sorted()
+        let index = min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)
+        let value = sorted[max(0, index)].components
+        return Double(value.seconds) * 1000 + Double(value.attoseconds) / 1e15
+    }
+
+    var summary: String {
+        let rateText = String(format: "%.0f calls/s", rate)
+        guard !latencies.isEmpty else { return rateText }
+        return rateText + String(format: "  p50 %.2f ms  p99 %.2f ms", percentile(0.50), percentile(0.99))
+    }
+}
+
+/// Runs `workers` loops of `body` for `duration`; each loop iteration counts `callsPerIteration` calls.
+func runLoad(
+    workers: Int, duration: Duration, callsPerIteration: Int = 1, recordLatency: Bool = true,
+    _ body: @escaping @Sendable (_ worker: Int) async throws -> Void
+) async throws -> LoadFigures {
+    let start = ContinuousClock.now
+    let deadline = start.advanced(by: duration)
+    let results = try await withThrowingTaskGroup(of: (Int, [Duration]).self) { group in
+        for worker in 0..<workers {
+            group.addTask {
+                var calls = 0
+                var latencies: [Duration] = []
+                while ContinuousClock.now < deadline {
+                    let began = ContinuousClock.now
+                    try await body(worker)
+                    if recordLatency { latencies.append(ContinuousClock.now - began) }
+                    calls += callsPerIteration
+                }
+                return (calls, latencies)
+            }
+        }
+        var total = 0
+        var latencies: [Duration] = []
+        for try await (calls, workerLatencies) in group {
+            total += calls
+            latencies += workerLatencies
+        }
+        return (total, latencies)
+    }
+    let elapsed = (ContinuousClock.now - start).components
+    return LoadFigures(
+        calls: results.0, seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18, latencies: results.1)
+}

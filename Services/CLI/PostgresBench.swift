@@ -1,0 +1,65 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Postgres
+
+/// Primary-key selects through the pool against `pgbench -S` with the same client count.
+struct PostgresBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "postgres",
+        abstract: "Primary-key select through the pool vs pgbench -S (target: ratio ≥ 0.8). Creates pgbench tables in the database.")
+
+    @Option(help: "A libpq URL of a database the benchmark may fill with pgbench tables.")
+    var url = "postgres://aviary@127.0.0.1:5432/aviary"
+
+    @Option(help: "Concurrent clients (pool size for ours, -c for pgbench).")
+    var clients = 8
+
+    @Option(help: "Seconds per run.")
+    var seconds = 10
+
+    func run() async throws {
+        let pgbench = ["/usr/bin/pgbench"] + ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? [])
+            .sorted().reversed().map { "/usr/lib/postgresql/\($0)/bin/pgbench" }
+        guard let tool = pgbench.first(where: FileManager.default.isExecutableFile(atPath:)) else {
+            throw ValidationError("pgbench not found; install postgresql-contrib or postgresql-client")
+        }
+        try shell(tool, ["-i", "-s", "1", "-q", url])
+        let output = try shell(tool, ["-S", "-M", "prepared", "-c", "\(clients)", "-j", "2", "-T", "\(seconds)", url])
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
+            let theirs = Double(line.dropFirst(6).prefix { $0 != " " })
+        else { throw ValidationError("could not read pgbench's tps from:\n\(output)") }
+
+        var options = PostgresConfiguration.Options()
+        options.poolSize = clients
+        let client = try PostgresClient(configuration: .init(url: url, options: options), logger: Logger(label: "bench"))
+        let ours = try await runLoad(workers: clients, duration: .seconds(seconds)) { _ in
+            let rows = try await client.query(
+                "SELECT abalance FROM pgbench_accounts WHERE aid = $1", [Int64.random(in: 1...100_000)])
+            _ = try rows[0].decode(Int32.self, at: 0)
+        }
+        await client.shutdown()
+        print(String(format: "pgbench -S, %d clients:            %.0f selects/s", clients, theirs))
+        print("Postgres pool, \(clients) clients:          \(ours.summary)")
+        print(String(format: "ratio: %.2f   (target ≥ 0.80)", ours.rate / theirs))
+    }
+}
+
+/// Runs a tool and returns its standard output; a failure throws with its output.
+@discardableResult
+func shell(_ tool: String, _ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let output = String(decoding: data, as: UTF8.self)
+    guard process.terminationStatus == 0 else {
+        throw ValidationError("\(tool) failed:\n\(output)")
+    }
+    return output
+}

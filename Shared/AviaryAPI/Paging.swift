@@ -1,0 +1,77 @@
+import Foundation
+import RPC
+
+/// A page of a list (contract §2): `items` and the cursor of the next page, null at the end.
+public struct Page<Item: Codable & Sendable>: Codable, Sendable {
+    public var items: [Item]
+    public var nextCursor: String?
+
+    public init(items: [Item], nextCursor: String?) {
+        self.items = items
+        self.nextCursor = nextCursor
+    }
+}
+
+/// A validated `limit`: default 20, at most 100 (contract §2).
+public struct PageLimit: Codable, Sendable, Hashable {
+    public static let `default` = 20
+    public static let maximum = 100
+    public let value: Int
+
+    public init(_ value: Int = PageLimit.default) {
+        self.value = value
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let field = decoder.codingPath.fieldName
+        guard let value = try? decoder.singleValueContainer().decode(Int.self) else {
+            throw RPCError.validation("\(field) must be an integer from 1 to \(Self.maximum)", field: field)
+        }
+        guard (1...Self.maximum).contains(value) else {
+            throw RPCError.validation("\(field) must be from 1 to \(Self.maximum), got \(value)", field: field)
+        }
+        self.value = value
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
+    }
+}
+
+extension PageLimit: JSONSchemaDescribing {
+    public static var jsonSchema: JSONValue { ["type": "integer", "minimum": 1, "maximum": 100, "default": 20] }
+}
+
+/// A keyset position: the sort key and id of the last item of a page, sent as an opaque string.
+/// Pages continue strictly after it, so inserts and deletes between pages cause no gaps or repeats.
+public struct KeysetCursor: Sendable, Hashable {
+    public var key: Int64
+    public var id: Int64
+
+    public init(key: Int64, id: Int64) {
+        self.key = key
+        self.id = id
+    }
+
+    /// The opaque wire form.
+    public var encoded: String {
+        Data("\(key):\(id)".utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// Reads a cursor from a client; a string this service did not make is a `validation` error.
+    public static func decode(_ text: String?, field: String = "cursor") throws(RPCError) -> KeysetCursor? {
+        guard let text, !text.isEmpty else { return nil }
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard text.count <= 64, let data = Data(base64Encoded: base64),
+            let parts = String(data: data, encoding: .utf8)?.split(separator: ":"), parts.count == 2,
+            let key = Int64(parts[0]), let id = Int64(parts[1])
+        else {
+            throw RPCError.validation("\(field) is not a cursor this service returned", field: field)
+        }
+        return KeysetCursor(key: key, id: id)
+    }
+}

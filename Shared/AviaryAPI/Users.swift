@@ -1,0 +1,78 @@
+import Foundation
+import RPC
+
+/// The short form of a user embedded in tweets, notifications and messages.
+public struct UserSummary: Codable, Sendable, Hashable {
+    public var id: EntityID
+    public var username: String
+    public var fullname: String
+    public var profileImageUrl: String?
+
+    public init(id: EntityID, username: String, fullname: String, profileImageUrl: String?) {
+        self.id = id
+        self.username = username
+        self.fullname = fullname
+        self.profileImageUrl = profileImageUrl
+    }
+}
+
+/// Follower, following and tweet counts of a user.
+public struct UserStats: Codable, Sendable, Hashable {
+    public var followers: Int64
+    public var following: Int64
+    public var tweets: Int64
+
+    public init(followers: Int64 = 0, following: Int64 = 0, tweets: Int64 = 0) {
+        self.followers = followers
+        self.following = following
+        self.tweets = tweets
+    }
+}
+
+/// A user as clients see one (contract §2): `isFollowed`, `followsYou` and `isCurrentUser` are
+/// relative to the caller (false when anonymous); `email` only for the user themself.
+public struct User: Codable, Sendable, Hashable {
+    public var id: EntityID
+    public var username: String
+    public var fullname: String
+    public var bio: String
+    public var profileImageUrl: String?
+    public var createdAt: Date
+    public var stats: UserStats
+    public var isFollowed: Bool
+    public var followsYou: Bool
+    public var isCurrentUser: Bool
+    public var email: String?
+
+    public init(
+        id: EntityID, username: String, fullname: String, bio: String, profileImageUrl: String?, createdAt: Date,
+        stats: UserStats, isFollowed: Bool, followsYou: Bool, isCurrentUser: Bool, email: String? = nil
+    ) {
+        self.id = id
+        self.username = username
+        self.fullname = fullname
+        self.bio = bio
+        self.profileImageUrl = profileImageUrl
+        self.createdAt = createdAt
+        self.stats = stats
+        self.isFollowed = isFollowed
+        self.followsYou = followsYou
+        self.isCurrentUser = isCurrentUser
+        self.email = email
+    }
+
+    public var summary: UserSummary {
+        UserSummary(id: id, username: username, fullname: fullname, profileImageUrl: profileImageUrl)
+    }
+}
+
+/// The caller's relation to one user.
+public struct Relationship: Codable, Sendable, Hashable {
+    public var isFollowed: Bool
+    public var followsYou: Bool
+
+    public init(isFollowed: Bool, followsYou: Bool) {
+        self.isFollowed = isFollowed
+        self.followsYou = followsYou
+    }
+}

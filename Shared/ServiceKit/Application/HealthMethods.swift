@@ -1,0 +1,34 @@
+import Foundation
+import Postgres
+import RPC
+import Redis
+
+/// The `system.health` result (contract §3).
+public struct HealthReport: Codable, Sendable {
+    public var status: String
+    public var service: String
+    public var version: String
+    public var uptimeMs: Int64
+    public var dependencies: [String: String]
+}
+
+extension RPCRouter {
+    /// Registers `system.health`, which every service answers.
+    mutating func registerHealth(resources: ServiceResources, started: ContinuousClock.Instant) {
+        let service = self.service
+        register(
+            "system.health", summary: "Liveness of the service and reachability of its dependencies.",
+            access: .anonymous
+        ) { (_: Empty, _) in
+            async let postgres = resources.postgres.isReachable()
+            async let redis = resources.redis.isReachable()
+            let dependencies = ["postgres": await postgres ? "ok" : "down", "redis": await redis ? "ok" : "down"]
+            let elapsed = ContinuousClock.now - started
+            return HealthReport(
+                status: dependencies.values.allSatisfy { $0 == "ok" } ? "ok" : "degraded",
+                service: service, version: AviaryVersion.version,
+                uptimeMs: elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000,
+                dependencies: dependencies)
+        }
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import AuthTokens
+import Logging
+import Metrics
+import NIOCore
+import NIOPosix
+import Postgres
+import Prometheus
+import RPC
+import Redis
+import ServiceLifecycle
+import UnixSignals
+
+/// Builds and runs one Aviary service process: configuration, logging, metrics, storage,
+/// migrations, shared secrets, the JSON-RPC server, the admin HTTP server, systemd
+/// notifications, and graceful shutdown on SIGTERM/SIGINT.
+public enum ServiceApplication {
+    /// The whole life of a service executable; `main.swift` calls only this.
+    public static func main(_ definition: ServiceDefinition) async {
+        if CommandLine.arguments.contains("--version") {
+            print("\(definition.name.executableName) \(AviaryVersion.version)")
+            return
+        }
+        let configuration: ServiceConfiguration
+        do {
+            configuration = try ServiceConfiguration.load(service: definition.name)
+        } catch {
+            FileHandle.standardError.write(Data("\(definition.name.executableName): \(error)\n".utf8))
+            exit(2)
+        }
+        LoggingBootstrap.bootstrap(
+            format: configuration.logFormat, level: configuration.logLevel, service: definition.name.rawValue)
+        let registry = MetricsBootstrap.bootstrap()
+        let logger = Logger(label: "aviary.\(definition.name.rawValue)")
+        do {
+            try await run(definition, configuration: configuration, registry: registry, logger: logger)
+        } catch {
+            logger.critical("the service stopped on an error", metadata: ["error": "\(String(reflecting: error))"])
+            exit(1)
+        }
+    }
+
+    /// Runs the service until SIGTERM or SIGINT, then drains and returns. Tests call it in-process.
+    public static func run(
+        _ definition: ServiceDefinition, configuration: ServiceConfiguration, registry: PrometheusCollectorRegistry,
+        logger: Logger
+    ) async throws {
+        let started = ContinuousClock.now
+        var postgresOptions = PostgresConfiguration.Options()
+        postgresOptions.poolSize = configuration.postgresPoolSize
+        postgresOptions.applicationName = definition.name.executableName
+        let postgres = try PostgresClient(
+            configuration: PostgresConfiguration(url: configuration.postgresURL, options: postgresOptions), logger: logger)
+        let redis = RedisClient(
+            configuration: try RedisConfiguration(url: configuration.redisURL, poolSize: configuration.redisPoolSize),
+            logger: logger)
+
+        // Start-up work that must finish before the service takes calls; a signal during it ends the process.
+        let secrets: (credential: String, tokenKeys: TokenKeys)? = try await untilSignalled(logger: logger) {
+            try await waitForPostgres(postgres, logger: logger) {
+                _ = try await SharedSecrets.migrator.migrate(postgres)
+                _ = try await PostgresMigrator(schema: definition.schema, migrations: definition.migrations).migrate(postgres)
+            }
+            let tokenKeys = try await TokenKeyLoading.load(configuration: configuration, postgres: postgres, logger: logger)
+            if let configured = configuration.serviceSecret { return (configured, tokenKeys) }
+            let credential = try await SharedSecrets.value(named: "service_credential", postgres: postgres, logger: logger)
+            return (credential, tokenKeys)
+        }
+        guard let secrets else {
+            await postgres.shutdown()
+            await redis.shutdown()
+            return
+        }
+
+        let resources = await ServiceResources(
+            configuration: configuration, postgres: postgres, redis: redis, serviceCredential: secrets.credential,
+            tokenKeys: secrets.tokenKeys, tokenLifetime: try TokenKeyLoading.lifetime(configuration: configuration),
+            logger: logger)
+        let verifier = resources.tokenVerifier
+        var router = RPCRouter(
+            service: definition.name.rawValue, version: AviaryVersion.version, logger: logger,
+            authenticator: ServiceAuthenticator(
+                serviceCredential: secrets.credential, verifyToken: { token throws(RPCError) in try await verifier.verify(token) }))
+        router.registerHealth(resources: resources, started: started)
+        try await definition.register(&router, resources)
+
+        let rpcServer = RPCServer(
+            router: router,
+            configuration: .init(host: configuration.host, port: configuration.rpcPort, maxFrameBytes: configuration.maxFrameBytes),
+            logger: logger)
+        let adminServer = AdminHTTPServer(
+            host: configuration.host, port: configuration.adminPort, registry: registry,
+            readiness: {
+                async let postgres = postgres.isReachable()
+                async let redis = redis.isReachable()
+                return ["postgres": await postgres, "redis": await redis, "migrations": true]
+            },
+            logger: logger)
+        let notifier = SystemdNotifier()
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: rpcServer), .init(service: adminServer)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
+
+        // The process lives as long as the service group; the announcer and watchdog end with it.
+        try await withThrowingTaskGroup(of: Bool.self) { tasks in
+            tasks.addTask {
+                try await group.run()
+                return true
+            }
+            tasks.addTask {
+                let rpcPort = try await rpcServer.listeningPort()
+                let adminPort = try await adminServer.boundPort
+                logger.info(
+                    "ready rpc=\(configuration.host):\(rpcPort) admin=\(configuration.host):\(adminPort)",
+                    metadata: ["version": "\(AviaryVersion.version)"])
+                try? notifier.notify("READY=1\nSTATUS=serving")
+                await notifier.runWatchdog(logger: logger)
+                return false
+            }
+            while let groupEnded = try await tasks.next() {
+                if groupEnded { break }
+            }
+            tasks.cancelAll()
+        }
+        try? notifier.notify("STOPPING=1")
+        await resources.shutdown()
+        logger.info("stopped")
+    }
+
+    /// Retries `body` while the database cannot be reached, so a service may start before Postgres.
+    private static func waitForPostgres(
+        _ postgres: PostgresClient, logger: Logger, _ body: () async throws -> Void
+    ) async throws {
+        var delay = Duration.milliseconds(200)
+        while true {
+            do {
+                return try await body()
+            } catch let error as PostgresError where error.code == .connectionFailed || error.code == .timeout {
+                logger.warning("waiting for Postgres", metadata: ["error": "\(error)", "retry_in": "\(delay)"])
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
+
+    /// Runs `body` unless SIGTERM or SIGINT comes first; returns nil when a signal won.
+    private static func untilSignalled<T: Sendable>(logger: Logger, _ body: @escaping @Sendable () async throws -> T)
+        async throws -> T?
+    {
+        try await withThrowingTaskGroup(of: T?.self) { tasks in
+            tasks.addTask { try await body() }
+            tasks.addTask {
+                for await signal in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
+                    logger.info("signalled during start-up; stopping", metadata: ["signal": "\(signal)"])
+                    return nil
+                }
+                return nil
+            }
+            defer { tasks.cancelAll() }
+            return try await tasks.next()!
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import AuthTokens
+import Logging
+import Postgres
+import RPC
+import Redis
+import Synchronization
+
+/// The shared things a service's handlers use: storage clients, ids, the service credential, and
+/// clients of the other services (created on first use, one pool per service).
+public final class ServiceResources: Sendable {
+    public let configuration: ServiceConfiguration
+    public let postgres: PostgresClient
+    public let redis: RedisClient
+    public let ids: SnowflakeGenerator
+    public let logger: Logger
+    /// The credential internal calls carry in `_meta.service`.
+    public let serviceCredential: String
+    /// Access-token keys (a signing key only where configured or shared through the database).
+    public let tokenKeys: TokenKeys
+    public let tokenLifetime: Duration
+    public let tokenVerifier: AccessTokenVerifier
+    public let sessionRevocations: SessionRevocations
+    private let clients = Mutex<[ServiceName: RPCClient]>([:])
+
+    init(
+        configuration: ServiceConfiguration, postgres: PostgresClient, redis: RedisClient, serviceCredential: String,
+        tokenKeys: TokenKeys, tokenLifetime: Duration, logger: Logger
+    ) async {
+        self.configuration = configuration
+        self.postgres = postgres
+        self.redis = redis
+        self.serviceCredential = serviceCredential
+        self.tokenKeys = tokenKeys
+        self.tokenLifetime = tokenLifetime
+        self.sessionRevocations = SessionRevocations(redis: redis, tokenLifetime: tokenLifetime)
+        self.tokenVerifier = await AccessTokenVerifier(keys: tokenKeys, revocations: sessionRevocations)
+        self.logger = logger
+        self.ids = SnowflakeGenerator(nodeID: configuration.nodeID)
+    }
+
+    /// The client of another service, over every address configured for it.
+    public func client(for service: ServiceName) -> RPCClient {
+        clients.withLock { clients in
+            if let client = clients[service] { return client }
+            let client = RPCClient(
+                configuration: .init(addresses: configuration.addresses(of: service)),
+                logger: logger.with("peer.service", service.rawValue))
+            clients[service] = client
+            return client
+        }
+    }
+
+    /// `_meta` for an internal call made while handling `context`: the credential, the trace and the remaining budget.
+    public func internalMeta(_ context: RPCContext? = nil) -> RequestMeta {
+        context?.downstreamMeta(service: serviceCredential) ?? RequestMeta(service: serviceCredential)
+    }
+
+    func shutdown() async {
+        for client in clients.withLock({ Array($0.values) }) { await client.shutdown() }
+        await redis.shutdown()
+        await postgres.shutdown()
+    }
+}
+
+extension Logger {
+    func with(_ key: String, _ value: String) -> Logger {
+        var logger = self
+        logger[metadataKey: key] = "\(value)"
+        return logger
+    }
+}

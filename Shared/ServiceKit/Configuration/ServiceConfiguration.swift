@@ -1,0 +1,113 @@
+import Foundation
+import Logging
+
+/// Everything a service reads from its environment (and the optional `AVIARY_CONFIG_FILE`), typed,
+/// validated, and defaulted so that an executable started with no configuration runs on one machine.
+///
+/// Build it with ``load(service:environment:)``; tests pass their own `environment` dictionary
+/// (for example `["AVIARY_RPC_PORT": "0", "AVIARY_ADMIN_PORT": "0"]`).
+public struct ServiceConfiguration: Sendable {
+    /// The service this configuration was loaded for.
+    public var service: ServiceName
+    /// `AVIARY_POSTGRES_URL`: a libpq connection URI. Default `postgres://aviary@127.0.0.1:5432/aviary`.
+    public var postgresURL: String
+    /// `AVIARY_POSTGRES_POOL_SIZE`: connections to Postgres, 1…1024. Default 8.
+    public var postgresPoolSize: Int
+    /// `AVIARY_REDIS_URL`: `redis://[:password@]host:port[/db]`. Default `redis://127.0.0.1:6379`.
+    public var redisURL: String
+    /// `AVIARY_REDIS_POOL_SIZE`: connections to Redis, 1…1024. Default 8.
+    public var redisPoolSize: Int
+    /// `AVIARY_HOST`: the address both listeners bind. Default `127.0.0.1`.
+    public var host: String
+    /// `AVIARY_RPC_PORT`: the JSON-RPC port, 0 for any free port. Default per service (7101…7107).
+    public var rpcPort: Int
+    /// `AVIARY_ADMIN_PORT`: the admin HTTP port, 0 for any free port. Default per service (7201…7207).
+    public var adminPort: Int
+    /// `AVIARY_NODE_ID`: 0…1023, the node bits of time-ordered ids. Default: a hash of host name and pid.
+    public var nodeID: Int
+    /// `AVIARY_SERVICE_SECRET`: the internal-call credential; nil when the services should share a
+    /// generated one through the database.
+    public var serviceSecret: String?
+    /// `AVIARY_LOG_LEVEL`: trace, debug, info, notice, warning, error or critical. Default info.
+    public var logLevel: Logger.Level
+    /// `AVIARY_LOG_FORMAT`: text or json. Default text.
+    public var logFormat: LogFormat
+    /// `AVIARY_MAX_FRAME_BYTES`: the longest JSON-RPC frame accepted, 1 KiB…1 GiB. Default 1 MiB.
+    public var maxFrameBytes: Int
+
+    private var serviceAddresses: [ServiceName: [String]]
+    private var values: ConfigurationValues
+
+    /// The `host:port` addresses of another service: `AVIARY_<SERVICE>_ADDRESSES`, by default
+    /// `127.0.0.1:<its default RPC port>`. A bare host name in the variable gets the default port.
+    public func addresses(of service: ServiceName) -> [String] {
+        self.serviceAddresses[service] ?? ["127.0.0.1:\(service.defaultRPCPort)"]
+    }
+
+    /// The raw value of any `AVIARY_…` variable (environment first, then the config file), for
+    /// service-specific settings: `value("AVIARY_TIMELINE_CAPACITY")`. Nil when unset or empty.
+    public func value(_ key: String) -> String? {
+        self.values[key]
+    }
+
+    /// A service-specific integer setting, validated like the common ones.
+    /// - Throws: ``ConfigurationError`` when the value is not an integer within `range`.
+    public func integer(_ key: String, default defaultValue: Int, in range: ClosedRange<Int>) throws -> Int {
+        try self.values.integer(key, default: defaultValue, in: range)
+    }
+}
+
+extension ServiceConfiguration {
+    /// Reads and validates the configuration of `service`.
+    ///
+    /// When `AVIARY_CONFIG_FILE` is set, its `KEY=VALUE` lines are read first and the environment
+    /// overrides them. An empty value counts as unset.
+    /// - Throws: ``ConfigurationError`` naming the first variable that is invalid.
+    public static func load(
+        service: ServiceName,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> ServiceConfiguration {
+        let file = try environment[ConfigurationFile.variable].flatMap { path in
+            path.isEmpty ? nil : try ConfigurationFile.load(path: path)
+        }
+        let values = ConfigurationValues(file: file ?? [:], environment: environment)
+
+        var addresses: [ServiceName: [String]] = [:]
+        for other in ServiceName.allCases {
+            if let raw = values[ServiceAddresses.variable(for: other)] {
+                addresses[other] = try ServiceAddresses.parse(raw, service: other)
+            }
+        }
+        let host = values.string("AVIARY_HOST", default: "127.0.0.1").trimmingCharacters(in: .whitespaces)
+        guard !host.contains(where: \.isWhitespace) else {
+            throw ConfigurationError(
+                variable: "AVIARY_HOST", message: "AVIARY_HOST must be an IP address or host name, got '\(host)'")
+        }
+
+        return ServiceConfiguration(
+            service: service,
+            postgresURL: try values.url(
+                "AVIARY_POSTGRES_URL", default: "postgres://aviary@127.0.0.1:5432/aviary",
+                schemes: ["postgres", "postgresql"]),
+            postgresPoolSize: try values.integer("AVIARY_POSTGRES_POOL_SIZE", default: 8, in: 1...1024),
+            redisURL: try values.url("AVIARY_REDIS_URL", default: "redis://127.0.0.1:6379", schemes: ["redis"]),
+            redisPoolSize: try values.integer("AVIARY_REDIS_POOL_SIZE", default: 8, in: 1...1024),
+            host: host,
+            rpcPort: try values.integer("AVIARY_RPC_PORT", default: service.defaultRPCPort, in: 0...65535),
+            adminPort: try values.integer("AVIARY_ADMIN_PORT", default: service.defaultAdminPort, in: 0...65535),
+            nodeID: try values.integer(
+                "AVIARY_NODE_ID", default: Self.derivedNodeID(), in: 0...SnowflakeGenerator.maxNodeID),
+            serviceSecret: values["AVIARY_SERVICE_SECRET"],
+            logLevel: try values.choice(
+                "AVIARY_LOG_LEVEL", default: .info,
+                from: [
+                    "trace": .trace, "debug": .debug, "info": .info, "notice": .notice,
+                    "warning": .warning, "error": .error, "critical": .critical,
+                ]),
+            logFormat: try values.choice("AVIARY_LOG_FORMAT", default: .text, from: ["text": .text, "json": .json]),
+            maxFrameBytes: try values.integer("AVIARY_MAX_FRAME_BYTES", default: 1 << 20, in: 1024...(1 << 30)),
+            serviceAddresses: addresses,
+            values: values
+        )
+    }
+}

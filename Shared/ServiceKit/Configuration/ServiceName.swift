@@ -1,0 +1,42 @@
+import Foundation
+
+/// The seven Aviary services, with the names and default ports of the contract (§4).
+public enum ServiceName: String, Sendable, CaseIterable, Hashable, CustomStringConvertible {
+    case auth
+    case tweets
+    case socialGraph = "social-graph"
+    case timeline
+    case messaging
+    case notifications
+    case media
+
+    /// The executable's name: `aviary-social-graph`.
+    public var executableName: String { "aviary-\(self.rawValue)" }
+
+    /// The default JSON-RPC port: 7101 (auth) … 7107 (media).
+    public var defaultRPCPort: Int { 7101 + self.index }
+
+    /// The default admin HTTP port: 7201 (auth) … 7207 (media).
+    public var defaultAdminPort: Int { 7201 + self.index }
+
+    /// The part of environment variable names that names this service: `SOCIAL_GRAPH` in
+    /// `AVIARY_SOCIAL_GRAPH_ADDRESSES`.
+    public var environmentKeyPrefix: String {
+        self.rawValue.uppercased().replacingOccurrences(of: "-", with: "_")
+    }
+
+    public var description: String { self.rawValue }
+
+    /// The position in the contract's port table.
+    private var index: Int {
+        switch self {
+        case .auth: 0
+        case .tweets: 1
+        case .socialGraph: 2
+        case .timeline: 3
+        case .messaging: 4
+        case .notifications: 5
+        case .media: 6
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The bytes of one log line under construction, with the escaping both formats need.
+/// Built by hand rather than with `JSONEncoder` because it runs for every line.
+struct LogLine {
+    private(set) var bytes: [UInt8] = []
+
+    init() {
+        self.bytes.reserveCapacity(256)
+    }
+
+    mutating func append(_ string: String) {
+        self.bytes.append(contentsOf: string.utf8)
+    }
+
+    mutating func append(ascii: Unicode.Scalar) {
+        self.bytes.append(UInt8(ascii: ascii))
+    }
+
+    /// RFC 3339 UTC with milliseconds, `2026-11-21T22:35:00.123Z`, without a date formatter.
+    mutating func appendTimestamp() {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var parts = tm()
+        var seconds = now.tv_sec
+        gmtime_r(&seconds, &parts)
+        let fields: [(value: Int, width: Int, separator: UInt8)] = [
+            (Int(parts.tm_year) + 1900, 4, UInt8(ascii: "-")),
+            (Int(parts.tm_mon) + 1, 2, UInt8(ascii: "-")),
+            (Int(parts.tm_mday), 2, UInt8(ascii: "T")),
+            (Int(parts.tm_hour), 2, UInt8(ascii: ":")),
+            (Int(parts.tm_min), 2, UInt8(ascii: ":")),
+            (Int(parts.tm_sec), 2, UInt8(ascii: ".")),
+            (Int(now.tv_nsec) / 1_000_000, 3, UInt8(ascii: "Z")),
+        ]
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
+            var position = 0
+            for field in fields {
+                var rest = field.value
+                for offset in stride(from: field.width - 1, through: 0, by: -1) {
+                    text[position + offset] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+                text[position + field.width] = field.separator
+                position += field.width + 1
+            }
+            self.bytes.append(contentsOf: text)
+        }
+    }
+
+    /// A JSON string literal: quotes, backslashes and control characters escaped; everything else,
+    /// including non-ASCII text, copied as UTF-8 (Swift strings are always valid UTF-8).
+    mutating func appendJSONString(_ string: String) {
+        self.append(ascii: "\"")
+        self.appendEscaped(string, escapingQuotes: true)
+        self.append(ascii: "\"")
+    }
+
+    /// A value in the text format: bare when it is one plain word, otherwise a quoted string with
+    /// the JSON escapes, so that a line never breaks and `key=value` pairs stay unambiguous.
+    mutating func appendTextValue(_ string: String) {
+        let needsQuotes =
+            string.isEmpty
+            || string.utf8.contains { byte in
+                byte <= 0x20 || byte == 0x7F || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "=")
+                    || byte == UInt8(ascii: "\\")
+            }
+        if needsQuotes {
+            self.appendJSONString(string)
+        } else {
+            self.append(string)
+        }
+    }
+
+    /// The free-text message of the text format: unquoted, but control characters escaped so the
+    /// line stays one line.
+    mutating func appendTextMessage(_ string: String) {
+        self.appendEscaped(string, escapingQuotes: false)
+    }
+
+    /// Copies `string`, replacing control characters (and, for JSON, `"` and `\`) with escapes;
+    /// runs of plain bytes are copied at once.
+    private mutating func appendEscaped(_ string: String, escapingQuotes: Bool) {
+        var string = string
+        string.withUTF8 { utf8 in
+            var runStart = 0
+            for index in utf8.indices {
+                let byte = utf8[index]
+                let needsEscape =
+                    byte < 0x20 || byte == 0x7F
+                    || (escapingQuotes && (byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")))
+                guard needsEscape else { continue }
+                self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                switch byte {
+                case UInt8(ascii: "\""): self.append("\\\"")
+                case UInt8(ascii: "\\"): self.append("\\\\")
+                case 0x0A: self.append("\\n")
+                case 0x0D: self.append("\\r")
+                case 0x09: self.append("\\t")
+                default:
+                    self.append("\\u00")
+                    self.bytes.append(Self.hexDigits[Int(byte >> 4)])
+                    self.bytes.append(Self.hexDigits[Int(byte & 0xF)])
+                }
+                runStart = index + 1
+            }
+            self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+        }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+}
+
+extension LogLine {
+    /// The metadata of one event: the handler's, then the provider's, then the call's, later
+    /// sources winning, as swift-log's own handlers merge them.
+    static func merge(
+        handler: Logger.Metadata, provider: Logger.MetadataProvider?, event: Logger.Metadata?
+    ) -> Logger.Metadata {
+        let provided = provider?.get() ?? [:]
+        guard !provided.isEmpty || !(event?.isEmpty ?? true) else { return handler }
+        var merged = handler
+        merged.merge(provided) { _, new in new }
+        if let event { merged.merge(event) { _, new in new } }
+        return merged
+    }
+}
