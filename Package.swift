@@ -6,15 +6,18 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
-/// The seven services: executable `aviary-<name>` built from `Services/<Folder>`.
-let services: [(executable: String, target: String, folder: String)] = [
-    ("aviary-auth", "AuthService", "Auth"),
-    ("aviary-tweets", "TweetsService", "Tweets"),
-    ("aviary-social-graph", "SocialGraphService", "SocialGraph"),
-    ("aviary-timeline", "TimelineService", "Timeline"),
-    ("aviary-messaging", "MessagingService", "Messaging"),
-    ("aviary-notifications", "NotificationsService", "Notifications"),
-    ("aviary-media", "MediaService", "Media"),
+/// The seven services: executable `aviary-<name>` built from `Services/<Folder>`, with what each needs beyond ServiceKit.
+let services: [(executable: String, target: String, folder: String, extra: [Target.Dependency])] = [
+    ("aviary-auth", "AuthService", "Auth", [
+        "CArgon2", "AuthTokens", .product(name: "JWTKit", package: "jwt-kit"),
+        .product(name: "Crypto", package: "swift-crypto"),
+    ]),
+    ("aviary-tweets", "TweetsService", "Tweets", []),
+    ("aviary-social-graph", "SocialGraphService", "SocialGraph", []),
+    ("aviary-timeline", "TimelineService", "Timeline", []),
+    ("aviary-messaging", "MessagingService", "Messaging", []),
+    ("aviary-notifications", "NotificationsService", "Notifications", []),
+    ("aviary-media", "MediaService", "Media", []),
 ]
 
 let nio: [Target.Dependency] = [
@@ -105,7 +108,8 @@ let package = Package(
             name: "SystemTests", dependencies: ["RPC", "TestSupport"], swiftSettings: strict),
     ] + services.map {
         .executableTarget(
-            name: $0.target, dependencies: ["ServiceKit"], path: "Services/\($0.folder)",
+            name: $0.target, dependencies: ["ServiceKit", "RPC", "AviaryAPI", "Postgres", "Redis"] + $0.extra,
+            path: "Services/\($0.folder)",
             swiftSettings: strict)
     }
 )

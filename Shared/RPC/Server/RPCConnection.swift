@@ -18,9 +18,13 @@ public final class RPCConnection: Sendable {
     /// judged too slow and disconnected, so one stalled reader cannot grow the server's memory.
     private let maxBacklogStrikes: Int
 
+    /// The peer's IP address, for per-address limits.
+    public let remoteAddress: String?
+
     init(channel: any Channel, maxBacklogStrikes: Int = 512) {
         self.channel = channel
         self.maxBacklogStrikes = maxBacklogStrikes
+        self.remoteAddress = channel.remoteAddress?.ipAddress
     }
 
     public var isActive: Bool { channel.isActive }

@@ -1,0 +1,46 @@
+import Foundation
+import Postgres
+import RPC
+
+/// A fact another service must hear about (a follow, a like, a new tweet), recorded in the same
+/// transaction as the change it describes, so it is never lost and never sent for a change that
+/// rolled back. The outbox relay delivers it afterwards.
+public struct DomainEvent: Codable, Sendable, Hashable {
+    /// The stream it goes to, e.g. `graph`, `tweets`.
+    public var topic: String
+    /// What happened, e.g. `follow`, `unfollow`.
+    public var type: String
+    /// The event's data, as the topic documents it.
+    public var payload: JSONValue
+
+    public init(topic: String, type: String, payload: JSONValue) {
+        self.topic = topic
+        self.type = type
+        self.payload = payload
+    }
+}
+
+/// The outbox table of a service's schema: appended to inside write transactions.
+public enum Outbox {
+    /// The migration that creates `<schema>.outbox`; list it among the service's migrations.
+    public static func migration(schema: String, version: Int) -> PostgresMigration {
+        PostgresMigration(
+            version: version, name: "outbox",
+            sql: """
+                CREATE TABLE \(schema).outbox (
+                    id bigserial PRIMARY KEY,
+                    topic text NOT NULL,
+                    type text NOT NULL,
+                    payload jsonb NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now()
+                )
+                """)
+    }
+
+    /// Records `event` in the caller's transaction.
+    public static func append(_ event: DomainEvent, schema: String, on connection: PostgresConnection) throws {
+        let payload = String(decoding: try JSONEncoder().encode(event.payload), as: UTF8.self)
+        try connection.execute(
+            "INSERT INTO \(schema).outbox (topic, type, payload) VALUES ($1, $2, $3::jsonb)", [event.topic, event.type, payload])
+    }
+}
