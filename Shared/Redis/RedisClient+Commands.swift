@@ -1,0 +1,41 @@
+/// Shorthands for the commands the services use most, where they read better than `send([...])`.
+extension RedisClient {
+    /// `GET key`: the value, or `nil` when the key does not exist.
+    public func get(_ key: String) async throws -> [UInt8]? {
+        try await send(["GET", RedisArgument(key)]).bytes
+    }
+
+    /// `SET key value [PX milliseconds]`.
+    public func set(_ key: String, to value: RedisArgument, expiringAfter lifetime: Duration? = nil)
+        async throws
+    {
+        var command: [RedisArgument] = ["SET", RedisArgument(key), value]
+        if let lifetime {
+            command += ["PX", RedisArgument(Self.milliseconds(lifetime))]
+        }
+        _ = try await send(command)
+    }
+
+    /// `DEL key…`: how many of the keys existed.
+    @discardableResult
+    public func delete(_ keys: [String]) async throws -> Int {
+        try await send(["DEL"] + keys.map { RedisArgument($0) }).int ?? 0
+    }
+
+    /// `PEXPIRE key milliseconds`: whether the key exists (and now expires).
+    @discardableResult
+    public func expire(_ key: String, after lifetime: Duration) async throws -> Bool {
+        try await send(["PEXPIRE", RedisArgument(key), RedisArgument(Self.milliseconds(lifetime))]).int == 1
+    }
+
+    /// `PUBLISH channel payload`: how many subscribers (connections) received it.
+    @discardableResult
+    public func publish(_ payload: RedisArgument, to channel: String) async throws -> Int {
+        try await send(["PUBLISH", RedisArgument(channel), payload]).int ?? 0
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+    }
+}

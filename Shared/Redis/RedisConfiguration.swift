@@ -1,0 +1,148 @@
+/// Where and how to connect to Redis, for `RedisClient` and `RedisSubscriber`.
+public struct RedisConfiguration: Sendable, Equatable {
+    /// Host name or IP address. Default `"127.0.0.1"`.
+    public var host: String
+    /// TCP port. Default `6379`.
+    public var port: Int
+    /// ACL user name for `AUTH username password` (Redis 6+); `nil` sends `AUTH password`. Default `nil`.
+    public var username: String?
+    /// Password sent with `AUTH` right after connecting; `nil` skips `AUTH`. Default `nil`.
+    public var password: String?
+    /// Database selected with `SELECT` right after connecting (skipped for 0). Default `0`.
+    public var database: Int
+    /// Most connections `RedisClient` keeps open (and threads it runs hiredis calls on). Default `8`.
+    public var poolSize: Int
+    /// Longest wait for the TCP connection (and `AUTH`/`SELECT`) to complete. Default 5 seconds.
+    public var connectTimeout: Duration
+    /// Longest wait for the socket to accept a write or deliver the next bytes of a reply;
+    /// a command that exceeds it fails with `.timeout` and its connection is discarded. Default 5 seconds.
+    public var commandTimeout: Duration
+
+    /// Creates a configuration; every parameter has the documented default.
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 6379,
+        username: String? = nil,
+        password: String? = nil,
+        database: Int = 0,
+        poolSize: Int = 8,
+        connectTimeout: Duration = .seconds(5),
+        commandTimeout: Duration = .seconds(5)
+    ) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.password = password
+        self.database = database
+        self.poolSize = poolSize
+        self.connectTimeout = connectTimeout
+        self.commandTimeout = commandTimeout
+    }
+
+    /// Parses `redis://[[username]:password@]host[:port][/database]`; the port defaults to 6379 and the
+    /// database to 0. User name and password may be percent-encoded. Other settings keep their defaults.
+    ///
+    /// - Throws: `RedisError` with code `.invalidConfiguration`.
+    public init(url: String, poolSize: Int = 8) throws {
+        let prefix = "redis://"
+        guard url.hasPrefix(prefix) else { throw Self.invalid("the URL must start with redis://") }
+        var rest = Substring(url.dropFirst(prefix.count))
+        var username: String?
+        var password: String?
+        if let at = rest.lastIndex(of: "@") {
+            let userInfo = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+            guard let colon = userInfo.firstIndex(of: ":") else {
+                throw Self.invalid("credentials must be written user:password@ or :password@")
+            }
+            guard let decodedUser = String(userInfo[..<colon]).removingPercentEncoding,
+                let decodedSecret = String(userInfo[userInfo.index(after: colon)...]).removingPercentEncoding
+            else { throw Self.invalid("the user name or password is badly percent-encoded") }
+            username = decodedUser.isEmpty ? nil : decodedUser
+            password = decodedSecret
+        }
+        var database = 0
+        if let slash = rest.firstIndex(of: "/") {
+            let path = rest[rest.index(after: slash)...]
+            rest = rest[..<slash]
+            if !path.isEmpty {
+                guard let number = Int(path), number >= 0 else {
+                    throw Self.invalid("the database must be a number")
+                }
+                database = number
+            }
+        }
+        let host: Substring
+        var portText: Substring?
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else {
+                throw Self.invalid("unterminated IPv6 address")
+            }
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            let after = rest[rest.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else {
+                    throw Self.invalid("unexpected text after the IPv6 address")
+                }
+                portText = after.dropFirst()
+            }
+        } else if let colon = rest.firstIndex(of: ":") {
+            host = rest[..<colon]
+            portText = rest[rest.index(after: colon)...]
+        } else {
+            host = rest
+        }
+        guard !host.isEmpty else { throw Self.invalid("the host is missing") }
+        var port = 6379
+        if let portText {
+            guard let number = Int(portText), (1...65535).contains(number) else {
+                throw Self.invalid("the port must be a number from 1 to 65535")
+            }
+            port = number
+        }
+        self.init(
+            host: String(host), port: port, username: username, password: password, database: database,
+            poolSize: poolSize)
+    }
+
+    private static func invalid(_ reason: String) -> RedisError {
+        RedisError(.invalidConfiguration, detail: reason)
+    }
+}
+
+extension RedisConfiguration: CustomStringConvertible {
+    /// The configuration as a URL with the password masked, safe to log.
+    public var description: String {
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        let credentials = password == nil ? "" : "\(username ?? ""):***@"
+        return "redis://\(credentials)\(hostPart):\(port)/\(database) (poolSize: \(poolSize))"
+    }
+}
+
+extension String {
+    /// Decodes `%XX` escapes; `nil` when an escape is malformed or the result is not UTF-8.
+    fileprivate var removingPercentEncoding: String? {
+        var bytes: [UInt8] = []
+        var iterator = utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = iterator.next().flatMap(Self.hexValue),
+                let low = iterator.next().flatMap(Self.hexValue)
+            else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,59 @@
+/// An error from the Redis client or subscriber.
+///
+/// Like postgres-nio's `PSQLError`, `description` is deliberately generic so that keys, values and
+/// passwords never leak into logs or responses by accident; the details (the server's error reply,
+/// hiredis's error string) are only in `debugDescription`, which `String(reflecting:)` returns.
+public struct RedisError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// What kind of failure this is. Extensible: switch with a `default` case.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case connectionFailed, serverError, protocolError, timeout, closed, invalidConfiguration
+        }
+
+        private let base: Base
+
+        private init(_ base: Base) {
+            self.base = base
+        }
+
+        /// Connecting failed, or the connection broke while a command was in flight.
+        public static let connectionFailed = Code(.connectionFailed)
+        /// Redis answered with an error reply (`-ERR …`, `-WRONGTYPE …`, `-NOSCRIPT …`).
+        public static let serverError = Code(.serverError)
+        /// The bytes from the server were not valid RESP.
+        public static let protocolError = Code(.protocolError)
+        /// The server did not answer within the configured command timeout.
+        public static let timeout = Code(.timeout)
+        /// The client or subscriber was shut down.
+        public static let closed = Code(.closed)
+        /// A `redis://` URL could not be parsed.
+        public static let invalidConfiguration = Code(.invalidConfiguration)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// The server's error reply, such as `"WRONGTYPE Operation against a key holding the wrong kind of value"`,
+    /// when `code` is `.serverError`.
+    public var serverMessage: String?
+    /// hiredis's error string or another internal detail; shown only by `debugDescription`.
+    var detail: String?
+
+    init(_ code: Code, serverMessage: String? = nil, detail: String? = nil) {
+        self.code = code
+        self.serverMessage = serverMessage
+        self.detail = detail
+    }
+
+    public var description: String {
+        "RedisError(code: \(code)) – details are hidden to avoid leaking data; use String(reflecting:) to see them"
+    }
+
+    public var debugDescription: String {
+        var text = "RedisError(code: \(code)"
+        if let serverMessage { text += ", serverMessage: \(serverMessage)" }
+        if let detail { text += ", detail: \(detail)" }
+        return text + ")"
+    }
+}

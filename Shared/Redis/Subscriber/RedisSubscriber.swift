@@ -1,0 +1,78 @@
+import Logging
+import NIOPosix
+
+/// Redis pub/sub for many channels and patterns over ONE connection, served by a dedicated thread.
+///
+/// Several subscriptions to the same channel share one Redis `SUBSCRIBE` (reference-counted; the last
+/// one to end sends `UNSUBSCRIBE`). When the connection drops, the subscriber reconnects with backoff
+/// (100 ms, doubling up to 5 s), subscribes again to every live channel and pattern, then emits
+/// `.reconnected` on `events()`: messages published while it was disconnected are lost, so callers
+/// should catch up from the source of truth then.
+///
+/// Call `shutdown()` when done: it stops the thread and closes the connection.
+public final class RedisSubscriber: Sendable {
+    /// A change in the subscriber's connection.
+    public enum Event: Sendable, Equatable {
+        /// The connection dropped; messages published from now on are missed until `.reconnected`.
+        case disconnected
+        /// A new connection is up and every live channel and pattern is subscribed again.
+        case reconnected
+    }
+
+    private let registry: SubscriberRegistry
+    /// A one-thread pool used as the dedicated thread: it names the thread and lets `shutdown` join it.
+    private let thread: NIOThreadPool
+
+    /// Starts the subscriber's thread, which connects at once (and keeps retrying with backoff).
+    ///
+    /// - Parameter logger: used for connection changes (warning/info) and overflowing buffers (warning).
+    public init(configuration: RedisConfiguration, logger: Logger) {
+        var logger = logger
+        logger[metadataKey: "redis.server"] = "\(configuration.host):\(configuration.port)"
+        let registry = SubscriberRegistry(configuration: configuration, logger: logger)
+        self.registry = registry
+        self.thread = NIOThreadPool(numberOfThreads: 1)
+        thread.start()
+        thread.submit { state in
+            guard case .active = state else { return }
+            var loop = SubscriberLoop(registry: registry)
+            loop.run()
+        }
+    }
+
+    deinit {
+        // Without `shutdown()`, still let the thread end (it would otherwise run forever).
+        if registry.requestShutdown() {
+            thread.shutdownGracefully { _ in }
+        }
+    }
+
+    /// Subscribes to `channel`; returns once Redis has confirmed the subscription, so every message
+    /// published after this returns is delivered (unless the connection drops: see `events()`).
+    ///
+    /// - Parameter bufferSize: messages kept for a slow consumer before the oldest are dropped.
+    /// - Throws: `RedisError` — `.timeout` or `.connectionFailed` when Redis does not confirm within the
+    ///   command timeout, `.closed` after `shutdown()`; or `CancellationError`.
+    public func subscribe(_ channel: String, bufferSize: Int = 1024) async throws -> RedisSubscription {
+        try await registry.subscribe(.channel(channel), bufferSize: bufferSize)
+    }
+
+    /// Subscribes to every channel matching the glob-style `pattern` (`PSUBSCRIBE`, e.g. `"user:*"`);
+    /// messages carry the channel they were published to. Otherwise like `subscribe`.
+    public func psubscribe(_ pattern: String, bufferSize: Int = 1024) async throws -> RedisSubscription {
+        try await registry.subscribe(.pattern(pattern), bufferSize: bufferSize)
+    }
+
+    /// A new stream of connection events (each call returns its own stream; it keeps the 16 latest
+    /// events when not consumed). It finishes on `shutdown()`.
+    public func events() -> AsyncStream<Event> {
+        registry.events()
+    }
+
+    /// Stops the thread, closes the connection, ends every subscription's sequence and fails pending
+    /// `subscribe` calls with `.closed`. Safe to call more than once.
+    public func shutdown() async {
+        _ = registry.requestShutdown()
+        try? await thread.shutdownGracefully()
+    }
+}

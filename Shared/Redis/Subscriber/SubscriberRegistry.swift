@@ -1,0 +1,264 @@
+import Logging
+import Synchronization
+
+/// The state the subscriber thread shares with callers: live subscriptions per channel or pattern,
+/// `subscribe` calls waiting for Redis to confirm, event streams, and the wake-up pipe that tells the
+/// thread something changed.
+final class SubscriberRegistry: Sendable {
+    private struct Waiter {
+        var continuation: CheckedContinuation<Void, any Error>
+        var deadline: ContinuousClock.Instant
+    }
+
+    private struct Entry {
+        var sinks: [Int: MessageSink] = [:]
+        /// `subscribe` calls (by subscription id) waiting for the confirmation.
+        var waiters: [Int: Waiter] = [:]
+        /// Whether Redis has confirmed the subscription on the current connection.
+        var isConfirmed = false
+    }
+
+    private struct State {
+        var topics: [SubscriptionTopic: Entry] = [:]
+        var eventSinks: [Int: AsyncStream<RedisSubscriber.Event>.Continuation] = [:]
+        var nextID = 0
+        var isShuttingDown = false
+    }
+
+    let configuration: RedisConfiguration
+    let logger: Logger
+    private let state = Mutex(State())
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+
+    init(configuration: RedisConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        (wakeRead, wakeWrite) = Posix.makePipe()
+    }
+
+    deinit {
+        Posix.close(wakeRead)
+        Posix.close(wakeWrite)
+    }
+
+    // MARK: Called by users of RedisSubscriber
+
+    /// Registers a subscription and returns once Redis has confirmed it, so every message published
+    /// after the return is delivered.
+    func subscribe(_ topic: SubscriptionTopic, bufferSize: Int) async throws -> RedisSubscription {
+        precondition(bufferSize > 0, "bufferSize must be at least 1")
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: RedisMessage.self, bufferingPolicy: .bufferingNewest(bufferSize))
+        let sink = MessageSink(continuation: continuation)
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        // Cancelling the iterating task ends the subscription.
+        continuation.onTermination = { [weak self] _ in
+            self?.remove(topic, id: id)
+        }
+        let deadline = ContinuousClock.now + configuration.commandTimeout
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Void, any Error>) in
+                let immediate: Result<Void, any Error>? = state.withLock { state in
+                    if state.isShuttingDown { return .failure(RedisError(.closed)) }
+                    // Checked under the lock so a cancellation racing with registration is not lost.
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    state.topics[topic, default: Entry()].sinks[id] = sink
+                    if state.topics[topic]!.isConfirmed { return .success(()) }
+                    state.topics[topic]!.waiters[id] = Waiter(continuation: waiter, deadline: deadline)
+                    return nil
+                }
+                if let immediate {
+                    waiter.resume(with: immediate)
+                } else {
+                    wake()
+                }
+            }
+        } onCancel: {
+            fail(topic, id: id, with: CancellationError())
+        }
+        return RedisSubscription(topic: topic, id: id, stream: stream, sink: sink, registry: self)
+    }
+
+    /// Removes one subscription and ends its sequence; idempotent.
+    func remove(_ topic: SubscriptionTopic, id: Int) {
+        let sink: MessageSink? = state.withLock { state in
+            guard let sink = state.topics[topic]?.sinks.removeValue(forKey: id) else { return nil }
+            if state.topics[topic]!.sinks.isEmpty {
+                state.topics[topic] = nil
+            }
+            return sink
+        }
+        guard let sink else { return }
+        sink.continuation.finish()
+        wake()
+    }
+
+    func events() -> AsyncStream<RedisSubscriber.Event> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: RedisSubscriber.Event.self, bufferingPolicy: .bufferingNewest(16))
+        let id: Int? = state.withLock { state in
+            guard !state.isShuttingDown else { return nil }
+            defer { state.nextID += 1 }
+            state.eventSinks[state.nextID] = continuation
+            return state.nextID
+        }
+        if let id {
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.state.withLock { $0.eventSinks.removeValue(forKey: id) }
+            }
+        } else {
+            continuation.finish()
+        }
+        return stream
+    }
+
+    /// Asks the thread to stop; returns `false` if that was already asked.
+    func requestShutdown() -> Bool {
+        let first = state.withLock { state in
+            defer { state.isShuttingDown = true }
+            return !state.isShuttingDown
+        }
+        wake()
+        return first
+    }
+
+    // MARK: Called by the subscriber thread
+
+    var isShuttingDown: Bool {
+        state.withLock { $0.isShuttingDown }
+    }
+
+    var wakeUpDescriptor: Int32 {
+        wakeRead
+    }
+
+    func drainWakeUps() {
+        Posix.drain(wakeRead)
+    }
+
+    /// The channels and patterns that have at least one live subscription, and those of them that
+    /// Redis has not confirmed yet.
+    var wantedTopics: (all: Set<SubscriptionTopic>, unconfirmed: [SubscriptionTopic]) {
+        state.withLock { state in
+            (Set(state.topics.keys), state.topics.filter { !$0.value.isConfirmed }.map(\.key))
+        }
+    }
+
+    /// Whether Redis has confirmed every wanted channel and pattern.
+    var isEverythingConfirmed: Bool {
+        state.withLock { $0.topics.values.allSatisfy(\.isConfirmed) }
+    }
+
+    /// Redis confirmed `topic`: its waiting `subscribe` calls return.
+    func confirm(_ topic: SubscriptionTopic) {
+        let waiters: [Waiter] = state.withLock { state in
+            guard state.topics[topic] != nil else { return [] }
+            state.topics[topic]!.isConfirmed = true
+            defer { state.topics[topic]!.waiters = [:] }
+            return Array(state.topics[topic]!.waiters.values)
+        }
+        for waiter in waiters {
+            waiter.continuation.resume()
+        }
+    }
+
+    /// The connection dropped: nothing is confirmed any more.
+    func connectionLost() {
+        state.withLock { state in
+            for topic in state.topics.keys {
+                state.topics[topic]!.isConfirmed = false
+            }
+        }
+    }
+
+    func deliver(_ message: RedisMessage, to topic: SubscriptionTopic) {
+        let sinks = state.withLock { state in state.topics[topic].map { Array($0.sinks.values) } ?? [] }
+        for sink in sinks {
+            // Log the first drop and then every 1,000th, so a stuck consumer cannot flood the log.
+            if let dropped = sink.deliver(message), dropped % 1000 == 1 {
+                logger.warning(
+                    "A Redis subscription's buffer is full; dropping its oldest messages",
+                    metadata: [
+                        "redis.channel": "\(message.channel)", "redis.dropped": "\(dropped)",
+                    ])
+            }
+        }
+    }
+
+    func emit(_ event: RedisSubscriber.Event) {
+        let sinks = state.withLock { Array($0.eventSinks.values) }
+        for sink in sinks {
+            sink.yield(event)
+        }
+    }
+
+    /// Fails the `subscribe` calls whose confirmation is overdue; returns the next deadline, if any.
+    func expireWaiters(now: ContinuousClock.Instant, error: RedisError) -> ContinuousClock.Instant? {
+        var expired: [(SubscriptionTopic, Int)] = []
+        let next: ContinuousClock.Instant? = state.withLock { state in
+            var next: ContinuousClock.Instant?
+            for (topic, entry) in state.topics {
+                for (id, waiter) in entry.waiters {
+                    if waiter.deadline <= now {
+                        expired.append((topic, id))
+                    } else {
+                        next = min(next ?? waiter.deadline, waiter.deadline)
+                    }
+                }
+            }
+            return next
+        }
+        for (topic, id) in expired {
+            fail(topic, id: id, with: error)
+        }
+        return next
+    }
+
+    /// After the thread stopped: ends every sequence and fails every waiting call with `.closed`.
+    func finishAll() {
+        let (topics, eventSinks) = state.withLock { state in
+            defer {
+                state.topics = [:]
+                state.eventSinks = [:]
+            }
+            return (state.topics, state.eventSinks)
+        }
+        for entry in topics.values {
+            for waiter in entry.waiters.values {
+                waiter.continuation.resume(throwing: RedisError(.closed))
+            }
+            for sink in entry.sinks.values {
+                sink.continuation.finish()
+            }
+        }
+        for sink in eventSinks.values {
+            sink.finish()
+        }
+    }
+
+    // MARK: Private
+
+    /// Fails a waiting `subscribe` call and drops the subscription it registered.
+    private func fail(_ topic: SubscriptionTopic, id: Int, with error: any Error) {
+        let failed: (Waiter, MessageSink?)? = state.withLock { state in
+            guard let waiter = state.topics[topic]?.waiters.removeValue(forKey: id) else { return nil }
+            let sink = state.topics[topic]!.sinks.removeValue(forKey: id)
+            if state.topics[topic]!.sinks.isEmpty {
+                state.topics[topic] = nil
+            }
+            return (waiter, sink)
+        }
+        guard let (waiter, sink) = failed else { return }
+        sink?.continuation.finish()
+        waiter.continuation.resume(throwing: error)
+        wake()
+    }
+
+    private func wake() {
+        Posix.writeByte(wakeWrite)
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A TCP proxy on 127.0.0.1 in front of a Redis server that closes its first `dropCount` connections
+/// as soon as a request arrives, without forwarding it: the client sees its connection die after the
+/// request was written, as when a server crashes mid-command. Later connections are forwarded.
+final class DroppingProxy: Sendable {
+    let port: Int
+    private let listener: Int32
+    private let dropsLeft: Mutex<Int>
+
+    init(targetPort: Int, dropCount: Int) throws {
+        dropsLeft = Mutex(dropCount)
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.listener = listener
+        var address = Self.loopback(port: 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 16) == 0
+                    && getsockname(listener, $0, &length) == 0
+            }
+        }
+        guard listening else { throw TimedOut(description: "proxy: cannot listen: errno \(errno)") }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in acceptLoop(targetPort: targetPort) }
+    }
+
+    /// Stops accepting; connections already forwarded end when either side closes.
+    func close() {
+        shutdown(listener, Int32(SHUT_RDWR))
+    }
+
+    private func acceptLoop(targetPort: Int) {
+        while true {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else {
+                Glibc.close(listener)
+                return
+            }
+            let drop = dropsLeft.withLock { left in
+                defer { left = max(0, left - 1) }
+                return left > 0
+            }
+            if drop {
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                _ = read(client, &buffer, buffer.count)
+                Glibc.close(client)
+                continue
+            }
+            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = Self.loopback(port: targetPort)
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+            guard connected else {
+                Glibc.close(client)
+                Glibc.close(upstream)
+                continue
+            }
+            // Each direction is pumped by its own thread; the second to finish closes both sockets.
+            let pumps = PumpCount()
+            for (from, to) in [(client, upstream), (upstream, client)] {
+                Thread.detachNewThread {
+                    Self.pump(from: from, to: to)
+                    shutdown(to, Int32(SHUT_WR))
+                    if pumps.finishOne() {
+                        Glibc.close(client)
+                        Glibc.close(upstream)
+                    }
+                }
+            }
+        }
+    }
+
+    private static func pump(from source: Int32, to destination: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(source, &buffer, buffer.count)
+            guard count > 0 else { return }
+            var sent = 0
+            while sent < count {
+                let written = buffer[sent..<count].withUnsafeBytes {
+                    write(destination, $0.baseAddress, $0.count)
+                }
+                guard written > 0 else { return }
+                sent += written
+            }
+        }
+    }
+
+    private static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return address
+    }
+}
+
+private final class PumpCount: Sendable {
+    private let finished = Mutex(0)
+
+    /// Whether this was the last of the two pumps.
+    func finishOne() -> Bool {
+        finished.withLock { count in
+            count += 1
+            return count == 2
+        }
+    }
+}
