@@ -1,0 +1,123 @@
+import NIOCore
+
+/// The bookkeeping of `PostgresClient`'s pool, kept under its lock: idle connections, how many
+/// slots are taken, and the callers waiting for one in arrival order. It only decides; the client
+/// resumes waiters and runs libpq calls outside the lock.
+struct ConnectionPoolState {
+    /// What a caller gets from the pool.
+    enum Slot: Sendable {
+        /// An idle connection to reuse.
+        case idle(PostgresConnection)
+        /// Room to open a new connection (lazily, or to replace one that broke).
+        case new
+    }
+
+    struct Waiter {
+        let id: Int
+        let continuation: CheckedContinuation<Slot, any Error>
+        /// When the waiter gives up with `.timeout`; nil to wait for ever.
+        let deadline: NIODeadline?
+    }
+
+    enum Acquisition {
+        case slot(Slot)
+        case closed
+        case mustWait
+    }
+
+    let capacity: Int
+    private(set) var isClosed = false
+    /// Most recently returned last, so the busiest connections stay warm.
+    private var idle: [PostgresConnection] = []
+    /// Slots held by callers: connections in use or being opened.
+    private var taken = 0
+    private var waiters = CircularBuffer<Waiter>()
+    /// One timer serves all waiters: it is set for the earliest deadline, and since waiters mostly
+    /// share one timeout, a newcomer's deadline is later and needs no timer of its own.
+    private var timer: (deadline: NIODeadline, task: Scheduled<Void>)?
+
+    init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    /// Takes a slot if one is free; never queues.
+    mutating func acquire() -> Acquisition {
+        if isClosed { return .closed }
+        if let connection = idle.popLast() {
+            taken += 1
+            return .slot(.idle(connection))
+        }
+        if taken + idle.count < capacity {
+            taken += 1
+            return .slot(.new)
+        }
+        return .mustWait
+    }
+
+    /// Queues `waiter`. Returns true if the timer must be set for its deadline (which the caller
+    /// does, then records with `setTimer`).
+    mutating func enqueue(_ waiter: Waiter) -> Bool {
+        waiters.append(waiter)
+        guard let deadline = waiter.deadline else { return false }
+        return timer.map { deadline < $0.deadline } ?? true
+    }
+
+    mutating func setTimer(_ task: Scheduled<Void>, deadline: NIODeadline) {
+        timer?.task.cancel()
+        timer = (deadline, task)
+    }
+
+    /// Removes the waiters whose deadline has passed, and returns them with the next deadline the
+    /// timer must be set for, if any.
+    mutating func expireWaiters(now: NIODeadline) -> (expired: [Waiter], next: NIODeadline?) {
+        timer = nil
+        var expired: [Waiter] = []
+        var remaining = CircularBuffer<Waiter>(initialCapacity: waiters.count)
+        var next: NIODeadline?
+        for waiter in waiters {
+            guard let deadline = waiter.deadline else {
+                remaining.append(waiter)
+                continue
+            }
+            if deadline <= now {
+                expired.append(waiter)
+            } else {
+                remaining.append(waiter)
+                next = min(next ?? deadline, deadline)
+            }
+        }
+        waiters = remaining
+        return (expired, next)
+    }
+
+    /// Removes a waiter that gave up (timeout, cancellation), if it is still waiting.
+    mutating func removeWaiter(id: Int) -> Waiter? {
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return nil }
+        return waiters.remove(at: index)
+    }
+
+    /// Gives back a slot, with its connection if that can be reused. Returns the waiter that now
+    /// takes the slot over, and what it gets.
+    mutating func release(_ connection: PostgresConnection?) -> (Waiter, Slot)? {
+        taken -= 1
+        guard !isClosed else { return nil }
+        if let waiter = waiters.popFirst() {
+            taken += 1
+            return (waiter, connection.map(Slot.idle) ?? .new)
+        }
+        if let connection { idle.append(connection) }
+        return nil
+    }
+
+    /// Refuses further use; returns the waiters to fail and the idle connections to close.
+    mutating func close() -> (waiters: [Waiter], idle: [PostgresConnection]) {
+        isClosed = true
+        timer?.task.cancel()
+        timer = nil
+        defer {
+            waiters.removeAll()
+            idle.removeAll()
+        }
+        return (Array(waiters), idle)
+    }
+}

@@ -1,0 +1,49 @@
+import CLibPQ
+
+/// The libpq connection keywords every connection of a client opens with: the URL's own
+/// parameters plus the session settings row decoding relies on.
+struct ConnectionSettings: Sendable {
+    private(set) var keywords: [String] = []
+    private(set) var values: [String] = []
+
+    /// Session settings sent in the startup packet, so they cost no extra round trip.
+    private static let sessionOptions = "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex"
+
+    init(_ configuration: PostgresConfiguration) throws {
+        var parameters: [(String, String)] = []
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        guard let parsed = PQconninfoParse(configuration.url, &errorMessage) else {
+            let message = errorMessage.map { String(cString: $0) }
+            PQfreemem(errorMessage)
+            throw PostgresError(
+                code: .invalidConfiguration, reason: "the Postgres URL cannot be parsed",
+                serverMessage: message)
+        }
+        defer { PQconninfoFree(parsed) }
+        var option = parsed
+        while let keyword = option.pointee.keyword {
+            if let value = option.pointee.val {
+                parameters.append((String(cString: keyword), String(cString: value)))
+            }
+            option += 1
+        }
+        let userOptions = parameters.first { $0.0 == "options" }?.1
+        parameters.removeAll {
+            ["options", "client_encoding", "application_name", "connect_timeout"].contains($0.0)
+        }
+        let timeout = configuration.options.connectTimeout.components
+        // libpq takes whole seconds and treats values below 2 as 2.
+        let timeoutSeconds = max(2, timeout.seconds + (timeout.attoseconds > 0 ? 1 : 0))
+        parameters += [
+            (
+                "options",
+                [userOptions, Self.sessionOptions].compactMap { $0 }.joined(separator: " ")
+            ),
+            ("client_encoding", "UTF8"),
+            ("application_name", configuration.options.applicationName),
+            ("connect_timeout", String(timeoutSeconds)),
+        ]
+        keywords = parameters.map(\.0)
+        values = parameters.map(\.1)
+    }
+}

@@ -1,0 +1,226 @@
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// A pool of libpq connections to one database, with `async` queries and transactions.
+///
+/// At most `poolSize` connections, opened when first needed; callers beyond that wait in arrival
+/// order (up to `poolWaitTimeout`). Every blocking libpq call runs on the client's own
+/// `NIOThreadPool` (one thread per connection), never on the caller's executor or an event loop.
+/// A connection found broken is discarded and replaced, so the client recovers by itself when the
+/// server restarts. Call `shutdown()` before dropping the client.
+public final class PostgresClient: Sendable {
+    private let settings: ConnectionSettings
+    private let options: PostgresConfiguration.Options
+    let logger: Logger
+    private let threadPool: NIOThreadPool
+    private let state: Mutex<ConnectionPoolState>
+    private let waiterIDs = Atomic<Int>(0)
+
+    /// Creates the client; no connection is opened until the first query. Throws
+    /// `.invalidConfiguration` for a malformed URL or a pool size below 1.
+    public init(configuration: PostgresConfiguration, logger: Logger) throws {
+        guard configuration.options.poolSize >= 1 else {
+            throw PostgresError(code: .invalidConfiguration, reason: "poolSize must be at least 1")
+        }
+        settings = try ConnectionSettings(configuration)
+        options = configuration.options
+        self.logger = logger
+        state = Mutex(ConnectionPoolState(capacity: configuration.options.poolSize))
+        threadPool = NIOThreadPool(numberOfThreads: configuration.options.poolSize)
+        threadPool.start()
+    }
+
+    var transactionRetryLimit: Int { options.transactionRetryLimit }
+
+    deinit {
+        // A safety net for a client dropped without `shutdown()`: the threads must still end.
+        if !state.withLock({ $0.isClosed }) {
+            threadPool.shutdownGracefully { _ in }
+        }
+    }
+
+    /// Runs one statement and returns its rows. If the connection turns out to be broken (the
+    /// server restarted), the statement runs once more on a fresh connection: it was outside any
+    /// transaction, but a statement that did commit before the connection broke would run twice.
+    public func query(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws
+        -> PostgresRows
+    {
+        try await withReconnection { try $0.query(sql, parameters) }
+    }
+
+    /// Runs one statement and returns how many rows it affected; retried like `query`.
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws
+        -> Int
+    {
+        try await withReconnection { try $0.execute(sql, parameters) }
+    }
+
+    /// Lends a connection to `body`, which runs on a pool thread and may run several statements.
+    /// A transaction `body` leaves open is rolled back before the connection is reused.
+    public func withConnection<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) throws -> T
+    ) async throws -> T {
+        try await withConnection(waitTimeout: options.poolWaitTimeout, body)
+    }
+
+    /// Whether a statement can run now (`SELECT 1`), for readiness checks; waits for a pooled
+    /// connection no longer than the connect timeout.
+    public func isReachable() async -> Bool {
+        do {
+            _ = try await withConnection(waitTimeout: options.connectTimeout) {
+                try $0.query("SELECT 1")
+            }
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Fails waiting callers with `.poolClosed`, lets running statements finish, closes every
+    /// connection and stops the pool's threads. Later calls fail with `.poolClosed`.
+    public func shutdown() async {
+        let (waiters, idle) = state.withLock { $0.close() }
+        for waiter in waiters {
+            waiter.continuation.resume(throwing: PostgresError(code: .poolClosed))
+        }
+        // Connections in use close when their job gives them back; the idle ones close here, on a
+        // pool thread like every libpq call. The pool's threads then finish their work and exit.
+        _ = try? await threadPool.runIfActive {
+            for connection in idle { connection.close() }
+        }
+        do {
+            try await threadPool.shutdownGracefully()
+        } catch {
+            logger.debug(
+                "postgres thread pool did not shut down cleanly", metadata: ["error": "\(error)"])
+        }
+        logger.debug("postgres client shut down")
+    }
+
+    // MARK: - Leasing
+
+    private func withReconnection<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) throws -> T
+    ) async throws -> T {
+        do {
+            return try await withConnection(waitTimeout: options.poolWaitTimeout, body)
+        } catch let error as PostgresError where error.connectionLost {
+            logger.debug("retrying a statement on a new connection after the connection broke")
+            return try await withConnection(waitTimeout: options.poolWaitTimeout, body)
+        }
+    }
+
+    func withConnection<T: Sendable>(
+        waitTimeout: Duration?, _ body: @escaping @Sendable (PostgresConnection) throws -> T
+    ) async throws -> T {
+        let slot = try await acquire(waitTimeout: waitTimeout)
+        return try await withCheckedThrowingContinuation { continuation in
+            // `submit` rather than `runIfActive`: when the pool shuts down before the job starts we
+            // must still give the slot back.
+            threadPool.submit { work in
+                guard case .active = work else {
+                    self.release(nil)
+                    continuation.resume(throwing: PostgresError(code: .poolClosed))
+                    return
+                }
+                continuation.resume(with: self.run(body, in: slot))
+            }
+        }
+    }
+
+    /// On a pool thread: gets a live connection for `slot`, runs `body`, and returns the slot.
+    private func run<T>(
+        _ body: (PostgresConnection) throws -> T, in slot: ConnectionPoolState.Slot
+    ) -> Result<T, any Error> {
+        let connection: PostgresConnection
+        if case .idle(let idle) = slot, idle.isUsable() {
+            connection = idle
+        } else {
+            if case .idle = slot {
+                logger.debug("replacing a pooled Postgres connection the server closed")
+            }
+            do {
+                connection = try PostgresConnection.connect(
+                    settings, statementCacheSize: options.preparedStatementCacheSize, logger: logger
+                )
+                logger.debug("opened a Postgres connection")
+            } catch {
+                release(nil)
+                return .failure(error)
+            }
+        }
+        let result = Result { try body(connection) }
+        let reusable = connection.prepareForReuse()
+        if !reusable {
+            logger.debug("discarding a broken Postgres connection")
+        }
+        release(reusable ? connection : nil)
+        return result
+    }
+
+    private func acquire(waitTimeout: Duration?) async throws -> ConnectionPoolState.Slot {
+        switch state.withLock({ $0.acquire() }) {
+        case .slot(let slot): return slot
+        case .closed: throw PostgresError(code: .poolClosed)
+        case .mustWait: break
+        }
+        let id = waiterIDs.wrappingAdd(1, ordering: .relaxed).newValue
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let immediate: Result<ConnectionPoolState.Slot, any Error>? = state.withLock {
+                    state in
+                    switch state.acquire() {
+                    case .slot(let slot): return .success(slot)
+                    case .closed: return .failure(PostgresError(code: .poolClosed))
+                    case .mustWait:
+                        // Checked under the lock: a cancellation handler that ran earlier found nothing
+                        // to cancel, one that runs later will find this waiter.
+                        if Task.isCancelled { return .failure(CancellationError()) }
+                        let deadline = waitTimeout.map { NIODeadline.now() + TimeAmount($0) }
+                        let waiter = ConnectionPoolState.Waiter(
+                            id: id, continuation: continuation, deadline: deadline)
+                        if state.enqueue(waiter), let deadline {
+                            state.setTimer(scheduleExpiry(at: deadline), deadline: deadline)
+                        }
+                        return nil
+                    }
+                }
+                if let immediate { continuation.resume(with: immediate) }
+            }
+        } onCancel: {
+            abandonWait(id: id, error: CancellationError())
+        }
+    }
+
+    private func abandonWait(id: Int, error: any Error) {
+        guard let waiter = state.withLock({ $0.removeWaiter(id: id) }) else { return }
+        waiter.continuation.resume(throwing: error)
+    }
+
+    private func scheduleExpiry(at deadline: NIODeadline) -> Scheduled<Void> {
+        MultiThreadedEventLoopGroup.singleton.any().scheduleTask(deadline: deadline) {
+            self.expireWaiters()
+        }
+    }
+
+    /// Fails the waiters whose wait timed out and sets the timer for the next deadline.
+    private func expireWaiters() {
+        let expired = state.withLock { state in
+            let (expired, next) = state.expireWaiters(now: .now())
+            if let next { state.setTimer(scheduleExpiry(at: next), deadline: next) }
+            return expired
+        }
+        for waiter in expired {
+            waiter.continuation.resume(throwing: PostgresError(code: .timeout))
+        }
+    }
+
+    /// Gives a slot back: to the first waiter if there is one, otherwise to the idle list.
+    private func release(_ connection: PostgresConnection?) {
+        guard let (waiter, slot) = state.withLock({ $0.release(connection) }) else { return }
+        waiter.continuation.resume(returning: slot)
+    }
+}

@@ -1,0 +1,47 @@
+/// How a `PostgresClient` connects and pools.
+///
+/// Every session the client opens runs with `TimeZone=UTC`, `DateStyle=ISO`, `client_encoding=UTF8`
+/// and `bytea_output=hex`, whatever the server's defaults, because row decoding relies on them.
+public struct PostgresConfiguration: Sendable {
+    /// A libpq connection URI, e.g. `postgres://aviary@127.0.0.1:5432/aviary`
+    /// (`postgresql://…` and libpq's `key=value` form are accepted too).
+    public var url: String
+
+    /// Tuning; each default is documented on its property.
+    public var options: Options
+
+    /// Pool and session settings, with defaults suited to one service process.
+    public struct Options: Sendable {
+        /// The most connections the pool opens (they are opened lazily). Default 8.
+        public var poolSize: Int = 8
+
+        /// How long opening one connection may take (libpq `connect_timeout`, whole seconds, at
+        /// least 2). Default 10 seconds.
+        public var connectTimeout: Duration = .seconds(10)
+
+        /// Shown in `pg_stat_activity.application_name`. Default `"aviary"`.
+        public var applicationName: String = "aviary"
+
+        /// How long a query waits for a free pooled connection before failing with `.timeout`;
+        /// `nil` waits for ever. Default 30 seconds.
+        public var poolWaitTimeout: Duration? = .seconds(30)
+
+        /// How many times `transaction` runs its body again after a serialization failure or
+        /// deadlock. Default 3 (so at most 4 attempts).
+        public var transactionRetryLimit: Int = 3
+
+        /// Prepared statements kept per connection, keyed by SQL text and parameter types; when the
+        /// cache is full it is emptied (`DEALLOCATE ALL`) and refilled. `0` disables preparing: every
+        /// statement is then parsed anew. Default 256.
+        public var preparedStatementCacheSize: Int = 256
+
+        /// The defaults above.
+        public init() {}
+    }
+
+    /// A configuration for `url` with default options.
+    public init(url: String, options: Options = Options()) {
+        self.url = url
+        self.options = options
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import Synchronization
+
+/// Blocks pool threads until `parties` of them have arrived (or five seconds pass, so that a
+/// failing test cannot hang).
+final class Barrier: Sendable {
+    private let parties: Int
+    private let arrived = Mutex(0)
+
+    init(parties: Int) {
+        self.parties = parties
+    }
+
+    func arriveAndWait() {
+        arrived.withLock { $0 += 1 }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while arrived.withLock({ $0 }) < parties, ContinuousClock.now < deadline {
+            usleep(1000)
+        }
+    }
+}
+
+/// A count shared by concurrent transaction bodies.
+final class Counter: Sendable {
+    private let count = Atomic(0)
+
+    var value: Int { count.load(ordering: .relaxed) }
+
+    func increment() -> Int {
+        count.wrappingAdd(1, ordering: .relaxed).newValue
+    }
+}
+
+/// Holds a pool thread (and its connection) until the test opens it, so that tests about a busy pool
+/// do not depend on timing.
+final class Gate: Sendable {
+    private let isOpen = Atomic(false)
+    private let isEntered = Atomic(false)
+
+    /// Called on a pool thread: marks it entered, then blocks until `open()` (or ten seconds pass).
+    func enterAndWait() {
+        isEntered.store(true, ordering: .releasing)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !isOpen.load(ordering: .acquiring), ContinuousClock.now < deadline {
+            usleep(1000)
+        }
+    }
+
+    /// Waits until a pool thread has entered.
+    func waitUntilEntered() async throws {
+        while !isEntered.load(ordering: .acquiring) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    func open() {
+        isOpen.store(true, ordering: .releasing)
+    }
+}
