@@ -1,4 +1,5 @@
 import ArgumentParser
+import ServiceKit
 
 /// The `aviary` command-line tool.
 @main
@@ -6,5 +7,6 @@ struct Aviary: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "aviary",
         abstract: "Talk to Aviary services and measure them.",
+        version: AviaryVersion.version,
         subcommands: [Call.self, Bench.self])
 }

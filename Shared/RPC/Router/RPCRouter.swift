@@ -116,26 +116,31 @@ public struct RPCRouter: Sendable {
         RawJSON, RPCError
     > {
         let name = header.method ?? ""
+        let method = methods[name]
+        let outcome: Swift.Result<RawJSON, RPCError>
         switch header.params {
         case .array:
-            return .failure(.invalidParams("params must be an object; positional (array) params are not accepted"))
+            outcome = .failure(.invalidParams("params must be an object; positional (array) params are not accepted"))
         case .other:
-            return .failure(.invalidRequest("invalid request: 'params' must be an object"))
+            outcome = .failure(.invalidRequest("invalid request: 'params' must be an object"))
         case .absent, .object:
-            break
+            if name == "rpc.discover" {
+                outcome = Result { try RawJSON(encoding: OpenRPCDocument(router: self)) }.mapError { _ in .internalError() }
+            } else if let method {
+                let started = ContinuousClock.now
+                outcome = await call(method, header: header, frame: frame, connection: connection)
+                method.latency.recordNanoseconds(Self.nanoseconds(since: started))
+                method.calls.increment()
+            } else {
+                outcome = .failure(.methodNotFound(name))
+            }
         }
-        if name == "rpc.discover" {
-            return Result { try RawJSON(encoding: OpenRPCDocument(router: self)) }.mapError { _ in .internalError() }
-        }
-        guard let method = methods[name] else { return .failure(.methodNotFound(name)) }
-        let started = ContinuousClock.now
-        let outcome = await call(method, header: header, frame: frame, connection: connection)
-        method.latency.recordNanoseconds(Self.nanoseconds(since: started))
-        method.calls.increment()
         if case .failure(let error) = outcome {
+            // Unknown names share one label, so a client cannot grow the metric set without bound.
+            let label = method != nil || name == "rpc.discover" ? name : "(unknown)"
             Counter(
                 label: "rpc_server_errors_total",
-                dimensions: [("rpc.service", service), ("rpc.method", name), ("rpc.jsonrpc.error_code", String(error.code))]
+                dimensions: [("rpc.service", service), ("rpc.method", label), ("rpc.jsonrpc.error_code", String(error.code))]
             ).increment()
         }
         return outcome
