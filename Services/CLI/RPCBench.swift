@@ -29,7 +29,7 @@ struct RPCBench: AsyncParsableCommand {
 
         let pipelined = try await RPCClientConnection.connect(host: "127.0.0.1", port: port)
         let one = try await runLoad(workers: window, duration: .seconds(seconds)) { _ in
-            _ = try await pipelined.send("echo", params: params).result()
+            _ = try await pipelined.send("echo", params: params).decode(EchoParams.self)
         }
         print("rpc echo, 1 connection, \(window) pipelined:  \(one.summary)   (target ≥ 50,000 calls/s)")
         await pipelined.close()
@@ -38,7 +38,7 @@ struct RPCBench: AsyncParsableCommand {
         for _ in 0..<64 { connections.append(try await RPCClientConnection.connect(host: "127.0.0.1", port: port)) }
         let pool = connections
         let many = try await runLoad(workers: 64, duration: .seconds(seconds)) { worker in
-            _ = try await pool[worker].send("echo", params: params).result()
+            _ = try await pool[worker].send("echo", params: params).decode(EchoParams.self)
         }
         print("rpc echo, 64 connections, 1 in flight each: \(many.summary)   (target ≥ 25,000 calls/s, p99 < 5 ms)")
         for connection in connections { await connection.close() }

@@ -60,9 +60,10 @@ final class RPCClientHandler: ChannelDuplexHandler {
             return
         }
         let frame = Data(buffer.readableBytesView)
-        guard let header = try? JSONDecoder().decode(ResponseHeader.self, from: frame) else { return }
+        guard let header = try? JSONDecoder().decode(ResponseRoute.self, from: frame) else { return }
         if header.id == nil, let method = header.method {
-            onNotification(RPCNotification(method: method, params: header.params ?? .null))
+            let params = (try? JSONDecoder().decode(ResponseHeader.self, from: frame))?.params
+            onNotification(RPCNotification(method: method, params: params ?? .null))
             return
         }
         guard let id = header.id?.intValue, let entry = pending.removeValue(forKey: id) else {

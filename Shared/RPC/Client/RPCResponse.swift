@@ -26,10 +26,15 @@ public struct RPCResponse: Sendable {
     }
 }
 
-/// The parts of an incoming frame the client routes by.
-struct ResponseHeader: Decodable {
+/// The parts of an incoming frame the client routes by; result and params are left undecoded.
+struct ResponseRoute: Decodable {
     var id: JSONValue?
     var method: String?
+    var error: RPCError?
+}
+
+/// A whole response or notification, read only where raw JSON is asked for (tools, subscriptions).
+struct ResponseHeader: Decodable {
     var error: RPCError?
     var result: RawJSON?
     var params: RawJSON?

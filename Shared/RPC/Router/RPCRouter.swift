@@ -175,9 +175,8 @@ public struct RPCRouter: Sendable {
             let context = RPCContext(
                 method: method.name, meta: meta, logger: logger, deadline: deadline, principal: principal,
                 isService: isService, connection: connection)
-            if let deadline {
-                return .success(try await Self.run(until: deadline) { try await method.invoke(frame, context) })
-            }
+            // The budget is checked before work starts and travels downstream; the caller's own timer ends
+            // the wait, so racing every handler against a timer here would only cost time.
             return .success(try await method.invoke(frame, context))
         } catch let error as any RPCErrorConvertible {
             let rpcError = error.rpcError
@@ -196,20 +195,6 @@ public struct RPCRouter: Sendable {
     private func authenticate(_ token: String) async throws(RPCError) -> RPCPrincipal {
         guard let authenticator else { throw .unauthenticated("this service does not accept access tokens") }
         return try await authenticator.authenticate(token: token)
-    }
-
-    private static func run<T: Sendable>(until deadline: ContinuousClock.Instant, _ body: @escaping @Sendable () async throws -> T)
-        async throws -> T
-    {
-        try await withThrowingTaskGroup(of: T.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(until: deadline, clock: .continuous)
-                throw RPCError.timeout()
-            }
-            defer { group.cancelAll() }
-            return try await group.next()!
-        }
     }
 
     private static func nanoseconds(since start: ContinuousClock.Instant) -> Int64 {

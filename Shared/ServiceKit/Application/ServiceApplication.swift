@@ -97,9 +97,10 @@ public enum ServiceApplication {
             },
             logger: logger)
         let notifier = SystemdNotifier()
+        let events = EventServices(definition, resources: resources)
         let group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: rpcServer), .init(service: adminServer)],
+                services: events.relay + [.init(service: rpcServer), .init(service: adminServer)] + events.consumers,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
 

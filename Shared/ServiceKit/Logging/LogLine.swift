@@ -1,10 +1,6 @@
+import Foundation
 import Logging
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import RPC
 
 /// The bytes of one log line under construction, with the escaping both formats need.
 /// Built by hand rather than with `JSONEncoder` because it runs for every line.
@@ -23,35 +19,9 @@ struct LogLine {
         self.bytes.append(UInt8(ascii: ascii))
     }
 
-    /// RFC 3339 UTC with milliseconds, `2026-11-21T22:35:00.123Z`, without a date formatter.
+    /// RFC 3339 UTC with milliseconds, `2026-11-21T22:35:00.123Z`: the contract's one time format.
     mutating func appendTimestamp() {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        var parts = tm()
-        var seconds = now.tv_sec
-        gmtime_r(&seconds, &parts)
-        let fields: [(value: Int, width: Int, separator: UInt8)] = [
-            (Int(parts.tm_year) + 1900, 4, UInt8(ascii: "-")),
-            (Int(parts.tm_mon) + 1, 2, UInt8(ascii: "-")),
-            (Int(parts.tm_mday), 2, UInt8(ascii: "T")),
-            (Int(parts.tm_hour), 2, UInt8(ascii: ":")),
-            (Int(parts.tm_min), 2, UInt8(ascii: ":")),
-            (Int(parts.tm_sec), 2, UInt8(ascii: ".")),
-            (Int(now.tv_nsec) / 1_000_000, 3, UInt8(ascii: "Z")),
-        ]
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
-            var position = 0
-            for field in fields {
-                var rest = field.value
-                for offset in stride(from: field.width - 1, through: 0, by: -1) {
-                    text[position + offset] = UInt8(ascii: "0") + UInt8(rest % 10)
-                    rest /= 10
-                }
-                text[position + field.width] = field.separator
-                position += field.width + 1
-            }
-            self.bytes.append(contentsOf: text)
-        }
+        self.append(RFC3339.format(Date()))
     }
 
     /// A JSON string literal: quotes, backslashes and control characters escaped; everything else,

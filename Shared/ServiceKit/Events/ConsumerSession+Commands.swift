@@ -1,0 +1,108 @@
+import Logging
+import Metrics
+import Redis
+
+/// The Redis commands of a consumer session.
+extension ConsumerSession {
+    func createGroup() async throws {
+        do {
+            _ = try await redis.send(["XGROUP", "CREATE", RedisArgument(key), RedisArgument(group), "0", "MKSTREAM"])
+            logger.info("created the consumer group, starting at the beginning of the stream")
+        } catch let error as RedisError where error.serverMessage?.hasPrefix("BUSYGROUP") == true {
+            // Another instance (or an earlier run) created it.
+        }
+    }
+
+    func readCommand(from id: String, count: Int, block: Int? = nil) -> [RedisArgument] {
+        var command: [RedisArgument] = [
+            "XREADGROUP", "GROUP", RedisArgument(group), RedisArgument(consumer), "COUNT", RedisArgument(count),
+        ]
+        if let block { command += ["BLOCK", RedisArgument(block)] }
+        return command + ["STREAMS", RedisArgument(key), RedisArgument(id)]
+    }
+
+    /// Takes over entries pending too long on any consumer, scanning the group's pending list a
+    /// page per call; after a full scan the next waits `claimInterval`.
+    mutating func claimIdleEntries() async throws -> [StreamEntry] {
+        let reply = try await redis.send([
+            "XAUTOCLAIM", RedisArgument(key), RedisArgument(group), RedisArgument(consumer),
+            RedisArgument(Self.milliseconds(options.claimMinIdle)), RedisArgument(claimCursor),
+            "COUNT", RedisArgument(options.batchSize),
+        ])
+        guard let parts = reply.array, parts.count >= 2, let cursor = parts[0].string, let claimed = parts[1].array else {
+            throw EventStreamFailure("an XAUTOCLAIM reply is not [cursor, entries, …]")
+        }
+        claimCursor = cursor
+        if cursor == "0-0" { nextClaim = .now + options.claimInterval }
+        let entries = try claimed.map(StreamEntry.init(parsing:))
+        if !entries.isEmpty {
+            logger.notice(
+                "claimed events left unacknowledged by a stopped or stuck consumer",
+                metadata: ["events.count": "\(entries.count)", "events.first_id": "\(entries[0].id)"])
+        }
+        return entries
+    }
+
+    /// How many times each entry, now pending on this consumer, has been delivered (`XPENDING`).
+    func deliveryCounts(of entries: [StreamEntry]) async throws -> [String: Int] {
+        let reply = try await redis.send([
+            "XPENDING", RedisArgument(key), RedisArgument(group), RedisArgument(entries[0].id),
+            RedisArgument(entries[entries.count - 1].id), RedisArgument(entries.count + options.batchSize),
+            RedisArgument(consumer),
+        ])
+        guard let rows = reply.array else { throw EventStreamFailure("an XPENDING reply is not an array") }
+        var counts: [String: Int] = [:]
+        for row in rows {
+            guard let fields = row.array, fields.count == 4, let id = fields[0].string, let count = fields[3].int else {
+                throw EventStreamFailure("an XPENDING row is not [id, consumer, idle, deliveries]")
+            }
+            counts[id] = count
+        }
+        return counts
+    }
+
+    /// Copies the entries to the dead-letter stream and acknowledges them, atomically (`MULTI`).
+    func deadLetter(_ rejected: [(entry: StreamEntry, deliveries: Int, reason: String)]) async throws {
+        var commands: [[RedisArgument]] = [["MULTI"]]
+        for item in rejected {
+            var command: [RedisArgument] = [
+                "XADD", RedisArgument(EventStream.deadLetterKey(topic: topic)),
+                "MAXLEN", "~", RedisArgument(options.deadLetterMaxLength), "*",
+            ]
+            for field in item.entry.fields ?? [] {
+                command += [RedisArgument(field.name), RedisArgument(field.value)]
+            }
+            command += [
+                "original_id", RedisArgument(item.entry.id), "group", RedisArgument(group),
+                "consumer", RedisArgument(consumer), "deliveries", RedisArgument(item.deliveries),
+                "reason", RedisArgument(item.reason),
+            ]
+            commands.append(command)
+        }
+        commands.append(
+            ["XACK", RedisArgument(key), RedisArgument(group)] + rejected.map { RedisArgument($0.entry.id) })
+        commands.append(["EXEC"])
+        let replies = try await redis.pipeline(commands)
+        guard case .array(let results)? = replies.last, results.count == commands.count - 2 else {
+            throw EventStreamFailure("the dead-letter transaction was not executed: \(String(describing: replies.last))")
+        }
+        for case .error(let message) in results {
+            throw EventStreamFailure("Redis refused a dead-letter command: \(message)")
+        }
+        metrics.deadLettered.increment(by: rejected.count)
+        for item in rejected {
+            logger.error(
+                "moved an event to the dead-letter stream",
+                metadata: [
+                    "events.stream_id": "\(item.entry.id)", "events.deliveries": "\(item.deliveries)",
+                    "events.outbox_id": "\(item.entry.value(of: EventStream.Field.outboxID).map { String(decoding: $0, as: UTF8.self) } ?? "-")",
+                    "reason": "\(item.reason)",
+                ])
+        }
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+    }
+}

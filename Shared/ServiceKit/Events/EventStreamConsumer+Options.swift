@@ -1,0 +1,27 @@
+extension EventStreamConsumer {
+    /// How an ``EventStreamConsumer`` reads, retries and recovers; every default suits production.
+    public struct Options: Sendable {
+        /// Most entries per read, and so per handler call. Default 100.
+        public var batchSize = 100
+        /// How long a read waits for new entries (`BLOCK`); also bounds how long a graceful shutdown
+        /// waits for an idle consumer. Default 1 s.
+        public var blockTimeout: Duration = .seconds(1)
+        /// How long an entry must have been pending on a consumer before another may claim it
+        /// (`XAUTOCLAIM` min-idle-time). Longer than any handler takes. Default 30 s.
+        public var claimMinIdle: Duration = .seconds(30)
+        /// How often to look for such entries. Default 10 s.
+        public var claimInterval: Duration = .seconds(10)
+        /// Deliveries after which an entry is moved to the dead-letter stream (it is dead-lettered
+        /// on delivery `maxDeliveries + 1`, without calling the handler). Default 10.
+        public var maxDeliveries = 10
+        /// First pause after a handler failure; doubles on each further failure. Default 100 ms.
+        public var retryDelay: Duration = .milliseconds(100)
+        /// The longest pause after handler failures; keep it below `claimMinIdle`, or another
+        /// consumer claims the entries while this one waits. Default 20 s.
+        public var maxRetryDelay: Duration = .seconds(20)
+        /// Approximate length the dead-letter stream is trimmed to (`MAXLEN ~`). Default 100,000.
+        public var deadLetterMaxLength = 100_000
+
+        public init() {}
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Logging
+import Metrics
+import Redis
+import ServiceLifecycle
+
+/// Reads one topic's stream (``EventStream``) as a member of a Redis consumer group and hands the
+/// events to a handler in batches; each instance of a service is one consumer of the service's group,
+/// so the instances share the work.
+///
+/// - A new group starts at the **beginning** of the stream (`XGROUP CREATE … 0 MKSTREAM`), not at
+///   its end: a consumer service deployed or started after its producers still gets every event the
+///   stream retains (up to the relay's `MAXLEN`), where `$` would silently skip them.
+/// - Reads are `XREADGROUP … COUNT batchSize BLOCK blockTimeout`, on a connection of the consumer's
+///   own (a blocking read must not hold a connection of the shared pool).
+/// - Entries are acknowledged (`XACK`) only after the handler returned. Delivery is **at least
+///   once**: handlers must be idempotent (``DeliveredEvent/deduplicationKey``).
+/// - A handler that throws gets the entries again after a back-off, one entry at a time, so that one
+///   bad entry neither holds back nor takes down the others. An entry delivered more than
+///   `maxDeliveries` times (counted by Redis, across consumers) is moved to the topic's dead-letter
+///   stream and acknowledged, with an error logged.
+/// - Every `claimInterval`, entries pending longer than `claimMinIdle` on any consumer (one that
+///   crashed or was killed) are claimed with `XAUTOCLAIM` and handled here.
+/// - On a graceful shutdown the batch in progress is handled and acknowledged, then `run()` returns
+///   (within `blockTimeout` when idle). Cancelled, it stops at once and leaves its batch pending, for
+///   another consumer to claim.
+///
+/// Metrics, with dimensions `topic` and `group`: `aviary_events_consumed_total`,
+/// `aviary_events_handler_failures_total`, `aviary_events_dead_lettered_total`.
+public struct EventStreamConsumer: Service {
+    /// Handles a batch; throwing makes the consumer retry it later.
+    public typealias Handler = @Sendable (EventBatch) async throws -> Void
+
+    public let topic: String
+    public let group: String
+    /// This consumer's name within the group; unique per process (see ``consumerName(service:nodeID:)``).
+    public let consumer: String
+    private let redisConfiguration: RedisConfiguration
+    private let options: Options
+    private let logger: Logger
+    private let handler: Handler
+    private let metrics: ConsumerMetrics
+
+    /// - Parameters:
+    ///   - redis: where the streams are; the consumer opens one connection of its own with it.
+    ///   - handler: called with each batch, never concurrently with itself.
+    public init(
+        topic: String, group: String, consumer: String, redis: RedisConfiguration, options: Options = .init(),
+        logger: Logger, handler: @escaping Handler
+    ) {
+        self.topic = topic
+        self.group = group
+        self.consumer = consumer
+        self.redisConfiguration = redis
+        self.options = options
+        var logger = logger
+        logger[metadataKey: "events.topic"] = "\(topic)"
+        logger[metadataKey: "events.group"] = "\(group)"
+        logger[metadataKey: "events.consumer"] = "\(consumer)"
+        self.logger = logger
+        self.handler = handler
+        self.metrics = ConsumerMetrics(topic: topic, group: group)
+    }
+
+    /// A consumer name unique to this process: `<service>-<node id>-<pid>`.
+    public static func consumerName(service: String, nodeID: Int) -> String {
+        "\(service)-\(nodeID)-\(ProcessInfo.processInfo.processIdentifier)"
+    }
+
+    /// Consumes until the task is cancelled or the service group shuts down gracefully. Never
+    /// throws: Redis failures are logged and retried.
+    public func run() async throws {
+        var configuration = redisConfiguration
+        configuration.poolSize = 1
+        // A blocking read waits up to `blockTimeout` for its reply: it must not hit the socket timeout.
+        configuration.commandTimeout = redisConfiguration.commandTimeout + options.blockTimeout
+        let redis = RedisClient(configuration: configuration, logger: logger)
+        var session = ConsumerSession(
+            topic: topic, group: group, consumer: consumer, options: options, redis: redis, logger: logger,
+            handler: handler, metrics: metrics)
+        await session.run()
+        await redis.shutdown()
+    }
+}
+
+/// The counters of one consumer, created once.
+struct ConsumerMetrics: Sendable {
+    let consumed: Counter
+    let failures: Counter
+    let deadLettered: Counter
+
+    init(topic: String, group: String) {
+        let dimensions = [("topic", topic), ("group", group)]
+        consumed = Counter(label: "aviary_events_consumed_total", dimensions: dimensions)
+        failures = Counter(label: "aviary_events_handler_failures_total", dimensions: dimensions)
+        deadLettered = Counter(label: "aviary_events_dead_lettered_total", dimensions: dimensions)
+    }
+}

@@ -1,0 +1,21 @@
+extension OutboxRelay {
+    /// How an ``OutboxRelay`` paces itself; every default suits a production service.
+    public struct Options: Sendable {
+        /// Most rows moved per transaction (and per Redis pipeline). Default 500.
+        public var batchSize = 500
+        /// Pause after a batch that was not full, so a trickle of events is sent in batches. Default 20 ms.
+        public var busyDelay: Duration = .milliseconds(20)
+        /// The longest pause while the outbox stays empty (it doubles from `busyDelay`). Default 200 ms.
+        public var idleDelay: Duration = .milliseconds(200)
+        /// First pause after a failure (Redis or Postgres down); doubles on each further failure. Default 100 ms.
+        public var retryDelay: Duration = .milliseconds(100)
+        /// The longest pause between retries. Default 5 s.
+        public var maxRetryDelay: Duration = .seconds(5)
+        /// How often the `aviary_outbox_backlog` gauge is refreshed (one `count(*)`). Default 1 s.
+        public var backlogInterval: Duration = .seconds(1)
+        /// Approximate length each topic stream is trimmed to on `XADD` (`MAXLEN ~`). Default 1,000,000.
+        public var streamMaxLength = 1_000_000
+
+        public init() {}
+    }
+}

@@ -1,0 +1,139 @@
+import Logging
+import Metrics
+import Postgres
+import Redis
+import ServiceLifecycle
+
+/// Moves a service's outbox rows (`<schema>.outbox`, see ``Outbox``) to the Redis streams of their
+/// topics (``EventStream``), oldest first, and deletes them once Redis has them.
+///
+/// Each batch is one transaction: lock up to `batchSize` rows (`FOR UPDATE SKIP LOCKED`), `XADD`
+/// them all in one pipeline, delete them, commit. Nothing is lost: while Redis is down the rows stay
+/// in Postgres and the relay backs off and retries. Delivery is **at least once**: a crash between the
+/// `XADD`s and the commit sends the batch again, so consumers deduplicate (``DeliveredEvent/deduplicationKey``).
+///
+/// Order: per topic, events reach the stream in outbox order, so an event appended after another
+/// committed is delivered after it. That needs one relay at a time per outbox: every instance of the
+/// service runs a relay, but they take turns through a transaction-scoped advisory lock, and those
+/// without it stand by (taking over within one poll when the holder dies). Sharing one outbox between
+/// relays row by row would let a later batch overtake an earlier one.
+///
+/// Latency: the relay polls, every `busyDelay` while there is work, backing off to `idleDelay`
+/// when the outbox is empty. A handler that appended events may call ``nudge()`` after its
+/// transaction committed to have them relayed at once.
+///
+/// Metrics: `aviary_outbox_backlog` (gauge, rows waiting) and `aviary_outbox_relayed_total`
+/// (counter), both with the dimension `schema`.
+public struct OutboxRelay: Service {
+    /// The schema whose `outbox` table this relay empties.
+    public let schema: String
+    let postgres: PostgresClient
+    let redis: RedisClient
+    let options: Options
+    let logger: Logger
+    private let relayed: Counter
+    private let backlog: Gauge
+
+    /// - Parameters:
+    ///   - schema: the producer's schema (a plain SQL identifier), whose `outbox` table exists.
+    ///   - postgres, redis: the service's clients; a batch holds one connection of each briefly.
+    public init(schema: String, postgres: PostgresClient, redis: RedisClient, options: Options = .init(), logger: Logger) {
+        precondition(Self.isPlainIdentifier(schema), "OutboxRelay: '\(schema)' is not a plain SQL identifier")
+        self.schema = schema
+        self.postgres = postgres
+        self.redis = redis
+        self.options = options
+        var logger = logger
+        logger[metadataKey: "outbox.schema"] = "\(schema)"
+        self.logger = logger
+        self.relayed = Counter(label: "aviary_outbox_relayed_total", dimensions: [("schema", schema)])
+        self.backlog = Gauge(label: "aviary_outbox_backlog", dimensions: [("schema", schema)])
+    }
+
+    /// Wakes every relay of this process now, instead of at its next poll. Call it after committing a
+    /// transaction that appended events, when their latency matters; it costs nothing otherwise.
+    public static func nudge() {
+        RelayWakeups.shared.signalAll()
+    }
+
+    /// Relays until the task is cancelled or the service group shuts down gracefully (the batch in
+    /// progress completes first). Never throws: failures are logged and retried.
+    public func run() async throws {
+        let wakeup = RelayWakeup()
+        RelayWakeups.shared.register(wakeup)
+        defer { RelayWakeups.shared.unregister(wakeup) }
+
+        var failures = RetryBackoff(initial: options.retryDelay, maximum: options.maxRetryDelay)
+        var idleDelay = options.busyDelay
+        var redisSuspect = false
+        var backlogDue = ContinuousClock.now
+        while !serviceIsStopping {
+            if ContinuousClock.now >= backlogDue {
+                await measureBacklog()
+                backlogDue = .now + options.backlogInterval
+            }
+            let moved: Int
+            do {
+                // After a Redis failure, wait until it answers before holding outbox rows locked again.
+                if redisSuspect { _ = try await redis.send(["PING"]) }
+                moved = try await relayBatch()
+            } catch {
+                if serviceIsStopping { break }
+                redisSuspect = error is RedisError || error is EventStreamFailure
+                let delay = failures.next()
+                if failures.failures == 1 || failures.failures.isMultiple(of: 20) {
+                    logger.warning(
+                        "relaying outbox events failed; the rows stay in the outbox and will be retried",
+                        metadata: [
+                            "error": "\(String(reflecting: error))", "retry_in": "\(delay)",
+                            "failures": "\(failures.failures)",
+                        ])
+                }
+                await pauseUnlessStopping(for: delay)
+                continue
+            }
+            if failures.failures > 0 {
+                logger.notice("relaying outbox events again", metadata: ["failures": "\(failures.failures)"])
+                failures.reset()
+                redisSuspect = false
+            }
+            if moved > 0 {
+                relayed.increment(by: moved)
+                logger.trace("relayed outbox events", metadata: ["outbox.relayed": "\(moved)"])
+            }
+            // A full batch means more rows are probably waiting: go on at once.
+            if moved == options.batchSize { continue }
+            idleDelay = moved > 0 ? options.busyDelay : min(idleDelay * 2, options.idleDelay)
+            await withGracefulShutdownHandler {
+                await wakeup.wait(upTo: idleDelay)
+            } onGracefulShutdown: {
+                wakeup.signal()
+            }
+        }
+        await measureBacklog()
+    }
+
+    private func measureBacklog() async {
+        do {
+            let rows = try await postgres.query("SELECT count(*) FROM \(schema).outbox")
+            backlog.record(try rows[0].decode(Int64.self, at: 0))
+        } catch {
+            logger.debug("counting the outbox backlog failed", metadata: ["error": "\(String(reflecting: error))"])
+        }
+    }
+
+    private static func isPlainIdentifier(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, first == "_" || ("a"..."z").contains(first) else { return false }
+        return name.unicodeScalars.allSatisfy { $0 == "_" || ("a"..."z").contains($0) || ("0"..."9").contains($0) }
+    }
+}
+
+/// Something in the event machinery that is not a storage client's own error: a Redis reply of the
+/// wrong shape, a refused command inside a pipeline.
+struct EventStreamFailure: Error, CustomStringConvertible {
+    var description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}

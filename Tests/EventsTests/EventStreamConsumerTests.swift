@@ -1,0 +1,142 @@
+import Foundation
+import RPC
+import Redis
+import ServiceKit
+import Synchronization
+import Testing
+
+@Suite("Event stream consumer", .timeLimit(.minutes(2)))
+struct EventStreamConsumerTests {
+    struct HandlerFailure: Error {}
+
+    @Test func entriesOfAKilledConsumerAreClaimedByAnother() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("claim")
+        var options = EventStreamConsumer.Options()
+        options.claimMinIdle = .milliseconds(300)
+        options.claimInterval = .milliseconds(100)
+        let seenByA = Inbox()
+        let inboxB = Inbox()
+        // A takes a batch and never finishes it.
+        let consumerA = fixture.consumer(topic: topic, name: "a", options: options) { batch in
+            seenByA.add(batch)
+            try await Task.sleep(for: .seconds(600))
+        }
+        let consumerB = fixture.consumer(topic: topic, name: "b", options: options) { inboxB.add($0) }
+        try await withServices([fixture.relay()]) {
+            let runA = Task { try await consumerA.run() }
+            try await fixture.append(numberedEvents(topic: topic, 0..<10))
+            #expect(await seenByA.wait { !$0.isEmpty })
+            runA.cancel()
+            try await runA.value
+
+            try await withServices([consumerB]) {
+                #expect(await inboxB.wait { Set($0.map(\.outboxID)).count >= 10 })
+            }
+        }
+        #expect(Set(inboxB.numbers) == Set(0..<10))
+        let claimed = Set(seenByA.numbers)
+        for event in inboxB.events {
+            let n = event.event.payload["n"]?.intValue ?? -1
+            #expect(event.deliveries == (claimed.contains(n) ? 2 : 1), "event \(n)")
+        }
+        #expect(try await pendingCount(fixture, topic: topic) == 0)
+        await fixture.shutdown()
+    }
+
+    @Test func aHandlerThatAlwaysFailsSendsTheEntriesToTheDeadLetterStream() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("dead")
+        var options = EventStreamConsumer.Options()
+        options.maxDeliveries = 3
+        options.retryDelay = .milliseconds(5)
+        options.maxRetryDelay = .milliseconds(20)
+        let attempts = Mutex<[Int64: Int]>([:])
+        let consumer = fixture.consumer(topic: topic, options: options) { batch in
+            attempts.withLock { attempts in
+                for event in batch.events { attempts[event.event.payload["n"]?.intValue ?? -1, default: 0] += 1 }
+            }
+            throw HandlerFailure()
+        }
+        let deadKey = RedisArgument(EventStream.deadLetterKey(topic: topic))
+        try await withServices([fixture.relay(), consumer]) {
+            try await fixture.append(numberedEvents(topic: topic, 0..<2))
+            #expect(try await eventually(timeout: .seconds(20)) { try await fixture.redis.send(["XLEN", deadKey]).int == 2 })
+        }
+        #expect(attempts.withLock { $0 } == [0: 3, 1: 3])
+        #expect(try await pendingCount(fixture, topic: topic) == 0)
+
+        let dead = try await fixture.redis.send(["XRANGE", deadKey, "-", "+"]).array ?? []
+        #expect(dead.count == 2)
+        let fields = try deadLetterFields(dead[0])
+        let expected = numberedEvents(topic: topic, 0..<1)[0]
+        #expect(fields["type"] == "numbered")
+        #expect(fields["payload"].flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) } == expected.payload)
+        #expect(fields["source"] == EventFixture.schema)
+        #expect(fields["group"] == "\(fixture.prefix).group")
+        #expect(fields["consumer"] == "consumer-1")
+        #expect(fields["deliveries"] == "4")
+        #expect(fields["reason"]?.contains("delivered 4 times") == true)
+        #expect(fields["original_id"] != nil && fields["outbox_id"] != nil)
+        await fixture.shutdown()
+    }
+
+    @Test func oneBadEventDoesNotTakeTheOthersDown() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("poison")
+        var options = EventStreamConsumer.Options()
+        options.maxDeliveries = 4
+        options.retryDelay = .milliseconds(5)
+        options.maxRetryDelay = .milliseconds(20)
+        let inbox = Inbox()
+        let consumer = fixture.consumer(topic: topic, options: options) { batch in
+            if batch.events.contains(where: { $0.event.payload["n"] == 3 }) { throw HandlerFailure() }
+            inbox.add(batch)
+        }
+        let deadKey = RedisArgument(EventStream.deadLetterKey(topic: topic))
+        try await withServices([fixture.relay(), consumer]) {
+            try await fixture.append(numberedEvents(topic: topic, 0..<8))
+            #expect(await inbox.wait { $0.count >= 7 })
+            #expect(try await eventually(timeout: .seconds(10)) { try await fixture.redis.send(["XLEN", deadKey]).int == 1 })
+        }
+        #expect(inbox.numbers == [0, 1, 2, 4, 5, 6, 7])
+        let dead = try await fixture.redis.send(["XRANGE", deadKey, "-", "+"]).array ?? []
+        let payload = try deadLetterFields(dead[0])["payload"] ?? ""
+        #expect(try JSONDecoder().decode(JSONValue.self, from: Data(payload.utf8))["n"] == 3)
+        #expect(try await pendingCount(fixture, topic: topic) == 0)
+        await fixture.shutdown()
+    }
+
+    @Test func relayAndConsumerStopPromptlyOnGracefulShutdown() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("stop")
+        let inbox = Inbox()
+        let start = try await withServices([fixture.relay(), fixture.consumer(topic: topic) { inbox.add($0) }]) {
+            try await fixture.append(numberedEvents(topic: topic, 0..<3))
+            #expect(await inbox.wait { $0.count >= 3 })
+            // Idle now: the consumer is in a blocking read, the relay in its poll wait.
+            try await Task.sleep(for: .milliseconds(300))
+            return ContinuousClock.now
+        }
+        // The consumer's blocking read lasts at most `blockTimeout` (1 s).
+        #expect(ContinuousClock.now - start < .seconds(2))
+        await fixture.shutdown()
+    }
+
+    /// How many entries the test's group has pending (`XPENDING` summary).
+    private func pendingCount(_ fixture: EventFixture, topic: String) async throws -> Int {
+        let reply = try await fixture.redis.send([
+            "XPENDING", RedisArgument(EventStream.key(topic: topic)), RedisArgument("\(fixture.prefix).group"),
+        ])
+        return try #require(reply.array?.first?.int)
+    }
+
+    private func deadLetterFields(_ entry: RESPValue) throws -> [String: String] {
+        let flat = try #require(entry.array?.last?.array)
+        var fields: [String: String] = [:]
+        for index in stride(from: 0, to: flat.count - 1, by: 2) {
+            fields[flat[index].string ?? ""] = flat[index + 1].string
+        }
+        return fields
+    }
+}

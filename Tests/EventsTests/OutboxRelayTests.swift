@@ -1,0 +1,159 @@
+import Foundation
+import Postgres
+import RPC
+import Redis
+import ServiceKit
+import TestSupport
+import Testing
+
+@Suite("Outbox relay", .timeLimit(.minutes(2)))
+struct OutboxRelayTests {
+    @Test func committedEventsArriveInOrderPerTopic() async throws {
+        let fixture = try await EventFixture.make()
+        let (a, b, c) = (fixture.topic("a"), fixture.topic("b"), fixture.topic("c"))
+        let (inboxA, inboxB, inboxC) = (Inbox(), Inbox(), Inbox())
+        try await withServices([
+            fixture.relay(),
+            fixture.consumer(topic: a) { inboxA.add($0) },
+            fixture.consumer(topic: b) { inboxB.add($0) },
+            fixture.consumer(topic: c) { inboxC.add($0) },
+        ]) {
+            // Transactions mixing two topics, one after another.
+            for i in 0..<100 {
+                try await fixture.append(numberedEvents(topic: a, i * 3..<i * 3 + 3) + numberedEvents(topic: b, i..<i + 1))
+                if i.isMultiple(of: 7) { OutboxRelay.nudge() }
+            }
+            // Four producers at once, each appending its own sequence.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for producer in 0..<4 {
+                    group.addTask {
+                        for n in 0..<50 {
+                            try await fixture.append([
+                                DomainEvent(topic: c, type: "counted", payload: ["producer": .int(Int64(producer)), "n": .int(Int64(n))])
+                            ])
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(await inboxA.wait { $0.count >= 300 })
+            #expect(await inboxB.wait { $0.count >= 100 })
+            #expect(await inboxC.wait { $0.count >= 200 })
+        }
+        #expect(inboxA.numbers == Array(0..<300))
+        #expect(inboxB.numbers == Array(0..<100))
+        for producer in Int64(0)..<4 {
+            let sequence = inboxC.events.filter { $0.event.payload["producer"]?.intValue == producer }
+            #expect(sequence.compactMap { $0.event.payload["n"]?.intValue } == Array(0..<50), "producer \(producer)")
+        }
+
+        let first = try #require(inboxA.events.first)
+        #expect(first.event == numberedEvents(topic: a, 0..<1)[0])
+        #expect(first.source == EventFixture.schema)
+        #expect(first.deliveries == 1)
+        #expect(first.deduplicationKey == "\(EventFixture.schema):\(first.outboxID)")
+        let outboxIDs = inboxA.events.map(\.outboxID)
+        #expect(outboxIDs == outboxIDs.sorted() && Set(outboxIDs).count == outboxIDs.count)
+        #expect(try await fixture.outboxCount() == 0)
+        await fixture.shutdown()
+    }
+
+    @Test func rolledBackEventsNeverArrive() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("rollback")
+        let inbox = Inbox()
+        try await withServices([fixture.relay(), fixture.consumer(topic: topic) { inbox.add($0) }]) {
+            try await fixture.append(numberedEvents(topic: topic, 0..<5))
+            try await fixture.appendRolledBack(numberedEvents(topic: topic, 100..<105))
+            try await fixture.append(numberedEvents(topic: topic, 5..<10))
+            try await fixture.appendRolledBack(numberedEvents(topic: topic, 200..<201))
+            try await fixture.append(numberedEvents(topic: topic, 10..<11))
+            #expect(await inbox.wait { $0.count >= 11 })
+            // Time for anything that should not be there to show up.
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        #expect(inbox.numbers == Array(0..<11))
+        #expect(try await fixture.outboxCount() == 0)
+        await fixture.shutdown()
+    }
+
+    @Test func twoRelaysOnOneOutboxLoseNothingAndKeepTheOrder() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("shared")
+        let inbox = Inbox()
+        // The second relay has a client of its own, like another instance of the service.
+        let otherPostgres = try PostgresClient(
+            configuration: PostgresConfiguration(url: fixture.databaseURL), logger: EventFixture.logger)
+        var small = OutboxRelay.Options()
+        small.batchSize = 7
+        small.busyDelay = .milliseconds(1)
+        small.idleDelay = .milliseconds(5)
+        try await withServices([
+            fixture.relay(options: small), fixture.relay(options: small, postgres: otherPostgres),
+            fixture.consumer(topic: topic) { inbox.add($0) },
+        ]) {
+            for i in 0..<200 {
+                try await fixture.append(numberedEvents(topic: topic, i * 5..<i * 5 + 5))
+                if i.isMultiple(of: 3) { OutboxRelay.nudge() }
+            }
+            #expect(await inbox.wait { Set($0.map(\.outboxID)).count >= 1000 })
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        let numbers = inbox.numbers
+        #expect(Set(numbers) == Set(0..<1000))
+        #expect(numbers.count == 1000, "\(numbers.count - 1000) duplicates")
+        let inversion = numbers.indices.dropFirst().first { numbers[$0] < numbers[$0 - 1] }
+        #expect(inversion == nil, "\(inversion.map { "\(numbers[$0 - 1]) arrived before \(numbers[$0])" } ?? "")")
+        #expect(try await fixture.redis.send(["XLEN", RedisArgument(EventStream.key(topic: topic))]).int == 1000)
+        await otherPostgres.shutdown()
+        await fixture.shutdown()
+    }
+
+    @Test func eventsAppendedWhileRedisIsDownArriveAfterItReturns() async throws {
+        let redisServer = try await TestServers.startPrivateRedis()
+        let fixture = try await EventFixture.make(redis: redisServer)
+        let topic = fixture.topic("outage")
+        let inbox = Inbox()
+        var options = OutboxRelay.Options()
+        options.maxRetryDelay = .milliseconds(500)
+        try await withServices([fixture.relay(options: options), fixture.consumer(topic: topic) { inbox.add($0) }]) {
+            try await fixture.append(numberedEvents(topic: topic, 0..<20))
+            #expect(await inbox.wait { $0.count >= 20 })
+
+            try await redisServer.stop()
+            for i in 0..<4 {
+                try await fixture.append(numberedEvents(topic: topic, 20 + i * 10..<30 + i * 10))
+            }
+            OutboxRelay.nudge()
+            try await Task.sleep(for: .milliseconds(700))
+            #expect(try await fixture.outboxCount() == 40, "the events wait in the outbox")
+
+            // Redis comes back empty: the relay sends the rows, the consumer makes its group again.
+            try await redisServer.start()
+            #expect(await inbox.wait { $0.count >= 60 })
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        #expect(inbox.numbers == Array(0..<60))
+        #expect(try await fixture.outboxCount() == 0)
+        await fixture.shutdown()
+    }
+
+    @Test func nudgeRelaysWithoutWaitingForThePoll() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("nudge")
+        let inbox = Inbox()
+        var slow = OutboxRelay.Options()
+        slow.busyDelay = .seconds(30)
+        slow.idleDelay = .seconds(30)
+        try await withServices([fixture.relay(options: slow), fixture.consumer(topic: topic) { inbox.add($0) }]) {
+            // Let the relay find the outbox empty and settle into its long wait.
+            try await Task.sleep(for: .milliseconds(300))
+            try await fixture.append(numberedEvents(topic: topic, 0..<1))
+            let start = ContinuousClock.now
+            OutboxRelay.nudge()
+            #expect(await inbox.wait(timeout: .seconds(5)) { $0.count == 1 })
+            #expect(ContinuousClock.now - start < .seconds(2))
+        }
+        await fixture.shutdown()
+    }
+}
