@@ -10,7 +10,7 @@ let strict: [SwiftSetting] = [
 let services: [(executable: String, target: String, folder: String, extra: [Target.Dependency])] = [
     ("aviary-auth", "AuthService", "Auth", [
         "CArgon2", "AuthTokens", .product(name: "JWTKit", package: "jwt-kit"),
-        .product(name: "Crypto", package: "swift-crypto"),
+        .product(name: "Crypto", package: "swift-crypto"), .product(name: "Metrics", package: "swift-metrics"),
     ]),
     ("aviary-tweets", "TweetsService", "Tweets", []),
     ("aviary-social-graph", "SocialGraphService", "SocialGraph", []),
@@ -88,7 +88,7 @@ let package = Package(
             path: "Shared/ServiceKit", swiftSettings: strict),
         .executableTarget(
             name: "AviaryCLI", dependencies: [
-                "RPC", "ServiceKit", "Postgres", "Redis", logging,
+                "RPC", "ServiceKit", "Postgres", "Redis", "AuthTokens", "CArgon2", logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/CLI", swiftSettings: strict),
@@ -106,6 +106,27 @@ let package = Package(
             name: "ServiceKitTests", dependencies: ["ServiceKit", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "SystemTests", dependencies: ["RPC", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "EventsTests",
+            dependencies: [
+                "ServiceKit", "Postgres", "Redis", "RPC", "TestSupport", logging,
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: strict),
+        .testTarget(
+            name: "AuthServiceTests",
+            dependencies: [
+                "RPC", "AviaryAPI", "TestSupport", "AuthTokens", "Postgres", "CArgon2", logging,
+                .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
+        .testTarget(
+            name: "SocialGraphTests",
+            dependencies: ["RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "TestSupport", logging],
+            swiftSettings: strict),
     ] + services.map {
         .executableTarget(
             name: $0.target, dependencies: ["ServiceKit", "RPC", "AviaryAPI", "Postgres", "Redis"] + $0.extra,

@@ -1,3 +1,4 @@
 import ServiceKit
 
-await ServiceApplication.main(ServiceDefinition(name: .auth))
+await ServiceApplication.main(
+    ServiceDefinition(name: .auth, migrations: AuthMigrations.all, register: AuthService.registerMethods))

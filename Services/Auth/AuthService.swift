@@ -1,0 +1,68 @@
+import AuthTokens
+import Foundation
+import RPC
+import ServiceKit
+
+/// The auth service: accounts, sessions and profiles. Handlers live in `Handlers/`, one method per
+/// file, as extensions of this type; SQL lives in `Store/`.
+struct AuthService: Sendable {
+    let resources: ServiceResources
+    let users: UserStore
+    let identities: IdentityStore
+    let sessions: SessionStore
+    let issuer: SessionIssuer
+    let passwords: PasswordHasher
+    /// Checked against for logins that name no account, so that they take as long as real ones.
+    let dummyHash: String
+    let limits: AuthRateLimits
+    /// Nil when Google sign-in is not configured.
+    let google: GoogleIDTokenVerifier?
+    let profiles: UserHydrator
+
+    /// Builds the service from the runtime's resources and `AVIARY_AUTH_*` settings:
+    /// `AVIARY_AUTH_HASH_THREADS` (threads hashing passwords, default one per core) and
+    /// `AVIARY_MEDIA_PUBLIC_URL` (where profile images are served, default `http://127.0.0.1:7207`).
+    static func make(resources: ServiceResources) async throws -> AuthService {
+        let configuration = resources.configuration
+        let threads = try configuration.integer(
+            "AVIARY_AUTH_HASH_THREADS", default: ProcessInfo.processInfo.activeProcessorCount, in: 1...256)
+        let passwords = PasswordHasher(threads: threads, maxQueued: threads * 64)
+        var generator = SystemRandomNumberGenerator()
+        let dummyHash = try await passwords.hash(String(generator.next(), radix: 36) + String(generator.next(), radix: 36))
+        let sessions = SessionStore(postgres: resources.postgres)
+        let mediaBaseURL = configuration.value("AVIARY_MEDIA_PUBLIC_URL") ?? "http://127.0.0.1:7207"
+        return AuthService(
+            resources: resources,
+            users: UserStore(postgres: resources.postgres),
+            identities: IdentityStore(postgres: resources.postgres),
+            sessions: sessions,
+            issuer: SessionIssuer(
+                accessTokens: try await AccessTokenIssuer(keys: resources.tokenKeys, lifetime: resources.tokenLifetime),
+                sessions: sessions, ids: resources.ids),
+            passwords: passwords,
+            dummyHash: dummyHash,
+            limits: try AuthRateLimits(configuration: configuration, limiter: RateLimiter(redis: resources.redis)),
+            google: try GoogleIDTokenVerifier(configuration: configuration, logger: resources.logger),
+            profiles: UserHydrator(
+                resources: resources, mediaBaseURL: mediaBaseURL.hasSuffix("/") ? String(mediaBaseURL.dropLast()) : mediaBaseURL,
+                graphTimeout: .seconds(2)))
+    }
+
+    /// The result of every sign-in: the user, as they see themself, and a fresh pair of tokens.
+    func signedIn(_ user: UserRecord, tokens: IssuedTokens, created: Bool? = nil, context: RPCContext) async -> AuthResult {
+        AuthResult(
+            user: await profiles.user(user, viewer: user.id, context: context), accessToken: tokens.accessToken,
+            refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt, created: created)
+    }
+
+    /// Starts a new session of `user` and answers with it; the session's row is written while the
+    /// profile is read, rather than one after the other.
+    func startSession(_ user: UserRecord, created: Bool? = nil, context: RPCContext) async throws -> AuthResult {
+        async let tokens = issuer.start(userID: user.id)
+        async let profile = profiles.user(user, viewer: user.id, context: context)
+        let issued = try await tokens
+        return AuthResult(
+            user: await profile, accessToken: issued.accessToken, refreshToken: issued.refreshToken,
+            expiresAt: issued.expiresAt, created: created)
+    }
+}

@@ -1,0 +1,37 @@
+import AuthTokens
+import RPC
+import ServiceKit
+
+/// `auth.changePassword` params.
+struct ChangePasswordParams: Codable, Sendable {
+    var currentPassword: String
+    var newPassword: String
+}
+
+/// What `auth.changePassword` answers.
+struct ChangePasswordResult: Codable, Sendable {
+    /// How many other sessions of the account were ended.
+    var endedSessions: Int
+}
+
+extension AuthService {
+    func changePassword(_ params: ChangePasswordParams, context: RPCContext) async throws -> ChangePasswordResult {
+        guard let principal = context.principal else { throw RPCError.unauthenticated() }
+        let newPassword = try AccountRules.password(params.newPassword, field: "newPassword")
+        // Guessing the current password with a stolen access token is limited like signing in.
+        try await limits.checkLogin(account: "user:\(principal.userID)")
+        guard let stored = try await users.passwordHash(userID: principal.userID) else {
+            throw RPCError.validation(
+                "this account signs in with Google and has no password to change", field: "currentPassword")
+        }
+        guard params.currentPassword.unicodeScalars.count <= AccountRules.passwordLength.upperBound,
+            try await passwords.verify(params.currentPassword, against: stored)
+        else {
+            throw RPCError.validation("currentPassword is not this account's password", field: "currentPassword")
+        }
+        try await users.setPasswordHash(try await passwords.hash(newPassword), userID: principal.userID)
+        let ended = try await sessions.revokeAll(userID: principal.userID, keeping: principal.sessionID)
+        try await resources.sessionRevocations.revoke(sessionIDs: ended)
+        return ChangePasswordResult(endedSessions: ended.count)
+    }
+}

@@ -1,0 +1,27 @@
+import AviaryAPI
+import RPC
+
+/// `auth.getUser` params: one of `userId` and `username`.
+struct GetUserParams: Codable, Sendable {
+    var userId: EntityID?
+    var username: String?
+}
+
+extension AuthService {
+    func getUser(_ params: GetUserParams, context: RPCContext) async throws -> User {
+        let record: UserRecord?
+        switch (params.userId, params.username) {
+        case (let id?, nil):
+            record = try await users.find(id: id.value)
+        case (nil, let username?):
+            let name = try TextRules.username(username.hasPrefix("@") ? String(username.dropFirst()) : username)
+            record = try await users.find(username: name)
+        case (.some, .some):
+            throw RPCError.validation("give either userId or username, not both", field: "userId")
+        case (nil, nil):
+            throw RPCError.validation("give userId or username", field: "userId")
+        }
+        guard let record else { throw RPCError.notFound("no such user") }
+        return await profiles.user(record, viewer: context.principal?.userID, context: context)
+    }
+}

@@ -1,0 +1,44 @@
+import AviaryAPI
+import Logging
+import RPC
+
+/// `auth.login` params.
+struct LoginParams: Codable, Sendable {
+    /// An email address or a username.
+    var login: String
+    var password: String
+}
+
+extension AuthService {
+    func login(_ params: LoginParams, context: RPCContext) async throws -> AuthResult {
+        let login = params.login.trimmingWhitespace()
+        guard !login.isEmpty, login.unicodeScalars.count <= AccountRules.emailLimit,
+            !login.unicodeScalars.contains(where: { $0.value == 0 })
+        else {
+            throw RPCError.validation(
+                "login must be an email address or a username, at most \(AccountRules.emailLimit) characters", field: "login")
+        }
+        guard (1...AccountRules.passwordLength.upperBound).contains(params.password.unicodeScalars.count) else {
+            throw RPCError.validation(
+                "password must be 1 to \(AccountRules.passwordLength.upperBound) characters", field: "password")
+        }
+        // The address limit and the account lookup are independent: one round trip's wait, not two.
+        async let addressAllowed: Void = limits.checkLogin(address: context.connection?.remoteAddress)
+        async let lookup = users.credentials(login: login)
+        try await addressAllowed
+        let credentials = try await lookup
+        try await limits.checkLogin(account: credentials.map { "user:\($0.user.id)" } ?? "login:\(login.lowercased())")
+        // A login that names no account (or one without a password) is checked against a dummy hash,
+        // so that the answer takes as long as for a real account and tells nothing about which exist.
+        let stored = credentials?.passwordHash
+        let matches = try await passwords.verify(params.password, against: stored ?? dummyHash)
+        guard matches, let user = credentials?.user, let stored else {
+            throw RPCError.unauthenticated("the login or the password is wrong")
+        }
+        if passwords.needsRehash(stored) {
+            try await users.setPasswordHash(try await passwords.hash(params.password), userID: user.id)
+            context.logger.info("upgraded a password hash to the current Argon2id parameters", metadata: ["user.id": "\(user.id)"])
+        }
+        return try await startSession(user, context: context)
+    }
+}

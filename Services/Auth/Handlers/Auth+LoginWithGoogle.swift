@@ -1,0 +1,36 @@
+import AviaryAPI
+import JWTKit
+import Logging
+import RPC
+import ServiceKit
+
+/// `auth.loginWithGoogle` params.
+struct LoginWithGoogleParams: Codable, Sendable {
+    /// The OpenID Connect ID token Google gave the client.
+    var idToken: String
+}
+
+extension AuthService {
+    func loginWithGoogle(_ params: LoginWithGoogleParams, context: RPCContext) async throws -> AuthResult {
+        guard let google else {
+            throw RPCError.unavailable(
+                "Google sign-in is not configured on this server (the operator must set AVIARY_GOOGLE_CLIENT_ID)")
+        }
+        try await limits.checkLogin(address: context.connection?.remoteAddress)
+        let claims = try await google.verify(params.idToken)
+        guard let email = try? AccountRules.email(claims.email ?? "") else {
+            throw RPCError.forbidden("the Google account's email address cannot be used for an Aviary account")
+        }
+        let localPart = String(email.prefix { $0 != "@" })
+        let name = String((claims.name ?? "").trimmingWhitespace().unicodeScalars.filter { $0.value != 0 }.prefix(50))
+        let identity = IdentityStore.ExternalIdentity(
+            provider: "google", subject: claims.subject.value, email: email,
+            fullname: name.isEmpty ? String(localPart.unicodeScalars.prefix(50)) : name, usernameSeed: localPart)
+        let ids = resources.ids
+        let (user, created) = try await identities.signIn(identity, newUserID: { ids.next() })
+        if created {
+            context.logger.info("created an account at its first Google sign-in", metadata: ["user.id": "\(user.id)"])
+        }
+        return try await startSession(user, created: created, context: context)
+    }
+}

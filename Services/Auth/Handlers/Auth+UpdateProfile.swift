@@ -1,0 +1,24 @@
+import AviaryAPI
+import RPC
+
+/// `auth.updateProfile` params: only the fields to change.
+struct UpdateProfileParams: Codable, Sendable {
+    var fullname: String?
+    var bio: String?
+    var username: String?
+    var profileImageId: EntityID?
+}
+
+extension AuthService {
+    func updateProfile(_ params: UpdateProfileParams, context: RPCContext) async throws -> User {
+        let userID = try context.requireUser()
+        let fullname = try params.fullname.map { name throws(RPCError) in try AccountRules.fullname(name) }
+        let bio = try params.bio.map { text throws(RPCError) in try AccountRules.bio(text) }
+        let username = try params.username.map { name throws(RPCError) in try AccountRules.username(name) }
+        guard
+            let record = try await users.updateProfile(
+                userID: userID, fullname: fullname, bio: bio, username: username, profileImageID: params.profileImageId?.value)
+        else { throw RPCError.notFound("this account no longer exists") }
+        return await profiles.user(record, viewer: userID, context: context)
+    }
+}

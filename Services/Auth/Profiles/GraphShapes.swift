@@ -1,0 +1,28 @@
+import AviaryAPI
+
+// The batch methods of social-graph that profile reads use (contract §3, internal).
+
+/// `graph.statsMany` params.
+struct GraphStatsManyParams: Encodable, Sendable {
+    var ids: [EntityID]
+}
+
+/// One element of the `graph.statsMany` result.
+struct GraphUserStats: Decodable, Sendable {
+    var userId: EntityID
+    var followers: Int64
+    var following: Int64
+}
+
+/// `graph.relationships` params.
+struct GraphRelationshipsParams: Encodable, Sendable {
+    var viewerId: EntityID
+    var ids: [EntityID]
+}
+
+/// One element of the `graph.relationships` result: the viewer's relation to `userId`.
+struct GraphRelation: Decodable, Sendable {
+    var userId: EntityID
+    var isFollowed: Bool
+    var followsYou: Bool
+}

@@ -1,0 +1,89 @@
+import AviaryAPI
+import Foundation
+import Logging
+import RPC
+import ServiceKit
+
+/// Turns account rows into the `User`s clients see: the one path every method that returns a User
+/// takes. Follower counts and the viewer's relations come from social-graph in at most two batched
+/// calls however many users there are. When social-graph cannot answer, profiles are still served,
+/// with zero counts and no relations, and a warning is logged: a profile read never fails for it.
+struct UserHydrator: Sendable {
+    let resources: ServiceResources
+    /// Where `GET /media/<id>` is served (`AVIARY_MEDIA_PUBLIC_URL`), for `profileImageUrl`.
+    let mediaBaseURL: String
+    /// How long a profile read waits for social-graph at most.
+    let graphTimeout: Duration
+    /// While social-graph is down, reads skip it for a second at a time and log once per 10 seconds.
+    let graphOutage = GraphOutage(pause: .seconds(1), warningInterval: .seconds(10))
+
+    /// The short form embedded in other services' results; needs no call to social-graph.
+    func summary(_ record: UserRecord) -> UserSummary {
+        UserSummary(
+            id: EntityID(record.id), username: record.username, fullname: record.fullname,
+            profileImageUrl: imageURL(record))
+    }
+
+    func user(_ record: UserRecord, viewer: Int64?, context: RPCContext?) async -> User {
+        await users([record], viewer: viewer, context: context)[0]
+    }
+
+    /// `records` as Users, in the same order, seen by `viewer` (nil: anonymous). The viewer's own
+    /// profile carries their email.
+    func users(_ records: [UserRecord], viewer: Int64?, context: RPCContext?) async -> [User] {
+        guard !records.isEmpty else { return [] }
+        let ids = Array(Set(records.map(\.id))).sorted().map(EntityID.init)
+        async let stats = statsByUser(ids, context: context)
+        async let relations = relationsByUser(ids, viewer: viewer, context: context)
+        let (statsByUser, relationsByUser) = await (stats, relations)
+        return records.map { record in
+            let counts = statsByUser[record.id]
+            let relation = relationsByUser[record.id]
+            let isSelf = record.id == viewer
+            return User(
+                id: EntityID(record.id), username: record.username, fullname: record.fullname, bio: record.bio,
+                profileImageUrl: imageURL(record), createdAt: record.createdAt,
+                // `tweets` stays 0 until the tweets service exists to count them.
+                stats: UserStats(followers: counts?.followers ?? 0, following: counts?.following ?? 0, tweets: 0),
+                isFollowed: !isSelf && (relation?.isFollowed ?? false), followsYou: !isSelf && (relation?.followsYou ?? false),
+                isCurrentUser: isSelf, email: isSelf ? record.email : nil)
+        }
+    }
+
+    private func imageURL(_ record: UserRecord) -> String? {
+        record.profileImageID.map { "\(mediaBaseURL)/media/\($0)" }
+    }
+
+    /// The viewer's relation to each of `ids` (one `graph.relationships` call), for ranking searches too.
+    func relationsByUser(_ ids: [EntityID], viewer: Int64?, context: RPCContext?) async -> [Int64: GraphRelation] {
+        guard let viewer else { return [:] }
+        let others = ids.filter { $0.value != viewer }
+        guard !others.isEmpty else { return [:] }
+        let relations: [GraphRelation]? = await callGraph(
+            "graph.relationships", params: GraphRelationshipsParams(viewerId: EntityID(viewer), ids: others), context: context)
+        return Dictionary((relations ?? []).map { ($0.userId.value, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    private func statsByUser(_ ids: [EntityID], context: RPCContext?) async -> [Int64: GraphUserStats] {
+        let stats: [GraphUserStats]? = await callGraph("graph.statsMany", params: GraphStatsManyParams(ids: ids), context: context)
+        return Dictionary((stats ?? []).map { ($0.userId.value, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    private func callGraph<Params: Encodable & Sendable, Result: Decodable>(
+        _ method: String, params: Params, context: RPCContext?
+    ) async -> Result? {
+        guard graphOutage.allowsCall else { return nil }
+        var timeout = graphTimeout
+        if let left = context?.remainingMilliseconds { timeout = min(timeout, .milliseconds(max(1, left))) }
+        do {
+            return try await resources.client(for: .socialGraph).call(
+                method, params: params, meta: resources.internalMeta(context), timeout: timeout, idempotent: true,
+                as: Result.self)
+        } catch {
+            graphOutage.failed(
+                method: method, unreachable: (error as? RPCError)?.reason == "unavailable", error: "\(error)",
+                logger: context?.logger ?? resources.logger)
+            return nil
+        }
+    }
+}

@@ -1,0 +1,40 @@
+import AuthTokens
+import Foundation
+import ServiceKit
+
+/// A session about to be recorded: its id and its first refresh token.
+struct NewSession: Sendable {
+    let id: Int64
+    let refreshToken: RefreshToken
+}
+
+/// The tokens a sign-in or a refresh hands out.
+struct IssuedTokens: Sendable {
+    var accessToken: String
+    var refreshToken: String
+    var expiresAt: Date
+}
+
+/// Starts sessions and signs their access tokens (`AccessTokenIssuer`, lifetime
+/// `AVIARY_TOKEN_LIFETIME_SECONDS`).
+struct SessionIssuer: Sendable {
+    let accessTokens: AccessTokenIssuer
+    let sessions: SessionStore
+    let ids: SnowflakeGenerator
+
+    func prepare() -> NewSession {
+        NewSession(id: ids.next(), refreshToken: .generate())
+    }
+
+    /// Records a new session of `userID` and returns its tokens.
+    func start(userID: Int64) async throws -> IssuedTokens {
+        let session = prepare()
+        try await sessions.insert(sessionID: session.id, userID: userID, refreshHash: session.refreshToken.hash)
+        return try await tokens(userID: userID, sessionID: session.id, refreshToken: session.refreshToken)
+    }
+
+    func tokens(userID: Int64, sessionID: Int64, refreshToken: RefreshToken) async throws -> IssuedTokens {
+        let access = try await accessTokens.issue(userID: userID, sessionID: sessionID)
+        return IssuedTokens(accessToken: access.token, refreshToken: refreshToken.token, expiresAt: access.expiresAt)
+    }
+}

@@ -1,0 +1,62 @@
+import Postgres
+
+/// The tables of the `auth` schema: accounts, their external sign-in identities, and sessions.
+enum AuthMigrations {
+    static let all: [PostgresMigration] = [
+        PostgresMigration(
+            version: 1, name: "users",
+            sql: """
+                CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public;
+                CREATE TABLE auth.users (
+                    id bigint PRIMARY KEY,
+                    email text NOT NULL,
+                    username text NOT NULL CHECK (username = lower(username)),
+                    fullname text NOT NULL,
+                    bio text NOT NULL DEFAULT '',
+                    profile_image_id bigint,
+                    password_hash text,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    updated_at timestamptz NOT NULL DEFAULT now()
+                );
+                CREATE UNIQUE INDEX users_email_key ON auth.users (lower(email));
+                CREATE UNIQUE INDEX users_username_key ON auth.users (username);
+                CREATE INDEX users_username_trgm ON auth.users USING gin (username public.gin_trgm_ops);
+                CREATE INDEX users_fullname_trgm ON auth.users USING gin (lower(fullname) public.gin_trgm_ops);
+                """),
+        PostgresMigration(
+            version: 2, name: "identities",
+            sql: """
+                CREATE TABLE auth.identities (
+                    provider text NOT NULL,
+                    subject text NOT NULL,
+                    user_id bigint NOT NULL REFERENCES auth.users (id),
+                    email text NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (provider, subject)
+                );
+                CREATE INDEX identities_user_id ON auth.identities (user_id);
+                """),
+        PostgresMigration(
+            version: 3, name: "sessions",
+            sql: """
+                CREATE TABLE auth.sessions (
+                    id bigint PRIMARY KEY,
+                    user_id bigint NOT NULL REFERENCES auth.users (id),
+                    refresh_hash bytea NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    last_used_at timestamptz NOT NULL DEFAULT now(),
+                    revoked_at timestamptz
+                );
+                CREATE UNIQUE INDEX sessions_refresh_hash ON auth.sessions (refresh_hash);
+                CREATE INDEX sessions_user_id ON auth.sessions (user_id) WHERE revoked_at IS NULL;
+                -- Refresh tokens already exchanged: presenting one again means it was stolen, and
+                -- ends its session.
+                CREATE TABLE auth.spent_refresh_tokens (
+                    refresh_hash bytea PRIMARY KEY,
+                    session_id bigint NOT NULL REFERENCES auth.sessions (id) ON DELETE CASCADE,
+                    spent_at timestamptz NOT NULL DEFAULT now()
+                );
+                CREATE INDEX spent_refresh_tokens_session_id ON auth.spent_refresh_tokens (session_id);
+                """),
+    ]
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Postgres
+
+/// `auth.identities`: accounts of other providers (Google) linked to Aviary accounts, by the
+/// provider's stable subject id, never by email alone.
+struct IdentityStore: Sendable {
+    let postgres: PostgresClient
+
+    /// Who signed in with a provider, as that provider vouches.
+    struct ExternalIdentity: Sendable {
+        var provider: String
+        var subject: String
+        /// Verified by the provider.
+        var email: String
+        var fullname: String
+        /// Where a username for a new account is derived from (the email's local part).
+        var usernameSeed: String
+    }
+
+    /// The account of `identity`: the one already linked to it, else the one with its verified
+    /// email (now linked), else a new one (`created`), with a free username derived from the seed.
+    /// Runs in one transaction; a race with another sign-in of the same person is retried.
+    func signIn(_ identity: ExternalIdentity, newUserID: @escaping @Sendable () -> Int64) async throws
+        -> (user: UserRecord, created: Bool)
+    {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await postgres.transaction { connection in
+                    try Self.signIn(identity, newUserID: newUserID, on: connection)
+                }
+            } catch let error as PostgresError where error.isUniqueViolation && attempt < 4 {
+                continue
+            }
+        }
+    }
+
+    private static func signIn(
+        _ identity: ExternalIdentity, newUserID: () -> Int64, on connection: PostgresConnection
+    ) throws -> (user: UserRecord, created: Bool) {
+        let linked = try connection.query(
+            """
+            SELECT \(prefixed(UserRecord.columns)) FROM auth.identities i JOIN auth.users u ON u.id = i.user_id
+            WHERE i.provider = $1 AND i.subject = $2
+            """, [identity.provider, identity.subject])
+        if let row = linked.first { return (try UserRecord(row: row), false) }
+
+        let byEmail = try connection.query(
+            "SELECT \(UserRecord.columns) FROM auth.users WHERE lower(email) = lower($1)", [identity.email])
+        let user: UserRecord
+        let created: Bool
+        if let row = byEmail.first {
+            user = try UserRecord(row: row)
+            created = false
+        } else {
+            let base = UsernameDerivation.base(from: identity.usernameSeed)
+            let taken = Set(
+                try connection.query("SELECT username FROM auth.users WHERE username LIKE $1", [base + "%"])
+                    .map { try $0.decode(String.self, at: 0) })
+            user = UserRecord(
+                id: newUserID(), email: identity.email, username: UsernameDerivation.free(base: base, taken: taken),
+                fullname: identity.fullname, bio: "", profileImageID: nil, createdAt: Date())
+            try UserStore.insert(user, passwordHash: nil, on: connection)
+            created = true
+        }
+        try connection.execute(
+            "INSERT INTO auth.identities (provider, subject, user_id, email) VALUES ($1, $2, $3, $4)",
+            [identity.provider, identity.subject, user.id, identity.email])
+        return (user, created)
+    }
+
+    private static func prefixed(_ columns: String) -> String {
+        columns.split(separator: ",").map { "u." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
+    }
+}
+
+/// Usernames for accounts created by a sign-in with another provider.
+enum UsernameDerivation {
+    /// At most 11 characters of `[a-z0-9_]` from `seed`, padded to 3, never a reserved name, so that
+    /// up to four digits can follow it within the 15-character limit.
+    static func base(from seed: String) -> String {
+        var base = String(
+            seed.lowercased().unicodeScalars.filter { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }
+                .prefix(11).map(Character.init))
+        if base.count < 3 { base = "user" + base }
+        if AccountRules.isReserved(base) { base = String(("user_" + base).prefix(11)) }
+        return base
+    }
+
+    /// `base` itself when free, else `base` followed by the lowest free number.
+    static func free(base: String, taken: Set<String>) -> String {
+        if !taken.contains(base) { return base }
+        var number = 1
+        while taken.contains(base + String(number)) { number += 1 }
+        return base + String(number)
+    }
+}

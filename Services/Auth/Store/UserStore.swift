@@ -1,0 +1,130 @@
+import Foundation
+import Postgres
+import RPC
+
+/// `auth.users`: accounts, their profile and their password hash. Emails are unique however they
+/// are capitalised (`users_email_key` on `lower(email)`); usernames are stored lower-cased and
+/// unique (`users_username_key`).
+struct UserStore: Sendable {
+    let postgres: PostgresClient
+
+    /// Runs `body`, turning a unique violation into a `conflict` naming the field it concerns, so
+    /// that of two registrations racing for one email the loser hears which value was taken.
+    static func namingConflicts<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as PostgresError where error.isUniqueViolation {
+            switch error.constraint {
+            case "users_email_key": throw RPCError.conflict("an account with this email already exists", field: "email")
+            case "users_username_key": throw RPCError.conflict("this username is taken", field: "username")
+            default: throw error
+            }
+        }
+    }
+
+    /// Adds an account, inside the caller's transaction.
+    static func insert(_ user: UserRecord, passwordHash: String?, on connection: PostgresConnection) throws {
+        try connection.execute(
+            """
+            INSERT INTO auth.users (id, email, username, fullname, bio, profile_image_id, password_hash, created_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            """,
+            [user.id, user.email, user.username, user.fullname, user.bio, user.profileImageID, passwordHash, user.createdAt])
+    }
+
+    /// Which of `email` and `username` an account already has ("email" first), or nil.
+    func takenField(email: String, username: String) async throws -> String? {
+        let rows = try await postgres.query(
+            """
+            SELECT bool_or(lower(email) = lower($1)), bool_or(username = $2)
+            FROM auth.users WHERE lower(email) = lower($1) OR username = $2
+            """, [email, username])
+        guard let row = rows.first else { return nil }
+        if try row.decode(Bool?.self, at: 0) == true { return "email" }
+        if try row.decode(Bool?.self, at: 1) == true { return "username" }
+        return nil
+    }
+
+    /// The account a login names (an email when it holds `@`, else a username) and its password
+    /// hash (nil for accounts that only sign in with Google).
+    func credentials(login: String) async throws -> (user: UserRecord, passwordHash: String?)? {
+        let sql =
+            login.contains("@")
+            ? "SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE lower(email) = lower($1)"
+            : "SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE username = lower($1)"
+        guard let row = try await postgres.query(sql, [login]).first else { return nil }
+        return (try UserRecord(row: row), try row.decode(String?.self, at: 7))
+    }
+
+    /// The password hash of `userID`; nil when the account has none (it signs in with Google).
+    func passwordHash(userID: Int64) async throws -> String? {
+        try await postgres.query("SELECT password_hash FROM auth.users WHERE id = $1", [userID]).first
+            .flatMap { try $0.decode(String?.self, at: 0) }
+    }
+
+    func setPasswordHash(_ hash: String, userID: Int64) async throws {
+        try await postgres.execute(
+            "UPDATE auth.users SET password_hash = $2, updated_at = now() WHERE id = $1", [userID, hash])
+    }
+
+    func find(id: Int64) async throws -> UserRecord? {
+        try await postgres.query("SELECT \(UserRecord.columns) FROM auth.users WHERE id = $1", [id]).first
+            .map { try UserRecord(row: $0) }
+    }
+
+    func find(username: String) async throws -> UserRecord? {
+        try await postgres.query("SELECT \(UserRecord.columns) FROM auth.users WHERE username = lower($1)", [username])
+            .first.map { try UserRecord(row: $0) }
+    }
+
+    /// The accounts among `ids` that exist, in no particular order.
+    func find(ids: [Int64]) async throws -> [UserRecord] {
+        guard !ids.isEmpty else { return [] }
+        return try await postgres.query("SELECT \(UserRecord.columns) FROM auth.users WHERE id = ANY($1)", [ids])
+            .map { try UserRecord(row: $0) }
+    }
+
+    /// Changes the given profile fields (nil leaves one as it is); nil when the account is gone.
+    func updateProfile(
+        userID: Int64, fullname: String?, bio: String?, username: String?, profileImageID: Int64?
+    ) async throws -> UserRecord? {
+        try await Self.namingConflicts {
+            try await postgres.query(
+                """
+                UPDATE auth.users SET
+                    fullname = coalesce($2, fullname), bio = coalesce($3, bio), username = coalesce($4, username),
+                    profile_image_id = coalesce($5, profile_image_id), updated_at = now()
+                WHERE id = $1
+                RETURNING \(UserRecord.columns)
+                """, [userID, fullname, bio, username, profileImageID]
+            ).first.map { try UserRecord(row: $0) }
+        }
+    }
+
+    /// Up to `limit` accounts matching `query` (lower-case, no `@`), best first, each with a score:
+    /// an exact username counts most, then a username prefix, then a prefix of a word of the full
+    /// name, then trigram similarity (pg_trgm), which also finds names typed with a typo. The word
+    /// similarity threshold is lowered from pg_trgm's 0.6 to 0.45, where one letter left out of a
+    /// seven-letter surname still matches.
+    func search(_ query: String, limit: Int) async throws -> [(user: UserRecord, score: Double)] {
+        let escaped = query.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
+            .replacingOccurrences(of: "_", with: "\\_")
+        return try await postgres.transaction { connection in
+            try connection.execute("SET LOCAL pg_trgm.word_similarity_threshold = 0.45")
+            return try connection.query(
+                """
+                SELECT \(UserRecord.columns),
+                    (CASE WHEN username = $1 THEN 4 ELSE 0 END
+                     + CASE WHEN username LIKE $2 THEN 2 ELSE 0 END
+                     + CASE WHEN lower(fullname) LIKE $2 OR lower(fullname) LIKE $3 THEN 1 ELSE 0 END
+                     + greatest(similarity(username, $1), word_similarity($1, lower(fullname))))::float8
+                FROM auth.users
+                WHERE username LIKE $2 OR lower(fullname) LIKE $2 OR lower(fullname) LIKE $3
+                    OR username % $1 OR $1 <% lower(fullname)
+                ORDER BY 8 DESC, id
+                LIMIT $4
+                """, [query, escaped + "%", "% " + escaped + "%", limit]
+            ).map { (try UserRecord(row: $0), try $0.decode(Double.self, at: 7)) }
+        }
+    }
+}

@@ -1,0 +1,285 @@
+import ArgumentParser
+import AuthTokens
+import Foundation
+import Logging
+import Postgres
+import RPC
+import ServiceKit
+import Synchronization
+
+/// `aviary bench graph`: follow throughput and follower-id page latency of a running social-graph service.
+struct GraphBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "graph",
+        abstract: "graph.follow with 32 clients (target ≥ 3,000 calls/s); graph.followerIds page of 1,000 (target p99 < 5 ms).",
+        discussion: """
+            Runs against a running social-graph service. The followers are synthetic users whose access tokens the
+            bench signs with the token signing key; the users they follow must exist in auth: give their ids with
+            --followees, or the bench registers them through auth.register. Every follow it made is undone at the end.
+            The service credential and the signing key come from the flags, AVIARY_SERVICE_SECRET and
+            AVIARY_TOKEN_SIGNING_KEY, or else from the database where a default install keeps them.
+            """)
+
+    @Option(help: "host:port of the social-graph service (default: AVIARY_SOCIAL_GRAPH_ADDRESSES or its default port).")
+    var address: String?
+
+    @Option(help: "host:port of the auth service, to register the users to follow (default: AVIARY_AUTH_ADDRESSES or its default port).")
+    var authAddress: String?
+
+    @Option(help: "Comma-separated ids of existing users to follow, instead of registering new ones.")
+    var followees: String?
+
+    @Option(help: "How many users to register and follow when --followees is not given.")
+    var followeeCount = 8
+
+    @Option(name: .customLong("service-credential"), help: "The service credential (default: AVIARY_SERVICE_SECRET).")
+    var serviceCredential: String?
+
+    @Option(name: .customLong("signing-key"), help: "Base64 of the 32-byte Ed25519 token signing seed (default: AVIARY_TOKEN_SIGNING_KEY).")
+    var signingKey: String?
+
+    @Option(help: "Where the shared secrets are when neither flag nor environment gives them (default: AVIARY_POSTGRES_URL).")
+    var postgresURL: String?
+
+    @Option(help: "Concurrent clients, one connection each.")
+    var clients = 32
+
+    @Option(help: "Seconds of following.")
+    var seconds = 5
+
+    @Option(help: "Ids per graph.followerIds page.")
+    var pageSize = 1000
+
+    @Option(help: "graph.followerIds calls to time.")
+    var samples = 2000
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let configuration = try ServiceConfiguration.load(service: .socialGraph)
+        let secrets = try await Secrets.resolve(
+            credential: serviceCredential ?? environment["AVIARY_SERVICE_SECRET"],
+            signingKey: signingKey ?? environment["AVIARY_TOKEN_SIGNING_KEY"],
+            postgresURL: postgresURL ?? configuration.postgresURL)
+        let issuer = try await AccessTokenIssuer(keys: TokenKeys(signingSeed: secrets.signingSeed), lifetime: .seconds(3600))
+
+        var clientConfiguration = RPCClient.Configuration(addresses: [address ?? configuration.addresses(of: .socialGraph)[0]])
+        clientConfiguration.connectionsPerAddress = clients
+        let graph = RPCClient(configuration: clientConfiguration, logger: Logger(label: "bench"))
+        let auth = RPCClient(
+            configuration: .init(addresses: [authAddress ?? configuration.addresses(of: .auth)[0]]), logger: Logger(label: "bench"))
+        defer {
+            Task {
+                await graph.shutdown()
+                await auth.shutdown()
+            }
+        }
+        let targets = try await followeeIDs(auth: auth)
+        let run = FollowRun(graph: graph, issuer: issuer, followees: targets, workers: clients)
+
+        let follows = try await run.follow(for: .seconds(seconds))
+        print("graph.follow, \(clients) clients, \(targets.count) followees:  \(follows.summary)   (target ≥ 3,000 calls/s)")
+
+        try await run.topUp(followee: targets[0], toAtLeast: pageSize)
+        let meta = RequestMeta(service: secrets.credential)
+        let params = try RawJSON(encoding: ["userId": JSONValue.string(String(targets[0])), "limit": .int(Int64(pageSize))])
+        var latencies: [Duration] = []
+        let started = ContinuousClock.now
+        for _ in 0..<samples {
+            let began = ContinuousClock.now
+            let page = try await graph.send("graph.followerIds", params: params, meta: meta).decode(IDPage.self)
+            latencies.append(ContinuousClock.now - began)
+            guard page.items.count == pageSize else {
+                throw ValidationError("graph.followerIds answered \(page.items.count) ids, expected \(pageSize)")
+            }
+        }
+        let pages = LoadFigures(calls: samples, seconds: Self.seconds(ContinuousClock.now - started), latencies: latencies)
+        print("graph.followerIds, page of \(pageSize), 1 client:  \(pages.summary)   (target p99 < 5 ms)")
+
+        let unfollows = try await run.undo()
+        print("graph.unfollow (clean-up), \(clients) clients:  \(unfollows.summary)")
+    }
+
+    private struct IDPage: Decodable {
+        var items: [String]
+    }
+
+    /// The users to follow: given, or registered now.
+    private func followeeIDs(auth: RPCClient) async throws -> [Int64] {
+        if let followees {
+            let ids = followees.split(separator: ",").compactMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+            guard !ids.isEmpty else { throw ValidationError("--followees must list user ids, e.g. 123,456") }
+            return ids
+        }
+        struct Registered: Decodable {
+            struct Account: Decodable { var id: String }
+            var user: Account
+        }
+        var ids: [Int64] = []
+        for _ in 0..<max(1, followeeCount) {
+            let name = "bench_" + String(UInt32.random(in: .min ... .max), radix: 16)
+            let registered = try await auth.call(
+                "auth.register",
+                params: ["email": "\(name)@bench.invalid", "password": "bench-\(UUID().uuidString)", "username": name, "fullname": "Bench \(name)"],
+                as: Registered.self)
+            guard let id = Int64(registered.user.id) else { throw ValidationError("auth.register answered a malformed id") }
+            ids.append(id)
+        }
+        return ids
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+/// The secrets the bench needs: the service credential and the token signing seed.
+private struct Secrets {
+    var credential: String
+    var signingSeed: [UInt8]
+
+    /// From the given values, else from `aviary_shared.secrets`, where services without configured
+    /// secrets generate and share them (hex).
+    static func resolve(credential: String?, signingKey: String?, postgresURL: String) async throws -> Secrets {
+        var seed = try signingKey.map { text -> [UInt8] in
+            guard let data = Data(base64Encoded: text), data.count == 32 else {
+                throw ValidationError("the signing key must be the base64 of a 32-byte Ed25519 seed")
+            }
+            return Array(data)
+        }
+        var credential = credential
+        if credential == nil || seed == nil {
+            let postgres = try PostgresClient(configuration: .init(url: postgresURL), logger: Logger(label: "bench"))
+            defer { Task { await postgres.shutdown() } }
+            let rows = try await postgres.query(
+                "SELECT name, value FROM aviary_shared.secrets WHERE name IN ('service_credential', 'token_signing_seed')")
+            for row in rows {
+                let value = try row.decode(String.self, at: 1)
+                switch try row.decode(String.self, at: 0) {
+                case "service_credential": credential = credential ?? value
+                default: seed = seed ?? hexBytes(value)
+                }
+            }
+        }
+        guard let credential, let seed, seed.count == 32 else {
+            throw ValidationError("no service credential or signing key: set AVIARY_SERVICE_SECRET and AVIARY_TOKEN_SIGNING_KEY")
+        }
+        return Secrets(credential: credential, signingSeed: seed)
+    }
+
+    private static func hexBytes(_ hex: String) -> [UInt8] {
+        let digits = Array(hex.utf8)
+        return stride(from: 0, to: digits.count - 1, by: 2).compactMap { UInt8(String(decoding: digits[$0...$0 + 1], as: UTF8.self), radix: 16) }
+    }
+}
+
+/// Synthetic followers following the same few users: every call makes a new edge. Remembers the
+/// edges so that `undo` removes them all.
+private final class FollowRun: Sendable {
+    private let graph: RPCClient
+    private let issuer: AccessTokenIssuer
+    private let followees: [Int64]
+    private let workers: Int
+    /// Synthetic user ids start far above any id issued in the next decades, so none is real.
+    private let firstFollower = (Int64(1) << 62) + Int64.random(in: 0..<(Int64(1) << 40)) * 1024
+    private let nextFollower = Ticket()
+    private let edges = Mutex<[(token: String, followee: Int64)]>([])
+
+    init(graph: RPCClient, issuer: AccessTokenIssuer, followees: [Int64], workers: Int) {
+        self.graph = graph
+        self.issuer = issuer
+        self.followees = followees
+        self.workers = workers
+    }
+
+    /// Each worker takes a new follower, follows every followee with it, and again until time is up.
+    func follow(for duration: Duration) async throws -> LoadFigures {
+        let deadline = ContinuousClock.now.advanced(by: duration)
+        return try await load { latencies in
+            var calls = 0
+            while ContinuousClock.now < deadline {
+                let token = try await self.newFollower()
+                for followee in self.followees {
+                    let began = ContinuousClock.now
+                    try await self.call("graph.follow", followee: followee, token: token)
+                    latencies.append(ContinuousClock.now - began)
+                    calls += 1
+                }
+            }
+            return calls
+        }
+    }
+
+    /// Adds followers of `followee` until it has at least `count` from this run.
+    func topUp(followee: Int64, toAtLeast count: Int) async throws {
+        let have = edges.withLock { $0.count { $0.followee == followee } }
+        let missing = max(0, count - have)
+        let started = Ticket()
+        _ = try await load { _ in
+            while started.take() < missing {
+                try await self.call("graph.follow", followee: followee, token: try await self.newFollower())
+            }
+            return 0
+        }
+    }
+
+    /// Unfollows every edge the run made.
+    func undo() async throws -> LoadFigures {
+        let all = edges.withLock { $0 }
+        let next = Ticket()
+        return try await load { latencies in
+            var calls = 0
+            while true {
+                let index = next.take()
+                guard index < all.count else { break }
+                let began = ContinuousClock.now
+                _ = try await self.graph.call(
+                    "graph.unfollow", params: ["userId": String(all[index].followee)], meta: RequestMeta(token: all[index].token),
+                    as: JSONValue.self)
+                latencies.append(ContinuousClock.now - began)
+                calls += 1
+            }
+            return calls
+        }
+    }
+
+    private func newFollower() async throws -> String {
+        let id = firstFollower + Int64(nextFollower.take())
+        return try await issuer.issue(userID: id, sessionID: id).token
+    }
+
+    private func call(_ method: String, followee: Int64, token: String) async throws {
+        _ = try await graph.call(method, params: ["userId": String(followee)], meta: RequestMeta(token: token), as: JSONValue.self)
+        edges.withLock { $0.append((token, followee)) }
+    }
+
+    /// Runs `body` on every worker at once; each returns its call count and fills its latencies.
+    private func load(_ body: @escaping @Sendable (inout [Duration]) async throws -> Int) async throws -> LoadFigures {
+        let started = ContinuousClock.now
+        let (calls, latencies) = try await withThrowingTaskGroup(of: (Int, [Duration]).self) { group in
+            for _ in 0..<workers {
+                group.addTask {
+                    var latencies: [Duration] = []
+                    let calls = try await body(&latencies)
+                    return (calls, latencies)
+                }
+            }
+            var total = 0
+            var all: [Duration] = []
+            for try await (calls, latencies) in group {
+                total += calls
+                all += latencies
+            }
+            return (total, all)
+        }
+        return LoadFigures(calls: calls, seconds: GraphBench.seconds(ContinuousClock.now - started), latencies: latencies)
+    }
+}
+
+/// Hands out 0, 1, 2, … to concurrent workers.
+private final class Ticket: Sendable {
+    private let next = Atomic<Int>(0)
+
+    func take() -> Int {
+        next.add(1, ordering: .relaxed).oldValue
+    }
+}

@@ -1,0 +1,37 @@
+import AviaryAPI
+import RPC
+
+extension SocialGraph {
+    @Sendable func followerIDs(_ params: IDPageParams, _ context: RPCContext) async throws -> Page<EntityID> {
+        try await ids(.followers, params)
+    }
+
+    @Sendable func followingIDs(_ params: IDPageParams, _ context: RPCContext) async throws -> Page<EntityID> {
+        try await ids(.following, params)
+    }
+
+    private func ids(_ direction: FollowStore.Direction, _ params: IDPageParams) async throws -> Page<EntityID> {
+        let page = try await store.page(
+            direction, of: params.userId.value, after: try FollowCursor.decode(params.cursor),
+            limit: (params.limit ?? IDPageLimit()).value)
+        return Page(items: page.userIDs.map { EntityID($0) }, nextCursor: page.next?.encoded)
+    }
+
+    @Sendable func statsMany(_ params: UserBatchParams, _ context: RPCContext) async throws -> [UserFollowStats] {
+        let users = try UserBatch.values(params.ids)
+        let totals = try await store.totals(of: users)
+        return params.ids.map { id in
+            let found = totals[id.value] ?? .zero
+            return UserFollowStats(userId: id, followers: found.followers, following: found.following)
+        }
+    }
+
+    @Sendable func relationships(_ params: RelationshipBatchParams, _ context: RPCContext) async throws -> [UserRelationship] {
+        let users = try UserBatch.values(params.ids)
+        let relations = try await store.relationships(of: params.viewerId.value, to: users)
+        return params.ids.map { id in
+            UserRelationship(
+                userId: id, isFollowed: relations.followed.contains(id.value), followsYou: relations.followers.contains(id.value))
+        }
+    }
+}

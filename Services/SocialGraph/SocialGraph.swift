@@ -1,0 +1,61 @@
+import AviaryAPI
+import RPC
+import ServiceKit
+
+/// The social-graph service: who follows whom, over its own tables and the accounts service.
+struct SocialGraph: Sendable {
+    let store: FollowStore
+    let directory: UserDirectory
+
+    /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its methods.
+    static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
+        SocialGraph(store: FollowStore(postgres: resources.postgres), directory: UserDirectory(resources: resources))
+            .registerMethods(with: &router)
+    }
+
+    func registerMethods(with router: inout RPCRouter) {
+        router.register(
+            "graph.follow",
+            summary: "Follow userId. Idempotent: following someone already followed succeeds. Following oneself is a validation error; an unknown user is not_found.",
+            access: .user, handler: follow)
+        router.register(
+            "graph.unfollow",
+            summary: "Stop following userId. Idempotent: unfollowing someone not followed succeeds. An unknown user is not_found.",
+            access: .user, handler: unfollow)
+        router.register(
+            "graph.followers",
+            summary: "Page of the users who follow userId, most recent follow first. isFollowed and followsYou are relative to the caller when a token is given.",
+            access: .anonymous, handler: followers)
+        router.register(
+            "graph.following",
+            summary: "Page of the users userId follows, most recent follow first. isFollowed and followsYou are relative to the caller when a token is given.",
+            access: .anonymous, handler: following)
+        router.register(
+            "graph.relationship",
+            summary: "The caller's relation to userId: isFollowed (the caller follows them) and followsYou (they follow the caller).",
+            access: .user, handler: relationship)
+        router.register(
+            "graph.stats", summary: "Follower and following counts of userId. An unknown user is not_found.",
+            access: .anonymous, handler: stats)
+        router.register(
+            "graph.suggestions",
+            summary: "Users the caller may want to follow: followed by the people the caller follows, most mutual connections first (default 20, at most 100).",
+            access: .user, handler: suggestions)
+        router.register(
+            "graph.followerIds",
+            summary: "Internal. Page of the ids of userId's followers, most recent follow first (limit default 1,000, at most 5,000), for fan-out.",
+            access: .internal, handler: followerIDs)
+        router.register(
+            "graph.followingIds",
+            summary: "Internal. Page of the ids userId follows, most recent follow first (limit default 1,000, at most 5,000), for timeline rebuilds.",
+            access: .internal, handler: followingIDs)
+        router.register(
+            "graph.statsMany",
+            summary: "Internal. Follower and following counts of each of ids (at most 1,000), in the order asked.",
+            access: .internal, handler: statsMany)
+        router.register(
+            "graph.relationships",
+            summary: "Internal. viewerId's relation to each of ids (at most 1,000), in the order asked: isFollowed (viewerId follows them), followsYou (they follow viewerId).",
+            access: .internal, handler: relationships)
+    }
+}

@@ -1,0 +1,85 @@
+import AviaryAPI
+import Postgres
+import RPC
+
+/// One page of a user's followers or followees, newest follow first.
+struct FollowPage: Sendable {
+    var userIDs: [Int64]
+    /// Where the next page starts; nil on the last page.
+    var next: KeysetCursor?
+}
+
+/// The cursor of a follow list: a `KeysetCursor` holding the follow's time (microseconds since
+/// 1970) and the other user's id.
+enum FollowCursor {
+    /// Times a follow can have (1970 to about 5138); a cursor outside them was not made here.
+    static let times: ClosedRange<Int64> = 0...100_000_000_000_000_000
+
+    /// Reads the `cursor` param: nil for the first page, a `validation` error for a string this service did not make.
+    static func decode(_ text: String?) throws(RPCError) -> KeysetCursor? {
+        guard let cursor = try KeysetCursor.decode(text) else { return nil }
+        guard times.contains(cursor.key), cursor.id > 0 else {
+            throw RPCError.validation("cursor is not a cursor this service returned", field: "cursor")
+        }
+        return cursor
+    }
+}
+
+extension FollowStore {
+    /// Which side of the edges a list walks.
+    enum Direction: Sendable {
+        /// Who follows the user.
+        case followers
+        /// Whom the user follows.
+        case following
+    }
+
+    /// A keyset page of `user`'s followers or followees, newest follow first (ties by id), strictly
+    /// after `cursor`. The cursor holds the follow's time in microseconds and the other user's id,
+    /// so edges added or removed between pages cause no gaps or repeats.
+    func page(_ direction: Direction, of user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> FollowPage {
+        let statements = direction == .followers ? Self.followerPages : Self.followingPages
+        let rows =
+            if let cursor {
+                try await postgres.query(statements.after, [user, cursor.key, cursor.id, limit + 1])
+            } else {
+                try await postgres.query(statements.first, [user, limit + 1])
+            }
+        var ids: [Int64] = []
+        ids.reserveCapacity(min(rows.count, limit))
+        var next: KeysetCursor?
+        for (index, row) in rows.enumerated() {
+            guard index < limit else {
+                let last = rows[index - 1]
+                next = KeysetCursor(key: try last.decode(Int64.self, at: 1), id: try last.decode(Int64.self, at: 0))
+                break
+            }
+            ids.append(try row.decode(Int64.self, at: 0))
+        }
+        return FollowPage(userIDs: ids, next: next)
+    }
+
+    private struct PageStatements {
+        var first: String
+        var after: String
+    }
+
+    /// The first page and the pages after a cursor, for the edges where `anchor` is `$1`.
+    /// The index is `(anchor, created_at DESC, other)`: `created_at <= t` bounds the index scan
+    /// and the rest of the condition only skips the edges of the cursor's own instant.
+    private static func pageStatements(anchor: String, other: String) -> PageStatements {
+        let columns = "\(other), (EXTRACT(EPOCH FROM created_at) * 1000000)::bigint"
+        let order = "ORDER BY created_at DESC, \(other)"
+        let position = "(TIMESTAMPTZ 'epoch' + $2::bigint * INTERVAL '1 microsecond')"
+        return PageStatements(
+            first: "SELECT \(columns) FROM social_graph.follows WHERE \(anchor) = $1 \(order) LIMIT $2",
+            after: """
+                SELECT \(columns) FROM social_graph.follows
+                WHERE \(anchor) = $1 AND created_at <= \(position) AND (created_at < \(position) OR \(other) > $3)
+                \(order) LIMIT $4
+                """)
+    }
+
+    private static let followerPages = pageStatements(anchor: "followee_id", other: "follower_id")
+    private static let followingPages = pageStatements(anchor: "follower_id", other: "followee_id")
+}

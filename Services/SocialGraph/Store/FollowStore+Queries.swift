@@ -1,0 +1,74 @@
+import Postgres
+
+/// A user's follower and following totals.
+struct FollowTotals: Sendable, Hashable {
+    var followers: Int64
+    var following: Int64
+
+    static let zero = FollowTotals(followers: 0, following: 0)
+}
+
+extension FollowStore {
+    /// Whether `viewer` follows `user`, and whether `user` follows `viewer`.
+    func relationship(of viewer: Int64, to user: Int64) async throws -> (isFollowed: Bool, followsYou: Bool) {
+        let rows = try await postgres.query(
+            """
+            SELECT EXISTS (SELECT 1 FROM social_graph.follows WHERE follower_id = $1 AND followee_id = $2),
+                   EXISTS (SELECT 1 FROM social_graph.follows WHERE follower_id = $2 AND followee_id = $1)
+            """, [viewer, user])
+        return (try rows[0].decode(Bool.self, at: 0), try rows[0].decode(Bool.self, at: 1))
+    }
+
+    /// `viewer`'s relation to each of `users`: the ones `viewer` follows and the ones following `viewer`.
+    /// Both halves are primary-key lookups, however many followers `viewer` has.
+    func relationships(of viewer: Int64, to users: [Int64]) async throws -> (followed: Set<Int64>, followers: Set<Int64>) {
+        let rows = try await postgres.query(
+            """
+            SELECT followee_id, true FROM social_graph.follows WHERE follower_id = $1 AND followee_id = ANY($2)
+            UNION ALL
+            SELECT follower_id, false FROM social_graph.follows WHERE follower_id = ANY($2) AND followee_id = $1
+            """, [viewer, users])
+        var followed = Set<Int64>()
+        var followers = Set<Int64>()
+        for row in rows {
+            let id = try row.decode(Int64.self, at: 0)
+            if try row.decode(Bool.self, at: 1) { followed.insert(id) } else { followers.insert(id) }
+        }
+        return (followed, followers)
+    }
+
+    /// The totals of each of `users` that has any; users with no follows are absent.
+    func totals(of users: [Int64]) async throws -> [Int64: FollowTotals] {
+        let rows = try await postgres.query(
+            "SELECT user_id, followers, following FROM social_graph.counts WHERE user_id = ANY($1)", [users])
+        var totals: [Int64: FollowTotals] = [:]
+        for row in rows {
+            totals[try row.decode(Int64.self, at: 0)] = FollowTotals(
+                followers: try row.decode(Int64.self, at: 1), following: try row.decode(Int64.self, at: 2))
+        }
+        return totals
+    }
+
+    /// Friends of friends: users followed by those `user` follows, minus `user` and whom `user`
+    /// already follows, most mutual connections first, ties by id. Candidates are counted first
+    /// (index-only lookups on the primary key), so the exclusions run once per candidate, not per path.
+    func suggestions(for user: Int64, limit: Int) async throws -> [Int64] {
+        let rows = try await postgres.query(
+            """
+            SELECT counted.followee_id FROM (
+                SELECT candidate.followee_id, count(*) AS mutual
+                FROM social_graph.follows AS mine
+                JOIN social_graph.follows AS candidate ON candidate.follower_id = mine.followee_id
+                WHERE mine.follower_id = $1
+                GROUP BY candidate.followee_id
+            ) AS counted
+            WHERE counted.followee_id <> $1
+              AND NOT EXISTS (
+                  SELECT 1 FROM social_graph.follows AS already
+                  WHERE already.follower_id = $1 AND already.followee_id = counted.followee_id)
+            ORDER BY counted.mutual DESC, counted.followee_id
+            LIMIT $2
+            """, [user, limit])
+        return try rows.map { try $0.decode(Int64.self, at: 0) }
+    }
+}

@@ -1,0 +1,35 @@
+import Postgres
+import ServiceKit
+
+/// The tables of the `social_graph` schema, oldest migration first.
+enum GraphSchema {
+    static let name = "social_graph"
+
+    static let migrations: [PostgresMigration] = [
+        PostgresMigration(
+            version: 1, name: "follows",
+            sql: """
+                CREATE TABLE social_graph.follows (
+                    follower_id bigint NOT NULL,
+                    followee_id bigint NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (follower_id, followee_id),
+                    CHECK (follower_id <> followee_id)
+                );
+                -- Followers newest first (lists, fan-out ids); covers the keyset pages as index-only scans.
+                CREATE INDEX follows_followee_recent ON social_graph.follows (followee_id, created_at DESC, follower_id);
+                -- Following newest first; the primary key serves lookups of one edge and friends of friends.
+                CREATE INDEX follows_follower_recent ON social_graph.follows (follower_id, created_at DESC, followee_id);
+                """),
+        PostgresMigration(
+            version: 2, name: "counts",
+            sql: """
+                CREATE TABLE social_graph.counts (
+                    user_id bigint PRIMARY KEY,
+                    followers bigint NOT NULL DEFAULT 0 CHECK (followers >= 0),
+                    following bigint NOT NULL DEFAULT 0 CHECK (following >= 0)
+                )
+                """),
+        Outbox.migration(schema: name, version: 3),
+    ]
+}

@@ -1,0 +1,122 @@
+import AviaryAPI
+import Foundation
+import RPC
+import TestSupport
+import Testing
+
+/// `auth.loginWithGoogle` with ID tokens signed by the test's own "Google" key.
+@Suite struct GoogleSignInTests {
+    private func signIn(_ auth: AuthAPI, _ token: String) async throws -> SignIn {
+        try await auth.call("auth.loginWithGoogle", ["idToken": .string(token)], as: SignIn.self)
+    }
+
+    @Test func firstSignInCreatesTheAccountAndLaterOnesFindIt() async throws {
+        let auth = try await AuthStack.shared.main().api
+        let google = try await GoogleTestIssuer.shared()
+        let local = "Grace.Hopper+" + Unique.word(6)
+        let claims = GoogleTestIssuer.Claims(email: "\(local)@gmail.example", name: "Grace Hopper")
+        let first = try await signIn(auth, try await google.idToken(claims))
+        #expect(first.created == true)
+        #expect(first.user.email == claims.email && first.user.fullname == "Grace Hopper")
+        #expect(first.user.username.hasPrefix("gracehopper"))
+        #expect(try await auth.me(first.accessToken).id == first.user.id)
+
+        let again = try await signIn(auth, try await google.idToken(claims))
+        #expect(again.created == false && again.user.id == first.user.id)
+
+        // A second person whose email derives the same username gets a free variant.
+        let namesake = try await signIn(
+            auth, try await google.idToken(GoogleTestIssuer.Claims(email: "\(local.lowercased())@other.example")))
+        #expect(namesake.created == true && namesake.user.username != first.user.username)
+        #expect(namesake.user.username.hasPrefix("gracehopper"))
+
+        // Such an account has no password to sign in with.
+        await expectRPCError(Code.unauthenticated) { _ = try await auth.login(first.user.username, "any password at all") }
+    }
+
+    @Test func linksToTheAccountWithTheSameVerifiedEmail() async throws {
+        let auth = try await AuthStack.shared.main().api
+        let google = try await GoogleTestIssuer.shared()
+        let account = try await auth.register()
+        let result = try await signIn(
+            auth, try await google.idToken(GoogleTestIssuer.Claims(email: account.email.uppercased())))
+        #expect(result.created == false)
+        #expect(result.user.id == account.signIn.user.id && result.user.username == account.username)
+        // The password still works too.
+        _ = try await auth.login(account.email, account.password)
+    }
+
+    @Test func refusesForgedMisaddressedExpiredAndUnverifiedTokens() async throws {
+        let auth = try await AuthStack.shared.main().api
+        let google = try await GoogleTestIssuer.shared()
+        let email = "\(Unique.username())@gmail.example"
+        let good = GoogleTestIssuer.Claims(email: email)
+
+        let forged = try await google.idToken(good, forged: true)
+        await expectRPCError(Code.unauthenticated) { _ = try await signIn(auth, forged) }
+
+        var wrongAudience = good
+        wrongAudience.aud = "another-app.apps.googleusercontent.com"
+        let misaddressed = await expectRPCError(Code.unauthenticated) {
+            _ = try await signIn(auth, try await google.idToken(wrongAudience))
+        }
+        #expect(misaddressed?.message.contains("another application") == true)
+
+        var wrongIssuer = good
+        wrongIssuer.iss = "https://accounts.evil.example"
+        await expectRPCError(Code.unauthenticated) { _ = try await signIn(auth, try await google.idToken(wrongIssuer)) }
+
+        var expired = good
+        expired.exp = Int(Date().timeIntervalSince1970) - 600
+        await expectRPCError(Code.unauthenticated) { _ = try await signIn(auth, try await google.idToken(expired)) }
+
+        await expectRPCError(Code.unauthenticated) {
+            _ = try await signIn(auth, try await google.idToken(good, keyID: "a-key-google-never-had"))
+        }
+
+        var unverified = good
+        unverified.email_verified = false
+        await expectRPCError(Code.forbidden) { _ = try await signIn(auth, try await google.idToken(unverified)) }
+
+        await expectRPCError(Code.unauthenticated) { _ = try await signIn(auth, "not.a.token") }
+
+        // None of those created the account; the good token still does.
+        #expect(try await signIn(auth, try await google.idToken(good)).created == true)
+    }
+
+    @Test func isUnavailableWhenNotConfigured() async throws {
+        let (instance, _) = try await AuthStack.shared.withGraph()
+        let google = try await GoogleTestIssuer.shared()
+        let token = try await google.idToken(GoogleTestIssuer.Claims(email: "someone@gmail.example"))
+        let error = await expectRPCError(Code.unavailable) { _ = try await signIn(instance.api, token) }
+        #expect(error?.message.contains("AVIARY_GOOGLE_CLIENT_ID") == true)
+    }
+}
+
+/// Google's keys fetched from a URL (here a local HTTP server), with a timeout.
+@Suite struct GoogleKeysURLTests {
+    @Test func fetchesKeysFromTheURLAndTimesOutOnAStalledOne() async throws {
+        let google = try await GoogleTestIssuer.shared()
+        let server = try await JWKSServer.start(serving: google.jwksFile)
+        let instance = try await AuthStack.start([
+            "AVIARY_SOCIAL_GRAPH_ADDRESSES": "127.0.0.1:\(try freePort())",
+            "AVIARY_GOOGLE_CLIENT_ID": GoogleTestIssuer.clientID,
+            "AVIARY_GOOGLE_JWKS_URL": "http://127.0.0.1:\(server.port)/oauth2/v3/certs",
+            "AVIARY_GOOGLE_JWKS_TIMEOUT_MS": "2000",
+        ])
+        defer { instance.process.kill() }
+        let token = try await google.idToken(GoogleTestIssuer.Claims(email: "\(Unique.username())@gmail.example"))
+
+        server.stalled = true
+        let started = ContinuousClock.now
+        await expectRPCError(Code.unavailable) {
+            _ = try await instance.api.call("auth.loginWithGoogle", ["idToken": .string(token)])
+        }
+        #expect(ContinuousClock.now - started < .seconds(8))
+
+        server.stalled = false
+        let result = try await instance.api.call("auth.loginWithGoogle", ["idToken": .string(token)], as: SignIn.self)
+        #expect(result.created == true)
+        #expect(server.requestCount >= 2)
+    }
+}

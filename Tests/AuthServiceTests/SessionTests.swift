@@ -1,0 +1,125 @@
+import AviaryAPI
+import Foundation
+import RPC
+import TestSupport
+import Testing
+
+/// Registration, sign-in, refresh and logout, against the real service.
+@Suite struct SessionTests {
+    @Test func registerLoginRefreshLogoutRoundTrip() async throws {
+        let auth = try await AuthStack.shared.main().api
+        let account = try await auth.register(["bio": "hello"])
+        #expect(account.signIn.user.email == account.email)
+        #expect(account.signIn.user.isCurrentUser)
+        #expect(account.signIn.user.bio == "hello")
+        #expect(account.signIn.expiresAt > Date())
+        #expect(try await auth.me(account.token).id == account.signIn.user.id)
+
+        // By username, by email in any case; each sign-in is a new session.
+        let byName = try await auth.login(account.username.uppercased(), account.password)
+        let byEmail = try await auth.login(account.email.uppercased(), account.password)
+        #expect(byName.user.id == account.signIn.user.id && byEmail.user.id == account.signIn.user.id)
+        #expect(byName.refreshToken != byEmail.refreshToken)
+
+        let refreshed = try await auth.refresh(byName.refreshToken)
+        #expect(refreshed.refreshToken != byName.refreshToken)
+        #expect(try await auth.me(refreshed.accessToken).id == account.signIn.user.id)
+
+        _ = try await auth.call("auth.logout", token: refreshed.accessToken)
+        await expectRPCError(Code.unauthenticated) { _ = try await auth.me(refreshed.accessToken) }
+        await expectRPCError(Code.unauthenticated) { _ = try await auth.refresh(refreshed.refreshToken) }
+        // Other sessions are untouched.
+        #expect(try await auth.me(byEmail.accessToken).id == account.signIn.user.id)
+        #expect(try await auth.me(account.token).id == account.signIn.user.id)
+    }
+
+    @Test func wrongPasswordAndUnknownLoginGetTheSameAnswerAndWork() async throws {
+        // An instance of its own, so that its password-check count moves only with these calls.
+        let instance = try await AuthStack.start(["AVIARY_SOCIAL_GRAPH_ADDRESSES": "127.0.0.1:\(try freePort())"])
+        defer { instance.process.kill() }
+        let auth = instance.api
+        let account = try await auth.register()
+        let before = try passwordChecks(instance)
+        var messages: Set<String> = []
+        for _ in 0..<3 {
+            let wrong = await expectRPCError(Code.unauthenticated) { _ = try await auth.login(account.username, "not the password") }
+            let unknown = await expectRPCError(Code.unauthenticated) { _ = try await auth.login(Unique.username(), "not the password") }
+            messages.formUnion([wrong?.message, unknown?.message].compactMap { $0 })
+        }
+        #expect(messages.count == 1)
+        // Every attempt checked an Argon2id hash, a real one or the dummy: the same work either way.
+        #expect(try passwordChecks(instance) - before == 6)
+    }
+
+    /// How many password verifications the instance has run (`auth_password_hash_seconds` on /metrics).
+    private func passwordChecks(_ instance: AuthInstance) throws -> Int {
+        let metrics = try AdminHTTP.get("/metrics", port: instance.process.adminPort).body
+        let line = metrics.split(separator: "\n").first {
+            $0.hasPrefix("auth_password_hash_seconds_count") && $0.contains(#"operation="verify""#)
+        }
+        return line.flatMap { $0.split(separator: " ").last }.flatMap { Int(Double($0) ?? -1) } ?? 0
+    }
+
+    @Test func reusingASpentRefreshTokenEndsTheSession() async throws {
+        let auth = try await AuthStack.shared.main().api
+        let account = try await auth.register()
+        let first = try await auth.refresh(account.signIn.refreshToken)
+        let second = try await auth.refresh(first.refreshToken)
+        #expect(try await auth.me(second.accessToken).id == account.signIn.user.id)
+
+        // A copy of the first spent token comes back: the session ends for every holder.
+        let error = await expectRPCError(Code.unauthenticated) { _ = try await auth.refresh(first.refreshToken) }
+        #expect(error?.message.contains("already used") == true)
+        await expectRPCError(Code.unauthenticated) { _ = try await auth.refresh(second.refreshToken) }
+        await expectRPCError(Code.unauthenticated) { _ = try await auth.me(second.accessToken) }
+        await expectRPCError(Code.unauthenticated) { _ = try await auth.me(account.token) }
+    }
+
+    @Test func concurrentRefreshesOfOneTokenLetOnlyOneThrough() async throws {
+        let auth = try await AuthStack.shared.main().api
+        let account = try await auth.register()
+        async let one = try? auth.refresh(account.signIn.refreshToken)
+        async let two = try? auth.refresh(account.signIn.refreshToken)
+        let outcomes = await [one, two]
+        // The session row is locked: one call rotates the token, the other finds it spent.
+        #expect(outcomes.compactMap { $0 }.count == 1)
+    }
+
+    @Test func malformedAndUnknownRefreshTokensAreRefused() async throws {
+        let auth = try await AuthStack.shared.main().api
+        for token in ["", "short", String(repeating: "A", count: 43), String(repeating: "*", count: 43)] {
+            await expectRPCError(Code.unauthenticated) { _ = try await auth.refresh(token) }
+        }
+    }
+
+    @Test func changePasswordEndsEveryOtherSession() async throws {
+        let auth = try await AuthStack.shared.main().api
+        let account = try await auth.register()
+        let other = try await auth.login(account.username, account.password)
+        let current = try await auth.login(account.username, account.password)
+
+        await expectRPCError(Code.validation, field: "currentPassword") {
+            _ = try await auth.call(
+                "auth.changePassword", ["currentPassword": "wrong password", "newPassword": "a new password 1"],
+                token: current.accessToken)
+        }
+        await expectRPCError(Code.validation, field: "newPassword") {
+            _ = try await auth.call(
+                "auth.changePassword", ["currentPassword": .string(account.password), "newPassword": "short"],
+                token: current.accessToken)
+        }
+        let result = try await auth.call(
+            "auth.changePassword", ["currentPassword": .string(account.password), "newPassword": "a new password 1"],
+            token: current.accessToken)
+        #expect(result["endedSessions"] == 2)
+
+        await expectRPCError(Code.unauthenticated) { _ = try await auth.me(account.token) }
+        await expectRPCError(Code.unauthenticated) { _ = try await auth.me(other.accessToken) }
+        await expectRPCError(Code.unauthenticated) { _ = try await auth.refresh(other.refreshToken) }
+        #expect(try await auth.me(current.accessToken).id == account.signIn.user.id)
+        _ = try await auth.refresh(current.refreshToken)
+
+        await expectRPCError(Code.unauthenticated) { _ = try await auth.login(account.username, account.password) }
+        _ = try await auth.login(account.username, "a new password 1")
+    }
+}
