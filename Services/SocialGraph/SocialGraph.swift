@@ -43,11 +43,11 @@ struct SocialGraph: Sendable {
             access: .user, handler: suggestions)
         router.register(
             "graph.followerIds",
-            summary: "Internal. Page of the ids of userId's followers, most recent follow first (limit default 1,000, at most 5,000), for fan-out.",
+            summary: "Internal. Page of the ids of userId's followers, most recent follow first (limit default 1,000, at most 5,000), for fan-out: {items: [id string], nextCursor: string | null}.",
             access: .internal, handler: followerIDs)
         router.register(
             "graph.followingIds",
-            summary: "Internal. Page of the ids userId follows, most recent follow first (limit default 1,000, at most 5,000), for timeline rebuilds.",
+            summary: "Internal. Page of the ids userId follows, most recent follow first (limit default 1,000, at most 5,000), for timeline rebuilds: {items: [id string], nextCursor: string | null}.",
             access: .internal, handler: followingIDs)
         router.register(
             "graph.statsMany",

@@ -21,6 +21,8 @@ final class GraphStack: Sendable {
     /// The service's Redis, where the outbox relay moves events to.
     let redis: RedisClient
     let serviceCredential: String
+    /// The environment the service runs with, for tests that start another instance.
+    let environment: [String: String]
     private let issuer: AccessTokenIssuer
     /// Ids from a random start, so that they meet no other test's users in shared servers; they
     /// grow one by one, so users made one after the other sort in the order they were made.
@@ -28,8 +30,9 @@ final class GraphStack: Sendable {
 
     private init(
         graph: ServiceProcess, auth: AuthStandIn, client: RPCClient, database: PostgresClient, redis: RedisClient,
-        serviceCredential: String, issuer: AccessTokenIssuer
+        serviceCredential: String, environment: [String: String], issuer: AccessTokenIssuer
     ) {
+        self.environment = environment
         self.graph = graph
         self.auth = auth
         self.client = client
@@ -54,18 +57,15 @@ final class GraphStack: Sendable {
         let seed = (0..<32).map { _ in UInt8.random(in: 0...255) }
         let serviceCredential = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let auth = try await AuthStandIn.start(serviceCredential: serviceCredential)
-        let graph = try await ServiceProcess.start(
-            executable: "aviary-social-graph",
-            environment: [
-                "AVIARY_POSTGRES_URL": databaseURL,
-                "AVIARY_POSTGRES_POOL_SIZE": "16",
-                "AVIARY_REDIS_URL": redisURL,
-                "AVIARY_RPC_PORT": String(try freePort()),
-                "AVIARY_ADMIN_PORT": String(try freePort()),
-                "AVIARY_AUTH_ADDRESSES": auth.address,
-                "AVIARY_SERVICE_SECRET": serviceCredential,
-                "AVIARY_TOKEN_SIGNING_KEY": Data(seed).base64EncodedString(),
-            ])
+        let environment = [
+            "AVIARY_POSTGRES_URL": databaseURL,
+            "AVIARY_POSTGRES_POOL_SIZE": "16",
+            "AVIARY_REDIS_URL": redisURL,
+            "AVIARY_AUTH_ADDRESSES": auth.address,
+            "AVIARY_SERVICE_SECRET": serviceCredential,
+            "AVIARY_TOKEN_SIGNING_KEY": Data(seed).base64EncodedString(),
+        ]
+        let graph = try await startInstance(environment)
         auth.useGraph(address: graph.rpcAddress)
         var configuration = RPCClient.Configuration(addresses: [graph.rpcAddress])
         configuration.connectionsPerAddress = 4
@@ -78,7 +78,15 @@ final class GraphStack: Sendable {
         let issuer = try await AccessTokenIssuer(keys: TokenKeys(signingSeed: seed))
         return GraphStack(
             graph: graph, auth: auth, client: client, database: database, redis: redis, serviceCredential: serviceCredential,
-            issuer: issuer)
+            environment: environment, issuer: issuer)
+    }
+
+    /// Starts an `aviary-social-graph` process with `environment` on free ports.
+    static func startInstance(_ environment: [String: String]) async throws -> ServiceProcess {
+        var environment = environment
+        environment["AVIARY_RPC_PORT"] = String(try freePort())
+        environment["AVIARY_ADMIN_PORT"] = String(try freePort())
+        return try await ServiceProcess.start(executable: "aviary-social-graph", environment: environment)
     }
 
     /// A user known to the accounts stand-in, with an access token of their own.

@@ -2,19 +2,20 @@ import AviaryAPI
 import RPC
 
 extension SocialGraph {
-    @Sendable func followerIDs(_ params: IDPageParams, _ context: RPCContext) async throws -> Page<EntityID> {
+    @Sendable func followerIDs(_ params: IDPageParams, _ context: RPCContext) async throws -> RawJSON {
         try await ids(.followers, params)
     }
 
-    @Sendable func followingIDs(_ params: IDPageParams, _ context: RPCContext) async throws -> Page<EntityID> {
+    @Sendable func followingIDs(_ params: IDPageParams, _ context: RPCContext) async throws -> RawJSON {
         try await ids(.following, params)
     }
 
-    private func ids(_ direction: FollowStore.Direction, _ params: IDPageParams) async throws -> Page<EntityID> {
+    /// A `Page` of id strings, encoded by hand (see `IDPageJSON`).
+    private func ids(_ direction: FollowStore.Direction, _ params: IDPageParams) async throws -> RawJSON {
         let page = try await store.page(
             direction, of: params.userId.value, after: try FollowCursor.decode(params.cursor),
             limit: (params.limit ?? IDPageLimit()).value)
-        return Page(items: page.userIDs.map { EntityID($0) }, nextCursor: page.next?.encoded)
+        return IDPageJSON.encode(page)
     }
 
     @Sendable func statsMany(_ params: UserBatchParams, _ context: RPCContext) async throws -> [UserFollowStats] {
