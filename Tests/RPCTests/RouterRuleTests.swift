@@ -116,3 +116,31 @@ import Testing
         #expect(sum["params"]?.arrayValue?.first?["schema"] == ["type": "array", "items": ["type": "integer"]])
     }
 }
+
+/// Schemas of params that validate while decoding (ids, limits) and have optional primitives.
+private struct PagedParams: Codable, Sendable {
+    var userID: SampleID
+    var limit: Int?
+    var cursor: String?
+}
+
+private struct SampleID: Codable, Sendable, JSONSchemaDescribing {
+    var value: String
+    static var jsonSchema: JSONValue { ["type": "string", "pattern": "^[0-9]+$"] }
+    init(from decoder: any Decoder) throws {
+        value = try decoder.singleValueContainer().decode(String.self)
+        guard !value.isEmpty, value.allSatisfy(\.isNumber) else { throw RPCError.validation("not an id", field: "userID") }
+    }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
+    }
+}
+
+@Test func schemaInferenceSeesValidatingTypesAndOptionalPrimitives() {
+    let schema = JSONSchema.of(PagedParams.self)
+    #expect(schema["properties"]?["userID"] == ["type": "string", "pattern": "^[0-9]+$"])
+    #expect(schema["properties"]?["limit"] == ["type": "integer"])
+    #expect(schema["properties"]?["cursor"] == ["type": "string"])
+    #expect(schema["required"] == ["userID"])
+}

@@ -52,7 +52,10 @@ final class SchemaRecorder {
             return Self.firstCase(enumeration) as! T
         }
         if let describing = type as? any JSONSchemaDescribing.Type {
+            // Its own schema wins; decoding into a scratch node only yields a sample value.
+            let value = try T(from: SchemaDecoder(recorder: self, node: SchemaNode()))
             node.kind = .leaf(describing.jsonSchema)
+            return value
         }
         let id = ObjectIdentifier(type)
         if stack.contains(id) {
@@ -81,10 +84,10 @@ final class SchemaRecorder {
 
     private static func primitiveSample<T>(_ type: T.Type) -> T? {
         switch type {
-        case is String.Type: return "" as? T
+        case is String.Type: return "1" as? T
         case is Bool.Type: return false as? T
-        case is Int.Type: return 0 as? T
-        case is Int64.Type: return Int64(0) as? T
+        case is Int.Type: return 1 as? T
+        case is Int64.Type: return Int64(1) as? T
         case is Int32.Type: return Int32(0) as? T
         case is Int16.Type: return Int16(0) as? T
         case is Int8.Type: return Int8(0) as? T
@@ -121,6 +124,8 @@ final class SchemaNode {
     }
 
     var kind: Kind = .unknown
+    /// Members whose decoding first asked whether they are null: optional ones.
+    var optionalKeys: Set<String> = []
 
     var schema: JSONValue {
         switch kind {
@@ -185,10 +190,15 @@ private struct KeyedSchemaContainer<Key: CodingKey>: KeyedDecodingContainerProto
     var allKeys: [Key] { [] }
 
     func contains(_ key: Key) -> Bool { true }
-    func decodeNil(forKey key: Key) throws -> Bool { false }
+
+    /// Only asked on the way to an optional value (the standard `decodeIfPresent` of primitives).
+    func decodeNil(forKey key: Key) throws -> Bool {
+        node.optionalKeys.insert(key.stringValue)
+        return false
+    }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        let child = node.addProperty(key.stringValue, required: true)
+        let child = node.addProperty(key.stringValue, required: !node.optionalKeys.contains(key.stringValue))
         if let schema = SchemaRecorder.primitiveSchema(type) { child.kind = .leaf(schema) }
         return try recorder.sample(type, node: child)
     }
