@@ -165,7 +165,8 @@ public struct RPCRouter: Sendable {
                 guard let token = meta.token else { throw RPCError.unauthenticated("\(method.name) needs an access token in _meta.token") }
                 principal = try await authenticate(token)
             case .anonymous:
-                if let token = meta.token { principal = try await authenticate(token) }
+                // A stale token must not block what anyone may call (auth.refresh with an expired access token).
+                if let token = meta.token { principal = try? await authenticate(token) }
             }
             var deadline: ContinuousClock.Instant?
             if let timeoutMs = meta.timeoutMs {
