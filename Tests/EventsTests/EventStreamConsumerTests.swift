@@ -118,8 +118,8 @@ struct EventStreamConsumerTests {
             try await Task.sleep(for: .milliseconds(300))
             return ContinuousClock.now
         }
-        // The consumer's blocking read lasts at most `blockTimeout` (1 s).
-        #expect(ContinuousClock.now - start < .seconds(2))
+        // The consumer's blocking read lasts at most `blockTimeout` (1 s); the rest is slack for a loaded CI machine.
+        #expect(ContinuousClock.now - start < .seconds(5))
         await fixture.shutdown()
     }
 
