@@ -40,7 +40,7 @@ import Testing
         #expect(metrics.body.contains(#"rpc_method="system.health""#))
     }
 
-    @Test func sigtermWithAnIdleClientExitsWithinASecond() async throws {
+    @Test func sigtermWithAnIdleClientExitsLongBeforeTheDrainTimeout() async throws {
         let service = try await ServiceProcess.start(executable: "aviary-tweets", environment: try await environment())
         defer { service.kill() }
         let idle = try RPCLineClient(port: service.rpcPort)
@@ -50,7 +50,9 @@ import Testing
         service.terminate()
         let status = await service.waitForExit(timeout: .seconds(5))
         #expect(status == 0)
-        #expect(ContinuousClock.now - signalled < .seconds(1))
+        // The drain timeout is 10 s; an idle client must not hold shutdown anywhere near it.
+        // The bound leaves room for a loaded CI machine.
+        #expect(ContinuousClock.now - signalled < .seconds(3))
         #expect(await idle.isClosedByPeer(within: .milliseconds(100)))
     }
 
