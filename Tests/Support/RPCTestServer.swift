@@ -4,11 +4,11 @@ import ServiceLifecycle
 
 /// Runs an `RPCServer` on a free port for the length of a test body, then shuts it down gracefully.
 public func withRPCServer<T: Sendable>(
-    _ router: RPCRouter, port: Int = 0, maxFrameBytes: Int = 1 << 20,
+    _ router: RPCRouter, host: String = "127.0.0.1", port: Int = 0, maxFrameBytes: Int = 1 << 20,
     _ body: @Sendable (_ port: Int, _ server: RPCServer) async throws -> T
 ) async throws -> T {
     let server = RPCServer(
-        router: router, configuration: .init(port: port, maxFrameBytes: maxFrameBytes), logger: Logger(label: "test"))
+        router: router, configuration: .init(host: host, port: port, maxFrameBytes: maxFrameBytes), logger: Logger(label: "test"))
     let group = ServiceGroup(
         configuration: .init(services: [.init(service: server)], logger: Logger(label: "test")))
     return try await withThrowingTaskGroup(of: Void.self) { tasks in

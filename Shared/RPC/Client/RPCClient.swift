@@ -8,10 +8,14 @@ import Synchronization
 /// spreads calls over the healthy ones round-robin, takes an address out after it fails to
 /// connect (retrying it with exponential backoff), and retries an idempotent call once on
 /// another instance when its connection was lost.
+///
+/// An address may be a DNS name that resolves to several instances (a Kubernetes headless Service,
+/// a compose service scaled up): the name is resolved again every ``Configuration/resolveInterval``,
+/// so instances that come are used and instances that go are dropped, their connections closed.
 public final class RPCClient: Sendable {
     /// Pool options, each with its default.
     public struct Configuration: Sendable {
-        /// `host:port` of every instance of the service.
+        /// `host:port` of every instance of the service; a host may be a DNS name standing for several.
         public var addresses: [String]
         public var connectionsPerAddress: Int = 2
         /// Used when a call names no timeout of its own.
@@ -21,13 +25,22 @@ public final class RPCClient: Sendable {
         /// First wait before an address that failed is tried again; doubles up to `maxBackoff`.
         public var initialBackoff: Duration = .milliseconds(100)
         public var maxBackoff: Duration = .seconds(5)
+        /// How often DNS names among `addresses` are resolved again.
+        public var resolveInterval: Duration = .seconds(15)
+        /// Turns a host name into the IP addresses of its instances; `getaddrinfo` by default.
+        public var resolve: @Sendable (_ host: String) async throws -> [String] = HostResolver.addresses(of:)
 
         public init(addresses: [String]) {
             self.addresses = addresses
         }
     }
 
+    /// One instance: an IP address (or, until its name is first resolved, the name itself).
     private struct Endpoint {
+        /// Stable while the endpoint exists; picks refer to it, as positions change when DNS does.
+        var id: Int
+        /// The configured name this endpoint stands for; nil for an address configured as an IP.
+        var name: String?
         var host: String
         var port: Int
         var slots: [Task<RPCClientConnection, any Error>?]
@@ -36,29 +49,104 @@ public final class RPCClient: Sendable {
         var downUntil: ContinuousClock.Instant?
     }
 
+    /// A configured address whose host is a name.
+    private struct NamedAddress {
+        var name: String
+        var port: Int
+    }
+
     private struct State {
-        var endpoints: [Endpoint]
+        var endpoints: [Endpoint] = []
         var next = 0
+        var nextID = 0
         var shutDown = false
+        var resolver: Task<Void, Never>?
+
+        mutating func add(host: String, port: Int, name: String?, slots: Int) {
+            endpoints.append(
+                Endpoint(id: nextID, name: name, host: host, port: port, slots: Array(repeating: nil, count: slots)))
+            nextID += 1
+        }
+
+        func position(of id: Int) -> Int? {
+            endpoints.firstIndex { $0.id == id }
+        }
     }
 
     public let configuration: Configuration
     private let group: any EventLoopGroup
     private let logger: Logger
     private let state: Mutex<State>
+    private let names: [NamedAddress]
 
     public init(configuration: Configuration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger) {
         self.configuration = configuration
         self.group = group
         self.logger = logger
-        let endpoints = configuration.addresses.compactMap { address -> Endpoint? in
+        var state = State()
+        var names: [NamedAddress] = []
+        let slots = max(1, configuration.connectionsPerAddress)
+        for address in configuration.addresses {
             guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) else {
-                return nil
+                continue
             }
             let host = String(address[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-            return Endpoint(host: host, port: port, slots: Array(repeating: nil, count: max(1, configuration.connectionsPerAddress)))
+            // Until a name is resolved, NIO resolves it at connect time, so the first calls need not wait.
+            let isName = (try? SocketAddress(ipAddress: host, port: port)) == nil
+            state.add(host: host, port: port, name: isName ? host : nil, slots: slots)
+            if isName { names.append(NamedAddress(name: host, port: port)) }
         }
-        state = Mutex(State(endpoints: endpoints))
+        self.names = names
+        self.state = Mutex(state)
+        if !names.isEmpty {
+            let interval = configuration.resolveInterval
+            let resolver = Task { [weak self] in
+                while !Task.isCancelled {
+                    await self?.resolveNames()
+                    try? await Task.sleep(for: interval)
+                    if self == nil { return }
+                }
+            }
+            self.state.withLock { $0.resolver = resolver }
+        }
+    }
+
+    /// Resolves every name again and brings the endpoints in line: new addresses are added, gone
+    /// ones removed and their connections closed. A name that fails to resolve keeps what it had.
+    func resolveNames() async {
+        var resolved: [String: Set<String>] = [:]
+        for name in Set(names.map(\.name)) {
+            do {
+                let addresses = try await configuration.resolve(name)
+                if !addresses.isEmpty { resolved[name] = Set(addresses) }
+            } catch {
+                logger.debug("could not resolve a service address", metadata: ["host": "\(name)", "error": "\(error)"])
+            }
+        }
+        guard !resolved.isEmpty else { return }
+        let slots = max(1, configuration.connectionsPerAddress)
+        let dropped = state.withLock { state -> [Task<RPCClientConnection, any Error>] in
+            var dropped: [Task<RPCClientConnection, any Error>] = []
+            for named in names {
+                guard let addresses = resolved[named.name] else { continue }
+                // The name's own endpoint (before its first resolution) and addresses no longer listed go.
+                let goes = { (endpoint: Endpoint) in
+                    endpoint.name == named.name && endpoint.port == named.port && !addresses.contains(endpoint.host)
+                }
+                for endpoint in state.endpoints where goes(endpoint) {
+                    dropped += endpoint.slots.compactMap { $0 }
+                }
+                state.endpoints.removeAll(where: goes)
+                for address in addresses.sorted()
+                where !state.endpoints.contains(where: { $0.name == named.name && $0.host == address && $0.port == named.port }) {
+                    state.add(host: address, port: named.port, name: named.name, slots: slots)
+                }
+            }
+            return dropped
+        }
+        for task in dropped {
+            if let connection = try? await task.value { await connection.close() }
+        }
     }
 
     /// Sends a request and returns the response frame. `idempotent` calls that lose their
@@ -96,6 +184,7 @@ public final class RPCClient: Sendable {
     public func shutdown() async {
         let tasks = state.withLock { state in
             state.shutDown = true
+            state.resolver?.cancel()
             return state.endpoints.flatMap { $0.slots.compactMap { $0 } }
         }
         for task in tasks {
@@ -103,6 +192,7 @@ public final class RPCClient: Sendable {
         }
     }
 
+    /// A connection to an instance other than `excluded` (an endpoint id) when there is one.
     private func connection(excluding excluded: Int?) async throws -> (Int, RPCClientConnection) {
         let count = state.withLock { $0.endpoints.count }
         guard count > 0 else { throw RPCError.unavailable("no address is configured for the service") }
@@ -126,6 +216,7 @@ public final class RPCClient: Sendable {
     }
 
     private struct Pick {
+        /// The endpoint's id.
         var endpoint: Int
         var slot: Int
         var task: Task<RPCClientConnection, any Error>
@@ -137,19 +228,25 @@ public final class RPCClient: Sendable {
         let group = self.group
         return try state.withLock { state throws(RPCError) -> Pick in
             guard !state.shutDown else { throw RPCError.unavailable("the client is shut down") }
+            guard !state.endpoints.isEmpty else { throw RPCError.unavailable("no address is configured for the service") }
             let count = state.endpoints.count
+            let ids = state.endpoints.map(\.id)
+            let isExcluded = { (index: Int) in ids[index] == excluded }
             // Prefer healthy endpoints other than the excluded one; else the one back soonest.
             var chosen: Int?
             for offset in 0..<count {
                 let index = (state.next + offset) % count
-                if index == excluded && count > 1 { continue }
+                if isExcluded(index) && count > 1 { continue }
                 if let downUntil = state.endpoints[index].downUntil, downUntil > now { continue }
                 chosen = index
                 break
             }
             let index =
                 chosen
-                ?? state.endpoints.indices.min { ($0 == excluded ? 1 : 0, state.endpoints[$0].downUntil ?? now) < ($1 == excluded ? 1 : 0, state.endpoints[$1].downUntil ?? now) }!
+                ?? state.endpoints.indices.min {
+                    (isExcluded($0) ? 1 : 0, state.endpoints[$0].downUntil ?? now)
+                        < (isExcluded($1) ? 1 : 0, state.endpoints[$1].downUntil ?? now)
+                }!
             state.next = index + 1
             var endpoint = state.endpoints[index]
             let slot = endpoint.nextSlot % endpoint.slots.count
@@ -168,12 +265,13 @@ public final class RPCClient: Sendable {
                 endpoint.slots[slot] = task
             }
             state.endpoints[index] = endpoint
-            return Pick(endpoint: index, slot: slot, task: task)
+            return Pick(endpoint: endpoint.id, slot: slot, task: task)
         }
     }
 
-    private func markHealthy(_ index: Int) {
+    private func markHealthy(_ id: Int) {
         state.withLock { state in
+            guard let index = state.position(of: id) else { return }
             state.endpoints[index].failures = 0
             state.endpoints[index].downUntil = nil
         }
@@ -182,8 +280,9 @@ public final class RPCClient: Sendable {
     /// Forgets a dead connection so the next call through its slot connects anew.
     private func replace(_ pick: Pick) {
         state.withLock { state in
-            if state.endpoints[pick.endpoint].slots[pick.slot] == pick.task {
-                state.endpoints[pick.endpoint].slots[pick.slot] = nil
+            guard let index = state.position(of: pick.endpoint) else { return }
+            if state.endpoints[index].slots[pick.slot] == pick.task {
+                state.endpoints[index].slots[pick.slot] = nil
             }
         }
     }
@@ -191,13 +290,19 @@ public final class RPCClient: Sendable {
     private func markDown(_ pick: Pick) {
         let configuration = self.configuration
         state.withLock { state in
-            var endpoint = state.endpoints[pick.endpoint]
+            guard let index = state.position(of: pick.endpoint) else { return }
+            var endpoint = state.endpoints[index]
             if endpoint.slots[pick.slot] == pick.task { endpoint.slots[pick.slot] = nil }
             endpoint.failures += 1
             let exponent = min(endpoint.failures - 1, 16)
             let backoff = min(configuration.initialBackoff * (1 << exponent), configuration.maxBackoff)
             endpoint.downUntil = ContinuousClock.now.advanced(by: backoff)
-            state.endpoints[pick.endpoint] = endpoint
+            state.endpoints[index] = endpoint
         }
+    }
+
+    /// The `host:port` of each instance now in the pool, for tests and diagnostics.
+    public var instances: [String] {
+        state.withLock { state in state.endpoints.map { "\($0.host):\($0.port)" } }
     }
 }
