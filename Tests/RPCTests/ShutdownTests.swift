@@ -33,4 +33,22 @@ import Testing
             try await tasks.next()
         }
     }
+
+    @Test func aCallOutlastingTheDrainTimeoutDoesNotHoldShutdown() async throws {
+        let server = RPCServer(
+            router: makeTestRouter(), configuration: .init(port: 0, drainTimeout: .milliseconds(200)), logger: Logger(label: "test"))
+        let group = ServiceGroup(configuration: .init(services: [.init(service: server)], logger: Logger(label: "test")))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            let port = try await server.listeningPort()
+            let client = try RPCLineClient(port: port)
+            try client.send(#"{"jsonrpc":"2.0","id":"stuck","method":"sleep","params":{"milliseconds":60000}}"# + "\n")
+            try await Task.sleep(for: .milliseconds(50))
+            let signalled = ContinuousClock.now
+            await group.triggerGracefulShutdown()
+            try await tasks.next()
+            // 200 ms of drain, far below the call's 60 s, with room for a loaded machine.
+            #expect(ContinuousClock.now - signalled < .seconds(5))
+        }
+    }
 }

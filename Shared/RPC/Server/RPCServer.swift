@@ -18,12 +18,20 @@ public final class RPCServer: Service, Sendable {
         public var maxFrameBytes: Int
         /// Calls one connection may have running before the server stops reading from it.
         public var maxInFlightPerConnection: Int
+        /// How long a graceful shutdown waits for calls in flight before it stops waiting; the
+        /// connections still open then close when the process exits. systemd's `TimeoutStopSec` and
+        /// Kubernetes' grace period are set above it.
+        public var drainTimeout: Duration
 
-        public init(host: String = "127.0.0.1", port: Int, maxFrameBytes: Int = 1 << 20, maxInFlightPerConnection: Int = 1024) {
+        public init(
+            host: String = "127.0.0.1", port: Int, maxFrameBytes: Int = 1 << 20, maxInFlightPerConnection: Int = 1024,
+            drainTimeout: Duration = .seconds(10)
+        ) {
             self.host = host
             self.port = port
             self.maxFrameBytes = maxFrameBytes
             self.maxInFlightPerConnection = maxInFlightPerConnection
+            self.drainTimeout = drainTimeout
         }
     }
 
@@ -108,8 +116,24 @@ public final class RPCServer: Service, Sendable {
         try? await gracefulShutdown()
         let drained = group.next().makePromise(of: Void.self)
         quiesce.initiateShutdown(promise: drained)
-        try await drained.futureResult.get()
-        logger.debug("JSON-RPC server drained")
+        let drainTimeout = configuration.drainTimeout
+        let loop = group.next()
+        let finished = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let waiting = Mutex<CheckedContinuation<Bool, Never>?>(continuation)
+            let resume: @Sendable (Bool) -> Void = { value in waiting.withLock { $0.take() }?.resume(returning: value) }
+            let timer = loop.scheduleTask(in: TimeAmount(drainTimeout)) { resume(false) }
+            drained.futureResult.whenComplete { _ in
+                timer.cancel()
+                resume(true)
+            }
+        }
+        if finished {
+            logger.debug("JSON-RPC server drained")
+        } else {
+            logger.warning(
+                "JSON-RPC calls still running when the drain timeout ran out; their connections close as the process exits",
+                metadata: ["drain.timeout": "\(drainTimeout)"])
+        }
     }
 
     private func resolveBound(_ result: Result<SocketAddress, any Error>) {
