@@ -79,7 +79,8 @@ extension AuthService {
         router.register(
             "auth.getUsers",
             summary: """
-                Internal: users by id (ids, at most 1,000), in the order asked, unknown ids left out. detail "summary" \
+                Internal: users by id (ids) and/or by username (usernames, case-insensitive), at most 1,000 in all, \
+                in the order asked (those by id first), unknown ones left out. detail "summary" \
                 (default) gives {id, username, fullname, profileImageUrl}; "full" gives whole profiles, relative to \
                 viewerId when given.
                 """,

@@ -20,13 +20,20 @@ struct AuthService: Sendable {
     let profiles: UserHydrator
 
     /// Builds the service from the runtime's resources and `AVIARY_AUTH_*` settings:
-    /// `AVIARY_AUTH_HASH_THREADS` (threads hashing passwords, default one per core) and
+    /// `AVIARY_AUTH_HASH_THREADS` (threads hashing passwords, default one per core),
+    /// `AVIARY_AUTH_ARGON2_MEMORY_KIB` and `AVIARY_AUTH_ARGON2_ITERATIONS` (the hash cost, OWASP's
+    /// 19,456 KiB and 2 passes by default; raising them re-hashes each password at its next sign-in) and
     /// `AVIARY_MEDIA_PUBLIC_URL` (where profile images are served, default `http://127.0.0.1:7207`).
     static func make(resources: ServiceResources) async throws -> AuthService {
         let configuration = resources.configuration
         let threads = try configuration.integer(
             "AVIARY_AUTH_HASH_THREADS", default: ProcessInfo.processInfo.activeProcessorCount, in: 1...256)
-        let passwords = PasswordHasher(threads: threads, maxQueued: threads * 64)
+        var cost = Argon2Parameters()
+        cost.memoryKiB = UInt32(
+            try configuration.integer("AVIARY_AUTH_ARGON2_MEMORY_KIB", default: Int(cost.memoryKiB), in: 64...4_194_304))
+        cost.iterations = UInt32(
+            try configuration.integer("AVIARY_AUTH_ARGON2_ITERATIONS", default: Int(cost.iterations), in: 1...64))
+        let passwords = PasswordHasher(parameters: cost, threads: threads, maxQueued: threads * 64)
         var generator = SystemRandomNumberGenerator()
         let dummyHash = try await passwords.hash(String(generator.next(), radix: 36) + String(generator.next(), radix: 36))
         let sessions = SessionStore(postgres: resources.postgres)

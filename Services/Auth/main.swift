@@ -1,4 +1,5 @@
 import ServiceKit
 
 await ServiceApplication.main(
-    ServiceDefinition(name: .auth, migrations: AuthMigrations.all, register: AuthService.registerMethods))
+    ServiceDefinition(
+        name: .auth, migrations: AuthMigrations.all, outboxSchema: "auth", register: AuthService.registerMethods))

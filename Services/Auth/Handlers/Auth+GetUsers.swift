@@ -11,7 +11,9 @@ enum UserDetail: String, Codable, Sendable, JSONSchemaEnum {
 
 /// `auth.getUsers` params.
 struct GetUsersParams: Codable, Sendable {
-    var ids: [EntityID]
+    var ids: [EntityID]?
+    /// Users by username instead (or as well), as `@mentions` name them; matched case-insensitively.
+    var usernames: [String]?
     /// Whose relations `full` profiles show; none when omitted.
     var viewerId: EntityID?
     var detail: UserDetail?
@@ -43,12 +45,18 @@ extension AuthService {
     static let getUsersLimit = 1000
 
     func getUsers(_ params: GetUsersParams, context: RPCContext) async throws -> GetUsersResult {
-        guard params.ids.count <= Self.getUsersLimit else {
-            throw RPCError.validation("ids must list at most \(Self.getUsersLimit) ids, got \(params.ids.count)", field: "ids")
+        let ids = params.ids ?? []
+        let usernames = (params.usernames ?? []).map { $0.lowercased() }
+        guard ids.count + usernames.count <= Self.getUsersLimit else {
+            throw RPCError.validation(
+                "ids and usernames must list at most \(Self.getUsersLimit) users together, got \(ids.count + usernames.count)",
+                field: params.ids == nil ? "usernames" : "ids")
         }
-        let found = try await users.find(ids: Array(Set(params.ids.map(\.value))))
-        let byID = Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        let ordered = params.ids.compactMap { byID[$0.value] }
+        async let byID = users.find(ids: Array(Set(ids.map(\.value))))
+        async let byName = users.find(usernames: Array(Set(usernames.filter { $0.utf8.count <= 64 })))
+        let idIndex = Dictionary(try await byID.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let nameIndex = Dictionary(try await byName.map { ($0.username, $0) }, uniquingKeysWith: { first, _ in first })
+        let ordered = ids.compactMap { idIndex[$0.value] } + usernames.compactMap { nameIndex[$0] }
         switch params.detail ?? .summary {
         case .summary:
             return .summaries(ordered.map(profiles.summary))

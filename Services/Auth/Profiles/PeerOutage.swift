@@ -1,22 +1,28 @@
 import Logging
 import Synchronization
 
-/// What profile reads know about social-graph being down. After it cannot be reached, reads skip it for
+/// What profile reads know about a service they ask (social-graph, tweets) being down. After it cannot
+/// be reached, reads skip it for
 /// `pause` instead of each paying for another attempt (a connection that is refused, or a timeout),
 /// then try again; and the warning is logged at most once per `warningInterval`, with how many
 /// failures it stands for, so an outage does not flood the log with a line per read.
-final class GraphOutage: Sendable {
+final class PeerOutage: Sendable {
     private struct State {
         var skipUntil: ContinuousClock.Instant?
         var lastWarning: ContinuousClock.Instant?
         var unlogged = 0
     }
 
+    /// The service asked, and what profiles go without while it is down, for the warning.
+    private let service: String
+    private let missing: String
     private let pause: Duration
     private let warningInterval: Duration
     private let state = Mutex(State())
 
-    init(pause: Duration, warningInterval: Duration) {
+    init(service: String, missing: String, pause: Duration, warningInterval: Duration) {
+        self.service = service
+        self.missing = missing
         self.pause = pause
         self.warningInterval = warningInterval
     }
@@ -50,6 +56,6 @@ final class GraphOutage: Sendable {
         guard let unlogged else { return }
         var metadata: Logger.Metadata = ["peer.method": "\(method)", "error": "\(error())"]
         if unlogged > 0 { metadata["reads.degraded.unlogged"] = "\(unlogged)" }
-        logger.warning("social-graph did not answer; serving profiles without follow counts and relations", metadata: metadata)
+        logger.warning("\(service) did not answer; serving profiles without \(missing)", metadata: metadata)
     }
 }

@@ -1,8 +1,8 @@
 import AviaryAPI
 
-// The batch methods of social-graph that profile reads use (contract §3, internal).
+// The batch methods of social-graph and tweets that profile reads use (contract §3, internal).
 
-/// `graph.statsMany` params.
+/// `graph.statsMany` params, and `tweets.statsMany` params too.
 struct GraphStatsManyParams: Encodable, Sendable {
     var ids: [EntityID]
 }
@@ -25,4 +25,10 @@ struct GraphRelation: Decodable, Sendable {
     var userId: EntityID
     var isFollowed: Bool
     var followsYou: Bool
+}
+
+/// One element of the `tweets.statsMany` result.
+struct TweetCount: Decodable, Sendable {
+    var userId: EntityID
+    var tweets: Int64
 }

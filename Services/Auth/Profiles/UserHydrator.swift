@@ -6,16 +6,19 @@ import ServiceKit
 
 /// Turns account rows into the `User`s clients see: the one path every method that returns a User
 /// takes. Follower counts and the viewer's relations come from social-graph in at most two batched
-/// calls however many users there are. When social-graph cannot answer, profiles are still served,
-/// with zero counts and no relations, and a warning is logged: a profile read never fails for it.
+/// calls, and tweet counts from tweets in one, however many users there are, all at once. When one
+/// of them cannot answer, profiles are still served, with zero counts and no relations, and a
+/// warning is logged: a profile read never fails for it.
 struct UserHydrator: Sendable {
     let resources: ServiceResources
     /// Where `GET /media/<id>` is served (`AVIARY_MEDIA_PUBLIC_URL`), for `profileImageUrl`.
     let mediaBaseURL: String
-    /// How long a profile read waits for social-graph at most.
+    /// How long a profile read waits for social-graph or tweets at most.
     let graphTimeout: Duration
-    /// While social-graph is down, reads skip it for a second at a time and log once per 10 seconds.
-    let graphOutage = GraphOutage(pause: .seconds(1), warningInterval: .seconds(10))
+    /// While social-graph or tweets is down, reads skip it for a second at a time and log once per 10 seconds.
+    let graphOutage = PeerOutage(
+        service: "social-graph", missing: "follow counts and relations", pause: .seconds(1), warningInterval: .seconds(10))
+    let tweetsOutage = PeerOutage(service: "tweets", missing: "tweet counts", pause: .seconds(1), warningInterval: .seconds(10))
 
     /// The short form embedded in other services' results; needs no call to social-graph.
     func summary(_ record: UserRecord) -> UserSummary {
@@ -35,7 +38,8 @@ struct UserHydrator: Sendable {
         let ids = Array(Set(records.map(\.id))).sorted().map(EntityID.init)
         async let stats = statsByUser(ids, context: context)
         async let relations = relationsByUser(ids, viewer: viewer, context: context)
-        let (statsByUser, relationsByUser) = await (stats, relations)
+        async let tweets = tweetCountsByUser(ids, context: context)
+        let (statsByUser, relationsByUser, tweetsByUser) = await (stats, relations, tweets)
         return records.map { record in
             let counts = statsByUser[record.id]
             let relation = relationsByUser[record.id]
@@ -43,8 +47,9 @@ struct UserHydrator: Sendable {
             return User(
                 id: EntityID(record.id), username: record.username, fullname: record.fullname, bio: record.bio,
                 profileImageUrl: imageURL(record), createdAt: record.createdAt,
-                // `tweets` stays 0 until the tweets service exists to count them.
-                stats: UserStats(followers: counts?.followers ?? 0, following: counts?.following ?? 0, tweets: 0),
+                stats: UserStats(
+                    followers: counts?.followers ?? 0, following: counts?.following ?? 0,
+                    tweets: tweetsByUser[record.id] ?? 0),
                 isFollowed: !isSelf && (relation?.isFollowed ?? false), followsYou: !isSelf && (relation?.followsYou ?? false),
                 isCurrentUser: isSelf, email: isSelf ? record.email : nil)
         }
@@ -59,28 +64,38 @@ struct UserHydrator: Sendable {
         guard let viewer else { return [:] }
         let others = ids.filter { $0.value != viewer }
         guard !others.isEmpty else { return [:] }
-        let relations: [GraphRelation]? = await callGraph(
-            "graph.relationships", params: GraphRelationshipsParams(viewerId: EntityID(viewer), ids: others), context: context)
+        let relations: [GraphRelation]? = await callPeer(
+            .socialGraph, outage: graphOutage,
+            method: "graph.relationships", params: GraphRelationshipsParams(viewerId: EntityID(viewer), ids: others),
+            context: context)
         return Dictionary((relations ?? []).map { ($0.userId.value, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     private func statsByUser(_ ids: [EntityID], context: RPCContext?) async -> [Int64: GraphUserStats] {
-        let stats: [GraphUserStats]? = await callGraph("graph.statsMany", params: GraphStatsManyParams(ids: ids), context: context)
+        let stats: [GraphUserStats]? = await callPeer(
+            .socialGraph, outage: graphOutage, method: "graph.statsMany", params: GraphStatsManyParams(ids: ids), context: context)
         return Dictionary((stats ?? []).map { ($0.userId.value, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
-    private func callGraph<Params: Encodable & Sendable, Result: Decodable>(
-        _ method: String, params: Params, context: RPCContext?
+    /// How many tweets each of `ids` has (one `tweets.statsMany` call).
+    private func tweetCountsByUser(_ ids: [EntityID], context: RPCContext?) async -> [Int64: Int64] {
+        let stats: [TweetCount]? = await callPeer(
+            .tweets, outage: tweetsOutage, method: "tweets.statsMany", params: GraphStatsManyParams(ids: ids), context: context)
+        return Dictionary((stats ?? []).map { ($0.userId.value, $0.tweets) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    private func callPeer<Params: Encodable & Sendable, Result: Decodable>(
+        _ service: ServiceName, outage: PeerOutage, method: String, params: Params, context: RPCContext?
     ) async -> Result? {
-        guard graphOutage.allowsCall else { return nil }
+        guard outage.allowsCall else { return nil }
         var timeout = graphTimeout
         if let left = context?.remainingMilliseconds { timeout = min(timeout, .milliseconds(max(1, left))) }
         do {
-            return try await resources.client(for: .socialGraph).call(
+            return try await resources.client(for: service).call(
                 method, params: params, meta: resources.internalMeta(context), timeout: timeout, idempotent: true,
                 as: Result.self)
         } catch {
-            graphOutage.failed(
+            outage.failed(
                 method: method, unreachable: (error as? RPCError)?.reason == "unavailable", error: "\(error)",
                 logger: context?.logger ?? resources.logger)
             return nil

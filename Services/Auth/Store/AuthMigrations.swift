@@ -1,4 +1,5 @@
 import Postgres
+import ServiceKit
 
 /// The tables of the `auth` schema: accounts, their external sign-in identities, and sessions.
 enum AuthMigrations {
@@ -58,5 +59,6 @@ enum AuthMigrations {
                 );
                 CREATE INDEX spent_refresh_tokens_session_id ON auth.spent_refresh_tokens (session_id);
                 """),
+        Outbox.migration(schema: "auth", version: 4),
     ]
 }

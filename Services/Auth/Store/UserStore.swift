@@ -84,18 +84,33 @@ struct UserStore: Sendable {
             .map { try UserRecord(row: $0) }
     }
 
-    /// Changes the given profile fields (nil leaves one as it is); nil when the account is gone.
+    /// The accounts with these (lower-case) usernames that exist, in no particular order.
+    func find(usernames: [String]) async throws -> [UserRecord] {
+        guard !usernames.isEmpty else { return [] }
+        return try await postgres.query("SELECT \(UserRecord.columns) FROM auth.users WHERE username = ANY($1)", [usernames])
+            .map { try UserRecord(row: $0) }
+    }
+
+    /// Changes the given profile fields (nil leaves one as it is); nil when the account is gone. In
+    /// the same statement, a `users`/`updated` event `{userId}` goes to the outbox, so services that
+    /// cache profiles (tweets) drop theirs.
     func updateProfile(
         userID: Int64, fullname: String?, bio: String?, username: String?, profileImageID: Int64?
     ) async throws -> UserRecord? {
         try await Self.namingConflicts {
             try await postgres.query(
                 """
-                UPDATE auth.users SET
-                    fullname = coalesce($2, fullname), bio = coalesce($3, bio), username = coalesce($4, username),
-                    profile_image_id = coalesce($5, profile_image_id), updated_at = now()
-                WHERE id = $1
-                RETURNING \(UserRecord.columns)
+                WITH updated AS (
+                    UPDATE auth.users SET
+                        fullname = coalesce($2, fullname), bio = coalesce($3, bio), username = coalesce($4, username),
+                        profile_image_id = coalesce($5, profile_image_id), updated_at = now()
+                    WHERE id = $1
+                    RETURNING \(UserRecord.columns)
+                ), event AS (
+                    INSERT INTO auth.outbox (topic, type, payload)
+                    SELECT 'users', 'updated', jsonb_build_object('userId', id::text) FROM updated
+                )
+                SELECT * FROM updated
                 """, [userID, fullname, bio, username, profileImageID]
             ).first.map { try UserRecord(row: $0) }
         }
