@@ -90,6 +90,20 @@ import Testing
         #expect(response?["result"]?["timeoutMs"] == 5000)
     }
 
+    /// A call without a trace starts one, so its log lines and downstream calls share a trace id;
+    /// each downstream call is a new span of the caller's trace.
+    @Test func everyCallHasATraceThatTravelsDownstream() async throws {
+        let started = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"meta"}"#))
+        let parts = try #require(started?["result"]?["traceparent"]?.stringValue).split(separator: "-")
+        #expect(parts.count == 4 && parts[0] == "00" && parts[1].count == 32 && parts[2].count == 16)
+        let given = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        let downstream = json(await router.answer(
+            #"{"jsonrpc":"2.0","id":1,"method":"downstreamMeta","params":{"_meta":{"traceparent":"\#(given)"}}}"#))
+        let child = try #require(downstream?["result"]?["traceparent"]?.stringValue)
+        #expect(child.hasPrefix("00-0af7651916cd43dd8448eb211c80319c-"))
+        #expect(child != given)
+    }
+
     @Test func deadlinesAreHonoured() async {
         let spent = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"sleep","params":{"milliseconds":1,"_meta":{"timeoutMs":0}}}"#))
         #expect(spent?["error"]?["code"] == -32051)

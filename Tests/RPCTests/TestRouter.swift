@@ -59,6 +59,10 @@ func makeTestRouter() -> RPCRouter {
     router.register("meta", summary: "Returns the request's metadata.", access: .anonymous) { (_: Empty, context) in
         context.meta
     }
+    router.register("downstreamMeta", summary: "Returns the _meta a downstream call would carry.", access: .anonymous) {
+        (_: Empty, context) in
+        context.downstreamMeta()
+    }
     router.register("fail", summary: "Throws a Swift error that is not an RPC error.", access: .anonymous) {
         (_: Empty, _) -> Empty in
         throw CocoaError(.fileNoSuchFile)

@@ -26,6 +26,33 @@ public struct RequestMeta: Sendable, Hashable, Codable {
         return String(parts[1])
     }
 
+    /// This call's trace: the caller's when `traceparent` is valid, otherwise a new trace started
+    /// here, so that every log line of the request and every call it makes downstream carry one id.
+    public func continuingTrace() -> RequestMeta {
+        guard traceID == nil else { return self }
+        var meta = self
+        meta.traceparent = "00-\(Self.randomHex(bytes: 16))-\(Self.randomHex(bytes: 8))-01"
+        return meta
+    }
+
+    /// The `traceparent` for a call made on behalf of this one: the same trace id, a new parent
+    /// (span) id, as W3C trace context asks of each hop.
+    public var childTraceparent: String? {
+        guard let traceID else { return traceparent }
+        return "00-\(traceID)-\(Self.randomHex(bytes: 8))-01"
+    }
+
+    private static func randomHex(bytes: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        var text = ""
+        text.reserveCapacity(bytes * 2)
+        for _ in 0..<bytes {
+            let byte = UInt8.random(in: 0...255, using: &generator)
+            text += byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
+        }
+        return text
+    }
+
     /// Lenient reading: a `_meta` field of the wrong type is ignored rather than failing the call,
     /// except where it matters (a non-string token fails authentication later as a missing one).
     init(json: JSONValue?) {

@@ -53,6 +53,6 @@ public struct RPCContext: Sendable {
 
     /// `_meta` for a call this handler makes to another service: the trace and the remaining budget travel on.
     public func downstreamMeta(token: String? = nil, service: String? = nil) -> RequestMeta {
-        RequestMeta(token: token, service: service, traceparent: meta.traceparent, timeoutMs: remainingMilliseconds)
+        RequestMeta(token: token, service: service, traceparent: meta.childTraceparent, timeoutMs: remainingMilliseconds)
     }
 }

@@ -149,7 +149,7 @@ public struct RPCRouter: Sendable {
     private func call(_ method: Method, header: RequestHeader, frame: Data, connection: RPCConnection?) async
         -> Swift.Result<RawJSON, RPCError>
     {
-        let meta = RequestMeta(json: header.meta)
+        let meta = RequestMeta(json: header.meta).continuingTrace()
         var logger = self.logger
         logger[metadataKey: "rpc.method"] = "\(method.name)"
         if let traceID = meta.traceID { logger[metadataKey: "trace_id"] = "\(traceID)" }
