@@ -4,8 +4,8 @@ import RPC
 import TestSupport
 import Testing
 
-/// A real service executable (tweets, whose domain methods come later) started against real
-/// Postgres and Redis: the runtime every service shares.
+/// A real service executable (social-graph; any would do) started against real Postgres and Redis: the
+/// runtime every service shares.
 @Suite struct ServiceRuntimeTests {
     private func environment() async throws -> [String: String] {
         let postgres = try await TestServers.postgres()
@@ -19,12 +19,12 @@ import Testing
     }
 
     @Test func answersDiscoverHealthAndAdminEndpoints() async throws {
-        let service = try await ServiceProcess.start(executable: "aviary-tweets", environment: try await environment())
+        let service = try await ServiceProcess.start(executable: "aviary-social-graph", environment: try await environment())
         defer { service.kill() }
         let client = RPCClient(configuration: .init(addresses: [service.rpcAddress]), logger: Logger(label: "test"))
         let health = try await client.call("system.health", as: JSONValue.self)
         #expect(health["status"] == "ok")
-        #expect(health["service"] == "tweets")
+        #expect(health["service"] == "social-graph")
         #expect(health["dependencies"] == ["postgres": "ok", "redis": "ok"])
         let discover = try await client.call("rpc.discover", as: JSONValue.self)
         #expect(discover["openrpc"]?.stringValue?.hasPrefix("1.") == true)
@@ -41,7 +41,7 @@ import Testing
     }
 
     @Test func sigtermWithAnIdleClientExitsLongBeforeTheDrainTimeout() async throws {
-        let service = try await ServiceProcess.start(executable: "aviary-tweets", environment: try await environment())
+        let service = try await ServiceProcess.start(executable: "aviary-social-graph", environment: try await environment())
         defer { service.kill() }
         let idle = try RPCLineClient(port: service.rpcPort)
         try idle.send(#"{"jsonrpc":"2.0","id":1,"method":"system.health"}"# + "\n")
@@ -56,18 +56,49 @@ import Testing
         #expect(await idle.isClosedByPeer(within: .milliseconds(100)))
     }
 
+    /// systemd's notify protocol from the real executable: `READY=1` once it serves, `WATCHDOG=1` at
+    /// half of `WATCHDOG_USEC`, and `STOPPING=1` as soon as SIGTERM starts the drain.
+    @Test func tellsSystemdItIsReadyAliveAndStopping() async throws {
+        let socket = try NotifySocket()
+        var environment = try await environment()
+        environment["NOTIFY_SOCKET"] = socket.address
+        environment["WATCHDOG_USEC"] = "400000"
+        let service = try await ServiceProcess.start(executable: "aviary-social-graph", environment: environment)
+        defer { service.kill() }
+        #expect(try await socket.receive(timeout: .seconds(10)) == "READY=1\nSTATUS=serving")
+        #expect(try await socket.receive(timeout: .seconds(10)) == "WATCHDOG=1")
+        #expect(try await socket.receive(timeout: .seconds(10)) == "WATCHDOG=1")
+        service.terminate()
+        var stopping = false
+        while let message = try await socket.receive(timeout: .seconds(10)) {
+            if message == "STOPPING=1\nSTATUS=draining" {
+                stopping = true
+                break
+            }
+            #expect(message == "WATCHDOG=1")
+        }
+        #expect(stopping)
+        #expect(await service.waitForExit(timeout: .seconds(15)) == 0)
+    }
+
     @Test func twoInstancesStartingTogetherMigrateOnce() async throws {
         var environment = try await environment()
         environment["AVIARY_LOG_LEVEL"] = "debug"
-        async let first = ServiceProcess.start(executable: "aviary-tweets", environment: environment)
-        async let second = ServiceProcess.start(executable: "aviary-tweets", environment: environment)
+        async let first = ServiceProcess.start(executable: "aviary-social-graph", environment: environment)
+        async let second = ServiceProcess.start(executable: "aviary-social-graph", environment: environment)
         let (a, b) = try await (first, second)
         defer {
             a.kill()
             b.kill()
         }
-        let applied = [a.logText(), b.logText()].map { $0.components(separatedBy: "applied migration").count - 1 }
-        #expect(applied.reduce(0, +) == 1)  // the shared-secrets migration, applied by exactly one of them
+        // Each migration is applied by exactly one of them; the other finds it done.
+        let applied = [a.logText(), b.logText()].map { log in
+            log.split(separator: "\n").filter { $0.contains("applied migration") }
+        }
+        let all = applied[0] + applied[1]
+        #expect(!all.isEmpty)
+        let names = all.compactMap { line in line.range(of: "applied migration").map { String(line[$0.upperBound...]) } }
+        #expect(Set(names).count == names.count, "a migration applied twice: \(names)")
     }
 
     @Test func badConfigurationIsReportedClearly() async throws {
@@ -75,7 +106,7 @@ import Testing
         environment["AVIARY_RPC_PORT"] = "abc"
         do {
             let service = try await ServiceProcess.start(
-                executable: "aviary-tweets", environment: environment, readyTimeout: .seconds(10))
+                executable: "aviary-social-graph", environment: environment, readyTimeout: .seconds(10))
             service.kill()
             Issue.record("the service started with AVIARY_RPC_PORT=abc")
         } catch {

@@ -51,7 +51,7 @@ struct AdminConnection {
         let response = await self.responder.respond(to: request)
 
         var headers = response.headers
-        if !headers.contains(name: "content-length") {
+        if response.bodyStream == nil && !headers.contains(name: "content-length") {
             headers.replaceOrAdd(name: "content-length", value: String(response.body.readableBytes))
         }
         if !keepAlive {
@@ -60,8 +60,12 @@ struct AdminConnection {
             headers.replaceOrAdd(name: "connection", value: "keep-alive")
         }
         let responseHead = HTTPResponseHead(version: head.version, status: response.status, headers: headers)
-        if head.method == .HEAD || response.body.readableBytes == 0 {
+        if head.method == .HEAD || (response.bodyStream == nil && response.body.readableBytes == 0) {
             try await outbound.write(contentsOf: [.head(responseHead), .end(nil)])
+        } else if let stream = response.bodyStream {
+            try await outbound.write(.head(responseHead))
+            try await stream { piece in try await outbound.write(.body(.byteBuffer(piece))) }
+            try await outbound.write(.end(nil))
         } else {
             try await outbound.write(contentsOf: [.head(responseHead), .body(.byteBuffer(response.body)), .end(nil)])
         }

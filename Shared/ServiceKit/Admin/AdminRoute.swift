@@ -67,11 +67,18 @@ public struct AdminResponse: Sendable {
     public var status: HTTPResponseStatus
     public var headers: HTTPHeaders
     public var body: ByteBuffer
+    /// A body too large to hold in memory (a file), written piece by piece after the head instead of
+    /// ``body``. The route must set `Content-Length` itself; the stream is not called for HEAD.
+    public var bodyStream: AdminBodyStream?
 
-    public init(status: HTTPResponseStatus, headers: HTTPHeaders = [:], body: ByteBuffer = ByteBuffer()) {
+    public init(
+        status: HTTPResponseStatus, headers: HTTPHeaders = [:], body: ByteBuffer = ByteBuffer(),
+        bodyStream: AdminBodyStream? = nil
+    ) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.bodyStream = bodyStream
     }
 
     /// A `text/plain` response.
@@ -80,3 +87,10 @@ public struct AdminResponse: Sendable {
             status: status, headers: ["content-type": "text/plain; charset=utf-8"], body: ByteBuffer(string: text))
     }
 }
+
+/// Writes a streamed response body: it calls `write` once per piece, in order; an error thrown
+/// midway closes the connection (the client sees a short body).
+public typealias AdminBodyStream = @Sendable (_ write: AdminBodyWriter) async throws -> Void
+
+/// Sends one piece of a streamed body, waiting while the client is slow to read.
+public typealias AdminBodyWriter = @Sendable (ByteBuffer) async throws -> Void

@@ -95,12 +95,15 @@ public enum ServiceApplication {
                 async let redis = redis.isReachable()
                 return ["postgres": await postgres, "redis": await redis, "migrations": true]
             },
+            routes: resources.adminRoutes,
             logger: logger)
         let notifier = SystemdNotifier()
         let events = EventServices(definition, resources: resources)
         let group = ServiceGroup(
             configuration: .init(
-                services: events.relay + [.init(service: rpcServer), .init(service: adminServer)] + events.consumers,
+                services: events.relay + resources.backgroundServices
+                    + [.init(service: rpcServer), .init(service: adminServer)]
+                    + events.consumers + [.init(service: StoppingAnnouncer(notifier: notifier))],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
 
@@ -125,7 +128,6 @@ public enum ServiceApplication {
             }
             tasks.cancelAll()
         }
-        try? notifier.notify("STOPPING=1")
         await resources.shutdown()
         logger.info("stopped")
     }

@@ -21,6 +21,10 @@ public final class ServiceResources: Sendable {
     public let tokenVerifier: AccessTokenVerifier
     public let sessionRevocations: SessionRevocations
     private let clients = Mutex<[ServiceName: RPCClient]>([:])
+    /// The hub of ``liveHub``, once asked for.
+    let liveHubSlot = Mutex<LiveHub?>(nil)
+    /// Admin routes and background services `register` added (``addAdminRoute(_:)``).
+    let addedParts = Mutex(AddedParts())
 
     init(
         configuration: ServiceConfiguration, postgres: PostgresClient, redis: RedisClient, serviceCredential: String,

@@ -32,7 +32,7 @@ public struct ServiceConfiguration: Sendable {
     public var logLevel: Logger.Level
     /// `AVIARY_LOG_FORMAT`: text or json. Default text.
     public var logFormat: LogFormat
-    /// `AVIARY_MAX_FRAME_BYTES`: the longest JSON-RPC frame accepted, 1 KiB…1 GiB. Default 1 MiB.
+    /// `AVIARY_MAX_FRAME_BYTES`: the longest JSON-RPC frame accepted, 1 KiB…1 GiB. Default 1 MiB (media 4 MiB).
     public var maxFrameBytes: Int
 
     private var serviceAddresses: [ServiceName: [String]]
@@ -105,7 +105,8 @@ extension ServiceConfiguration {
                     "warning": .warning, "error": .error, "critical": .critical,
                 ]),
             logFormat: try values.choice("AVIARY_LOG_FORMAT", default: .text, from: ["text": .text, "json": .json]),
-            maxFrameBytes: try values.integer("AVIARY_MAX_FRAME_BYTES", default: 1 << 20, in: 1024...(1 << 30)),
+            maxFrameBytes: try values.integer(
+                "AVIARY_MAX_FRAME_BYTES", default: service.defaultMaxFrameBytes, in: 1024...(1 << 30)),
             serviceAddresses: addresses,
             values: values
         )

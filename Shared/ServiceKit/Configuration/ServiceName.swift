@@ -19,6 +19,10 @@ public enum ServiceName: String, Sendable, CaseIterable, Hashable, CustomStringC
     /// The default admin HTTP port: 7201 (auth) … 7207 (media).
     public var defaultAdminPort: Int { 7201 + self.index }
 
+    /// The default longest JSON-RPC frame (`AVIARY_MAX_FRAME_BYTES`): 1 MiB, but 4 MiB for media,
+    /// whose upload chunks travel as base64 inside a frame.
+    public var defaultMaxFrameBytes: Int { self == .media ? 4 << 20 : 1 << 20 }
+
     /// The part of environment variable names that names this service: `SOCIAL_GRAPH` in
     /// `AVIARY_SOCIAL_GRAPH_ADDRESSES`.
     public var environmentKeyPrefix: String {

@@ -1,0 +1,30 @@
+import ServiceLifecycle
+import Synchronization
+
+extension ServiceResources {
+    /// Serves `route` on the admin HTTP port as well (media serves `GET /media/<id>` this way).
+    /// Call it from `register`: the admin server is built after it.
+    public func addAdminRoute(_ route: AdminRoute) {
+        addedParts.withLock { $0.routes.append(route) }
+    }
+
+    /// Runs `service` (a background job, such as a sweeper) in the service group next to the
+    /// servers, so it starts with them and stops on graceful shutdown. Call it from `register`.
+    public func addBackgroundService(_ service: any Service) {
+        addedParts.withLock { $0.services.append(service) }
+    }
+
+    var adminRoutes: [AdminRoute] {
+        addedParts.withLock { $0.routes }
+    }
+
+    var backgroundServices: [ServiceGroupConfiguration.ServiceConfiguration] {
+        addedParts.withLock { $0.services }.map { .init(service: $0) }
+    }
+}
+
+/// What a service's `register` added to its process beyond RPC methods.
+struct AddedParts: Sendable {
+    var routes: [AdminRoute] = []
+    var services: [any Service] = []
+}

@@ -1,0 +1,255 @@
+import Logging
+import Synchronization
+import RPC
+import Redis
+import ServiceLifecycle
+
+/// Live delivery of one service's events to its users' open subscriptions, on every instance.
+///
+/// - Each user has a Redis channel `aviary:live:<service>:<userId>`. ``publish(to:event:)`` sends an
+///   event to those channels (one pipelined round trip); every instance reads all of them through ONE
+///   pattern subscription (`PSUBSCRIBE aviary:live:<service>:*` on a dedicated connection) and pushes
+///   each event to the subscriptions of that user it holds, as the notification `<service>.event` with
+///   params `{"subscription": "<id>", "event": <event>}` (contract §1).
+/// - Subscriptions live in a local registry (user → connection + subscription id) and leave it when
+///   the client unsubscribes or the connection closes.
+/// - Slow readers: ``RPCConnection/push(method:params:)`` disconnects a peer that stays over the
+///   socket's high-water mark for many pushes in a row, so a stalled reader holds at most that
+///   backlog; the hub itself queues nothing per subscriber except while one is held for a catch-up,
+///   and then at most `Options.holdLimit` events.
+/// - When the Redis subscription reconnects or its buffer overflowed, events may have been missed:
+///   every local subscription then gets the event `{"type": "resync"}` and should catch up from the
+///   source of truth.
+///
+/// It runs as a `Service` in the process's service group (``ServiceResources/liveHub``).
+public final class LiveHub: Service, Sendable {
+    /// Tuning of a hub; the defaults suit a service instance with tens of thousands of subscriptions.
+    public struct Options: Sendable {
+        /// Messages waiting between the Redis subscriber thread and the delivery task before the
+        /// oldest are dropped (followed by a resync notice).
+        public var bufferSize = 65_536
+        /// Events kept for a subscription held during its catch-up before the rest are dropped
+        /// (followed by a resync notice).
+        public var holdLimit = 1_024
+
+        public init() {}
+    }
+
+    /// A user's first subscription opened on this instance (`online`), or their last one closed.
+    public struct PresenceChange: Sendable, Hashable {
+        public var userID: Int64
+        public var online: Bool
+
+        public init(userID: Int64, online: Bool) {
+            self.userID = userID
+            self.online = online
+        }
+    }
+
+    /// The service whose events these are (`notifications`): names the channels and the push method.
+    public let service: String
+    /// The notification method of pushes: `<service>.event`.
+    public let method: String
+    private let redis: RedisClient
+    private let logger: Logger
+    private let options: Options
+    private let registry: LiveRegistry
+    private let channelPrefix: String
+    private let listening = Atomic<Bool>(false)
+
+    /// - Parameter redis: publishes go through its pool; the subscriber opens one connection of its own.
+    public init(service: String, redis: RedisClient, logger: Logger, options: Options = Options()) {
+        self.service = service
+        self.method = "\(service).event"
+        self.redis = redis
+        var logger = logger
+        logger[metadataKey: "live.service"] = "\(service)"
+        self.logger = logger
+        self.options = options
+        self.registry = LiveRegistry(holdLimit: options.holdLimit)
+        self.channelPrefix = "aviary:live:\(service):"
+    }
+
+    /// The Redis channel of `user`'s events.
+    public func channel(of user: Int64) -> String {
+        channelPrefix + String(user)
+    }
+
+    // MARK: Subscriptions
+
+    /// Opens a subscription of `user` on `connection` and returns its id (nil when the connection is
+    /// already closed). Events published to the user from now on are pushed to it. With `holding`,
+    /// they are kept instead until ``release(_:user:connection:replay:keep:)``, so that a catch-up
+    /// read after this call can be sent first without a gap or a reordering.
+    public func subscribe(user: Int64, connection: RPCConnection, holding: Bool = false) -> String? {
+        let registry = self.registry
+        // The registry entry is added after the id exists: hold the removal until then.
+        let box = SubscriptionIDBox()
+        guard let id = connection.addSubscription(cancel: { [weak connection] in
+            guard let connection, let id = box.id else { return }
+            registry.remove(user: user, connection: connection, id: id)
+        }) else { return nil }
+        box.id = id
+        registry.add(user: user, connection: connection, id: id, holding: holding)
+        if !connection.isActive {
+            // Closed between the two steps: its cancel may have run before the entry existed.
+            registry.remove(user: user, connection: connection, id: id)
+            return nil
+        }
+        return id
+    }
+
+    /// Ends the hold of a subscription opened with `holding: true`: pushes `replay` in order, then the
+    /// live events held meanwhile for which `keep` is true (to drop those `replay` already had), then
+    /// resumes live delivery.
+    public func release(
+        _ subscription: String, user: Int64, connection: RPCConnection, replay: [RawJSON],
+        keep: (RawJSON) -> Bool = { _ in true }
+    ) {
+        let method = self.method
+        registry.release(user: user, connection: connection, id: subscription) { held, overflowed in
+            for event in replay {
+                connection.push(method: method, params: Self.params(subscription: subscription, event: event))
+            }
+            for event in held where keep(event) {
+                connection.push(method: method, params: Self.params(subscription: subscription, event: event))
+            }
+            if overflowed {
+                connection.push(method: method, params: Self.params(subscription: subscription, event: Self.resync))
+            }
+        }
+    }
+
+    /// Ends a subscription of `connection`; false when there is no such subscription on it.
+    public func unsubscribe(_ subscription: String, connection: RPCConnection) -> Bool {
+        connection.cancelSubscription(subscription)
+    }
+
+    /// Whether `user` has a subscription open on this instance.
+    public func isConnectedHere(_ user: Int64) -> Bool {
+        registry.isConnected(user)
+    }
+
+    /// The users with a subscription open on this instance.
+    public var connectedUsersHere: [Int64] { registry.connectedUsers }
+
+    /// Whether the pattern subscription is confirmed, so that every event published from now on
+    /// reaches this instance (false before `run()` subscribed and after it ended).
+    public var isListening: Bool { listening.load(ordering: .acquiring) }
+
+    /// How many subscriptions are open on this instance.
+    public var subscriptionCount: Int { registry.count }
+
+    /// A new stream of this instance's presence changes (it keeps the 4,096 latest when not read).
+    public func presenceChanges() -> AsyncStream<PresenceChange> {
+        registry.presenceChanges()
+    }
+
+    // MARK: Publishing
+
+    /// Sends `event` to every subscription of each of `users`, on every instance, in one pipelined
+    /// round trip to Redis. Events published by one caller reach a subscriber in publishing order.
+    public func publish(to users: [Int64], event: RawJSON) async throws {
+        guard !users.isEmpty else { return }
+        let payload = RedisArgument(event.bytes)
+        _ = try await redis.pipeline(users.map { ["PUBLISH", RedisArgument(channel(of: $0)), payload] })
+    }
+
+    /// Sends different events to different users in one pipelined round trip.
+    public func publish(_ events: [(user: Int64, event: RawJSON)]) async throws {
+        guard !events.isEmpty else { return }
+        _ = try await redis.pipeline(events.map { ["PUBLISH", RedisArgument(channel(of: $0.user)), RedisArgument($0.event.bytes)] })
+    }
+
+    // MARK: Delivery
+
+    static let resync = RawJSON(unchecked: Array(#"{"type":"resync"}"#.utf8))
+
+    static func params(subscription: String, event: RawJSON) -> RawJSON {
+        var bytes = Array(#"{"subscription":""#.utf8)
+        bytes.reserveCapacity(bytes.count + subscription.utf8.count + event.bytes.count + 12)
+        bytes.append(contentsOf: subscription.utf8)
+        bytes.append(contentsOf: Array(#"","event":"#.utf8))
+        bytes.append(contentsOf: event.bytes)
+        bytes.append(UInt8(ascii: "}"))
+        return RawJSON(unchecked: bytes)
+    }
+
+    /// Pushes a message from Redis to the local subscriptions of the user its channel names.
+    func deliver(_ message: RedisMessage) {
+        guard message.channel.hasPrefix(channelPrefix),
+            let user = Int64(message.channel.dropFirst(channelPrefix.count))
+        else { return }
+        let event = RawJSON(unchecked: message.payload)
+        for (connection, subscription) in registry.targets(of: user, holding: event) {
+            connection.push(method: method, params: Self.params(subscription: subscription, event: event))
+        }
+    }
+
+    /// Tells every local subscription it may have missed events.
+    func announceResync() {
+        for (connection, subscription) in registry.all {
+            connection.push(method: method, params: Self.params(subscription: subscription, event: Self.resync))
+        }
+    }
+
+    /// Reads the pattern subscription until the service group shuts down or the task is cancelled.
+    public func run() async throws {
+        let subscriber = RedisSubscriber(configuration: redis.configuration, logger: logger)
+        await withGracefulShutdownHandler {
+            await withDiscardingTaskGroup { tasks in
+                tasks.addTask {
+                    for await event in subscriber.events() where event == .reconnected {
+                        self.logger.info("live delivery reconnected to Redis; subscribers are told to resync")
+                        self.announceResync()
+                    }
+                }
+                tasks.addTask {
+                    guard let subscription = await self.patternSubscription(subscriber) else { return }
+                    self.listening.store(true, ordering: .releasing)
+                    defer { self.listening.store(false, ordering: .releasing) }
+                    var dropped = 0
+                    for await message in subscription {
+                        self.deliver(message)
+                        let nowDropped = subscription.droppedMessageCount
+                        if nowDropped != dropped {
+                            dropped = nowDropped
+                            self.announceResync()
+                        }
+                    }
+                }
+            }
+        } onGracefulShutdown: {
+            Task { await subscriber.shutdown() }
+        }
+        await subscriber.shutdown()
+        registry.finishPresence()
+    }
+
+    /// Subscribes to the service's pattern, retrying while Redis is unreachable; nil once shut down.
+    private func patternSubscription(_ subscriber: RedisSubscriber) async -> RedisSubscription? {
+        var delay = Duration.milliseconds(100)
+        while !Task.isCancelled {
+            do {
+                return try await subscriber.psubscribe(channelPrefix + "*", bufferSize: options.bufferSize)
+            } catch let error as RedisError where error.code != .closed {
+                logger.warning("live delivery cannot subscribe yet", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            } catch {
+                return nil
+            }
+        }
+        return nil
+    }
+}
+
+/// The subscription id, set once `addSubscription` returned it, for the cancel closure made before.
+private final class SubscriptionIDBox: Sendable {
+    private let value = Mutex<String?>(nil)
+
+    var id: String? {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+}

@@ -1,0 +1,126 @@
+import RPC
+import Synchronization
+
+/// The subscriptions open on this process, by user, for ``LiveHub``.
+final class LiveRegistry: Sendable {
+    /// One open subscription: where to push, and the live events held back while it catches up.
+    struct Entry {
+        let connection: RPCConnection
+        let id: String
+        /// Non-nil while the subscription is held (``LiveHub/subscribe(user:connection:holding:)``).
+        var held: [RawJSON]?
+        /// Whether events were dropped while held (more than the hold limit arrived).
+        var heldOverflowed = false
+    }
+
+    private struct State {
+        var users: [Int64: [Entry]] = [:]
+        var count = 0
+        var presence: [Int: AsyncStream<LiveHub.PresenceChange>.Continuation] = [:]
+        var nextPresenceSink = 0
+    }
+
+    private let state = Mutex(State())
+    private let holdLimit: Int
+
+    init(holdLimit: Int) {
+        self.holdLimit = holdLimit
+    }
+
+    var count: Int { state.withLock { $0.count } }
+
+    func isConnected(_ user: Int64) -> Bool {
+        state.withLock { $0.users[user] != nil }
+    }
+
+    var connectedUsers: [Int64] {
+        state.withLock { Array($0.users.keys) }
+    }
+
+    func add(user: Int64, connection: RPCConnection, id: String, holding: Bool) {
+        let sinks: [AsyncStream<LiveHub.PresenceChange>.Continuation] = state.withLock { state in
+            let first = state.users[user] == nil
+            state.users[user, default: []].append(Entry(connection: connection, id: id, held: holding ? [] : nil))
+            state.count += 1
+            return first ? Array(state.presence.values) : []
+        }
+        for sink in sinks { sink.yield(LiveHub.PresenceChange(userID: user, online: true)) }
+    }
+
+    func remove(user: Int64, connection: RPCConnection, id: String) {
+        let sinks: [AsyncStream<LiveHub.PresenceChange>.Continuation] = state.withLock { state in
+            guard var entries = state.users[user],
+                let index = entries.firstIndex(where: { $0.connection === connection && $0.id == id })
+            else { return [] }
+            entries.remove(at: index)
+            state.count -= 1
+            state.users[user] = entries.isEmpty ? nil : entries
+            return entries.isEmpty ? Array(state.presence.values) : []
+        }
+        for sink in sinks { sink.yield(LiveHub.PresenceChange(userID: user, online: false)) }
+    }
+
+    /// The subscriptions of `user` to push `event` to now; held ones keep it for later instead.
+    func targets(of user: Int64, holding event: RawJSON) -> [(RPCConnection, String)] {
+        state.withLock { state in
+            guard var entries = state.users[user] else { return [] }
+            var targets: [(RPCConnection, String)] = []
+            for index in entries.indices {
+                if entries[index].held == nil {
+                    targets.append((entries[index].connection, entries[index].id))
+                } else if entries[index].held!.count < holdLimit {
+                    entries[index].held!.append(event)
+                } else {
+                    entries[index].heldOverflowed = true
+                }
+            }
+            state.users[user] = entries
+            return targets
+        }
+    }
+
+    /// Ends the hold of one subscription: `deliver` runs under the lock with the held events, so no
+    /// live event can overtake them. Nothing runs when the subscription is gone or not held.
+    func release(
+        user: Int64, connection: RPCConnection, id: String,
+        _ deliver: (_ held: [RawJSON], _ overflowed: Bool) -> Void
+    ) {
+        state.withLock { state in
+            guard var entries = state.users[user],
+                let index = entries.firstIndex(where: { $0.connection === connection && $0.id == id }),
+                let held = entries[index].held
+            else { return }
+            deliver(held, entries[index].heldOverflowed)
+            entries[index].held = nil
+            entries[index].heldOverflowed = false
+            state.users[user] = entries
+        }
+    }
+
+    /// Every open subscription (for a resync notice).
+    var all: [(RPCConnection, String)] {
+        state.withLock { state in state.users.values.flatMap { $0.map { ($0.connection, $0.id) } } }
+    }
+
+    func presenceChanges() -> AsyncStream<LiveHub.PresenceChange> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: LiveHub.PresenceChange.self, bufferingPolicy: .bufferingNewest(4096))
+        let sink = state.withLock { state in
+            defer { state.nextPresenceSink += 1 }
+            state.presence[state.nextPresenceSink] = continuation
+            return state.nextPresenceSink
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.presence.removeValue(forKey: sink) }
+        }
+        return stream
+    }
+
+    func finishPresence() {
+        let sinks = state.withLock { state in
+            defer { state.presence = [:] }
+            return Array(state.presence.values)
+        }
+        for sink in sinks { sink.finish() }
+    }
+}

@@ -1,0 +1,17 @@
+import Synchronization
+
+extension ServiceResources {
+    /// The service's live-delivery hub (``LiveHub``, channels `aviary:live:<service>:<userId>`),
+    /// created on first use. Ask for it in `register`: creating it adds it to the service group as a
+    /// background service (``addBackgroundService(_:)``), which must happen before the group starts.
+    public var liveHub: LiveHub {
+        let (hub, created) = liveHubSlot.withLock { slot -> (LiveHub, Bool) in
+            if let hub = slot { return (hub, false) }
+            let hub = LiveHub(service: configuration.service.rawValue, redis: redis, logger: logger)
+            slot = hub
+            return (hub, true)
+        }
+        if created { addBackgroundService(hub) }
+        return hub
+    }
+}

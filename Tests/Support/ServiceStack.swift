@@ -1,0 +1,256 @@
+import AviaryAPI
+import Foundation
+import Logging
+import Postgres
+import RPC
+import Redis
+import Synchronization
+
+/// Real Aviary executables wired together for multi-service tests: one fresh database (each service
+/// in its own schema, as in production), one Redis database, one service credential and one token
+/// signing key, and every `AVIARY_<SERVICE>_ADDRESSES` pointing at the stack's instance.
+///
+/// A service may run as several instances (`instances`): the others are then given every one of
+/// their addresses, as a production deployment would, and spread their calls over them. Ports are
+/// chosen before any process starts, so services that call each other find each other whatever
+/// order they become ready in, and a restarted instance comes back on the same ports.
+public final class ServiceStack: Sendable {
+    /// The environment every service of the stack runs with (ports aside).
+    public let environment: [String: String]
+    public let serviceCredential: String
+    /// The stack's database, for checks of what the services stored.
+    public let database: PostgresClient
+    /// The stack's Redis database.
+    public let redis: RedisClient
+    private let ports: [String: [(rpc: Int, admin: Int)]]
+    private let processes: Mutex<[String: [ServiceProcess]]>
+    private let clients: [String: RPCClient]
+    /// Folders the stack made (the shared media root), removed with it.
+    private let cleanupTokens: [Int]
+    private let userCounter = Atomic<Int>(0)
+    /// Makes usernames unique across stacks sharing a Postgres server in one test run.
+    private let userPrefix = String(Int.random(in: 0..<36 * 36 * 36), radix: 36)
+
+    private init(
+        environment: [String: String], serviceCredential: String, database: PostgresClient, redis: RedisClient,
+        ports: [String: [(rpc: Int, admin: Int)]], processes: [String: [ServiceProcess]], clients: [String: RPCClient],
+        cleanupTokens: [Int]
+    ) {
+        self.cleanupTokens = cleanupTokens
+        self.environment = environment
+        self.serviceCredential = serviceCredential
+        self.database = database
+        self.redis = redis
+        self.ports = ports
+        self.processes = Mutex(processes)
+        self.clients = clients
+    }
+
+    /// Starts `services` (by executable suffix: "auth", "tweets", "social-graph", "timeline",
+    /// "messaging", "notifications", "media") on a new database and Redis database `redisDatabase`
+    /// (which is flushed first), with `extra` added to their environment, and waits until each is ready.
+    /// `instances` says how many of a service to run (one when not listed).
+    ///
+    /// Passwords are hashed at a low Argon2 cost so that tests can make many accounts quickly.
+    public static func start(
+        _ services: [String], redisDatabase: Int, environment extra: [String: String] = [:],
+        instances: [String: Int] = [:]
+    ) async throws -> ServiceStack {
+        let postgres = try await TestServers.postgres()
+        let redisServer = try await TestServers.redis()
+        let databaseURL = try await postgres.makeDatabase()
+        let redisURL = redisServer.url + "/\(redisDatabase)"
+        let serviceCredential = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let seed = (0..<32).map { _ in UInt8.random(in: 0...255) }
+
+        var ports: [String: [(rpc: Int, admin: Int)]] = [:]
+        for service in services {
+            ports[service] = try (0..<max(1, instances[service] ?? 1)).map { _ in (try freePort(), try freePort()) }
+        }
+        var environment = [
+            "AVIARY_POSTGRES_URL": databaseURL,
+            "AVIARY_POSTGRES_POOL_SIZE": "8",
+            "AVIARY_REDIS_URL": redisURL,
+            "AVIARY_SERVICE_SECRET": serviceCredential,
+            "AVIARY_TOKEN_SIGNING_KEY": Data(seed).base64EncodedString(),
+            "AVIARY_AUTH_ARGON2_MEMORY_KIB": "256",
+            "AVIARY_AUTH_ARGON2_ITERATIONS": "1",
+            "AVIARY_AUTH_LOGIN_PER_ACCOUNT_PER_MINUTE": "100000",
+            "AVIARY_AUTH_LOGIN_PER_ADDRESS_PER_MINUTE": "100000",
+            "AVIARY_AUTH_REGISTER_PER_ADDRESS_PER_HOUR": "100000",
+        ]
+        for (service, ports) in ports {
+            environment["AVIARY_\(variablePart(service))_ADDRESSES"] = ports.map { "127.0.0.1:\($0.rpc)" }.joined(separator: ",")
+        }
+        var cleanupTokens: [Int] = []
+        if let media = ports["media"]?.first {
+            environment["AVIARY_MEDIA_PUBLIC_URL"] = "http://127.0.0.1:\(media.admin)"
+            // Every media instance serves every file, as with a shared volume in production.
+            let root = try TemporaryFolder.create("media-root")
+            cleanupTokens.append(ExitCleanup.register(root))
+            environment["AVIARY_MEDIA_ROOT"] = root.path
+        }
+        environment.merge(extra) { _, given in given }
+
+        let logger = Logger(label: "service-stack")
+        let redis = RedisClient(configuration: try RedisConfiguration(url: redisURL, poolSize: 4), logger: logger)
+        _ = try await redis.send(["FLUSHDB"])
+        var options = PostgresConfiguration.Options()
+        options.poolSize = 4
+        let database = try PostgresClient(configuration: PostgresConfiguration(url: databaseURL, options: options), logger: logger)
+
+        let sharedEnvironment = environment
+        let processes = try await withThrowingTaskGroup(of: (String, Int, ServiceProcess).self) { group in
+            for (service, ports) in ports {
+                for (instance, port) in ports.enumerated() {
+                    group.addTask {
+                        let process = try await startProcess(
+                            service, environment: sharedEnvironment, rpc: port.rpc, admin: port.admin)
+                        return (service, instance, process)
+                    }
+                }
+            }
+            var started: [String: [Int: ServiceProcess]] = [:]
+            for try await (service, instance, process) in group { started[service, default: [:]][instance] = process }
+            return started.mapValues { byInstance in byInstance.keys.sorted().map { byInstance[$0]! } }
+        }
+        var clients: [String: RPCClient] = [:]
+        for (service, ports) in ports {
+            var configuration = RPCClient.Configuration(addresses: ports.map { "127.0.0.1:\($0.rpc)" })
+            configuration.connectionsPerAddress = 4
+            clients[service] = RPCClient(configuration: configuration, logger: logger)
+        }
+        return ServiceStack(
+            environment: environment, serviceCredential: serviceCredential, database: database, redis: redis,
+            ports: ports, processes: processes, clients: clients, cleanupTokens: cleanupTokens)
+    }
+
+    deinit {
+        for token in cleanupTokens { ExitCleanup.release(token) }
+    }
+
+    /// `social-graph` → `SOCIAL_GRAPH`, as in `AVIARY_SOCIAL_GRAPH_ADDRESSES`.
+    private static func variablePart(_ service: String) -> String {
+        service.uppercased().replacingOccurrences(of: "-", with: "_")
+    }
+
+    private static func startProcess(
+        _ service: String, environment: [String: String], rpc: Int, admin: Int
+    ) async throws -> ServiceProcess {
+        var environment = environment
+        environment["AVIARY_RPC_PORT"] = String(rpc)
+        environment["AVIARY_ADMIN_PORT"] = String(admin)
+        return try await ServiceProcess.start(executable: "aviary-\(service)", environment: environment)
+    }
+
+    /// Instance `instance` (the first by default) of `service`.
+    public func process(_ service: String, instance: Int = 0) -> ServiceProcess {
+        processes(service)[instance]
+    }
+
+    /// Every instance of `service` the stack's addresses point at.
+    public func processes(_ service: String) -> [ServiceProcess] {
+        guard let processes = processes.withLock({ $0[service] }) else {
+            preconditionFailure("\(service) is not part of this stack")
+        }
+        return processes
+    }
+
+    /// A client of `service`, spreading calls over all its instances.
+    public func client(_ service: String) -> RPCClient {
+        guard let client = clients[service] else { preconditionFailure("\(service) is not part of this stack") }
+        return client
+    }
+
+    /// Stops an instance of `service` (SIGKILL, or SIGTERM when `graceful`) and starts it again on
+    /// the same ports.
+    public func restart(_ service: String, instance: Int = 0, graceful: Bool = false) async throws {
+        try await stop(service, instance: instance, graceful: graceful)
+        try await start(service, instance: instance)
+    }
+
+    /// Stops an instance of `service`: `kill -9`, or SIGTERM when `graceful`.
+    public func stop(_ service: String, instance: Int = 0, graceful: Bool = false) async throws {
+        let old = process(service, instance: instance)
+        if graceful { old.terminate() } else { old.kill() }
+        _ = await old.waitForExit(timeout: .seconds(30))
+    }
+
+    /// Starts a stopped instance of `service` again on its ports.
+    public func start(_ service: String, instance: Int = 0) async throws {
+        let port = ports[service]![instance]
+        let new = try await Self.startProcess(service, environment: environment, rpc: port.rpc, admin: port.admin)
+        processes.withLock { $0[service]![instance] = new }
+    }
+
+    /// Another instance of `service` on ports of its own; the other services' addresses do not
+    /// include it.
+    public func startExtraInstance(_ service: String, environment extra: [String: String] = [:]) async throws -> ServiceProcess {
+        try await Self.startProcess(
+            service, environment: environment.merging(extra) { _, given in given }, rpc: try freePort(),
+            admin: try freePort())
+    }
+
+    /// Registers a new account through `auth.register` (auth must be in the stack).
+    public func makeUser(_ name: String = "user") async throws -> StackUser {
+        let number = userCounter.add(1, ordering: .relaxed).newValue
+        let username = "\(name.lowercased().filter { $0.isLetter || $0.isNumber }.prefix(6))_\(userPrefix)\(number)"
+        let registered: Registered = try await client("auth").call(
+            "auth.register",
+            params: [
+                "email": JSONValue.string("\(username)@example.com"), "password": "correct horse battery",
+                "username": .string(username), "fullname": .string("Test \(name)"),
+            ], as: Registered.self)
+        return StackUser(id: registered.user.id, username: username, token: registered.accessToken)
+    }
+
+    /// `count` new accounts, registered a few at a time.
+    public func makeUsers(_ count: Int, _ name: String = "user") async throws -> [StackUser] {
+        try await withThrowingTaskGroup(of: (Int, StackUser).self) { group in
+            var users = [StackUser?](repeating: nil, count: count)
+            var next = 0
+            func add() {
+                let index = next
+                next += 1
+                group.addTask { (index, try await self.makeUser(name)) }
+            }
+            while next < min(count, 8) { add() }
+            for try await (index, user) in group {
+                users[index] = user
+                if next < count { add() }
+            }
+            return users.map { $0! }
+        }
+    }
+
+    /// Calls a method of `service` as `user` (or anonymously) and decodes the result.
+    public func call<Result: Decodable>(
+        _ service: String, _ method: String, _ params: [String: JSONValue] = [:], as user: StackUser? = nil,
+        decoding type: Result.Type = Result.self
+    ) async throws -> Result {
+        try await client(service).call(method, params: params, meta: RequestMeta(token: user?.token), as: type)
+    }
+
+    /// Calls an internal method of `service` with the stack's service credential.
+    public func callInternal<Result: Decodable>(
+        _ service: String, _ method: String, _ params: [String: JSONValue], decoding type: Result.Type = Result.self
+    ) async throws -> Result {
+        try await client(service).call(method, params: params, meta: RequestMeta(service: serviceCredential), as: type)
+    }
+
+    private struct Registered: Decodable {
+        struct User: Decodable { var id: EntityID }
+        var user: User
+        var accessToken: String
+    }
+}
+
+/// An account of a ``ServiceStack``, with an access token of its own.
+public struct StackUser: Sendable, Hashable {
+    public var id: EntityID
+    public var username: String
+    public var token: String
+
+    /// The id as the wire carries it.
+    public var idValue: JSONValue { .string(id.description) }
+}
