@@ -12,12 +12,20 @@ let services: [(executable: String, target: String, folder: String, extra: [Targ
         "CArgon2", "AuthTokens", .product(name: "JWTKit", package: "jwt-kit"),
         .product(name: "Crypto", package: "swift-crypto"), .product(name: "Metrics", package: "swift-metrics"),
     ]),
-    ("aviary-tweets", "TweetsService", "Tweets", []),
+    ("aviary-tweets", "TweetsService", "Tweets", [.product(name: "Logging", package: "swift-log")]),
     ("aviary-social-graph", "SocialGraphService", "SocialGraph", []),
     ("aviary-timeline", "TimelineService", "Timeline", []),
-    ("aviary-messaging", "MessagingService", "Messaging", []),
-    ("aviary-notifications", "NotificationsService", "Notifications", []),
-    ("aviary-media", "MediaService", "Media", []),
+    ("aviary-messaging", "MessagingService", "Messaging", [.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
+    ("aviary-notifications", "NotificationsService", "Notifications", [
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+    ]),
+    ("aviary-media", "MediaService", "Media", [
+        .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+    ]),
 ]
 
 let nio: [Target.Dependency] = [
@@ -95,7 +103,7 @@ let package = Package(
 
         .target(
             name: "TestSupport", dependencies: [
-                "RPC", logging, .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "RPC", "Postgres", "Redis", "AviaryAPI", logging, .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "RPCTests", dependencies: ["RPC", "TestSupport"], swiftSettings: strict),
@@ -105,7 +113,7 @@ let package = Package(
         .testTarget(
             name: "ServiceKitTests", dependencies: ["ServiceKit", "TestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "SystemTests", dependencies: ["RPC", "TestSupport"], swiftSettings: strict),
+            name: "SystemTests", dependencies: ["RPC", "AviaryAPI", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "EventsTests",
             dependencies: [
@@ -124,8 +132,34 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(
+            name: "MessagingServiceTests",
+            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "TestSupport", logging],
+            swiftSettings: strict),
+        .testTarget(
+            name: "NotificationsServiceTests",
+            dependencies: [
+                "RPC", "AviaryAPI", "ServiceKit", "Postgres", "Redis", "TestSupport", logging,
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict),
+        .testTarget(
+            name: "TimelineServiceTests",
+            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "TestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "TweetsServiceTests",
+            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "TestSupport"],
+            swiftSettings: strict),
+        .testTarget(
             name: "SocialGraphTests",
             dependencies: ["RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "TestSupport", logging],
+            swiftSettings: strict),
+        .testTarget(
+            name: "MediaServiceTests",
+            dependencies: [
+                "RPC", "AviaryAPI", "Postgres", "TestSupport", logging,
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strict),
     ] + services.map {
         .executableTarget(

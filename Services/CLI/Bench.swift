@@ -5,7 +5,7 @@ import Foundation
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Measure the shared libraries against their targets and against the servers' own tools.",
-        subcommands: [RPCBench.self, PostgresBench.self, RedisBench.self, GraphBench.self, AuthBench.self])
+        subcommands: [RPCBench.self, PostgresBench.self, RedisBench.self, GraphBench.self, AuthBench.self, MediaBench.self, MessagingBench.self, NotificationsBench.self, TweetsBench.self, TimelineBench.self])
 }
 
 /// Throughput and latency figures of one run.

@@ -1,3 +1,4 @@
 import ServiceKit
 
-await ServiceApplication.main(ServiceDefinition(name: .media))
+await ServiceApplication.main(
+    ServiceDefinition(name: .media, migrations: MediaSchema.migrations, register: MediaService.register))

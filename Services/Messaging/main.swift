@@ -1,3 +1,6 @@
 import ServiceKit
 
-await ServiceApplication.main(ServiceDefinition(name: .messaging))
+await ServiceApplication.main(
+    ServiceDefinition(
+        name: .messaging, migrations: MessagingSchema.migrations, outboxSchema: MessagingSchema.name,
+        register: Messaging.register))

@@ -1,3 +1,4 @@
 import ServiceKit
 
-await ServiceApplication.main(ServiceDefinition(name: .timeline))
+await ServiceApplication.main(
+    ServiceDefinition(name: .timeline, consumers: TimelineEvents.consumers, register: Timeline.register))

@@ -1,3 +1,6 @@
 import ServiceKit
 
-await ServiceApplication.main(ServiceDefinition(name: .tweets))
+await ServiceApplication.main(
+    ServiceDefinition(
+        name: .tweets, migrations: TweetSchema.migrations, outboxSchema: TweetSchema.name,
+        consumers: [ProfileUpdates.consumer], register: TweetsService.register))

@@ -1,0 +1,177 @@
+import ArgumentParser
+import Foundation
+import Logging
+import RPC
+import ServiceKit
+import Synchronization
+
+/// `aviary bench messaging`: messaging.send throughput, and how soon the subscribed peer gets each message.
+struct MessagingBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "messaging",
+        abstract: "messaging.send in 2-member conversations with the peer subscribed (target ≥ 3,000 messages/s, delivery p99 < 20 ms).",
+        discussion: """
+            Runs against running auth and messaging services. Registers 2 × --pairs users through auth.register
+            (raise AVIARY_AUTH_REGISTER_PER_ADDRESS_PER_HOUR on a test stack), opens a direct conversation per pair and
+            subscribes each pair's receiver on its own connection. --clients senders then share the pairs; every
+            message carries its send time, and the receiver's side records the time from the start of the send call
+            to the arrival of its event. The messages stay in the database: run it against a test stack.
+            """)
+
+    @Option(help: "host:port of the messaging service (default: AVIARY_MESSAGING_ADDRESSES or its default port).")
+    var address: String?
+
+    @Option(help: "host:port of the auth service, to register the users (default: AVIARY_AUTH_ADDRESSES or its default port).")
+    var authAddress: String?
+
+    @Option(help: "Conversations (two users each).")
+    var pairs = 16
+
+    @Option(help: "Concurrent senders, spread over the pairs (one connection each).")
+    var clients = 32
+
+    @Option(help: "Seconds of sending (at most 25).")
+    var seconds = 10
+
+    func run() async throws {
+        let configuration = try ServiceConfiguration.load(service: .messaging)
+        let messagingAddress = address ?? configuration.addresses(of: .messaging)[0]
+        let logger = Logger(label: "bench")
+        var clientConfiguration = RPCClient.Configuration(addresses: [messagingAddress])
+        clientConfiguration.connectionsPerAddress = clients
+        let messaging = RPCClient(configuration: clientConfiguration, logger: logger)
+        let auth = RPCClient(
+            configuration: .init(addresses: [authAddress ?? configuration.addresses(of: .auth)[0]]), logger: logger)
+        defer {
+            Task {
+                await messaging.shutdown()
+                await auth.shutdown()
+            }
+        }
+        let setup = try await Setup.make(pairs: max(1, pairs), auth: auth, messaging: messaging, address: messagingAddress)
+        print("\(setup.conversations.count) conversations, receivers subscribed; sending for \(min(seconds, 25)) s with \(clients) clients")
+
+        let started = ContinuousClock.now
+        let sends = try await runLoad(workers: clients, duration: .seconds(min(seconds, 25))) { worker in
+            let pair = setup.conversations[worker % setup.conversations.count]
+            let sentAt = ContinuousClock.now - started
+            let text = String(sentAt.components.seconds * 1_000_000_000 + sentAt.components.attoseconds / 1_000_000_000)
+            _ = try await messaging.send(
+                "messaging.send", params: try RawJSON(encoding: ["conversationId": pair.conversation, "text": text]),
+                meta: RequestMeta(token: pair.senderToken))
+        }
+        // Let the last events arrive.
+        try await Task.sleep(for: .milliseconds(500))
+        let delivered = setup.receivers.flatMap { $0.latencies(since: started) }
+        for receiver in setup.receivers { await receiver.close() }
+        print("messaging.send, \(clients) clients, \(setup.conversations.count) conversations:  \(sends.summary)   (target ≥ 3,000 messages/s)")
+        let delivery = LoadFigures(calls: delivered.count, seconds: sends.seconds, latencies: delivered)
+        print(
+            "delivery to the subscribed peer: \(delivered.count) of \(sends.calls) events"
+                + String(format: "  p50 %.2f ms  p99 %.2f ms", delivery.percentile(0.50), delivery.percentile(0.99))
+                + "   (target p99 < 20 ms; from the start of the send call to the event's arrival)")
+    }
+}
+
+/// The conversations of a run, each with its sender's token and its receiver's subscription.
+private struct Setup {
+    struct Pair: Sendable {
+        var conversation: String
+        var senderToken: String
+    }
+
+    var conversations: [Pair]
+    var receivers: [Receiver]
+
+    static func make(pairs: Int, auth: RPCClient, messaging: RPCClient, address: String) async throws -> Setup {
+        let run = String(UInt32.random(in: .min ... .max), radix: 36)
+        var conversations: [Pair] = []
+        var receivers: [Receiver] = []
+        for index in 0..<pairs {
+            let sender = try await register("bs\(run)_\(index)", auth: auth)
+            let receiver = try await register("br\(run)_\(index)", auth: auth)
+            struct Opened: Decodable { var id: String }
+            let opened = try await messaging.call(
+                "messaging.openDirect", params: ["userId": receiver.id], meta: RequestMeta(token: sender.token), as: Opened.self)
+            conversations.append(Pair(conversation: opened.id, senderToken: sender.token))
+            receivers.append(try await Receiver.subscribe(address: address, token: receiver.token))
+        }
+        return Setup(conversations: conversations, receivers: receivers)
+    }
+
+    private static func register(_ username: String, auth: RPCClient) async throws -> (id: String, token: String) {
+        struct Registered: Decodable {
+            struct Account: Decodable { var id: String }
+            var user: Account
+            var accessToken: String
+        }
+        do {
+            let registered = try await auth.call(
+                "auth.register",
+                params: [
+                    "email": "\(username)@bench.invalid", "password": "bench-\(UUID().uuidString)", "username": username,
+                    "fullname": "Bench \(username)",
+                ], as: Registered.self)
+            return (registered.user.id, registered.accessToken)
+        } catch let error as RPCError where error.reason == "rate_limited" {
+            throw ValidationError(
+                "auth refused to register more users (\(error.message)); run against a stack with AVIARY_AUTH_REGISTER_PER_ADDRESS_PER_HOUR raised")
+        }
+    }
+}
+
+/// A subscribed receiver: reads its connection's events and keeps, per message, when it arrived
+/// relative to the send time the message carries.
+private final class Receiver: Sendable {
+    private let connection: RPCClientConnection
+    private let arrivals: Arrivals
+    private let reader: Task<Void, Never>
+
+    /// Each message's send time (nanoseconds into the run) and arrival, shared with the reading task.
+    private final class Arrivals: Sendable {
+        let times = Mutex<[(sent: Int64, arrived: ContinuousClock.Instant)]>([])
+    }
+
+    private init(connection: RPCClientConnection) {
+        self.connection = connection
+        let arrivals = Arrivals()
+        self.arrivals = arrivals
+        reader = Task {
+            struct Params: Decodable {
+                struct Event: Decodable {
+                    struct Body: Decodable { var text: String? }
+                    var type: String
+                    var message: Body?
+                }
+                var event: Event
+            }
+            for await notification in connection.notifications {
+                let arrived = ContinuousClock.now
+                guard let params = try? notification.params.decode(Params.self), params.event.type == "message",
+                    let sent = params.event.message?.text.flatMap({ Int64($0) })
+                else { continue }
+                arrivals.times.withLock { $0.append((sent, arrived)) }
+            }
+        }
+    }
+
+    static func subscribe(address: String, token: String) async throws -> Receiver {
+        let parts = address.split(separator: ":")
+        guard parts.count == 2, let port = Int(parts[1]) else { throw ValidationError("--address must be host:port") }
+        let connection = try await RPCClientConnection.connect(host: String(parts[0]), port: port)
+        _ = try await connection.call("messaging.subscribe", meta: RequestMeta(token: token), as: JSONValue.self)
+        return Receiver(connection: connection)
+    }
+
+    /// Each message's delivery time, with send times counted from `start`.
+    func latencies(since start: ContinuousClock.Instant) -> [Duration] {
+        arrivals.times.withLock { arrivals in
+            arrivals.map { start.duration(to: $0.arrived) - .nanoseconds($0.sent) }
+        }
+    }
+
+    func close() async {
+        reader.cancel()
+        await connection.close()
+    }
+}

@@ -1,0 +1,253 @@
+import ArgumentParser
+import AuthTokens
+import Foundation
+import Logging
+import RPC
+import ServiceKit
+import Synchronization
+
+/// `aviary bench notifications`: idle subscriptions held by one instance, and list latency under a steady rate.
+struct NotificationsBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "notifications",
+        abstract: "10,000 idle subscriptions on one notifications instance (target RSS < 300 MiB, a notification still within 100 ms); notifications.list page of 20 at 1,000 calls/s (target p99 < 10 ms).",
+        discussion: """
+            Runs against running auth, social-graph, tweets and notifications services (a test stack: it registers
+            users through auth.register, so raise AVIARY_AUTH_REGISTER_PER_ADDRESS_PER_HOUR). The idle subscribers are
+            synthetic users whose tokens the bench signs with the signing key (--signing-key or AVIARY_TOKEN_SIGNING_KEY),
+            --per-connection of them on each connection. A real recipient subscribes among them; real users follow it
+            and like its tweet one at a time, and the bench times each from the call to the push (the whole path:
+            outbox, stream, consumer, storage, hydration, pub/sub). The memory figure is the service's resident set,
+            read from /proc (--pid, or the only aviary-notifications process of this machine).
+            """)
+
+    @Option(help: "host:port of the notifications instance (default: AVIARY_NOTIFICATIONS_ADDRESSES or its default port).")
+    var address: String?
+
+    @Option(help: "host:port of the auth service (default: AVIARY_AUTH_ADDRESSES or its default port).")
+    var authAddress: String?
+
+    @Option(help: "host:port of the social-graph service (default: AVIARY_SOCIAL_GRAPH_ADDRESSES or its default port).")
+    var graphAddress: String?
+
+    @Option(help: "host:port of the tweets service (default: AVIARY_TWEETS_ADDRESSES or its default port).")
+    var tweetsAddress: String?
+
+    @Option(name: .customLong("signing-key"), help: "Base64 of the 32-byte Ed25519 token signing seed (default: AVIARY_TOKEN_SIGNING_KEY).")
+    var signingKey: String?
+
+    @Option(help: "Idle subscriptions to open.")
+    var subscriptions = 10_000
+
+    @Option(help: "Idle subscriptions per connection (1 = a connection each).")
+    var perConnection = 1
+
+    @Option(help: "Notifications to time while the idle subscriptions are open.")
+    var samples = 20
+
+    @Option(help: "notifications.list calls per second.")
+    var rate = 1_000
+
+    @Option(help: "Seconds of notifications.list calls (at most 15).")
+    var seconds = 8
+
+    @Option(help: "The process id of the notifications instance, for its memory.")
+    var pid: Int32?
+
+    func run() async throws {
+        let configuration = try ServiceConfiguration.load(service: .notifications)
+        let logger = Logger(label: "bench")
+        guard let key = signingKey ?? ProcessInfo.processInfo.environment["AVIARY_TOKEN_SIGNING_KEY"],
+            let seed = Data(base64Encoded: key), seed.count == 32
+        else { throw ValidationError("give the token signing key: --signing-key or AVIARY_TOKEN_SIGNING_KEY (base64 of 32 bytes)") }
+        let issuer = try await AccessTokenIssuer(keys: TokenKeys(signingSeed: Array(seed)), lifetime: .seconds(3600))
+        let address = self.address ?? configuration.addresses(of: .notifications)[0]
+        let (host, port) = try Self.split(address)
+        func client(_ address: String, connections: Int = 2) -> RPCClient {
+            var settings = RPCClient.Configuration(addresses: [address])
+            settings.connectionsPerAddress = connections
+            return RPCClient(configuration: settings, logger: logger)
+        }
+        let auth = client(authAddress ?? configuration.addresses(of: .auth)[0])
+        let graph = client(graphAddress ?? configuration.addresses(of: .socialGraph)[0])
+        let tweets = client(tweetsAddress ?? configuration.addresses(of: .tweets)[0])
+        let notifications = client(address, connections: 16)
+        let pid = try self.pid ?? Self.notificationsPID()
+
+        // The recipient and the real actors.
+        let users = try await Self.register(21, auth: auth)
+        let (recipient, actors) = (users[0], Array(users[1...]))
+        let tweet = try await tweets.call(
+            "tweets.create", params: ["text": "bench tweet"], meta: RequestMeta(token: recipient.token), as: IDOnly.self
+        ).id
+
+        let before = Self.residentMiB(pid)
+        let idle = try await IdleSubscribers.open(
+            count: subscriptions, perConnection: max(1, perConnection), host: host, port: port, issuer: issuer)
+        let after = Self.residentMiB(pid)
+        print(String(
+            format: "%d idle subscriptions on %d connections: service RSS %.1f MiB before, %.1f MiB after (%.1f KiB each)   (target < 300 MiB)",
+            idle.count, idle.connections.count, before, after, (after - before) * 1024 / Double(max(1, idle.count))))
+
+        // Live latency to one subscriber among them, on a connection of its own.
+        let live = try await RPCClientConnection.connect(host: host, port: port)
+        _ = try await live.call("notifications.subscribe", meta: RequestMeta(token: recipient.token), as: JSONValue.self)
+        var pushes = live.notifications.makeAsyncIterator()
+        var latencies: [Duration] = []
+        for index in 0..<samples {
+            let actor = actors[index % actors.count]
+            let began = ContinuousClock.now
+            if index < actors.count {
+                _ = try await graph.call("graph.follow", params: ["userId": recipient.id], meta: RequestMeta(token: actor.token), as: JSONValue.self)
+            } else {
+                _ = try await tweets.call("tweets.like", params: ["tweetId": tweet], meta: RequestMeta(token: actor.token), as: JSONValue.self)
+            }
+            while true {
+                guard let push = await pushes.next() else { throw ValidationError("the live connection closed") }
+                let event = try push.params.decode(JSONValue.self)["event"]
+                if event?["type"] == "notification" { break }
+            }
+            latencies.append(ContinuousClock.now - began)
+        }
+        let delivery = LoadFigures(calls: latencies.count, seconds: 1, latencies: latencies)
+        print(
+            "a notification to 1 of \(idle.count + 1) subscribers, from the follow/like call to the push: \(latencies.count) samples"
+                + String(format: "  p50 %.2f ms  p99 %.2f ms", delivery.percentile(0.50), delivery.percentile(0.99))
+                + "   (target < 100 ms)")
+        await live.close()
+        await idle.close()
+
+        // The recipient now has a page of 20 hydrated notifications (follows, and likes of its tweet).
+        let list = try await Self.paced(rate: rate, duration: .seconds(min(seconds, 15))) {
+            let response = try await notifications.send(
+                "notifications.list", params: RawJSON(unchecked: Array(#"{"limit":20}"#.utf8)), meta: RequestMeta(token: recipient.token))
+            _ = try response.decode(JSONValue.self)
+        }
+        print("notifications.list, page of 20 hydrated, paced at \(rate) calls/s:  \(list.summary)   (target p99 < 10 ms)")
+        for client in [auth, graph, tweets, notifications] { await client.shutdown() }
+    }
+
+    private struct IDOnly: Decodable {
+        var id: String
+    }
+
+    struct BenchUser: Sendable {
+        var id: String
+        var token: String
+    }
+
+    private static func register(_ count: Int, auth: RPCClient) async throws -> [BenchUser] {
+        struct Registered: Decodable {
+            struct Account: Decodable { var id: String }
+            var user: Account
+            var accessToken: String
+        }
+        var users: [BenchUser] = []
+        for _ in 0..<count {
+            let name = "nb_" + String(UInt64.random(in: .min ... .max), radix: 36).prefix(11)
+            do {
+                let registered = try await auth.call(
+                    "auth.register",
+                    params: ["email": "\(name)@bench.invalid", "password": "bench-\(UUID().uuidString)", "username": String(name), "fullname": "Bench \(name)"],
+                    as: Registered.self)
+                users.append(BenchUser(id: registered.user.id, token: registered.accessToken))
+            } catch let error as RPCError where error.reason == "rate_limited" {
+                throw ValidationError("auth refused to register more users (\(error.message)); raise AVIARY_AUTH_REGISTER_PER_ADDRESS_PER_HOUR")
+            }
+        }
+        return users
+    }
+
+    /// Calls `body` at `rate` per second for `duration` (open loop: a slow call does not delay the next).
+    private static func paced(rate: Int, duration: Duration, _ body: @escaping @Sendable () async throws -> Void) async throws -> LoadFigures {
+        let total = Int(duration.components.seconds) * rate
+        let interval = Duration.nanoseconds(1_000_000_000 / max(1, rate))
+        let start = ContinuousClock.now
+        let latencies = try await withThrowingTaskGroup(of: Duration?.self) { group in
+            for index in 0..<total {
+                let slot = start + interval * index
+                if slot > ContinuousClock.now { try await Task.sleep(until: slot) }
+                group.addTask {
+                    let began = ContinuousClock.now
+                    do {
+                        try await body()
+                    } catch {
+                        return nil
+                    }
+                    return ContinuousClock.now - began
+                }
+            }
+            var latencies: [Duration?] = []
+            for try await latency in group { latencies.append(latency) }
+            return latencies
+        }
+        let failed = latencies.count { $0 == nil }
+        if failed > 0 { print("notifications.list: \(failed) of \(total) calls failed (timeouts: the service could not keep up)") }
+        return LoadFigures(
+            calls: total - failed, seconds: GraphBench.seconds(ContinuousClock.now - start), latencies: latencies.compactMap { $0 })
+    }
+
+    private static func split(_ address: String) throws -> (String, Int) {
+        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) else {
+            throw ValidationError("an address is host:port, got \(address)")
+        }
+        return (String(address[..<colon]), port)
+    }
+
+    /// The only running aviary-notifications process.
+    private static func notificationsPID() throws -> Int32 {
+        let found = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap(Int32.init).filter { pid in
+            (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.hasPrefix("aviary-notificat") == true
+        } ?? []
+        guard found.count == 1 else {
+            throw ValidationError("found \(found.count) aviary-notifications processes; pass --pid")
+        }
+        return found[0]
+    }
+
+    private static func residentMiB(_ pid: Int32) -> Double {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        let kib = Double(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+        return kib / 1024
+    }
+}
+
+/// Subscriptions of synthetic users that never get a notification: what an idle client costs.
+private struct IdleSubscribers: Sendable {
+    var connections: [RPCClientConnection]
+    var count: Int
+
+    static func open(count: Int, perConnection: Int, host: String, port: Int, issuer: AccessTokenIssuer) async throws -> IdleSubscribers {
+        let connectionCount = (count + perConnection - 1) / perConnection
+        let base = Int64.random(in: 1 << 40 ... 1 << 50)
+        let connections = try await withThrowingTaskGroup(of: RPCClientConnection.self) { group in
+            var opened: [RPCClientConnection] = []
+            var next = 0
+            func add() {
+                let index = next
+                next += 1
+                group.addTask {
+                    let connection = try await RPCClientConnection.connect(host: host, port: port)
+                    for slot in 0..<perConnection where index * perConnection + slot < count {
+                        let user = base + Int64(index * perConnection + slot)
+                        let token = try await issuer.issue(userID: user, sessionID: user).token
+                        _ = try await connection.call("notifications.subscribe", meta: RequestMeta(token: token), as: JSONValue.self)
+                    }
+                    return connection
+                }
+            }
+            while next < min(connectionCount, 16) { add() }
+            for try await connection in group {
+                opened.append(connection)
+                if next < connectionCount { add() }
+            }
+            return opened
+        }
+        return IdleSubscribers(connections: connections, count: count)
+    }
+
+    func close() async {
+        for connection in connections { await connection.close() }
+    }
+}

@@ -1,0 +1,299 @@
+import ArgumentParser
+import Foundation
+import Logging
+import RPC
+import Redis
+import ServiceKit
+import Synchronization
+
+/// `aviary bench timeline`: home timeline reads, fan-out latency and the DeathStarBench mix on Reed98.
+struct TimelineBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "timeline",
+        abstract: """
+            timeline.home of 20 (target ≥ 5,000 reads/s, p99 < 10 ms at 2,000/s); fan-out to 1,000 followers after the \
+            create ack (target < 50 ms); the DeathStarBench mix on Reed98 (target 4,000 requests/s with p99 < 50 ms).
+            """,
+        discussion: """
+            Runs against running auth, social-graph, tweets and timeline services (addresses from AVIARY_*_ADDRESSES or \
+            the defaults) and the timelines' Redis (AVIARY_REDIS_URL), which it reads to see fan-out land. It registers \
+            the 962 Reed98 users plus 38 more through auth.register, so auth must allow that many registrations from one \
+            address (AVIARY_AUTH_REGISTER_PER_ADDRESS_PER_HOUR) and should hash at a test cost \
+            (AVIARY_AUTH_ARGON2_MEMORY_KIB=256, AVIARY_AUTH_ARGON2_ITERATIONS=1) or set-up takes minutes; then it \
+            follows every Reed98 friendship both ways and posts a few tweets per user. Use a throw-away stack.
+            """)
+
+    @Option(help: "The Reed98 edge list.")
+    var graph = "../shared/datasets/socfb-Reed98/socfb-Reed98.edges"
+
+    @Option(help: "Tweets each Reed98 user posts before the runs.")
+    var tweetsPerUser = 5
+
+    @Option(help: "Seconds per measured run.")
+    var seconds = 5
+
+    @Option(help: "Concurrent clients of the closed-loop runs.")
+    var clients = 64
+
+    @Option(help: "Comma-separated request rates of the mix, tried in order until p99 passes 50 ms.")
+    var mixRates = "1000,2000,3000,4000,5000,6000"
+
+    func run() async throws {
+        let configuration = try ServiceConfiguration.load(service: .timeline)
+        let services = try BenchServices(configuration: configuration, connections: clients)
+        let edges = try Self.loadEdges(graph)
+        let nodeCount = (edges.map { max($0.0, $0.1) }.max() ?? -1) + 1
+
+        var clock = ContinuousClock.now
+        let users = try await services.register(nodeCount + 39)
+        let reed = Array(users.prefix(nodeCount))
+        let author = users[nodeCount]
+        let fans = Array(users.dropFirst(nodeCount + 1)) + reed
+        print("set-up: registered \(users.count) users in \(Self.format(ContinuousClock.now - clock))")
+
+        clock = .now
+        let follows = edges.flatMap { [(reed[$0.0], reed[$0.1]), (reed[$0.1], reed[$0.0])] } + fans.map { ($0, author) }
+        let followRun = try await services.closedLoop(follows.count, workers: 32) { index in
+            try await services.follow(follows[index].0, follows[index].1)
+        }
+        print("set-up: \(follows.count) graph.follow in \(Self.format(ContinuousClock.now - clock)) (\(followRun.summary))")
+
+        let posts = (0..<(nodeCount * tweetsPerUser)).map { reed[$0 % nodeCount] }
+        let creates = try await services.closedLoop(posts.count, workers: 32) { index in
+            try await services.post(as: posts[index], "bench words \(index) #reed")
+        }
+        print("tweets.create, 32 clients: \(creates.summary)   (target ≥ 1,500/s)")
+
+        clock = .now
+        _ = try await services.closedLoop(users.count, workers: 16) { index in
+            try await services.home(of: users[index], limit: 20)
+        }
+        print("set-up: first home reads (timeline builds) of \(users.count) users in \(Self.format(ContinuousClock.now - clock))")
+
+        let duration = Duration.seconds(seconds)
+        let reads = try await runLoad(workers: clients, duration: duration) { worker in
+            try await services.home(of: reed[Int.random(in: 0..<nodeCount)], limit: 20)
+        }
+        print("timeline.home of 20, \(clients) clients: \(reads.summary)   (target ≥ 5,000 reads/s)")
+        let paced = try await runAtRate(2000, for: duration) { _ in
+            try await services.home(of: reed[Int.random(in: 0..<nodeCount)], limit: 20)
+        }
+        print("timeline.home of 20 at 2,000/s: \(paced.summary)   (target p99 < 10 ms)")
+
+        let fanOut = try await services.fanOutLatencies(of: author, to: fans, samples: 30)
+        print("fan-out to \(fans.count) followers after the create ack, 30 tweets: \(fanOut.summary)   (target < 50 ms)")
+
+        var best: Int?
+        for rate in mixRates.split(separator: ",").compactMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) {
+            let mix = try await runAtRate(rate, for: duration) { _ in
+                let user = reed[Int.random(in: 0..<nodeCount)]
+                switch Int.random(in: 0..<10) {
+                case 0..<6: try await services.home(of: user, limit: 10)
+                case 6..<9: try await services.userTimeline(of: reed[Int.random(in: 0..<nodeCount)], as: user, limit: 10)
+                default: try await services.post(as: user, "mixed words \(Int.random(in: 0..<1_000_000))")
+                }
+            }
+            print("DeathStarBench mix (60% home, 30% user, 10% create) at \(rate)/s: \(mix.summary)")
+            guard mix.percentile(0.99) < 50, mix.rate >= Double(rate) * 0.95 else { break }
+            best = rate
+        }
+        print("DeathStarBench mix: highest rate with p99 < 50 ms: \(best.map { "\($0)/s" } ?? "none tried")   (target 4,000/s)")
+        await services.shutdown()
+    }
+
+    private static func loadEdges(_ path: String) throws -> [(Int, Int)] {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        return text.split(whereSeparator: \.isNewline).compactMap { line in
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," })
+            guard !line.hasPrefix("%"), fields.count >= 2, let a = Int(fields[0]), let b = Int(fields[1]) else { return nil }
+            return (a, b)
+        }
+    }
+
+    static func format(_ duration: Duration) -> String {
+        String(format: "%.1f s", Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+    }
+}
+
+/// A user the bench registered, with their token.
+private struct BenchUser: Sendable {
+    var id: String
+    var token: String
+}
+
+/// The services the timeline bench drives.
+private struct BenchServices: Sendable {
+    let auth: RPCClient
+    let graph: RPCClient
+    let tweets: RPCClient
+    let timeline: RPCClient
+    let redis: RedisClient
+
+    init(configuration: ServiceConfiguration, connections: Int) throws {
+        func client(_ service: ServiceName) -> RPCClient {
+            var options = RPCClient.Configuration(addresses: configuration.addresses(of: service))
+            options.connectionsPerAddress = max(2, connections / 4)
+            return RPCClient(configuration: options, logger: Logger(label: "bench"))
+        }
+        auth = client(.auth)
+        graph = client(.socialGraph)
+        tweets = client(.tweets)
+        timeline = client(.timeline)
+        redis = RedisClient(configuration: try RedisConfiguration(url: configuration.redisURL, poolSize: 4), logger: Logger(label: "bench"))
+    }
+
+    private struct Registered: Decodable {
+        struct Account: Decodable { var id: String }
+        var user: Account
+        var accessToken: String
+    }
+
+    func register(_ count: Int) async throws -> [BenchUser] {
+        let run = String(UInt32.random(in: .min ... .max), radix: 36)
+        let users = Mutex([BenchUser?](repeating: nil, count: count))
+        _ = try await closedLoop(count, workers: 16) { index in
+            let name = "b\(run)_\(index)"
+            let registered = try await auth.call(
+                "auth.register",
+                params: ["email": "\(name)@bench.invalid", "password": "bench-password-\(run)", "username": name, "fullname": "Bench \(index)"],
+                as: Registered.self)
+            users.withLock { $0[index] = BenchUser(id: registered.user.id, token: registered.accessToken) }
+        }
+        return users.withLock { $0.compactMap { $0 } }
+    }
+
+    func follow(_ follower: BenchUser, _ followee: BenchUser) async throws {
+        _ = try await graph.send("graph.follow", params: RawJSON(encoding: ["userId": followee.id]), meta: RequestMeta(token: follower.token))
+            .result()
+    }
+
+    private struct Created: Decodable {
+        var id: String
+    }
+
+    @discardableResult
+    func post(as user: BenchUser, _ text: String) async throws -> String {
+        try await tweets.call("tweets.create", params: ["text": text], meta: RequestMeta(token: user.token), as: Created.self).id
+    }
+
+    func home(of user: BenchUser, limit: Int) async throws {
+        _ = try await timeline.send(
+            "timeline.home", params: RawJSON(unchecked: Array(#"{"limit":\#(limit)}"#.utf8)), meta: RequestMeta(token: user.token)
+        ).result()
+    }
+
+    func userTimeline(of author: BenchUser, as viewer: BenchUser, limit: Int) async throws {
+        _ = try await timeline.send(
+            "timeline.user", params: RawJSON(unchecked: Array(#"{"userId":"\#(author.id)","limit":\#(limit)}"#.utf8)),
+            meta: RequestMeta(token: viewer.token)
+        ).result()
+    }
+
+    /// For each sample: posts as `author`, then polls every follower's home set in Redis until the
+    /// tweet is in all of them; the latency runs from the create's acknowledgement.
+    func fanOutLatencies(of author: BenchUser, to fans: [BenchUser], samples: Int) async throws -> LoadFigures {
+        var latencies: [Duration] = []
+        let started = ContinuousClock.now
+        for index in 0..<samples {
+            let id = try await post(as: author, "fan-out words \(index)")
+            let acknowledged = ContinuousClock.now
+            let member = RedisArgument(String(repeating: "0", count: max(0, 19 - id.utf8.count)) + id)
+            var waiting = fans.map { "aviary:timeline:home:\($0.id)" }
+            while !waiting.isEmpty {
+                let replies = try await redis.pipeline(waiting.map { ["ZSCORE", RedisArgument($0), member] })
+                waiting = zip(waiting, replies).filter { $0.1.isNull }.map(\.0)
+                guard ContinuousClock.now - acknowledged < .seconds(10) else {
+                    throw ValidationError("tweet \(id) did not reach \(waiting.count) followers' timelines within 10 s")
+                }
+            }
+            latencies.append(ContinuousClock.now - acknowledged)
+        }
+        let elapsed = ContinuousClock.now - started
+        return LoadFigures(
+            calls: samples, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+            latencies: latencies)
+    }
+
+    /// `count` calls of `body` (with indexes 0..<count) by `workers` concurrent loops.
+    func closedLoop(_ count: Int, workers: Int, _ body: @escaping @Sendable (Int) async throws -> Void) async throws -> LoadFigures {
+        let next = BenchCounter()
+        let started = ContinuousClock.now
+        let latencies = try await withThrowingTaskGroup(of: [Duration].self) { group in
+            for _ in 0..<workers {
+                group.addTask {
+                    var latencies: [Duration] = []
+                    while true {
+                        let index = next.take()
+                        guard index < count else { return latencies }
+                        let began = ContinuousClock.now
+                        try await body(index)
+                        latencies.append(ContinuousClock.now - began)
+                    }
+                }
+            }
+            return try await group.reduce(into: [Duration]()) { $0 += $1 }
+        }
+        let elapsed = ContinuousClock.now - started
+        return LoadFigures(
+            calls: count, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+            latencies: latencies)
+    }
+
+    func shutdown() async {
+        for client in [auth, graph, tweets, timeline] { await client.shutdown() }
+        await redis.shutdown()
+    }
+}
+
+/// Starts `rate` calls a second for `duration` whatever the answers' pace (an open loop, so a slow
+/// answer does not hide the calls it delays); each latency runs from the moment its call was due.
+private func runAtRate(
+    _ rate: Int, for duration: Duration, _ body: @escaping @Sendable (Int) async throws -> Void
+) async throws -> LoadFigures {
+    let start = ContinuousClock.now
+    let total = Int(Double(rate) * (Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18))
+    let interval = Duration.seconds(1) / rate
+    let failures = BenchCounter()
+    let latencies = try await withThrowingTaskGroup(of: Duration?.self) { group in
+        var launched = 0
+        var latencies: [Duration] = []
+        latencies.reserveCapacity(total)
+        while launched < total {
+            let elapsed = (ContinuousClock.now - start).components
+            let due = min(total, Int(Double(rate) * (Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)) + 1)
+            while launched < due {
+                let index = launched
+                let scheduled = start + interval * index
+                group.addTask {
+                    do {
+                        try await body(index)
+                        return ContinuousClock.now - scheduled
+                    } catch {
+                        _ = failures.take()
+                        return nil
+                    }
+                }
+                launched += 1
+            }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        for try await latency in group { if let latency { latencies.append(latency) } }
+        return latencies
+    }
+    let elapsed = ContinuousClock.now - start
+    if failures.count > 0 { print("  (\(failures.count) calls failed)") }
+    return LoadFigures(
+        calls: latencies.count, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+        latencies: latencies)
+}
+
+/// Hands out 0, 1, 2, … to concurrent tasks.
+private final class BenchCounter: Sendable {
+    private let next = Atomic<Int>(0)
+
+    func take() -> Int {
+        next.add(1, ordering: .relaxed).oldValue
+    }
+
+    var count: Int { next.load(ordering: .relaxed) }
+}

@@ -1,0 +1,54 @@
+import Crypto
+import Foundation
+
+/// Signs and checks the URLs of private (message) media: `?exp=<unix seconds>&sig=<base64url HMAC>`.
+/// The key is derived from the service credential, so every media instance agrees without
+/// another secret to configure.
+struct URLSigner: Sendable {
+    private let key: SymmetricKey
+    /// The least time a fresh URL stays valid.
+    let lifetime: Int64
+
+    init(serviceCredential: String, lifetime: Int64) {
+        key = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: Data(serviceCredential.utf8)), info: Data("aviary media URL v1".utf8),
+            outputByteCount: 32)
+        self.lifetime = lifetime
+    }
+
+    /// The query string for `mediaID`. The expiry is rounded up to the next quarter of the
+    /// lifetime, so the URL stays the same (and cacheable) for a while.
+    func query(for mediaID: Int64, now: Date = Date()) -> String {
+        let step = max(1, lifetime / 4)
+        let expires = (Int64(now.timeIntervalSince1970) + lifetime + step - 1) / step * step
+        return "exp=\(expires)&sig=\(signature(mediaID, expires))"
+    }
+
+    /// The expiry of a valid, unexpired signature of `mediaID` in `query`; nil otherwise.
+    func validExpiry(of mediaID: Int64, query: String?, now: Date = Date()) -> Int64? {
+        var fields: [Substring: Substring] = [:]
+        for pair in (query ?? "").split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { fields[parts[0]] = parts[1] }
+        }
+        guard let expiryText = fields["exp"], let expires = Int64(expiryText), let signatureText = fields["sig"],
+            expires > Int64(now.timeIntervalSince1970), let signature = Self.base64URLDecoded(signatureText)
+        else { return nil }
+        let valid = HMAC<SHA256>.isValidAuthenticationCode(
+            signature, authenticating: Data("\(mediaID).\(expires)".utf8), using: key)
+        return valid ? expires : nil
+    }
+
+    private func signature(_ mediaID: Int64, _ expires: Int64) -> String {
+        let code = HMAC<SHA256>.authenticationCode(for: Data("\(mediaID).\(expires)".utf8), using: key)
+        return Data(code).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    private static func base64URLDecoded(_ text: Substring) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+}

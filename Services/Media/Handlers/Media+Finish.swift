@@ -1,0 +1,83 @@
+import AviaryAPI
+import Crypto
+import Foundation
+import RPC
+
+extension MediaService {
+    @Sendable func finishUpload(_ params: UploadParams, _ context: RPCContext) async throws -> Media {
+        let caller = try context.requireUser()
+        // Finishing again returns what the first finish stored.
+        if let finished = try await catalog.record(params.uploadId.value), finished.ownerID == caller {
+            return media(finished)
+        }
+        let upload = try await ownUpload(params.uploadId, context)
+        guard upload.received == upload.byteSize else {
+            throw RPCError.conflict(
+                "upload \(params.uploadId) is incomplete: \(upload.received) of \(upload.byteSize) bytes received; send the missing chunks",
+                field: "uploadId")
+        }
+        let examined = try await storage.readPart(upload: upload.id) { source in
+            PartExamination(size: source.size, sha256: try Self.sha256(of: source), facts: try ContentFacts.inspect(source))
+        }
+        if let refusal = refusal(of: upload, examined) {
+            try await discard(upload)
+            throw refusal
+        }
+        let record = MediaRecord(
+            id: upload.id, ownerID: upload.ownerID, purpose: upload.purpose, conversationID: upload.conversationID,
+            type: upload.type, byteSize: examined.size, sha256: examined.sha256, width: examined.facts?.width,
+            height: examined.facts?.height, durationMs: examined.facts?.durationMs)
+        try await storage.commitPart(upload: upload.id, sha256: record.sha256)
+        try await items.finish(record)
+        catalog.remember([record])
+        return media(record)
+    }
+
+    /// Why the examined part cannot become `upload`'s medium, if it cannot.
+    private func refusal(of upload: UploadRecord, _ examined: PartExamination) -> RPCError? {
+        let discarded = "; the upload was discarded, begin a new one"
+        guard examined.size == upload.byteSize else {
+            return RPCError.validation(
+                "the stored file holds \(examined.size) bytes, not the declared \(upload.byteSize)\(discarded)", field: "byteSize")
+        }
+        if let declared = upload.declaredSHA256, declared != examined.sha256 {
+            return RPCError.validation(
+                "the file's SHA-256 is \(examined.sha256), not the declared \(declared)\(discarded)", field: "sha256")
+        }
+        guard let facts = examined.facts else {
+            return RPCError.validation(
+                "the file is not \(upload.type.rawValue): its first bytes match none of \(MediaType.listed)\(discarded)",
+                field: "contentType")
+        }
+        guard facts.type == upload.type else {
+            return RPCError.validation(
+                "the file is \(facts.type.rawValue), not \(upload.type.rawValue) as declared\(discarded)", field: "contentType")
+        }
+        return nil
+    }
+
+    private func discard(_ upload: UploadRecord) async throws {
+        try await uploads.delete(upload.id)
+        try await storage.removePart(upload: upload.id)
+    }
+
+    /// Hashes the whole source in 1 MiB reads.
+    private static func sha256(of source: some ByteSource) throws -> String {
+        var hasher = SHA256()
+        var offset: Int64 = 0
+        while offset < source.size {
+            let piece = try source.read(at: offset, count: 1 << 20)
+            guard !piece.isEmpty else { break }
+            hasher.update(data: piece)
+            offset += Int64(piece.count)
+        }
+        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// What finishing learnt about a complete part.
+struct PartExamination: Sendable {
+    var size: Int64
+    var sha256: String
+    var facts: ContentFacts?
+}

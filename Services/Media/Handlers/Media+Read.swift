@@ -1,0 +1,60 @@
+import AviaryAPI
+import Foundation
+import NIOCore
+import RPC
+
+extension MediaService {
+    @Sendable func get(_ params: MediaParams, _ context: RPCContext) async throws -> Media {
+        media(try await visibleRecord(params.mediaId, context))
+    }
+
+    @Sendable func read(_ params: ReadParams, _ context: RPCContext) async throws -> ReadResult {
+        guard params.offset >= 0 else {
+            throw RPCError.validation("offset must not be negative, got \(params.offset)", field: "offset")
+        }
+        guard (1...MediaSettings.maxReadBytes).contains(params.length) else {
+            throw RPCError.validation(
+                "length must be from 1 to \(MediaSettings.maxReadBytes) bytes, got \(params.length)", field: "length")
+        }
+        let record = try await visibleRecord(params.mediaId, context)
+        guard params.offset <= record.byteSize else {
+            throw RPCError.validation(
+                "offset \(params.offset) is beyond the end of the medium (\(record.byteSize) bytes)", field: "offset")
+        }
+        let count = Int(min(Int64(params.length), record.byteSize - params.offset))
+        guard count > 0 else { return ReadResult(data: "") }
+        let buffer = try await storage.read(sha256: record.sha256, offset: params.offset, count: count)
+        return ReadResult(data: Data(buffer.readableBytesView).base64EncodedString())
+    }
+
+    @Sendable func getMany(_ params: GetManyParams, _ context: RPCContext) async throws -> [Media] {
+        guard params.ids.count <= GetManyParams.maximum else {
+            throw RPCError.validation(
+                "ids must hold at most \(GetManyParams.maximum) ids, got \(params.ids.count)", field: "ids")
+        }
+        let records = try await catalog.records(params.ids.map(\.value))
+        return params.ids.compactMap { id in
+            guard let record = records[id.value] else { return nil }
+            if let owner = params.ownerId, record.ownerID != owner.value { return nil }
+            if let purpose = params.purpose, record.purpose != purpose { return nil }
+            if let conversation = params.conversationId, record.conversationID != conversation.value { return nil }
+            return media(record)
+        }
+    }
+
+    /// The finished medium `id` if the caller may see it: public media to anyone, message media to
+    /// its uploader and the members of its conversation. Anything else is `not_found`.
+    private func visibleRecord(_ id: EntityID, _ context: RPCContext) async throws -> MediaRecord {
+        let notFound = RPCError.notFound("no media has id \(id)")
+        guard let record = try await catalog.record(id.value) else { throw notFound }
+        guard record.isPrivate else { return record }
+        guard let viewer = context.principal?.userID else {
+            throw RPCError.unauthenticated("media \(id) belongs to a conversation: an access token is needed")
+        }
+        if viewer == record.ownerID { return record }
+        guard let conversation = record.conversationID,
+            try await membership.isMember(user: viewer, of: conversation, context: context)
+        else { throw notFound }
+        return record
+    }
+}

@@ -1,0 +1,86 @@
+import AviaryAPI
+import Foundation
+import RPC
+import ServiceKit
+
+extension MediaService {
+    @Sendable func beginUpload(_ params: BeginUploadParams, _ context: RPCContext) async throws -> UploadStarted {
+        let owner = try context.requireUser()
+        guard params.byteSize > 0 else {
+            throw RPCError.validation("byteSize must be at least 1, got \(params.byteSize)", field: "byteSize")
+        }
+        let limit = settings.maxBytes(of: params.contentType)
+        guard params.byteSize <= limit else {
+            throw RPCError.tooLarge(
+                "byteSize \(params.byteSize) is over the limit for \(params.contentType.rawValue): \(limit) bytes")
+        }
+        if params.purpose == .avatar && params.contentType.isVideo {
+            throw RPCError.validation(
+                "an avatar must be an image (image/jpeg, image/png, image/gif or image/webp)", field: "contentType")
+        }
+        switch (params.purpose, params.conversationId) {
+        case (.message, nil):
+            throw RPCError.validation("conversationId is required for purpose message", field: "conversationId")
+        case (.message, let conversation?):
+            guard try await membership.isMember(user: owner, of: conversation.value, context: context) else {
+                throw RPCError.forbidden("only members of conversation \(conversation) may upload media to it")
+            }
+        case (_, .some):
+            throw RPCError.validation("conversationId is only for purpose message", field: "conversationId")
+        case (_, nil):
+            break
+        }
+        let upload = UploadRecord(
+            id: ids.next(), ownerID: owner, purpose: params.purpose, conversationID: params.conversationId?.value,
+            type: params.contentType, byteSize: params.byteSize, declaredSHA256: params.sha256?.value,
+            chunkBytes: settings.chunkBytes, received: 0, expiresAt: Date().addingTimeInterval(settings.uploadLifetime.timeInterval))
+        try await uploads.create(upload)
+        return UploadStarted(uploadId: EntityID(upload.id), chunkBytes: upload.chunkBytes, expiresAt: upload.expiresAt)
+    }
+
+    @Sendable func uploadChunk(_ params: UploadChunkParams, _ context: RPCContext) async throws -> ChunkReceived {
+        let offset = params.offset
+        let bytes = params.data.data
+        guard offset >= 0 else { throw RPCError.validation("offset must not be negative, got \(offset)", field: "offset") }
+        guard !bytes.isEmpty else { throw RPCError.validation("data must hold at least one byte", field: "data") }
+        let upload = try await ownUpload(params.uploadId, context)
+        guard offset < upload.byteSize, offset + Int64(bytes.count) <= upload.byteSize else {
+            throw RPCError.validation(
+                "the chunk (offset \(offset), \(bytes.count) bytes) goes beyond the declared byteSize \(upload.byteSize)",
+                field: "offset")
+        }
+        guard offset % Int64(upload.chunkBytes) == 0 else {
+            throw RPCError.validation("offset must be a multiple of chunkBytes (\(upload.chunkBytes)), got \(offset)", field: "offset")
+        }
+        let expected = upload.chunkLength(at: offset)
+        guard bytes.count == expected else {
+            throw RPCError.validation(
+                "the chunk at offset \(offset) must hold \(expected) bytes, got \(bytes.count)", field: "data")
+        }
+        try await storage.writePart(upload: upload.id, offset: offset, bytes: bytes)
+        let index = Int(offset / Int64(upload.chunkBytes))
+        guard let received = try await uploads.recordChunk(upload: upload.id, index: index, length: bytes.count) else {
+            throw RPCError.notFound("upload \(params.uploadId) was finished or has expired")
+        }
+        return ChunkReceived(received: received)
+    }
+
+    /// The caller's unexpired upload `id`.
+    func ownUpload(_ id: EntityID, _ context: RPCContext) async throws -> UploadRecord {
+        let caller = try context.requireUser()
+        guard let upload = try await uploads.find(id.value), upload.expiresAt > Date() else {
+            throw RPCError.notFound("no upload in progress has id \(id) (finished, expired, or never begun)")
+        }
+        guard upload.ownerID == caller else {
+            throw RPCError.forbidden("upload \(id) belongs to another user: only its owner may continue or finish it")
+        }
+        return upload
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as `TimeInterval`.
+    var timeInterval: TimeInterval {
+        TimeInterval(components.seconds) + TimeInterval(components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import NIOCore
+import NIOPosix
+
+import Glibc
+
+/// ``MediaStorage`` on a local folder (`AVIARY_MEDIA_ROOT`):
+/// `parts/<uploadId>.part` holds an upload's chunks at their offsets (a sparse file until complete),
+/// `objects/<2 hex>/<sha256>` holds finished content. A finished part is fsynced, then renamed
+/// under its hash and the folder fsynced, so the final name only ever shows a whole file.
+/// Every file call runs on a thread pool, never on an event loop.
+struct LocalMediaStorage: MediaStorage {
+    let root: String
+    private let threadPool: NIOThreadPool
+
+    private var parts: String { root + "/parts" }
+    private var objects: String { root + "/objects" }
+
+    /// Creates the folders if they are missing.
+    init(root: String, threadPool: NIOThreadPool = .singleton) async throws {
+        self.root = root
+        self.threadPool = threadPool
+        let folders = [root + "/parts", root + "/objects"]
+        try await threadPool.runIfActive {
+            for folder in folders {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            }
+        }
+    }
+
+    func writePart(upload: Int64, offset: Int64, bytes: Data) async throws {
+        let path = partPath(upload)
+        try await threadPool.runIfActive {
+            let file = try PosixFile.open(path, flags: O_WRONLY | O_CREAT, mode: 0o600)
+            defer { file.close() }
+            try bytes.withUnsafeBytes { try file.write($0, at: offset) }
+        }
+    }
+
+    func readPart<T: Sendable>(upload: Int64, _ body: @escaping @Sendable (any ByteSource) throws -> T) async throws -> T {
+        let path = partPath(upload)
+        return try await threadPool.runIfActive {
+            let file = try PosixFile.open(path, flags: O_RDONLY)
+            defer { file.close() }
+            return try body(file)
+        }
+    }
+
+    func commitPart(upload: Int64, sha256: String) async throws {
+        let part = partPath(upload)
+        let folder = "\(objects)/\(sha256.prefix(2))"
+        let object = "\(folder)/\(sha256)"
+        try await threadPool.runIfActive {
+            if access(object, F_OK) == 0 {
+                // The same content is stored already: keep one copy.
+                unlink(part)
+                return
+            }
+            let file = try PosixFile.open(part, flags: O_WRONLY)
+            defer { file.close() }
+            try file.synchronize()
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            guard rename(part, object) == 0 else { throw PosixError(operation: "rename", path: part) }
+            try PosixFile.synchronizeFolder(folder)
+        }
+    }
+
+    func removePart(upload: Int64) async throws {
+        let path = partPath(upload)
+        try await threadPool.runIfActive {
+            guard unlink(path) == 0 || errno == ENOENT else { throw PosixError(operation: "unlink", path: path) }
+        }
+    }
+
+    func partUploads(lastWrittenBefore date: Date) async throws -> [Int64] {
+        let folder = parts
+        return try await threadPool.runIfActive {
+            try FileManager.default.contentsOfDirectory(atPath: folder).compactMap { name -> Int64? in
+                guard name.hasSuffix(".part"), let id = Int64(name.dropLast(5)) else { return nil }
+                let attributes = try? FileManager.default.attributesOfItem(atPath: folder + "/" + name)
+                guard let modified = attributes?[.modificationDate] as? Date, modified < date else { return nil }
+                return id
+            }
+        }
+    }
+
+    func read(sha256: String, offset: Int64, count: Int) async throws -> ByteBuffer {
+        let path = "\(objects)/\(sha256.prefix(2))/\(sha256)"
+        return try await threadPool.runIfActive {
+            let file = try PosixFile.open(path, flags: O_RDONLY)
+            defer { file.close() }
+            var buffer = ByteBufferAllocator().buffer(capacity: count)
+            _ = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { target in
+                try file.read(into: UnsafeMutableRawBufferPointer(rebasing: target.prefix(count)), at: offset)
+            }
+            return buffer
+        }
+    }
+
+    private func partPath(_ upload: Int64) -> String {
+        parts + "/\(upload).part"
+    }
+}

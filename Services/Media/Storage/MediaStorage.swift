@@ -1,0 +1,26 @@
+import Foundation
+import NIOCore
+
+/// Where media bytes live: the parts of unfinished uploads, and finished content under its
+/// SHA-256 (identical files are stored once). The local filesystem implements it
+/// (``LocalMediaStorage``); an object store can implement it later.
+protocol MediaStorage: Sendable {
+    /// Writes `bytes` into the part of `upload` at `offset`; writing the same chunk again is harmless.
+    func writePart(upload: Int64, offset: Int64, bytes: Data) async throws
+
+    /// Runs `body` (off the event loops) over the part of `upload`, to hash and inspect it.
+    func readPart<T: Sendable>(upload: Int64, _ body: @escaping @Sendable (any ByteSource) throws -> T) async throws -> T
+
+    /// Makes the verified part of `upload` the durable content `sha256`: a crash leaves either
+    /// no content or the whole of it under that name, never half of it. The part is gone afterwards.
+    func commitPart(upload: Int64, sha256: String) async throws
+
+    /// Removes the part of `upload`, if there is one.
+    func removePart(upload: Int64) async throws
+
+    /// The uploads whose parts were last written before `date`, for the sweeper's orphan check.
+    func partUploads(lastWrittenBefore date: Date) async throws -> [Int64]
+
+    /// `count` bytes of content `sha256` from `offset` (fewer at its end).
+    func read(sha256: String, offset: Int64, count: Int) async throws -> ByteBuffer
+}

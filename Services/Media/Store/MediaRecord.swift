@@ -1,0 +1,52 @@
+import Postgres
+
+/// A finished medium, as `media.items` holds it. Never changes once written, so it may be cached.
+struct MediaRecord: Sendable {
+    var id: Int64
+    var ownerID: Int64
+    var purpose: MediaPurpose
+    var conversationID: Int64?
+    var type: MediaType
+    var byteSize: Int64
+    /// Lower-case hex; names the content in storage and is the strong ETag.
+    var sha256: String
+    var width: Int?
+    var height: Int?
+    var durationMs: Int64?
+
+    var isPrivate: Bool { purpose == .message }
+
+    static let columns = """
+        id, owner_id, purpose, conversation_id, content_type, byte_size, sha256, width, height, duration_ms
+        """
+
+    init(
+        id: Int64, ownerID: Int64, purpose: MediaPurpose, conversationID: Int64?, type: MediaType, byteSize: Int64,
+        sha256: String, width: Int?, height: Int?, durationMs: Int64?
+    ) {
+        self.id = id
+        self.ownerID = ownerID
+        self.purpose = purpose
+        self.conversationID = conversationID
+        self.type = type
+        self.byteSize = byteSize
+        self.sha256 = sha256
+        self.width = width
+        self.height = height
+        self.durationMs = durationMs
+    }
+
+    /// Reads a row selected with ``columns``.
+    init(row: PostgresRow) throws {
+        id = try row.decode(Int64.self, at: 0)
+        ownerID = try row.decode(Int64.self, at: 1)
+        purpose = MediaPurpose(rawValue: try row.decode(String.self, at: 2)) ?? .tweet
+        conversationID = try row.decode(Int64?.self, at: 3)
+        type = MediaType(rawValue: try row.decode(String.self, at: 4)) ?? .jpeg
+        byteSize = try row.decode(Int64.self, at: 5)
+        sha256 = try row.decode(String.self, at: 6)
+        width = try row.decode(Int?.self, at: 7)
+        height = try row.decode(Int?.self, at: 8)
+        durationMs = try row.decode(Int64?.self, at: 9)
+    }
+}

@@ -1,0 +1,51 @@
+import Postgres
+
+/// The tables of the `media` schema, oldest migration first.
+enum MediaSchema {
+    static let migrations: [PostgresMigration] = [
+        PostgresMigration(
+            version: 1, name: "uploads",
+            sql: """
+                -- An upload in progress; its chunks' bytes are in storage, its chunks' receipts below.
+                CREATE TABLE media.uploads (
+                    id bigint PRIMARY KEY,
+                    owner_id bigint NOT NULL,
+                    purpose text NOT NULL CHECK (purpose IN ('avatar', 'tweet', 'message')),
+                    conversation_id bigint,
+                    content_type text NOT NULL,
+                    byte_size bigint NOT NULL CHECK (byte_size > 0),
+                    declared_sha256 text,
+                    chunk_bytes integer NOT NULL CHECK (chunk_bytes > 0),
+                    received bigint NOT NULL DEFAULT 0,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    expires_at timestamptz NOT NULL
+                );
+                CREATE INDEX uploads_expiry ON media.uploads (expires_at);
+                -- One row per chunk received (chunk = offset / chunk_bytes), so retries count once.
+                CREATE TABLE media.upload_chunks (
+                    upload_id bigint NOT NULL REFERENCES media.uploads ON DELETE CASCADE,
+                    chunk integer NOT NULL,
+                    length integer NOT NULL,
+                    PRIMARY KEY (upload_id, chunk)
+                );
+                """),
+        PostgresMigration(
+            version: 2, name: "items",
+            sql: """
+                -- Finished media; the id is the upload's. Content lives in storage under sha256.
+                CREATE TABLE media.items (
+                    id bigint PRIMARY KEY,
+                    owner_id bigint NOT NULL,
+                    purpose text NOT NULL CHECK (purpose IN ('avatar', 'tweet', 'message')),
+                    conversation_id bigint,
+                    content_type text NOT NULL,
+                    byte_size bigint NOT NULL,
+                    sha256 text NOT NULL,
+                    width integer,
+                    height integer,
+                    duration_ms bigint,
+                    created_at timestamptz NOT NULL DEFAULT now()
+                );
+                """),
+    ]
+}

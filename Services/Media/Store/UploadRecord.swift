@@ -1,0 +1,56 @@
+import Foundation
+import Postgres
+
+/// An upload in progress, as `media.uploads` holds it.
+struct UploadRecord: Sendable {
+    var id: Int64
+    var ownerID: Int64
+    var purpose: MediaPurpose
+    var conversationID: Int64?
+    var type: MediaType
+    var byteSize: Int64
+    /// The SHA-256 the uploader declared (lower-case hex), checked at the end.
+    var declaredSHA256: String?
+    var chunkBytes: Int
+    var received: Int64
+    var expiresAt: Date
+
+    /// The length of the chunk at `offset`: `chunkBytes`, or what is left for the last one.
+    func chunkLength(at offset: Int64) -> Int {
+        Int(min(Int64(chunkBytes), byteSize - offset))
+    }
+
+    static let columns = """
+        id, owner_id, purpose, conversation_id, content_type, byte_size, declared_sha256, chunk_bytes, received, expires_at
+        """
+
+    init(
+        id: Int64, ownerID: Int64, purpose: MediaPurpose, conversationID: Int64?, type: MediaType, byteSize: Int64,
+        declaredSHA256: String?, chunkBytes: Int, received: Int64, expiresAt: Date
+    ) {
+        self.id = id
+        self.ownerID = ownerID
+        self.purpose = purpose
+        self.conversationID = conversationID
+        self.type = type
+        self.byteSize = byteSize
+        self.declaredSHA256 = declaredSHA256
+        self.chunkBytes = chunkBytes
+        self.received = received
+        self.expiresAt = expiresAt
+    }
+
+    /// Reads a row selected with ``columns``.
+    init(row: PostgresRow) throws {
+        id = try row.decode(Int64.self, at: 0)
+        ownerID = try row.decode(Int64.self, at: 1)
+        purpose = MediaPurpose(rawValue: try row.decode(String.self, at: 2)) ?? .tweet
+        conversationID = try row.decode(Int64?.self, at: 3)
+        type = MediaType(rawValue: try row.decode(String.self, at: 4)) ?? .jpeg
+        byteSize = try row.decode(Int64.self, at: 5)
+        declaredSHA256 = try row.decode(String?.self, at: 6)
+        chunkBytes = try row.decode(Int.self, at: 7)
+        received = try row.decode(Int64.self, at: 8)
+        expiresAt = try row.decode(Date.self, at: 9)
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Postgres
+
+/// Uploads in progress: `media.uploads` and the receipts of their chunks in `media.upload_chunks`.
+struct UploadStore: Sendable {
+    let postgres: PostgresClient
+
+    func create(_ upload: UploadRecord) async throws {
+        try await postgres.execute(
+            """
+            INSERT INTO media.uploads (\(UploadRecord.columns))
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9)
+            """,
+            [
+                upload.id, upload.ownerID, upload.purpose.rawValue, upload.conversationID, upload.type.rawValue,
+                upload.byteSize, upload.declaredSHA256, upload.chunkBytes, upload.expiresAt,
+            ])
+    }
+
+    func find(_ id: Int64) async throws -> UploadRecord? {
+        try await postgres.query("SELECT \(UploadRecord.columns) FROM media.uploads WHERE id = $1", [id])
+            .first.map(UploadRecord.init(row:))
+    }
+
+    /// Records chunk `index` of `length` bytes (once, however often it is sent) and returns the
+    /// bytes received so far; nil when the upload is gone (finished or swept meanwhile).
+    func recordChunk(upload: Int64, index: Int, length: Int) async throws -> Int64? {
+        try await postgres.query(
+            """
+            WITH receipt AS (
+                INSERT INTO media.upload_chunks (upload_id, chunk, length)
+                SELECT id, $2, $3 FROM media.uploads WHERE id = $1
+                ON CONFLICT (upload_id, chunk) DO NOTHING
+                RETURNING length
+            )
+            UPDATE media.uploads SET received = received + COALESCE((SELECT sum(length) FROM receipt), 0)
+            WHERE id = $1
+            RETURNING received
+            """,
+            [upload, index, length]
+        ).first?.decode(Int64.self, at: 0)
+    }
+
+    func delete(_ id: Int64) async throws {
+        try await postgres.execute("DELETE FROM media.uploads WHERE id = $1", [id])
+    }
+
+    /// Deletes up to `limit` uploads that expired and returns their ids (each to one caller only,
+    /// however many instances sweep at once).
+    func deleteExpired(limit: Int) async throws -> [Int64] {
+        try await postgres.query(
+            """
+            DELETE FROM media.uploads WHERE id IN (
+                SELECT id FROM media.uploads WHERE expires_at < now() ORDER BY expires_at LIMIT $1
+                FOR UPDATE SKIP LOCKED
+            )
+            RETURNING id
+            """,
+            [limit]
+        ).map { try $0.decode(Int64.self, at: 0) }
+    }
+
+    /// Which of `ids` are uploads still in progress.
+    func existing(_ ids: [Int64]) async throws -> Set<Int64> {
+        Set(
+            try await postgres.query("SELECT id FROM media.uploads WHERE id = ANY($1)", [ids])
+                .map { try $0.decode(Int64.self, at: 0) })
+    }
+}

@@ -1,0 +1,81 @@
+import AviaryAPI
+import Logging
+import RPC
+import ServiceKit
+import Synchronization
+
+/// User summaries from the accounts service (`auth.getUsers`), at most one call per request, with
+/// a short-lived cache: a busy conversation names the same few senders thousands of times a
+/// second, and a renamed user shows the new name within `lifetime`.
+final class UserDirectory: Sendable {
+    private let resources: ServiceResources
+    private let cache = Mutex<[Int64: (summary: UserSummary, fetched: ContinuousClock.Instant)]>([:])
+    private let lifetime: Duration
+    private let capacity: Int
+    /// The most ids `auth.getUsers` takes in one call.
+    private static let batchLimit = 1000
+
+    init(resources: ServiceResources, lifetime: Duration = .seconds(10), capacity: Int = 50_000) {
+        self.resources = resources
+        self.lifetime = lifetime
+        self.capacity = capacity
+    }
+
+    private struct GetUsers: Encodable, Sendable {
+        var ids: [EntityID]
+    }
+
+    /// Summaries of `ids` (duplicates allowed); unknown users are left out (and not remembered,
+    /// so a new account is found at once).
+    func summaries(_ ids: [Int64], context: RPCContext) async throws -> [Int64: UserSummary] {
+        let now = ContinuousClock.now
+        let lifetime = self.lifetime
+        var found: [Int64: UserSummary] = [:]
+        var missing: [Int64] = []
+        cache.withLock { cache in
+            for id in Set(ids) {
+                if let entry = cache[id], entry.fetched.duration(to: now) < lifetime {
+                    found[id] = entry.summary
+                } else {
+                    missing.append(id)
+                }
+            }
+        }
+        guard !missing.isEmpty else { return found }
+        // One call unless a page names more than auth takes at once (20 full groups).
+        let fetched = try await withThrowingTaskGroup(of: [UserSummary].self) { group in
+            for start in stride(from: 0, to: missing.count, by: Self.batchLimit) {
+                let batch = Array(missing[start..<min(missing.count, start + Self.batchLimit)])
+                group.addTask { try await self.getUsers(batch, context: context) }
+            }
+            var all: [UserSummary] = []
+            for try await part in group { all += part }
+            return all
+        }
+        let capacity = self.capacity
+        cache.withLock { cache in
+            if cache.count + fetched.count > capacity { cache.removeAll(keepingCapacity: true) }
+            for summary in fetched { cache[summary.id.value] = (summary, now) }
+        }
+        for summary in fetched { found[summary.id.value] = summary }
+        return found
+    }
+
+    /// The summary shown for a user the accounts service no longer knows (a deleted account).
+    static func placeholder(_ id: Int64) -> UserSummary {
+        UserSummary(id: EntityID(id), username: "", fullname: "", profileImageUrl: nil)
+    }
+
+    private func getUsers(_ ids: [Int64], context: RPCContext) async throws -> [UserSummary] {
+        do {
+            return try await resources.client(for: .auth).call(
+                "auth.getUsers", params: GetUsers(ids: ids.map { EntityID($0) }), meta: resources.internalMeta(context),
+                idempotent: true, as: [UserSummary].self)
+        } catch let error as RPCError where error.reason == "unavailable" || error.reason == "timeout" {
+            throw error
+        } catch {
+            context.logger.error("auth.getUsers failed", metadata: ["error": "\(String(reflecting: error))"])
+            throw RPCError.unavailable("the accounts service could not answer; retry shortly")
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import AviaryAPI
+import Foundation
+import Logging
+import RPC
+import ServiceKit
+
+extension Messaging {
+    /// The conversations of `snapshot` with their members and last messages' senders named by one
+    /// `auth.getUsers` call.
+    func hydrate(_ snapshot: ConversationSnapshot, context: RPCContext) async throws -> [Conversation] {
+        var users: Set<Int64> = []
+        for members in snapshot.members.values { for member in members { users.insert(member.userID) } }
+        for message in snapshot.lastMessages.values { users.insert(message.senderID) }
+        async let fresh = freshMedia(Array(snapshot.lastMessages.values), conversation: nil, context: context)
+        let summaries = try await directory.summaries(Array(users), context: context)
+        let media = await fresh
+        return snapshot.headers.map { header in
+            let markers = snapshot.members[header.id] ?? []
+            let last = header.lastMessageID.flatMap { snapshot.lastMessages[$0] }
+            return Conversation(
+                id: EntityID(header.id), kind: header.kind == .direct ? .direct : .group, title: header.title,
+                members: markers.map { summaries[$0.userID] ?? UserDirectory.placeholder($0.userID) },
+                lastMessage: last.map { Self.message($0, summaries: summaries, markers: markers, media: media) },
+                lastUpdated: header.updatedAt, unreadCount: max(0, header.lastSeq - header.readSeq))
+        }
+    }
+
+    /// One conversation as `viewer` sees it.
+    func conversation(_ id: Int64, viewer: Int64, context: RPCContext) async throws -> Conversation {
+        let snapshot = try await conversations.snapshot(of: [id], viewer: viewer)
+        guard let conversation = try await hydrate(snapshot, context: context).first else {
+            throw Self.unknownConversation(EntityID(id))
+        }
+        return conversation
+    }
+
+    /// A stored message as clients see it; `readBy` from the current members' markers.
+    /// `media` holds fresh copies (signed URLs expire) of stored media, by id.
+    static func message(
+        _ row: MessageRow, summaries: [Int64: UserSummary], markers: [MemberMarker], media: [EntityID: Media] = [:]
+    ) -> Message {
+        let stored = storedMedia(row)
+        return Message(
+            id: EntityID(row.id), conversationId: EntityID(row.conversationID),
+            sender: summaries[row.senderID] ?? UserDirectory.placeholder(row.senderID), text: row.text,
+            media: stored.map { media[$0.id] ?? $0 },
+            kind: MessageKind(rawValue: row.kind) ?? .text, createdAt: row.createdAt,
+            readBy: markers.filter { $0.readSeq >= row.seq }.map { EntityID($0.userID) })
+    }
+
+    /// Stored messages with their senders named by one `auth.getUsers` call.
+    func hydrate(_ rows: [MessageRow], markers: [MemberMarker], context: RPCContext) async throws -> [Message] {
+        guard !rows.isEmpty else { return [] }
+        async let fresh = freshMedia(rows, conversation: rows[0].conversationID, context: context)
+        let summaries = try await directory.summaries(rows.map(\.senderID), context: context)
+        let media = await fresh
+        return rows.map { Self.message($0, summaries: summaries, markers: markers, media: media) }
+    }
+
+    private static func storedMedia(_ row: MessageRow) -> Media? {
+        row.media.flatMap { try? JSONCoding.decoder().decode(Media.self, from: Data($0.utf8)) }
+    }
+
+    private struct MediaQuery: Encodable, Sendable {
+        var ids: [EntityID]
+        var conversationId: EntityID?
+    }
+
+    /// The media of `rows` as the media service describes it now (message media URLs are signed
+    /// and expire), in one call; when it cannot answer, the stored copies serve.
+    private func freshMedia(_ rows: [MessageRow], conversation: Int64?, context: RPCContext) async -> [EntityID: Media] {
+        let ids = rows.compactMap { Self.storedMedia($0)?.id }
+        guard !ids.isEmpty else { return [:] }
+        do {
+            let found = try await resources.client(for: .media).call(
+                "media.getMany", params: MediaQuery(ids: ids, conversationId: conversation.map { EntityID($0) }),
+                meta: resources.internalMeta(context), idempotent: true, as: [Media].self)
+            return Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        } catch {
+            context.logger.warning("media.getMany failed; stored media URLs are sent", metadata: ["error": "\(error)"])
+            return [:]
+        }
+    }
+}

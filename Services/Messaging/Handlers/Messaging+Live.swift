@@ -1,0 +1,76 @@
+import AviaryAPI
+import Foundation
+import Logging
+import RPC
+import ServiceKit
+
+extension Messaging {
+    @Sendable func typing(_ params: TypingParams, _ context: RPCContext) async throws -> Empty {
+        let caller = try context.requireUser()
+        let conversation = params.conversationId.value
+        guard let members = try await conversations.members(of: conversation, ifIncluding: caller) else {
+            throw Self.unknownConversation(params.conversationId)
+        }
+        await recordCall(caller, context)
+        if params.typing {
+            guard let token = try await typingState.start(conversation, user: caller) else { return Empty() }
+            try await events.typing(
+                conversation, user: caller, typing: true, expiresAt: Date().addingTimeInterval(6), to: members)
+            let state = typingState
+            let events = self.events
+            let logger = context.logger
+            // The instance that announced "typing" announces its lapse, unless something newer came.
+            Task {
+                try? await Task.sleep(for: TypingState.lifetime + .milliseconds(50))
+                do {
+                    if try await state.expire(conversation, user: caller, token: token) {
+                        try await events.typing(conversation, user: caller, typing: false, expiresAt: nil, to: members)
+                    }
+                } catch {
+                    logger.warning("could not announce a typing lapse", metadata: ["error": "\(error)"])
+                }
+            }
+        } else if try await typingState.stop(conversation, user: caller) {
+            try await events.typing(conversation, user: caller, typing: false, expiresAt: nil, to: members)
+        }
+        return Empty()
+    }
+
+    /// The most users `messaging.presence` answers about at once.
+    static let presenceLimit = 100
+
+    @Sendable func presenceOf(_ params: PresenceParams, _ context: RPCContext) async throws -> [Presence] {
+        let caller = try context.requireUser()
+        guard params.userIds.count <= Self.presenceLimit else {
+            throw RPCError.validation(
+                "userIds must list at most \(Self.presenceLimit) ids, got \(params.userIds.count)", field: "userIds")
+        }
+        await recordCall(caller, context)
+        return try await presence.presence(of: params.userIds.map(\.value))
+    }
+
+    @Sendable func subscribe(_ params: Empty, _ context: RPCContext) async throws -> SubscriptionResult {
+        let caller = try context.requireUser()
+        guard let connection = context.connection else {
+            throw RPCError.validation("messaging.subscribe needs a connection to push events on", field: "subscription")
+        }
+        guard let id = hub.subscribe(user: caller, connection: connection) else {
+            throw RPCError.unavailable("the connection closed")
+        }
+        do {
+            try await presence.subscriptionOpened(caller)
+        } catch {
+            context.logger.warning("could not record a subscription for presence", metadata: ["error": "\(error)"])
+        }
+        return SubscriptionResult(subscription: id)
+    }
+
+    @Sendable func unsubscribe(_ params: UnsubscribeParams, _ context: RPCContext) async throws -> Empty {
+        let caller = try context.requireUser()
+        guard let connection = context.connection, hub.unsubscribe(params.subscription, connection: connection) else {
+            throw RPCError.notFound("no subscription \(params.subscription) is open on this connection")
+        }
+        await recordCall(caller, context)
+        return Empty()
+    }
+}

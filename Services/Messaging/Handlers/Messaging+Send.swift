@@ -1,0 +1,112 @@
+import AviaryAPI
+import Foundation
+import Logging
+import RPC
+import ServiceKit
+
+extension Messaging {
+    /// The longest `clientMessageId`.
+    static let clientMessageIDLimit = 128
+
+    @Sendable func send(_ params: SendParams, _ context: RPCContext) async throws -> Message {
+        let caller = try context.requireUser()
+        let conversation = params.conversationId.value
+        let text = try Self.messageText(params)
+        let clientMessageID = try params.clientMessageId.map { value throws(RPCError) in
+            try TextRules.text(value, field: "clientMessageId", allowed: 1...Self.clientMessageIDLimit)
+        }
+        let (members, earlier) = try await messages.prepareSend(conversation, sender: caller, clientMessageID: clientMessageID)
+        guard members.contains(caller) else { throw Self.unknownConversation(params.conversationId) }
+        if let earlier {
+            await recordCall(caller, context)
+            return try await hydrate([earlier], markers: try await messages.markers(of: conversation), context: context)[0]
+        }
+        var media: Media?
+        if let mediaId = params.mediaId {
+            media = try await messageMedia(mediaId, conversation: conversation, sender: caller, context: context)
+        }
+        let others = members.filter { $0 != caller }
+        let subscribed: Set<Int64>
+        do {
+            subscribed = try await presence.record(caller, checking: others)
+        } catch {
+            // Without Redis nobody can be reached live: notifications will tell them all.
+            context.logger.warning("could not check live subscriptions", metadata: ["error": "\(error)"])
+            subscribed = []
+        }
+        let stored = NewMessageInput(text: text, media: media, clientMessageID: clientMessageID)
+        let outcome = try await messages.send(
+            MessageStore.NewMessage(
+                conversationID: conversation, senderID: caller, text: stored.text, media: try stored.mediaJSON(),
+                kind: stored.kind.rawValue, clientMessageID: clientMessageID,
+                offlineRecipients: others.filter { !subscribed.contains($0) }),
+            id: resources.ids.next())
+        switch outcome {
+        case .notMember:
+            throw Self.unknownConversation(params.conversationId)
+        case .duplicate(let row):
+            return try await hydrate([row], markers: try await messages.markers(of: conversation), context: context)[0]
+        case .sent(let row):
+            OutboxRelay.nudge()
+            let sender = try await directory.summaries([caller], context: context)
+            let message = Self.message(row, summaries: sender, markers: [MemberMarker(userID: caller, readSeq: row.seq)])
+            await publish(context) { try await events.message(message, to: members) }
+            return message
+        }
+    }
+
+    /// The message's text: trimmed, at most 4,000 characters; nil when only media is sent.
+    private static func messageText(_ params: SendParams) throws(RPCError) -> String? {
+        let text = params.text.flatMap { $0.trimmingWhitespace().isEmpty ? nil : $0 }
+        guard text != nil || params.mediaId != nil else {
+            throw RPCError.validation("text must not be empty unless mediaId is given", field: "text")
+        }
+        return try text.map { value throws(RPCError) in
+            try TextRules.text(value, field: "text", allowed: 1...TextRules.messageLimit)
+        }
+    }
+
+    private struct MediaQuery: Encodable, Sendable {
+        var ids: [EntityID]
+        var ownerId: EntityID
+        var purpose = "message"
+        var conversationId: EntityID
+    }
+
+    /// The media `id` if the media service vouches that `sender` uploaded it for `conversation`.
+    private func messageMedia(_ id: EntityID, conversation: Int64, sender: Int64, context: RPCContext) async throws -> Media {
+        let found: [Media]
+        do {
+            found = try await resources.client(for: .media).call(
+                "media.getMany",
+                params: MediaQuery(ids: [id], ownerId: EntityID(sender), conversationId: EntityID(conversation)),
+                meta: resources.internalMeta(context), idempotent: true, as: [Media].self)
+        } catch let error as RPCError where error.reason == "unavailable" || error.reason == "timeout" {
+            throw error
+        } catch {
+            context.logger.error("media.getMany failed", metadata: ["error": "\(String(reflecting: error))"])
+            throw RPCError.unavailable("the media service could not answer; retry shortly")
+        }
+        guard let media = found.first(where: { $0.id == id }) else {
+            throw RPCError.validation(
+                "mediaId must name a finished upload of yours made for this conversation (purpose message)", field: "mediaId")
+        }
+        return media
+    }
+}
+
+/// What a send stores besides its ids.
+private struct NewMessageInput {
+    var text: String?
+    var media: Media?
+    var clientMessageID: String?
+
+    var kind: MessageKind {
+        guard let media else { return .text }
+        return media.contentType.hasPrefix("video/") ? .video : .image
+    }
+
+    func mediaJSON() throws -> String? {
+        try media.map { String(decoding: try JSONCoding.encoder().encode($0), as: UTF8.self) }
+    }
+}

@@ -1,0 +1,252 @@
+import AviaryAPI
+import Foundation
+import Logging
+import Postgres
+import RPC
+import Redis
+import ServiceKit
+import ServiceLifecycle
+import Synchronization
+
+/// Who is online in messaging, across every instance, kept in Redis:
+/// - `…:active` (sorted set): each user's last messaging call, in milliseconds;
+/// - `…:subs:<userId>` (sorted set): the instances holding a subscription of the user, each with
+///   an expiry the holder renews, so a crashed instance's entries lapse by themselves;
+/// - `…:online` (set): who was last announced online, so each change is announced once.
+///
+/// A user is online while one of their subscriptions is open or within `window` of their last
+/// call. A sweep (on every instance; the Lua script makes racing sweeps harmless) takes users
+/// out once both have lapsed, writes `lastSeen` to Postgres and announces them offline.
+final class PresenceTracker: Service, Sendable {
+    private let redis: RedisClient
+    private let postgres: PostgresClient
+    private let hub: LiveHub
+    private let events: MessagingEvents
+    private let logger: Logger
+    let window: Duration
+    private let instance = UUID().uuidString
+    /// When each user was last recorded here: calls within a second of that skip Redis.
+    private let recorded = Mutex<[Int64: ContinuousClock.Instant]>([:])
+
+    private static let prefix = "aviary:messaging:presence:"
+    private static let activeKey = prefix + "active"
+    private static let onlineKey = prefix + "online"
+    private static let subscriptionsPrefix = prefix + "subs:"
+    /// How long an instance's claim to hold a user's subscription lasts unless renewed.
+    private static let claimLifetime: Int64 = 30_000
+    private static let renewInterval = Duration.seconds(10)
+
+    init(redis: RedisClient, postgres: PostgresClient, hub: LiveHub, events: MessagingEvents, window: Duration, logger: Logger) {
+        self.redis = redis
+        self.postgres = postgres
+        self.hub = hub
+        self.events = events
+        self.window = window
+        self.logger = logger
+    }
+
+    private static func nowMilliseconds() -> Int64 {
+        Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    private var windowMilliseconds: Int64 { window.components.seconds * 1000 + window.components.attoseconds / 1_000_000_000_000_000 }
+
+    // MARK: Calls
+
+    /// Records a messaging call by `user` and answers which of `others` hold an open subscription
+    /// somewhere, in one pipelined round trip.
+    func record(_ user: Int64, checking others: [Int64] = []) async throws -> Set<Int64> {
+        let now = ContinuousClock.now
+        let due = recorded.withLock { recorded in
+            if let last = recorded[user], last.duration(to: now) < .seconds(1) { return false }
+            if recorded.count > 100_000 { recorded.removeAll(keepingCapacity: true) }
+            recorded[user] = now
+            return true
+        }
+        let milliseconds = Self.nowMilliseconds()
+        var commands: [[RedisArgument]] = others.map {
+            ["ZCOUNT", RedisArgument(Self.subscriptionsPrefix + String($0)), RedisArgument(String(milliseconds)), "+inf"]
+        }
+        if due {
+            commands.append(["ZADD", RedisArgument(Self.activeKey), RedisArgument(String(milliseconds)), RedisArgument(String(user))])
+            commands.append(["SADD", RedisArgument(Self.onlineKey), RedisArgument(String(user))])
+        }
+        guard !commands.isEmpty else { return [] }
+        let replies = try await redis.pipeline(commands)
+        var subscribed: Set<Int64> = []
+        for (index, other) in others.enumerated() where (replies[index].int ?? 0) > 0 { subscribed.insert(other) }
+        if due, replies.last?.int == 1 {
+            await announce(Presence(userId: EntityID(user), online: true, lastSeen: Date()))
+        }
+        return subscribed
+    }
+
+    /// Records that `user` holds a subscription on this instance (and is online).
+    func subscriptionOpened(_ user: Int64) async throws {
+        let expiry = Self.nowMilliseconds() + Self.claimLifetime
+        _ = try await redis.send([
+            "ZADD", RedisArgument(Self.subscriptionsPrefix + String(user)), RedisArgument(String(expiry)), RedisArgument(instance),
+        ])
+        recorded.withLock { _ = $0.removeValue(forKey: user) }
+        _ = try await record(user)
+    }
+
+    /// `user`'s last subscription on this instance closed: they were last seen now.
+    private func subscriptionClosed(_ user: Int64) async throws {
+        let now = Self.nowMilliseconds()
+        _ = try await redis.pipeline([
+            ["ZREM", RedisArgument(Self.subscriptionsPrefix + String(user)), RedisArgument(instance)],
+            ["ZADD", RedisArgument(Self.activeKey), RedisArgument(String(now)), RedisArgument(String(user))],
+        ])
+    }
+
+    // MARK: Queries
+
+    /// The presence of each of `users`, in that order.
+    func presence(of users: [Int64]) async throws -> [Presence] {
+        guard !users.isEmpty else { return [] }
+        let now = Self.nowMilliseconds()
+        var commands: [[RedisArgument]] = []
+        for user in users {
+            commands.append(["ZSCORE", RedisArgument(Self.activeKey), RedisArgument(String(user))])
+            commands.append(["ZCOUNT", RedisArgument(Self.subscriptionsPrefix + String(user)), RedisArgument(String(now)), "+inf"])
+        }
+        let replies = try await redis.pipeline(commands)
+        var answers: [Presence] = []
+        var unseen: [Int64] = []
+        for (index, user) in users.enumerated() {
+            let lastCall = replies[index * 2].string.flatMap { Double($0) }.map { Int64($0) }
+            let subscribed = (replies[index * 2 + 1].int ?? 0) > 0
+            if subscribed {
+                answers.append(Presence(userId: EntityID(user), online: true, lastSeen: Date()))
+            } else if let lastCall {
+                answers.append(
+                    Presence(
+                        userId: EntityID(user), online: lastCall >= now - windowMilliseconds,
+                        lastSeen: Date(timeIntervalSince1970: Double(lastCall) / 1000)))
+            } else {
+                answers.append(Presence(userId: EntityID(user), online: false, lastSeen: nil))
+                unseen.append(user)
+            }
+        }
+        guard !unseen.isEmpty else { return answers }
+        let stored = try await postgres.query(
+            "SELECT user_id, last_seen FROM messaging.presence WHERE user_id = ANY($1)", [unseen])
+        var lastSeen: [Int64: Date] = [:]
+        for row in stored { lastSeen[try row.decode(Int64.self, at: 0)] = try row.decode(Date.self, at: 1) }
+        return answers.map { answer in
+            var answer = answer
+            if answer.lastSeen == nil { answer.lastSeen = lastSeen[answer.userId.value] }
+            return answer
+        }
+    }
+
+    // MARK: Background work
+
+    func run() async throws {
+        // Upkeep has nothing to finish: it stops at once on shutdown; other instances sweep on.
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { tasks in
+                tasks.addTask { await self.followLocalSubscriptions() }
+                tasks.addTask { await self.every(Self.renewInterval) { try await self.renewClaims() } }
+                let sweepInterval = max(.milliseconds(200), min(.seconds(2), self.window / 20))
+                tasks.addTask { await self.every(sweepInterval) { try await self.sweep() } }
+            }
+        }
+    }
+
+    private func followLocalSubscriptions() async {
+        for await change in hub.presenceChanges() where !change.online {
+            do {
+                try await subscriptionClosed(change.userID)
+            } catch {
+                logger.warning("could not record a closed subscription", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    private func every(_ interval: Duration, _ body: @Sendable () async throws -> Void) async {
+        while !Task.isCancelled {
+            do {
+                try await body()
+            } catch {
+                logger.warning("presence upkeep failed; retrying", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+
+    private func renewClaims() async throws {
+        let users = hub.connectedUsersHere
+        guard !users.isEmpty else { return }
+        let expiry = RedisArgument(String(Self.nowMilliseconds() + Self.claimLifetime))
+        for start in stride(from: 0, to: users.count, by: 1000) {
+            _ = try await redis.pipeline(
+                users[start..<min(users.count, start + 1000)].map {
+                    ["ZADD", RedisArgument(Self.subscriptionsPrefix + String($0)), expiry, RedisArgument(instance)]
+                })
+        }
+    }
+
+    private static let sweepScript = RedisScript(
+        """
+        local now = tonumber(ARGV[1])
+        local stale = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]), 'WITHSCORES', 'LIMIT', 0, 500)
+        local gone = {}
+        for i = 1, #stale, 2 do
+            local user = stale[i]
+            local subscriptions = ARGV[3] .. user
+            redis.call('ZREMRANGEBYSCORE', subscriptions, '-inf', now)
+            if redis.call('EXISTS', subscriptions) == 1 then
+                redis.call('ZADD', KEYS[1], now, user)
+            else
+                redis.call('ZREM', KEYS[1], user)
+                if redis.call('SREM', KEYS[2], user) == 1 then
+                    table.insert(gone, user)
+                    table.insert(gone, stale[i + 1])
+                end
+            end
+        end
+        return gone
+        """)
+
+    /// Takes out the users whose subscriptions and calls have all lapsed, stores when they were last
+    /// seen and announces them offline.
+    private func sweep() async throws {
+        let reply = try await redis.evaluate(
+            Self.sweepScript, keys: [Self.activeKey, Self.onlineKey],
+            arguments: [RedisArgument(Self.nowMilliseconds()), RedisArgument(windowMilliseconds), RedisArgument(Self.subscriptionsPrefix)])
+        let values = reply.array ?? []
+        guard values.count >= 2 else { return }
+        var users: [Int64] = []
+        var seen: [Int64] = []
+        for index in stride(from: 0, to: values.count - 1, by: 2) {
+            guard let user = values[index].string.flatMap({ Int64($0) }),
+                let milliseconds = values[index + 1].string.flatMap({ Double($0) })
+            else { continue }
+            users.append(user)
+            seen.append(Int64(milliseconds))
+        }
+        recorded.withLock { recorded in for user in users { recorded.removeValue(forKey: user) } }
+        try await postgres.execute(
+            """
+            INSERT INTO messaging.presence AS p (user_id, last_seen)
+            SELECT user_id, TIMESTAMPTZ 'epoch' + seen * INTERVAL '1 millisecond'
+            FROM unnest($1::bigint[], $2::bigint[]) AS gone (user_id, seen)
+            ON CONFLICT (user_id) DO UPDATE SET last_seen = greatest(p.last_seen, EXCLUDED.last_seen)
+            """, [users, seen])
+        for (user, milliseconds) in zip(users, seen) {
+            await announce(
+                Presence(userId: EntityID(user), online: false, lastSeen: Date(timeIntervalSince1970: Double(milliseconds) / 1000)))
+        }
+    }
+
+    /// Tells everyone who shares a conversation with the user (and the user's own subscriptions).
+    private func announce(_ presence: Presence) async {
+        do {
+            try await events.presence(presence)
+        } catch {
+            logger.warning("could not announce a presence change", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import Postgres
+import RPC
+
+/// A message as stored; `media` is the media service's JSON, kept as text.
+struct MessageRow: Sendable {
+    var id: Int64
+    var conversationID: Int64
+    var seq: Int64
+    var senderID: Int64
+    var text: String?
+    var media: String?
+    var kind: String
+    var createdAt: Date
+}
+
+/// Messages and read markers in Postgres (`messaging.messages`, `messaging.members`). A message's
+/// `seq` is its place in the conversation, given out under the conversation's row lock, so pages
+/// and markers never disagree about order even when sends race on several instances.
+struct MessageStore: Sendable {
+    let postgres: PostgresClient
+
+    static let columns = "id, conversation_id, seq, sender_id, text, media::text, kind, created_at"
+
+    static func row(_ row: PostgresRow) throws -> MessageRow {
+        MessageRow(
+            id: try row.decode(Int64.self, at: 0), conversationID: try row.decode(Int64.self, at: 1),
+            seq: try row.decode(Int64.self, at: 2), senderID: try row.decode(Int64.self, at: 3),
+            text: try row.decode(String?.self, at: 4), media: try row.decode(String?.self, at: 5),
+            kind: try row.decode(String.self, at: 6), createdAt: try row.decode(Date.self, at: 7))
+    }
+
+    /// The messages `ids`, in no particular order; unknown ids are left out.
+    func messages(_ ids: [Int64]) async throws -> [MessageRow] {
+        guard !ids.isEmpty else { return [] }
+        return try await postgres.query("SELECT \(Self.columns) FROM messaging.messages WHERE id = ANY($1)", [ids])
+            .map(Self.row)
+    }
+
+    /// Before a send: the conversation's current members, and the message `sender` already sent
+    /// with `clientMessageID` (when given).
+    func prepareSend(_ conversation: Int64, sender: Int64, clientMessageID: String?) async throws
+        -> (members: [Int64], earlier: MessageRow?)
+    {
+        let rows = try await postgres.query(
+            """
+            SELECT user_id, NULL::bigint FROM messaging.members WHERE conversation_id = $1 AND left_at IS NULL
+            UNION ALL
+            SELECT NULL, id FROM messaging.messages
+            WHERE conversation_id = $1 AND sender_id = $2 AND client_message_id = $3 AND $3 IS NOT NULL
+            """, [conversation, sender, clientMessageID])
+        var members: [Int64] = []
+        var earlierID: Int64?
+        for row in rows {
+            if let member = try row.decode(Int64?.self, at: 0) { members.append(member) }
+            if let id = try row.decode(Int64?.self, at: 1) { earlierID = id }
+        }
+        guard let earlierID else { return (members, nil) }
+        return (members, try await messages([earlierID]).first)
+    }
+
+    /// What a send stores.
+    struct NewMessage: Sendable {
+        var conversationID: Int64
+        var senderID: Int64
+        var text: String?
+        var media: String?
+        var kind: String
+        var clientMessageID: String?
+        var offlineRecipients: [Int64]
+    }
+
+    /// How a send ended.
+    enum SendOutcome: Sendable {
+        case sent(MessageRow)
+        /// The same `clientMessageId` was stored meanwhile (by a racing call): this is that message.
+        case duplicate(MessageRow)
+        /// The sender is not a current member.
+        case notMember
+    }
+
+    private struct DuplicateSend: Error {}
+
+    /// Stores `message` as the conversation's next one (its `seq` drawn under the conversation's
+    /// row lock), moves the sender's read marker to it, and appends its `messaging`/`message` event
+    /// to the outbox: one statement, in a transaction that a `clientMessageId` already taken (by a
+    /// racing call) rolls back.
+    func send(_ message: NewMessage, id: Int64) async throws -> SendOutcome {
+        let parameters: [any PostgresEncodable] = [
+            id, message.conversationID, message.senderID, message.text, message.media, message.kind,
+            message.clientMessageID, message.offlineRecipients.map { String($0) },
+        ]
+        @Sendable func stored(_ rows: PostgresRows) throws -> MessageRow? {
+            guard let first = rows.first else { return nil }
+            guard !first.isNull(at: 0) else { throw DuplicateSend() }
+            return try Self.row(first)
+        }
+        do {
+            // Without a clientMessageId nothing can conflict: the statement is its own transaction.
+            let row =
+                if message.clientMessageID == nil {
+                    try stored(try await postgres.query(Self.insertMessage, parameters))
+                } else {
+                    try await postgres.transaction { connection in try stored(try connection.query(Self.insertMessage, parameters)) }
+                }
+            guard let row else { return .notMember }
+            return .sent(row)
+        } catch is DuplicateSend {
+            let (_, earlier) = try await prepareSend(
+                message.conversationID, sender: message.senderID, clientMessageID: message.clientMessageID)
+            guard let earlier else { throw RPCError.unavailable("the message could not be stored; retry") }
+            return .duplicate(earlier)
+        }
+    }
+
+    /// No row: the sender is no member. A row of nulls: the conversation was locked but the
+    /// `clientMessageId` was taken, so the caller rolls back.
+    private static let insertMessage = """
+        WITH locked AS (
+            UPDATE messaging.conversations
+            SET last_seq = last_seq + 1, last_message_id = $1, activity_id = greatest(activity_id, $1), updated_at = now()
+            WHERE id = $2 AND EXISTS (
+                SELECT 1 FROM messaging.members WHERE conversation_id = $2 AND user_id = $3 AND left_at IS NULL)
+            RETURNING last_seq, updated_at
+        ), inserted AS (
+            INSERT INTO messaging.messages (id, conversation_id, seq, sender_id, text, media, kind, client_message_id, created_at)
+            SELECT $1, $2, locked.last_seq, $3, $4, $5::jsonb, $6, $7, locked.updated_at FROM locked
+            ON CONFLICT (conversation_id, sender_id, client_message_id) WHERE client_message_id IS NOT NULL DO NOTHING
+            RETURNING \(columns)
+        ), marker AS (
+            UPDATE messaging.members m SET read_message_id = inserted.id, read_seq = inserted.seq
+            FROM inserted WHERE m.conversation_id = $2 AND m.user_id = $3
+        ), event AS (
+            INSERT INTO messaging.outbox (topic, type, payload)
+            SELECT 'messaging', 'message', jsonb_build_object(
+                'messageId', inserted.id::text, 'conversationId', inserted.conversation_id::text,
+                'senderId', inserted.sender_id::text, 'offlineRecipientIds', to_jsonb($8::text[]),
+                'createdAt', to_char(inserted.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+            FROM inserted
+        )
+        SELECT inserted.* FROM locked LEFT JOIN inserted ON true
+        """
+
+    /// Up to `limit` messages of the conversation from `position` (exclusive) in `order`, plus
+    /// whether more follow.
+    func history(_ conversation: Int64, order: HistoryOrder, after position: Int64?, limit: Int) async throws
+        -> (rows: [MessageRow], more: Bool)
+    {
+        let comparison = order == .newest ? "<" : ">"
+        let direction = order == .newest ? "DESC" : "ASC"
+        var parameters: [any PostgresEncodable] = [conversation, limit + 1]
+        var condition = ""
+        if let position {
+            parameters.append(position)
+            condition = " AND seq \(comparison) $3"
+        }
+        let rows = try await postgres.query(
+            """
+            SELECT \(Self.columns) FROM messaging.messages
+            WHERE conversation_id = $1\(condition)
+            ORDER BY seq \(direction) LIMIT $2
+            """, parameters)
+        var messages = try rows.map(Self.row)
+        let more = messages.count > limit
+        if more { messages.removeLast() }
+        return (messages, more)
+    }
+
+    /// The current members and their read markers.
+    func markers(of conversation: Int64) async throws -> [MemberMarker] {
+        try await postgres.query(
+            "SELECT user_id, read_seq FROM messaging.members WHERE conversation_id = $1 AND left_at IS NULL ORDER BY joined_at, user_id",
+            [conversation]
+        ).map { MemberMarker(userID: try $0.decode(Int64.self, at: 0), readSeq: try $0.decode(Int64.self, at: 1)) }
+    }
+
+    /// How a read marker move ended.
+    enum MarkOutcome: Sendable {
+        /// `moved` is false when the marker already was at or past the message.
+        case marked(unread: Int64, moved: Bool, readSeq: Int64)
+        case notMember
+        case unknownMessage
+    }
+
+    /// Moves `user`'s read marker forward to `messageID` (never back).
+    func markRead(_ conversation: Int64, user: Int64, upTo messageID: Int64) async throws -> MarkOutcome {
+        let rows = try await postgres.query(
+            """
+            WITH target AS (
+                SELECT seq FROM messaging.messages WHERE id = $3 AND conversation_id = $1
+            ), member AS (
+                SELECT read_seq FROM messaging.members WHERE conversation_id = $1 AND user_id = $2 AND left_at IS NULL
+            ), moved AS (
+                UPDATE messaging.members m SET read_message_id = $3, read_seq = target.seq
+                FROM target
+                WHERE m.conversation_id = $1 AND m.user_id = $2 AND m.left_at IS NULL AND m.read_seq < target.seq
+                RETURNING m.read_seq
+            )
+            SELECT (SELECT read_seq FROM member), (SELECT seq FROM target), (SELECT count(*) FROM moved), c.last_seq
+            FROM messaging.conversations c WHERE c.id = $1
+            """, [conversation, user, messageID])
+        guard let row = rows.first, let before = try row.decode(Int64?.self, at: 0) else { return .notMember }
+        guard let target = try row.decode(Int64?.self, at: 1) else { return .unknownMessage }
+        let moved = try row.decode(Int64.self, at: 2) > 0
+        let read = max(before, target)
+        return .marked(unread: max(0, try row.decode(Int64.self, at: 3) - read), moved: moved, readSeq: read)
+    }
+}
+
+/// Which way `messaging.history` walks.
+enum HistoryOrder: String, Codable, Sendable, JSONSchemaEnum {
+    /// Newest first (the default): scrolling back in time.
+    case newest
+    /// Oldest first: reading forward, e.g. catching up from a known message.
+    case oldest
+}

@@ -1,0 +1,67 @@
+import Postgres
+import ServiceKit
+
+/// The tables of the `messaging` schema, oldest migration first.
+///
+/// Every conversation numbers its messages 1, 2, 3… (`seq`, handed out under the conversation's
+/// row lock), so history pages, read markers and unread counts work on that one order: a
+/// member's unread count is `last_seq - read_seq`, with no counting of rows.
+enum MessagingSchema {
+    static let name = "messaging"
+
+    static let migrations: [PostgresMigration] = [
+        PostgresMigration(
+            version: 1, name: "conversations",
+            sql: """
+                CREATE TABLE messaging.conversations (
+                    id bigint PRIMARY KEY,
+                    kind text NOT NULL CHECK (kind IN ('direct', 'group')),
+                    title text,
+                    -- A direct conversation's two members, lower id first: one conversation per pair.
+                    direct_low bigint,
+                    direct_high bigint,
+                    created_by bigint NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    -- A time-ordered id of the last change (message, rename, members), for the list order.
+                    activity_id bigint NOT NULL,
+                    updated_at timestamptz NOT NULL DEFAULT now(),
+                    last_seq bigint NOT NULL DEFAULT 0,
+                    last_message_id bigint,
+                    UNIQUE (direct_low, direct_high),
+                    CHECK ((kind = 'direct') = (direct_low IS NOT NULL AND direct_high IS NOT NULL))
+                );
+                CREATE TABLE messaging.members (
+                    conversation_id bigint NOT NULL REFERENCES messaging.conversations (id),
+                    user_id bigint NOT NULL,
+                    joined_at timestamptz NOT NULL DEFAULT now(),
+                    left_at timestamptz,
+                    -- The read marker: the last message read, and its place in the conversation.
+                    read_message_id bigint NOT NULL DEFAULT 0,
+                    read_seq bigint NOT NULL DEFAULT 0,
+                    PRIMARY KEY (conversation_id, user_id)
+                );
+                -- A user's current conversations.
+                CREATE INDEX members_user_current ON messaging.members (user_id, conversation_id) WHERE left_at IS NULL;
+                CREATE TABLE messaging.messages (
+                    id bigint PRIMARY KEY,
+                    conversation_id bigint NOT NULL REFERENCES messaging.conversations (id),
+                    seq bigint NOT NULL,
+                    sender_id bigint NOT NULL,
+                    text text,
+                    media jsonb,
+                    kind text NOT NULL CHECK (kind IN ('text', 'image', 'video')),
+                    client_message_id text,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    UNIQUE (conversation_id, seq)
+                );
+                CREATE UNIQUE INDEX messages_client_id ON messaging.messages (conversation_id, sender_id, client_message_id)
+                    WHERE client_message_id IS NOT NULL;
+                -- When each user was last seen, written as they go offline.
+                CREATE TABLE messaging.presence (
+                    user_id bigint PRIMARY KEY,
+                    last_seen timestamptz NOT NULL
+                );
+                """),
+        Outbox.migration(schema: name, version: 2),
+    ]
+}

@@ -1,0 +1,34 @@
+import Logging
+import ServiceKit
+
+/// The topics notifications consume: follows, tweets (replies, mentions, likes, deletions) and
+/// messages for members who were offline.
+enum NotificationConsumers {
+    static let topics = ["graph", "tweets", "messaging"]
+
+    static var definitions: [EventConsumerDefinition] {
+        topics.map { EventConsumerDefinition(topic: $0, handler: consume) }
+    }
+
+    /// Stores what the batch means in one transaction (events applied before are skipped), then
+    /// publishes it to live subscribers. Throwing makes the consumer retry the batch.
+    @Sendable static func consume(_ batch: EventBatch, _ resources: ServiceResources) async throws {
+        var events: [(key: String, changes: [NotificationStore.Change])] = []
+        for delivered in batch.events {
+            do {
+                events.append((delivered.deduplicationKey, try EventIntake.changes(of: delivered.event)))
+            } catch {
+                // Retrying cannot fix a payload: skip it, loudly.
+                resources.logger.error(
+                    "skipping an event notifications cannot read",
+                    metadata: [
+                        "events.topic": "\(batch.topic)", "events.type": "\(delivered.event.type)",
+                        "events.key": "\(delivered.deduplicationKey)", "error": "\(error)",
+                    ])
+            }
+        }
+        let service = NotificationsService(resources: resources)
+        let outcome = try await service.store.apply(events)
+        await service.feed.publish(outcome, logger: resources.logger)
+    }
+}

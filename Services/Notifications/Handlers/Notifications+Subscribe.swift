@@ -1,0 +1,59 @@
+import AviaryAPI
+import Logging
+import RPC
+import ServiceKit
+
+extension NotificationsService {
+    /// The most notifications a reconnecting subscriber is sent to catch up before being told to resync.
+    static let catchUpLimit = 1000
+
+    @Sendable func subscribe(_ params: SubscribeParams, _ context: RPCContext) async throws -> SubscriptionResult {
+        let user = try context.requireUser()
+        guard let connection = context.connection else {
+            throw RPCError.validation("subscriptions need a connection of their own", field: "subscription")
+        }
+        // With lastId, live events are held from now on, so the catch-up read misses none: every
+        // notification is either stored before the read or published after the hold began.
+        guard let id = feed.hub.subscribe(user: user, connection: connection, holding: params.lastId != nil) else {
+            throw RPCError.unavailable("the connection closed")
+        }
+        if let lastSeen = params.lastId?.value {
+            // Off the request, so the response (the subscription id) goes out before the catch-up,
+            // which takes at least a database round trip.
+            let logger = context.logger
+            Task { await catchUp(id, user: user, after: lastSeen, connection: connection, logger: logger) }
+        }
+        return SubscriptionResult(subscription: id)
+    }
+
+    /// Sends a held subscription the notifications after `lastSeen`, oldest first, then what was held
+    /// meanwhile that the catch-up did not already send. A failed read sends a resync notice instead.
+    private func catchUp(_ id: String, user: Int64, after lastSeen: Int64, connection: RPCConnection, logger: Logger) async {
+        var replay: [RawJSON] = []
+        var newestReplayed = lastSeen
+        do {
+            let rows = try await store.after(lastSeen, of: user, limit: Self.catchUpLimit + 1)
+            let shown = Array(rows.prefix(Self.catchUpLimit))
+            let missed = try await hydrator.items(shown.map { [$0] }, grouped: false, viewer: user, context: nil)
+            replay = try missed.map(NotificationFeed.event)
+            newestReplayed = shown.last?.id ?? lastSeen
+            if rows.count > Self.catchUpLimit { replay.append(NotificationFeed.resync) }
+        } catch {
+            logger.warning("a subscriber's catch-up failed; it is told to resync", metadata: ["error": "\(String(reflecting: error))"])
+            replay = [NotificationFeed.resync]
+        }
+        feed.hub.release(id, user: user, connection: connection, replay: replay) { [newestReplayed] event in
+            // A held notification the catch-up already sent is dropped; other events pass.
+            guard let held = NotificationFeed.notificationID(of: event) else { return true }
+            return held > newestReplayed
+        }
+    }
+
+    @Sendable func unsubscribe(_ params: UnsubscribeParams, _ context: RPCContext) async throws -> Empty {
+        _ = try context.requireUser()
+        guard let connection = context.connection, feed.hub.unsubscribe(params.subscription, connection: connection) else {
+            throw RPCError.notFound("no subscription \(params.subscription.prefix(40)) on this connection")
+        }
+        return Empty()
+    }
+}

@@ -1,0 +1,91 @@
+import AviaryAPI
+import Logging
+import RPC
+import ServiceKit
+
+/// Makes stored notifications into what clients see: actors from ONE `auth.getUsers` call and
+/// tweets from ONE `tweets.getMany` call per batch, whatever its size.
+struct NotificationHydrator: Sendable {
+    let resources: ServiceResources
+
+    /// The items of `groups` (each one notification, or a grouped item with its rows newest first),
+    /// in order. With `grouped`, items carry `count` and `actors`. An item whose newest actor the
+    /// accounts service does not know (a deleted account) is left out.
+    func items(
+        _ groups: [[NotificationRow]], grouped: Bool, viewer: Int64?, context: RPCContext?
+    ) async throws -> [NotificationItem] {
+        let shownActors = groups.map { Self.actors(of: $0, grouped: grouped) }
+        let actorIDs = Array(Set(shownActors.joined()))
+        let tweetIDs = Array(Set(groups.compactMap { $0.first?.tweet }))
+        async let users = users(actorIDs, context: context)
+        async let tweets = tweets(tweetIDs, viewer: viewer, context: context)
+        let (usersByID, tweetsByID) = try await (users, tweets)
+        var items: [NotificationItem] = []
+        items.reserveCapacity(groups.count)
+        for (rows, actorIDs) in zip(groups, shownActors) {
+            guard let newest = rows.first, let actor = usersByID[newest.actor] else { continue }
+            items.append(NotificationItem(
+                id: EntityID(newest.id), type: newest.kind, actor: actor, tweet: newest.tweet.flatMap { tweetsByID[$0] },
+                conversationId: newest.conversation.map { EntityID($0) }, createdAt: newest.createdAt,
+                read: rows.allSatisfy(\.read), count: grouped ? rows.count : nil,
+                actors: grouped ? actorIDs.compactMap { usersByID[$0] } : nil))
+        }
+        return items
+    }
+
+    /// The actors an item shows: the newest, or in a grouped list up to three distinct, newest first.
+    private static func actors(of rows: [NotificationRow], grouped: Bool) -> [Int64] {
+        guard grouped else { return rows.first.map { [$0.actor] } ?? [] }
+        var seen: [Int64] = []
+        for row in rows where !seen.contains(row.actor) {
+            seen.append(row.actor)
+            if seen.count == 3 { break }
+        }
+        return seen
+    }
+
+    private struct GetUsers: Encodable, Sendable {
+        var ids: [EntityID]
+    }
+
+    private struct GetTweets: Encodable, Sendable {
+        var ids: [EntityID]
+        var viewerId: EntityID?
+    }
+
+    private func users(_ ids: [Int64], context: RPCContext?) async throws -> [Int64: UserSummary] {
+        guard !ids.isEmpty else { return [:] }
+        let users = try await call(
+            .auth, "auth.getUsers", GetUsers(ids: ids.map { EntityID($0) }), context: context, as: [UserSummary].self)
+        return Dictionary(users.map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// Tweets as the tweets service answers them, by id (unknown ones left out).
+    private func tweets(_ ids: [Int64], viewer: Int64?, context: RPCContext?) async throws -> [Int64: JSONValue] {
+        guard !ids.isEmpty else { return [:] }
+        let tweets = try await call(
+            .tweets, "tweets.getMany", GetTweets(ids: ids.map { EntityID($0) }, viewerId: viewer.map { EntityID($0) }),
+            context: context, as: [JSONValue].self)
+        var byID: [Int64: JSONValue] = [:]
+        for tweet in tweets {
+            if let id = tweet["id"]?.stringValue.flatMap({ Int64($0) }) { byID[id] = tweet }
+        }
+        return byID
+    }
+
+    private func call<Params: Encodable & Sendable, Result: Decodable>(
+        _ service: ServiceName, _ method: String, _ params: Params, context: RPCContext?, as type: Result.Type
+    ) async throws -> Result {
+        do {
+            return try await resources.client(for: service).call(
+                method, params: params, meta: resources.internalMeta(context), idempotent: true, as: type)
+        } catch let error as RPCError where error.reason == "unavailable" || error.reason == "timeout" {
+            throw error
+        } catch {
+            // Anything else is the other service misbehaving; the caller can only retry later.
+            (context?.logger ?? resources.logger).error(
+                "\(method) failed", metadata: ["error": "\(String(reflecting: error))"])
+            throw RPCError.unavailable("the \(service.rawValue) service could not answer; retry shortly")
+        }
+    }
+}

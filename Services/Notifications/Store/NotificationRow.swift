@@ -1,0 +1,64 @@
+import Foundation
+import Postgres
+
+/// One stored notification.
+struct NotificationRow: Sendable, Hashable {
+    var id: Int64
+    var recipient: Int64
+    var kind: NotificationKind
+    var actor: Int64
+    var tweet: Int64?
+    var conversation: Int64?
+    var createdAt: Date
+    var read: Bool
+
+    /// The columns `init(row:)` reads, in order.
+    static let columns = "id, recipient_id, type, actor_id, tweet_id, conversation_id, created_at, read"
+
+    init(
+        id: Int64, recipient: Int64, kind: NotificationKind, actor: Int64, tweet: Int64?, conversation: Int64?,
+        createdAt: Date, read: Bool
+    ) {
+        self.id = id
+        self.recipient = recipient
+        self.kind = kind
+        self.actor = actor
+        self.tweet = tweet
+        self.conversation = conversation
+        self.createdAt = createdAt
+        self.read = read
+    }
+
+    init(row: PostgresRow) throws {
+        id = try row.decode(Int64.self, at: 0)
+        recipient = try row.decode(Int64.self, at: 1)
+        kind = NotificationKind(rawValue: try row.decode(String.self, at: 2)) ?? .follow
+        actor = try row.decode(Int64.self, at: 3)
+        tweet = try row.decode(Int64?.self, at: 4)
+        conversation = try row.decode(Int64?.self, at: 5)
+        createdAt = try row.decode(Date.self, at: 6)
+        read = try row.decode(Bool.self, at: 7)
+    }
+}
+
+/// A notification to store, from an event: unique per recipient by `key`.
+struct NewNotification: Sendable, Hashable {
+    var recipient: Int64
+    var kind: NotificationKind
+    var actor: Int64
+    var tweet: Int64?
+    var conversation: Int64?
+    var key: String
+    var createdAt: Date
+}
+
+/// The unique keys of notifications, per recipient: the same event always makes the same key.
+enum NotificationKey {
+    static func follow(actor: Int64) -> String { "f:\(actor)" }
+    static func like(tweet: Int64, actor: Int64) -> String { "l:\(tweet):\(actor)" }
+    /// Every like of `tweet`, for a prefix match.
+    static func likes(tweet: Int64) -> String { "l:\(tweet):" }
+    static func reply(tweet: Int64) -> String { "r:\(tweet)" }
+    static func mention(tweet: Int64) -> String { "m:\(tweet)" }
+    static func message(_ message: Int64) -> String { "d:\(message)" }
+}

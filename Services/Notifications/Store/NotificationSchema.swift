@@ -1,0 +1,41 @@
+import Postgres
+
+/// The tables of the `notifications` schema, oldest migration first.
+enum NotificationSchema {
+    static let name = "notifications"
+
+    static let migrations: [PostgresMigration] = [
+        PostgresMigration(
+            version: 1, name: "notifications",
+            sql: """
+                CREATE TABLE notifications.notifications (
+                    id bigint PRIMARY KEY,
+                    recipient_id bigint NOT NULL,
+                    type text NOT NULL CHECK (type IN ('follow', 'like', 'reply', 'mention', 'message')),
+                    actor_id bigint NOT NULL,
+                    tweet_id bigint,
+                    conversation_id bigint,
+                    -- What makes the notification unique for its recipient (NotificationKey): a retried
+                    -- event finds it taken; an unlike or unfollow deletes it by it. "C" for prefix scans.
+                    key text COLLATE "C" NOT NULL,
+                    created_at timestamptz NOT NULL,
+                    read boolean NOT NULL DEFAULT false,
+                    CHECK (recipient_id <> actor_id),
+                    UNIQUE (recipient_id, key)
+                );
+                -- Pages newest first, and catch-ups after a last seen id.
+                CREATE INDEX notifications_recipient_recent ON notifications.notifications (recipient_id, id DESC);
+                -- Unread counts and mark-read touch only the unread rows.
+                CREATE INDEX notifications_unread ON notifications.notifications (recipient_id, id) WHERE NOT read;
+
+                -- The events already applied (DeliveredEvent.deduplicationKey), so that one delivered
+                -- again (a consumer that crashed before acknowledging) changes nothing, even after a
+                -- later event withdrew what it made.
+                CREATE TABLE notifications.consumed_events (
+                    key text PRIMARY KEY,
+                    consumed_at timestamptz NOT NULL DEFAULT now()
+                );
+                CREATE INDEX consumed_events_age ON notifications.consumed_events (consumed_at);
+                """)
+    ]
+}

@@ -1,0 +1,49 @@
+import Postgres
+
+extension NotificationStore {
+    /// The newest of `recipient`'s notifications of `kinds` older than `before`, newest first.
+    func page(of recipient: Int64, before: Int64?, kinds: [NotificationKind], limit: Int) async throws
+        -> [NotificationRow]
+    {
+        try await postgres.query(
+            """
+            SELECT \(NotificationRow.columns) FROM notifications.notifications
+            WHERE recipient_id = $1 AND id < $2 AND type = ANY($3)
+            ORDER BY id DESC LIMIT $4
+            """, [recipient, before ?? .max, kinds.map(\.rawValue), Int64(limit)]
+        ).map(NotificationRow.init(row:))
+    }
+
+    /// `recipient`'s notifications after `lastSeen`, oldest first, at most `limit`.
+    func after(_ lastSeen: Int64, of recipient: Int64, limit: Int) async throws -> [NotificationRow] {
+        try await postgres.query(
+            """
+            SELECT \(NotificationRow.columns) FROM notifications.notifications
+            WHERE recipient_id = $1 AND id > $2
+            ORDER BY id LIMIT $3
+            """, [recipient, lastSeen, Int64(limit)]
+        ).map(NotificationRow.init(row:))
+    }
+
+    func unreadCount(of recipient: Int64) async throws -> Int64 {
+        try await postgres.query(
+            "SELECT count(*) FROM notifications.notifications WHERE recipient_id = $1 AND NOT read", [recipient]
+        ).first?.decode(Int64.self, at: 0) ?? 0
+    }
+
+    /// Marks `recipient`'s notifications up to `upTo` (all when nil) read; returns how many stay unread.
+    func markRead(of recipient: Int64, upTo: Int64?) async throws -> Int64 {
+        // The outer count sees the rows as they were before the update: subtract the ones it marked.
+        try await postgres.query(
+            """
+            WITH marked AS (
+                UPDATE notifications.notifications SET read = true
+                WHERE recipient_id = $1 AND NOT read AND id <= $2
+                RETURNING 1
+            )
+            SELECT (SELECT count(*) FROM notifications.notifications WHERE recipient_id = $1 AND NOT read)
+                 - (SELECT count(*) FROM marked)
+            """, [recipient, upTo ?? .max]
+        ).first?.decode(Int64.self, at: 0) ?? 0
+    }
+}

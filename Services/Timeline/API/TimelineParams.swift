@@ -1,0 +1,32 @@
+import AviaryAPI
+import RPC
+
+/// Params of `timeline.home`.
+struct HomeParams: Decodable, Sendable {
+    var limit: PageLimit?
+    var cursor: String?
+}
+
+/// Params of `timeline.user`.
+struct UserTimelineParams: Decodable, Sendable {
+    var userId: EntityID
+    var limit: PageLimit?
+    var cursor: String?
+}
+
+/// The cursor of a timeline page: the id of the last tweet the page considered (shown or left out
+/// because it was deleted), as a `KeysetCursor` whose key and id are both that id.
+enum TimelineCursor {
+    static func encode(_ id: Int64) -> String {
+        KeysetCursor(key: id, id: id).encoded
+    }
+
+    /// The id the next page starts strictly before; nil for the first page.
+    static func decode(_ text: String?) throws(RPCError) -> Int64? {
+        guard let cursor = try KeysetCursor.decode(text) else { return nil }
+        guard cursor.key == cursor.id, cursor.id > 0 else {
+            throw RPCError.validation("cursor is not a cursor this service returned", field: "cursor")
+        }
+        return cursor.id
+    }
+}

@@ -1,0 +1,90 @@
+import Redis
+
+/// Authors with more followers than the threshold. Fan-out skips them (a tweet of theirs would
+/// mean writing to every follower's set); home reads merge their recent tweets instead, from their
+/// user timeline sets.
+///
+/// Who is a celebrity is decided once, by follower count, and kept in the set
+/// `aviary:timeline:celebrities`: a tweet fan-out skipped stays visible because its author stays in
+/// the set. Each user's list of followed celebrities is cached with a generation number, and a new
+/// celebrity bumps the generation, so no cached list misses them.
+struct Celebrities: Sendable {
+    let redis: RedisClient
+    let graph: GraphPeer
+    /// More followers than this makes a celebrity.
+    let threshold: Int
+    /// Lifetime of a cached list of followed celebrities, in seconds.
+    let cacheLifetime: Int
+
+    /// Which of `authors` are celebrities: already in the set, or now over the threshold (then added).
+    func classify(_ authors: [Int64]) async throws -> Set<Int64> {
+        let unique = Array(Set(authors))
+        guard !unique.isEmpty else { return [] }
+        var celebrities = Set<Int64>()
+        var unknown: [Int64] = []
+        for chunk in unique.chunks(of: 1000) {
+            let reply = try await redis.send(
+                ["SMISMEMBER", RedisArgument(TimelineKeys.celebrities)] + chunk.map { RedisArgument($0) })
+            for (author, member) in zip(chunk, reply.array ?? []) {
+                if member.int == 1 { celebrities.insert(author) } else { unknown.append(author) }
+            }
+        }
+        guard !unknown.isEmpty else { return celebrities }
+        let counts = try await graph.followerCounts(of: unknown)
+        let newcomers = unknown.filter { (counts[$0] ?? 0) > Int64(threshold) }
+        if !newcomers.isEmpty {
+            _ = try await redis.evaluate(
+                TimelineScripts.addCelebrities, keys: [TimelineKeys.celebrities, TimelineKeys.celebrityGeneration],
+                arguments: newcomers.map { RedisArgument($0) })
+            celebrities.formUnion(newcomers)
+        }
+        return celebrities
+    }
+
+    /// The commands whose replies ``followed(by:generation:cached:)`` reads, for the caller's pipeline.
+    static func cacheCommands(for user: Int64) -> [[RedisArgument]] {
+        [["GET", RedisArgument(TimelineKeys.celebrityGeneration)], ["GET", RedisArgument(TimelineKeys.followedCelebrities(user))]]
+    }
+
+    /// The celebrities `user` follows: the cached list when it is of the current generation, else
+    /// computed (the celebrity set against `graph.relationships`) and cached.
+    func followed(by user: Int64, generation: RESPValue, cached: RESPValue) async throws -> [Int64] {
+        let current = generation.int ?? 0
+        if let text = cached.string, let colon = text.firstIndex(of: ":"), Int(text[..<colon]) == current {
+            return text[text.index(after: colon)...].split(separator: ",").compactMap { Int64($0) }
+        }
+        return try await refresh(user)
+    }
+
+    /// Computes and caches the celebrities `user` follows.
+    func refresh(_ user: Int64) async throws -> [Int64] {
+        // The generation is read before the set: a celebrity added in between makes the cached
+        // list stale at once rather than missing them.
+        let replies = try await redis.pipeline([
+            ["GET", RedisArgument(TimelineKeys.celebrityGeneration)], ["SMEMBERS", RedisArgument(TimelineKeys.celebrities)],
+        ])
+        let generation = replies[0].int ?? 0
+        let everyone = (replies[1].array ?? []).compactMap { $0.string.flatMap { Int64($0) } }.filter { $0 != user }
+        let followed = everyone.isEmpty ? [] : try await graph.followed(by: user, among: everyone)
+        try await store(followed, for: user, generation: generation)
+        return followed
+    }
+
+    /// Caches `followed` as `user`'s list of generation `generation`.
+    func store(_ followed: [Int64], for user: Int64, generation: Int) async throws {
+        let text = "\(generation):" + followed.map(String.init).joined(separator: ",")
+        _ = try await redis.send([
+            "SET", RedisArgument(TimelineKeys.followedCelebrities(user)), RedisArgument(text), "EX", RedisArgument(cacheLifetime),
+        ])
+    }
+
+    /// Drops `user`'s cached list (after they followed or unfollowed someone).
+    func forget(_ user: Int64) async throws {
+        _ = try await redis.send(["DEL", RedisArgument(TimelineKeys.followedCelebrities(user))])
+    }
+
+    /// The current generation.
+    func generation() async throws -> Int {
+        try await redis.send(["GET", RedisArgument(TimelineKeys.celebrityGeneration)]).int ?? 0
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Logging
+import Redis
+
+/// Rebuilds a missing timeline set from its source of truth (the tweets and social-graph services),
+/// once per set at a time: one build per set in this process (``BuildGate``) and one across instances
+/// (a Redis lock with a token). Readers that lose the race wait for the winner's set.
+///
+/// A build first marks the set as being built, so that fan-out adds to it from then on, then reads
+/// its source and merges what it read with what fan-out added: a tweet posted during the build is
+/// never lost, whichever side saw it.
+struct TimelineBuilder: Sendable {
+    let redis: RedisClient
+    let capacity: Int
+    let logger: Logger
+    let gate = BuildGate()
+    /// Long enough for any build; a builder that dies holding the lock holds it this long.
+    static let lockLifetime: Duration = .seconds(15)
+    /// How long a reader waits for another instance's build before building the set itself.
+    static let longestWait: Duration = .seconds(5)
+
+    /// What a build stores: the newest ids (at most the capacity), and whether they are all there is.
+    struct Contents: Sendable {
+        var ids: [Int64]
+        var whole: Bool
+    }
+
+    /// Builds `key` unless it is complete, giving it the lifetime `lifetime` seconds. `source`
+    /// returns the contents, or nil when the timeline has no owner (the build is dropped).
+    /// Returns false only when `source` returned nil.
+    func build(_ key: String, lifetime: Int, source: @escaping @Sendable () async throws -> Contents?) async throws -> Bool {
+        try await gate.once(key) {
+            let token = UUID().uuidString
+            let lock = TimelineKeys.buildLock(key)
+            let locked = try await acquire(lock, token: token, waitingFor: key)
+            do {
+                let result = try await buildLocked(key, lifetime: lifetime, source: source)
+                if locked { _ = try? await redis.evaluate(TimelineScripts.releaseLock, keys: [lock], arguments: [RedisArgument(token)]) }
+                return result
+            } catch {
+                if locked { _ = try? await redis.evaluate(TimelineScripts.releaseLock, keys: [lock], arguments: [RedisArgument(token)]) }
+                throw error
+            }
+        }
+    }
+
+    private func buildLocked(_ key: String, lifetime: Int, source: @Sendable () async throws -> Contents?) async throws -> Bool {
+        let began = try await redis.evaluate(TimelineScripts.beginBuild, keys: [key], arguments: [RedisArgument(lifetime)])
+        guard began.int == 1 else { return true }
+        guard let contents = try await source() else {
+            _ = try await redis.send(["ZREM", RedisArgument(key), RedisArgument(TimelineMember.building)])
+            return false
+        }
+        _ = try await redis.evaluate(
+            TimelineScripts.finishBuild, keys: [key],
+            arguments: [RedisArgument(capacity), RedisArgument(lifetime), contents.whole ? "1" : "0"]
+                + contents.ids.map { RedisArgument(TimelineMember.encode($0)) })
+        return true
+    }
+
+    /// Takes the lock of `key`'s build; while another instance holds it, waits for the set to become
+    /// ready. Returns whether this caller holds the lock (false: the set is ready, or the wait was
+    /// too long and the caller builds anyway, which the merge makes safe).
+    private func acquire(_ lock: String, token: String, waitingFor key: String) async throws -> Bool {
+        let deadline = ContinuousClock.now + Self.longestWait
+        while true {
+            let reply = try await redis.send([
+                "SET", RedisArgument(lock), RedisArgument(token), "NX", "PX",
+                RedisArgument(Int(Self.lockLifetime.components.seconds) * 1000),
+            ])
+            if reply == .simpleString("OK") { return true }
+            let lowest = try await redis.send(["ZRANGE", RedisArgument(key), 0, 0])
+            if case .ready = TimelineState(lowestMember: lowest.array?.first?.bytes) { return false }
+            if ContinuousClock.now >= deadline {
+                logger.warning("a timeline build by another instance takes too long; building it here too", metadata: ["timeline.key": "\(key)"])
+                return false
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}

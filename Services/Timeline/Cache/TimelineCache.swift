@@ -1,0 +1,104 @@
+import Redis
+
+/// One read of a timeline set: its state and up to the requested number of ids, newest first.
+struct TimelineSlice: Sendable {
+    var state: TimelineState
+    var ids: [Int64]
+}
+
+/// The timeline sorted sets in Redis (see ``TimelineKeys`` for their layout).
+struct TimelineCache: Sendable {
+    let redis: RedisClient
+    let capacity: Int
+
+    /// Reads the newest `count` entries strictly before `before` of each set in `keys`, in one round
+    /// trip, and gives each set that exists the lifetime `lifetime` seconds from now.
+    func read(_ keys: [String], before: Int64?, count: Int, lifetime: Int) async throws -> [TimelineSlice] {
+        var commands: [[RedisArgument]] = []
+        commands.reserveCapacity(keys.count * 3)
+        for key in keys {
+            commands.append(["ZRANGE", RedisArgument(key), 0, 0])
+            commands.append(Self.rangeCommand(key, before: before, count: count))
+            commands.append(["EXPIRE", RedisArgument(key), RedisArgument(lifetime)])
+        }
+        return try Self.slices(of: try await redis.pipeline(commands), count: keys.count, stride: 3)
+    }
+
+    /// `ZRANGE key (<before> (<sentinels> BYLEX REV LIMIT 0 count`: the newest real entries.
+    static func rangeCommand(_ key: String, before: Int64?, count: Int) -> [RedisArgument] {
+        [
+            "ZRANGE", RedisArgument(key), RedisArgument(TimelineMember.upperBound(before: before)),
+            RedisArgument(TimelineMember.lowestEntry), "BYLEX", "REV", "LIMIT", 0, RedisArgument(count),
+        ]
+    }
+
+    /// The slices in replies laid out as `[ZRANGE 0 0, ZRANGE BYLEX, …]` per key, `stride` replies per key.
+    static func slices(of replies: [RESPValue], count: Int, stride: Int) throws -> [TimelineSlice] {
+        try (0..<count).map { index in
+            let lowest = replies[index * stride]
+            let range = replies[index * stride + 1]
+            for reply in [lowest, range] {
+                if case .error(let message) = reply { throw RedisRefusal(message: message) }
+            }
+            let state = TimelineState(lowestMember: lowest.array?.first?.bytes)
+            let ids = (range.array ?? []).compactMap { $0.bytes.flatMap(TimelineMember.decode) }
+            return TimelineSlice(state: state, ids: ids)
+        }
+    }
+
+    /// Adds `ids` to each of `keys` that exists, trimming each to the capacity, in script calls of
+    /// at most `batch` keys pipelined together.
+    func add(_ ids: [Int64], toExisting keys: [String], batch: Int) async throws {
+        guard !ids.isEmpty, !keys.isEmpty else { return }
+        let members = ids.map { RedisArgument(TimelineMember.encode($0)) }
+        let script = TimelineScripts.addToExisting
+        let calls = keys.chunks(of: batch).map { chunk -> [RedisArgument] in
+            ["EVALSHA", RedisArgument(script.sha1), RedisArgument(chunk.count)] + chunk.map { RedisArgument($0) }
+                + [RedisArgument(capacity)] + members
+        }
+        if calls.count == 1 {
+            _ = try await redis.evaluate(script, keys: keys, arguments: [RedisArgument(capacity)] + members)
+            return
+        }
+        var replies = try await redis.pipeline(calls)
+        if replies.contains(where: { $0.errorMessage?.hasPrefix("NOSCRIPT") == true }) {
+            // Redis lost its script cache (restart, SCRIPT FLUSH): load it once and go again.
+            _ = try await redis.send(["SCRIPT", "LOAD", RedisArgument(script.source)])
+            replies = try await redis.pipeline(calls)
+        }
+        if let message = replies.lazy.compactMap(\.errorMessage).first {
+            throw RedisRefusal(message: message)
+        }
+    }
+
+    /// Removes `ids` from every set of `keys` (missing sets are left alone), `batch` sets per pipeline.
+    func remove(_ ids: [Int64], from keys: [String], batch: Int) async throws {
+        guard !ids.isEmpty, !keys.isEmpty else { return }
+        let members = ids.map { RedisArgument(TimelineMember.encode($0)) }
+        for chunk in keys.chunks(of: batch) {
+            let replies = try await redis.pipeline(chunk.map { ["ZREM", RedisArgument($0)] + members })
+            if let message = replies.lazy.compactMap(\.errorMessage).first {
+                throw RedisRefusal(message: message)
+            }
+        }
+    }
+
+    /// Whether `key` exists.
+    func exists(_ key: String) async throws -> Bool {
+        try await redis.send(["EXISTS", RedisArgument(key)]).int == 1
+    }
+}
+
+extension RESPValue {
+    /// The message of an error reply; nil for any other reply.
+    var errorMessage: String? {
+        if case .error(let message) = self { message } else { nil }
+    }
+}
+
+/// Redis refused a command of a pipeline (a script error, a key of the wrong type).
+struct RedisRefusal: Error, CustomStringConvertible {
+    var message: String
+
+    var description: String { "Redis refused a timeline command: \(message)" }
+}

@@ -1,0 +1,64 @@
+import Logging
+import RPC
+import ServiceKit
+
+extension Timeline {
+    /// A tweet event's tweet and author.
+    struct PostedTweet: Sendable {
+        var tweet: Int64
+        var author: Int64
+    }
+
+    /// Handles a batch of the `tweets` topic in order, a run of events of one type at a time
+    /// (tweets of one run are handled concurrently); likes are not the timelines' business.
+    func handleTweetEvents(_ events: [DeliveredEvent]) async throws {
+        var start = 0
+        while start < events.count {
+            let type = events[start].event.type
+            var end = start + 1
+            while end < events.count, events[end].event.type == type { end += 1 }
+            let posted = events[start..<end].compactMap { delivered -> PostedTweet? in
+                let ids = EventIDs(event: delivered)
+                guard let tweet = ids.id("tweetId"), let author = ids.id("authorId") else {
+                    logger.error("a tweets event lacks tweetId or authorId; skipped", metadata: ["events.stream_id": "\(delivered.streamID)"])
+                    return nil
+                }
+                return PostedTweet(tweet: tweet, author: author)
+            }
+            switch type {
+            case "created": try await fanOut(posted)
+            case "deleted": try await withdraw(posted)
+            default: break
+            }
+            start = end
+        }
+    }
+
+    /// Adds each tweet to its author's home and user timelines and, unless the author is a
+    /// celebrity, to the home timeline of each follower that has one.
+    func fanOut(_ posted: [PostedTweet]) async throws {
+        guard !posted.isEmpty else { return }
+        let famous = try await celebrities.classify(posted.map(\.author))
+        try await forEach(posted, concurrently: 16) { [self] item in
+            try await cache.add(
+                [item.tweet], toExisting: [TimelineKeys.home(item.author), TimelineKeys.user(item.author)],
+                batch: settings.fanOutBatch)
+            guard !famous.contains(item.author) else { return }
+            try await graph.forEachFollowerPage(of: item.author) { followers in
+                try await cache.add([item.tweet], toExisting: followers.map(TimelineKeys.home), batch: settings.fanOutBatch)
+            }
+        }
+    }
+
+    /// Removes each deleted tweet from every timeline it may have reached: its author's and every
+    /// follower's (celebrities' too: their tweets may have been fanned out before they became one).
+    func withdraw(_ deleted: [PostedTweet]) async throws {
+        try await forEach(deleted, concurrently: 8) { [self] item in
+            try await cache.remove(
+                [item.tweet], from: [TimelineKeys.home(item.author), TimelineKeys.user(item.author)], batch: settings.fanOutBatch)
+            try await graph.forEachFollowerPage(of: item.author) { followers in
+                try await cache.remove([item.tweet], from: followers.map(TimelineKeys.home), batch: settings.fanOutBatch)
+            }
+        }
+    }
+}

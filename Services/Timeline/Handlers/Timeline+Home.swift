@@ -1,0 +1,21 @@
+import Logging
+import AviaryAPI
+import Redis
+import RPC
+
+extension Timeline {
+    @Sendable func home(_ params: HomeParams, _ context: RPCContext) async throws -> RawJSON {
+        let user = try context.requireUser()
+        let limit = (params.limit ?? PageLimit()).value
+        let before = try TimelineCursor.decode(params.cursor)
+        let count = Self.candidateCount(forPage: limit)
+        let candidates: TimelineIDs
+        do {
+            candidates = try await homeCandidates(of: user, before: before, count: count)
+        } catch let error as RedisError where error.isOutage {
+            context.logger.warning("Redis is unreachable; reading the home timeline from the services", metadata: ["error": "\(error)"])
+            candidates = try await homeCandidatesWithoutRedis(of: user, before: before, count: count, context: context)
+        }
+        return try await page(of: candidates.ids, more: candidates.more, limit: limit, viewer: user, context: context)
+    }
+}

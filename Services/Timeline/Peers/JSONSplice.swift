@@ -1,0 +1,95 @@
+import RPC
+
+/// Byte-level work on JSON another service already encoded, so that tweets pass through this
+/// service without being decoded and encoded again.
+enum JSONSplice {
+    /// The `result` of a response frame as the RPC server writes it
+    /// (`{"jsonrpc":"2.0","id":<id>,"result":<value>}`), sliced out of the frame; error responses
+    /// and any other layout go through the general decoder instead.
+    static func result(of response: RPCResponse) throws -> [UInt8] {
+        let frame = [UInt8](response.frame)
+        let head = Array(#"{"jsonrpc":"2.0","id":"#.utf8)
+        let marker = Array(#","result":"#.utf8)
+        if frame.count > head.count + marker.count, frame.starts(with: head) {
+            var index = head.count
+            // The id is a number or a string without escapes (ours are numbers).
+            if frame[index] == UInt8(ascii: "\"") {
+                index += 1
+                while index < frame.count, frame[index] != UInt8(ascii: "\""), frame[index] != UInt8(ascii: "\\") { index += 1 }
+                index += 1
+            } else {
+                while index < frame.count, frame[index] == UInt8(ascii: "-") || (48...57).contains(frame[index]) { index += 1 }
+            }
+            var end = frame.count
+            while end > index, frame[end - 1] == UInt8(ascii: "\n") || frame[end - 1] == UInt8(ascii: "\r") || frame[end - 1] == UInt8(ascii: " ") {
+                end -= 1
+            }
+            if index + marker.count < end, frame[index..<(index + marker.count)].elementsEqual(marker), frame[end - 1] == UInt8(ascii: "}") {
+                return Array(frame[(index + marker.count)..<(end - 1)])
+            }
+        }
+        return try response.result().bytes
+    }
+
+    /// The byte ranges of the elements of a JSON array (`[a, b, …]`), or nil when `bytes` is not an array.
+    static func elements(of bytes: [UInt8]) -> [Range<Int>]? {
+        bytes.withUnsafeBufferPointer { bytes in
+            var index = 0
+            while index < bytes.count, isSpace(bytes[index]) { index += 1 }
+            guard index < bytes.count, bytes[index] == 0x5B else { return nil }
+            index += 1
+            var ranges: [Range<Int>] = []
+            var depth = 0
+            var start: Int?
+            var inString = false
+            // Bytes as hex: backslash 0x5C, quote 0x22, [ 0x5B, { 0x7B, ] 0x5D, } 0x7D, , 0x2C (literals cost a call each in debug builds).
+            while index < bytes.count {
+                let byte = bytes[index]
+                if inString {
+                    if byte == 0x5C {
+                        index += 1
+                    } else if byte == 0x22 {
+                        inString = false
+                    }
+                } else {
+                    switch byte {
+                    case 0x22:
+                        inString = true
+                        if start == nil { start = index }
+                    case 0x5B, 0x7B:
+                        if start == nil { start = index }
+                        depth += 1
+                    case 0x5D, 0x7D:
+                        if depth == 0 {
+                            if let first = start { ranges.append(first..<trimmedEnd(bytes, first, index)) }
+                            return ranges
+                        }
+                        depth -= 1
+                    case 0x2C:
+                        if depth == 0 {
+                            guard let first = start else { return nil }
+                            ranges.append(first..<trimmedEnd(bytes, first, index))
+                            start = nil
+                        }
+                    case 0x20, 0x0A, 0x0D, 0x09:
+                        break
+                    default:
+                        if start == nil { start = index }
+                    }
+                }
+                index += 1
+            }
+            return nil
+        }
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+    }
+
+    private static func trimmedEnd(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Int {
+        var end = end
+        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+        return end
+    }
+}

@@ -1,0 +1,62 @@
+import Redis
+import RPC
+
+extension Timeline {
+    /// The newest `count` ids strictly before `before` of `user`'s home timeline: their set (rebuilt
+    /// when missing) merged with the user timelines of the celebrities they follow.
+    func homeCandidates(of user: Int64, before: Int64?, count: Int) async throws -> TimelineIDs {
+        let key = TimelineKeys.home(user)
+        // One round trip: the set's state, the page, a new lease of life (an active user's set
+        // never expires), and the cached list of followed celebrities.
+        let commands: [[RedisArgument]] =
+            [
+                ["ZRANGE", RedisArgument(key), 0, 0], TimelineCache.rangeCommand(key, before: before, count: count),
+                ["EXPIRE", RedisArgument(key), RedisArgument(settings.inactiveSeconds)],
+            ] + Celebrities.cacheCommands(for: user)
+        var replies = try await cache.redis.pipeline(commands)
+        var home = try TimelineCache.slices(of: replies, count: 1, stride: 3)[0]
+        if case .ready = home.state {
+        } else {
+            try await buildHome(of: user)
+            replies = try await cache.redis.pipeline(commands)
+            home = try TimelineCache.slices(of: replies, count: 1, stride: 3)[0]
+        }
+        let followed = try await celebrities.followed(by: user, generation: replies[3], cached: replies[4])
+        guard !followed.isEmpty else { return TimelineIDs(ids: home.ids, more: home.ids.count == count) }
+
+        var more = home.ids.count == count
+        var merged = Set(home.ids)
+        for slice in try await recent(of: followed, before: before, count: count).values {
+            merged.formUnion(slice.ids)
+            more = more || slice.more
+        }
+        var ids = merged.sorted(by: >)
+        if ids.count > count {
+            ids.removeLast(ids.count - count)
+            more = true
+        }
+        return TimelineIDs(ids: ids, more: more)
+    }
+
+    /// Rebuilds `user`'s home set unless it is complete: the newest tweets of the user and of
+    /// everyone they follow who is not a celebrity (those are merged at read time), and the cached
+    /// list of the celebrities they follow.
+    func buildHome(of user: Int64) async throws {
+        let limit = min(settings.capacity, TweetsPeer.maximumRecent)
+        _ = try await builder.build(TimelineKeys.home(user), lifetime: settings.inactiveSeconds) { [self] in
+            let generation = try await celebrities.generation()
+            let following = try await graph.following(of: user)
+            let famous = try await celebrities.classify(following)
+            let ids = try await tweets.recentIDs(of: [user] + following.filter { !famous.contains($0) }, limit: limit)
+            try await celebrities.store(following.filter { famous.contains($0) }, for: user, generation: generation)
+            return TimelineBuilder.Contents(ids: ids, whole: ids.count < limit)
+        }
+    }
+
+    /// The same as ``homeCandidates(of:before:count:)`` straight from the services, while Redis is down.
+    func homeCandidatesWithoutRedis(of user: Int64, before: Int64?, count: Int, context: RPCContext) async throws -> TimelineIDs {
+        let following = try await graph.following(of: user)
+        let ids = try await tweets.recentIDs(of: [user] + following, limit: count, before: before, context: context)
+        return TimelineIDs(ids: ids, more: ids.count == count)
+    }
+}

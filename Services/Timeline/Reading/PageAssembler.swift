@@ -1,0 +1,26 @@
+import Logging
+import RPC
+
+extension Timeline {
+    /// A page of hydrated tweets from `candidates` (newest first): asks `tweets.getMany` for the
+    /// first `limit`, then for as many more as it left out (deleted since), a few times at most.
+    /// `more` says whether older candidates exist beyond the list.
+    func page(of candidates: [Int64], more: Bool, limit: Int, viewer: Int64?, context: RPCContext) async throws -> RawJSON {
+        var page = TweetPageJSON()
+        var consumed = 0
+        var rounds = 0
+        while page.count < limit, consumed < candidates.count, rounds < 3 {
+            let asked = Array(candidates[consumed..<min(consumed + limit - page.count, candidates.count)])
+            let array = try await tweets.tweets(asked, viewer: viewer, context: context)
+            guard let elements = JSONSplice.elements(of: array) else {
+                context.logger.error("tweets.getMany answered something other than an array")
+                throw RPCError.unavailable("the tweets service gave an unreadable answer; retry shortly")
+            }
+            for range in elements { page.append(array[range]) }
+            consumed += asked.count
+            rounds += 1
+        }
+        let hasMore = consumed < candidates.count || more
+        return page.finish(next: hasMore && consumed > 0 ? candidates[consumed - 1] : nil)
+    }
+}

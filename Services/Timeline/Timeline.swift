@@ -1,0 +1,67 @@
+import AviaryAPI
+import Logging
+import RPC
+import ServiceKit
+import Synchronization
+
+/// The timeline service: home timelines filled by fan-out on write into Redis sorted sets, user
+/// timelines cached beside them, both rebuilt from the tweets and social-graph services when Redis
+/// lacks them.
+struct Timeline: Sendable {
+    let settings: TimelineSettings
+    let cache: TimelineCache
+    let builder: TimelineBuilder
+    let celebrities: Celebrities
+    let graph: GraphPeer
+    let tweets: TweetsPeer
+    let accounts: AccountsPeer
+    let logger: Logger
+
+    init(resources: ServiceResources) throws {
+        settings = try TimelineSettings(resources.configuration)
+        cache = TimelineCache(redis: resources.redis, capacity: settings.capacity)
+        builder = TimelineBuilder(redis: resources.redis, capacity: settings.capacity, logger: resources.logger)
+        graph = GraphPeer(resources: resources)
+        tweets = TweetsPeer(resources: resources)
+        accounts = AccountsPeer(resources: resources)
+        celebrities = Celebrities(
+            redis: resources.redis, graph: graph, threshold: settings.celebrityFollowers,
+            cacheLifetime: settings.celebrityCacheSeconds)
+        logger = resources.logger
+    }
+
+    private static let instance = Mutex<Timeline?>(nil)
+
+    /// The process's one service value, shared by the RPC handlers and the event consumers (whose
+    /// builds must go through the same ``BuildGate``).
+    static func shared(_ resources: ServiceResources) throws -> Timeline {
+        try instance.withLock { instance in
+            if let instance { return instance }
+            let made = try Timeline(resources: resources)
+            instance = made
+            return made
+        }
+    }
+
+    /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its methods.
+    static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
+        try shared(resources).registerMethods(with: &router)
+    }
+
+    func registerMethods(with router: inout RPCRouter) {
+        router.register(
+            "timeline.home",
+            summary: "Page of Tweets, newest first: the caller's own tweets and those of everyone they follow, fully hydrated ({items: [Tweet], nextCursor}; limit default 20, at most 100). Deleted tweets never appear; a page may hold fewer than limit items when some were just deleted.",
+            access: .user, handler: home)
+        router.register(
+            "timeline.user",
+            summary: "Page of userId's Tweets (replies included), newest first, fully hydrated ({items: [Tweet], nextCursor}; limit default 20, at most 100); likedByMe is relative to the caller when a token is given. An unknown user is not_found.",
+            access: .anonymous, handler: user)
+    }
+
+    /// How many ids a read takes from each source for a page of `limit`: one more tells whether
+    /// another page exists, and the rest stands in for tweets deleted since they were fanned out.
+    static func candidateCount(forPage limit: Int) -> Int {
+        limit + limit / 2 + 2
+    }
+}

@@ -1,0 +1,84 @@
+import AviaryAPI
+import RPC
+import ServiceKit
+
+extension TweetsService {
+    static let idempotencyKeyLimit = 100
+
+    @Sendable func create(_ params: CreateParams, _ context: RPCContext) async throws -> RawJSON {
+        let author = try context.requireUser()
+        let text = try TextRules.text(params.text, field: "text", allowed: 1...TextRules.tweetLimit)
+        let mediaIDs = try Self.mediaIDs(params.mediaIds)
+        let key = try Self.idempotencyKey(params.idempotencyKey)
+        let parsed = TweetText(text)
+
+        // The author's summary is needed for the reply whatever happens; asked alongside the checks.
+        async let authorSummary = accounts.summaries([author], context: context)
+        async let mentioned = accounts.users(named: parsed.mentions, context: context)
+        async let attached = media.media(mediaIDs, ownedBy: author, context: context)
+        let (mentions, found) = try await (mentioned, attached)
+        if let index = mediaIDs.firstIndex(where: { found[$0] == nil }) {
+            throw RPCError.validation(
+                "mediaIds[\(index)] is not a finished tweet upload of yours: \(mediaIDs[index])", field: "mediaIds")
+        }
+
+        let creation = try await store.create(
+            TweetStore.NewTweet(
+                id: resources.ids.next(), authorID: author, text: text, replyTo: params.replyTo?.value,
+                mentionIDs: mentions.map(\.id.value), hashtags: parsed.hashtags, mediaIDs: mediaIDs, idempotencyKey: key))
+        switch creation {
+        case .unknownParent:
+            throw RPCError.notFound("replyTo: no tweet has the id \(params.replyTo?.description ?? "")")
+        case .existing(let id):
+            guard let tweet = try await hydrator.json(id, viewer: author, context: context) else {
+                throw RPCError.notFound("the tweet of this idempotencyKey no longer exists")
+            }
+            return tweet
+        case .created(let id, let createdAt, let replyToUserID):
+            // The event reaches its stream at once rather than at the relay's next poll.
+            OutboxRelay.nudge()
+            var users = try await authorSummary
+            if let replyToUserID, users[replyToUserID] == nil {
+                users.merge(try await accounts.summaries([replyToUserID], context: context)) { first, _ in first }
+            }
+            func summary(_ id: Int64) -> UserSummary {
+                users[id] ?? UserSummary(id: EntityID(id), username: "", fullname: "", profileImageUrl: nil)
+            }
+            let body = try TweetBody(
+                id: EntityID(id), author: summary(author), text: text, createdAt: createdAt,
+                replyTo: params.replyTo, replyToUser: replyToUserID.map(summary), mentions: mentions,
+                hashtags: parsed.hashtags, media: mediaIDs.compactMap { found[$0] }
+            ).open(with: JSONCoding.encoder())
+            // Followers' timelines read it next: have it cached already.
+            if users[author] != nil && (replyToUserID.map { users[$0] != nil } ?? true) {
+                let cache = self.cache
+                Task { await cache.store([(id, body)]) }
+            }
+            return TweetJSON.finish(body, likes: 0, replies: 0, likedByMe: false, deleted: false)
+        }
+    }
+
+    /// The `mediaIds` param: at most four, none twice.
+    private static func mediaIDs(_ ids: [EntityID]?) throws(RPCError) -> [Int64] {
+        let ids = (ids ?? []).map(\.value)
+        guard ids.count <= MediaLibrary.perTweet else {
+            throw RPCError.validation("mediaIds must hold at most \(MediaLibrary.perTweet) media, got \(ids.count)", field: "mediaIds")
+        }
+        guard Set(ids).count == ids.count else {
+            throw RPCError.validation("mediaIds must not list the same media twice", field: "mediaIds")
+        }
+        return ids
+    }
+
+    /// The `idempotencyKey` param: 1–100 characters without NUL, or none.
+    private static func idempotencyKey(_ key: String?) throws(RPCError) -> String? {
+        guard let key else { return nil }
+        guard (1...idempotencyKeyLimit).contains(key.unicodeScalars.count),
+            !key.unicodeScalars.contains(where: { $0.value == 0 })
+        else {
+            throw RPCError.validation(
+                "idempotencyKey must be 1 to \(idempotencyKeyLimit) characters without NUL", field: "idempotencyKey")
+        }
+        return key
+    }
+}

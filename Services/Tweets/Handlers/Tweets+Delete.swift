@@ -1,0 +1,27 @@
+import AviaryAPI
+import Logging
+import RPC
+import ServiceKit
+
+extension TweetsService {
+    @Sendable func delete(_ params: TweetParams, _ context: RPCContext) async throws -> DeleteResult {
+        let caller = try context.requireUser()
+        switch try await store.delete(params.tweetId.value, by: caller) {
+        case .notFound:
+            throw Self.unknownTweet(params.tweetId)
+        case .notAuthor:
+            throw RPCError.forbidden("only its author can delete a tweet")
+        case .alreadyDeleted:
+            return DeleteResult(deleted: true)
+        case .deleted:
+            OutboxRelay.nudge()
+            do {
+                try await cache.forget([params.tweetId.value])
+            } catch {
+                // Reads take deletion from Postgres, never from the cache: a stale body is never shown.
+                context.logger.warning("tombstoning a deleted tweet's cached body failed", metadata: ["error": "\(error)"])
+            }
+            return DeleteResult(deleted: true)
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import AviaryAPI
+import RPC
+
+extension TweetsService {
+    @Sendable func getMany(_ params: GetManyParams, _ context: RPCContext) async throws -> RawJSON {
+        let ids = try Batch.values(params.ids, maximum: Batch.tweets, field: "ids")
+        let tweets = try await hydrator.json(
+            ids, viewer: params.viewerId?.value, omitDeleted: params.omitDeleted ?? false, context: context)
+        return RawJSON.array(tweets)
+    }
+
+    @Sendable func recentIDs(_ params: RecentIDsParams, _ context: RPCContext) async throws -> RawJSON {
+        let authors = try Batch.values(params.authorIds, maximum: Batch.authors, field: "authorIds")
+        guard (1...Batch.recent).contains(params.limit) else {
+            throw RPCError.validation("limit must be from 1 to \(Batch.recent), got \(params.limit)", field: "limit")
+        }
+        let recent = try await store.recent(of: authors, before: params.before?.value, limit: params.limit)
+        // Written by hand: rebuilds ask for hundreds at a time, and these are only digits.
+        var bytes: [UInt8] = [UInt8(ascii: "[")]
+        bytes.reserveCapacity(2 + recent.count * 52)
+        for (index, tweet) in recent.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(contentsOf: #"{"id":""#.utf8)
+            bytes.append(contentsOf: String(tweet.id).utf8)
+            bytes.append(contentsOf: #"","authorId":""#.utf8)
+            bytes.append(contentsOf: String(tweet.author).utf8)
+            bytes.append(contentsOf: #""}"#.utf8)
+        }
+        bytes.append(UInt8(ascii: "]"))
+        return RawJSON(unchecked: bytes)
+    }
+
+    @Sendable func statsMany(_ params: StatsManyParams, _ context: RPCContext) async throws -> [UserTweetStats] {
+        let users = try Batch.values(params.ids, maximum: Batch.users, field: "ids")
+        let counts = try await store.tweetCounts(of: users)
+        return params.ids.map { UserTweetStats(userId: $0, tweets: counts[$0.value] ?? 0) }
+    }
+}

@@ -1,0 +1,19 @@
+import AviaryAPI
+import RPC
+import ServiceKit
+
+extension TweetsService {
+    @Sendable func like(_ params: TweetParams, _ context: RPCContext) async throws -> LikeState {
+        let caller = try context.requireUser()
+        guard let count = try await likes.like(params.tweetId.value, by: caller) else { throw Self.unknownTweet(params.tweetId) }
+        OutboxRelay.nudge()
+        return LikeState(likes: count, likedByMe: true)
+    }
+
+    @Sendable func unlike(_ params: TweetParams, _ context: RPCContext) async throws -> LikeState {
+        let caller = try context.requireUser()
+        guard let count = try await likes.unlike(params.tweetId.value, by: caller) else { throw Self.unknownTweet(params.tweetId) }
+        OutboxRelay.nudge()
+        return LikeState(likes: count, likedByMe: false)
+    }
+}

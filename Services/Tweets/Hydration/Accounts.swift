@@ -1,0 +1,69 @@
+import AviaryAPI
+import Logging
+import RPC
+import ServiceKit
+
+/// The accounts service as tweets needs it: summaries of the users tweets show, and the users that
+/// `@mentions` name.
+struct Accounts: Sendable {
+    let resources: ServiceResources
+
+    /// At most this many distinct mentions of one tweet are looked up; the rest stay plain text.
+    static let mentionLimit = 10
+
+    private struct GetUsers: Encodable, Sendable {
+        var ids: [EntityID]
+    }
+
+    private struct GetUser: Encodable, Sendable {
+        var username: String
+    }
+
+    /// The summaries of `ids` by id, from one `auth.getUsers` call; unknown ids are left out.
+    func summaries(_ ids: some Collection<Int64>, context: RPCContext?) async throws -> [Int64: UserSummary] {
+        let unique = Array(Set(ids))
+        guard !unique.isEmpty else { return [:] }
+        let found = try await call(
+            "auth.getUsers", GetUsers(ids: unique.map(EntityID.init)), context: context, as: [UserSummary].self)
+        return Dictionary(found.map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The users named by `usernames` (lower-case, without `@`), in that order; names nobody has are left out.
+    ///
+    /// `auth.getUsers` takes ids only, so each name is one `auth.getUser` call, all at once; a
+    /// by-name batch in the accounts service would make it one call.
+    func users(named usernames: [String], context: RPCContext?) async throws -> [UserSummary] {
+        let names = Array(usernames.prefix(Self.mentionLimit))
+        guard !names.isEmpty else { return [] }
+        return try await withThrowingTaskGroup(of: (Int, UserSummary?).self) { group in
+            for (index, name) in names.enumerated() {
+                group.addTask {
+                    do {
+                        let user = try await call("auth.getUser", GetUser(username: name), context: context, as: User.self)
+                        return (index, user.summary)
+                    } catch let error as RPCError where error.reason == "not_found" {
+                        return (index, nil)
+                    }
+                }
+            }
+            var found = [UserSummary?](repeating: nil, count: names.count)
+            for try await (index, user) in group { found[index] = user }
+            return found.compactMap { $0 }
+        }
+    }
+
+    private func call<Params: Encodable & Sendable, Result: Decodable>(
+        _ method: String, _ params: Params, context: RPCContext?, as type: Result.Type
+    ) async throws -> Result {
+        do {
+            return try await resources.client(for: .auth).call(
+                method, params: params, meta: resources.internalMeta(context), idempotent: true, as: type)
+        } catch let error as RPCError where ["unavailable", "timeout", "not_found"].contains(error.reason) {
+            throw error
+        } catch {
+            // Anything else is the accounts service misbehaving; the caller can only retry later.
+            resources.logger.error("\(method) failed", metadata: ["error": "\(String(reflecting: error))"])
+            throw RPCError.unavailable("the accounts service could not answer; retry shortly")
+        }
+    }
+}

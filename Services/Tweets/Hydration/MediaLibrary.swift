@@ -1,0 +1,39 @@
+import AviaryAPI
+import Logging
+import RPC
+import ServiceKit
+
+/// The media service as tweets needs it, through its internal `media.getMany`: checking the media
+/// a new tweet attaches, and the `Media` objects tweets show.
+struct MediaLibrary: Sendable {
+    let resources: ServiceResources
+
+    /// At most this many media per tweet.
+    static let perTweet = 4
+
+    private struct GetMany: Encodable, Sendable {
+        var ids: [EntityID]
+        var ownerId: EntityID?
+        var purpose: String?
+    }
+
+    /// The finished media among `ids` by id, restricted to `owner`'s tweet uploads when `owner` is
+    /// given. An unreachable media service is `unavailable`.
+    func media(_ ids: some Collection<Int64>, ownedBy owner: Int64? = nil, context: RPCContext?) async throws -> [Int64: Media] {
+        let unique = Array(Set(ids))
+        guard !unique.isEmpty else { return [:] }
+        let params = GetMany(
+            ids: unique.map(EntityID.init), ownerId: owner.map(EntityID.init), purpose: owner == nil ? nil : "tweet")
+        let found: [Media]
+        do {
+            found = try await resources.client(for: .media).call(
+                "media.getMany", params: params, meta: resources.internalMeta(context), idempotent: true, as: [Media].self)
+        } catch let error as RPCError where error.reason == "unavailable" || error.reason == "timeout" {
+            throw error
+        } catch {
+            resources.logger.error("media.getMany failed", metadata: ["error": "\(String(reflecting: error))"])
+            throw RPCError.unavailable("the media service could not answer; retry shortly")
+        }
+        return Dictionary(found.map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+}

@@ -1,0 +1,77 @@
+import AviaryAPI
+import Foundation
+import RPC
+
+/// The part of a tweet's JSON that `TweetCache` keeps: every field but the counts, `likedByMe`
+/// and `deleted`, which `TweetJSON.finish` appends on each read.
+struct TweetBody: Encodable, Sendable {
+    var id: EntityID
+    var author: UserSummary
+    var text: String?
+    var createdAt: Date
+    var replyTo: EntityID?
+    var replyToUser: UserSummary?
+    var mentions: [UserSummary]
+    var hashtags: [String]
+    var media: [Media]
+
+    private enum CodingKeys: String, CodingKey {
+        case id, author, text, createdAt, replyTo, replyToUser, mentions, hashtags, media
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(author, forKey: .author)
+        try container.encode(text, forKey: .text)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(replyTo, forKey: .replyTo)
+        try container.encode(replyToUser, forKey: .replyToUser)
+        try container.encode(mentions, forKey: .mentions)
+        try container.encode(hashtags, forKey: .hashtags)
+        try container.encode(media, forKey: .media)
+    }
+
+    /// The JSON object without its closing brace.
+    func open(with encoder: JSONEncoder) throws -> [UInt8] {
+        var bytes = Array(try encoder.encode(self))
+        bytes.removeLast()
+        return bytes
+    }
+}
+
+/// Tweets and pages of tweets written as JSON bytes, spliced from cached bodies.
+enum TweetJSON {
+    /// A whole tweet: `body` (an open object) with the fields that change on every read.
+    static func finish(_ body: [UInt8], row: TweetRow) -> RawJSON {
+        finish(body, likes: row.likes, replies: row.replies, likedByMe: row.likedByMe, deleted: row.deleted)
+    }
+
+    static func finish(_ body: [UInt8], likes: Int64, replies: Int64, likedByMe: Bool, deleted: Bool) -> RawJSON {
+        var bytes = body
+        bytes.reserveCapacity(body.count + 72)
+        bytes.append(contentsOf: #","likes":"#.utf8)
+        bytes.append(contentsOf: String(likes).utf8)
+        bytes.append(contentsOf: #","replies":"#.utf8)
+        bytes.append(contentsOf: String(replies).utf8)
+        bytes.append(contentsOf: (likedByMe ? #","likedByMe":true"# : #","likedByMe":false"#).utf8)
+        bytes.append(contentsOf: (deleted ? #","deleted":true}"# : #","deleted":false}"#).utf8)
+        return RawJSON(unchecked: bytes)
+    }
+
+    /// `{"items": [...], "nextCursor": "..." | null}`; cursors are base64url, so need no escaping.
+    static func page(_ items: [RawJSON], next: String?) -> RawJSON {
+        var bytes: [UInt8] = Array(#"{"items":"#.utf8)
+        bytes.append(contentsOf: RawJSON.array(items).bytes)
+        bytes.append(contentsOf: #","nextCursor":"#.utf8)
+        if let next {
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(contentsOf: next.utf8)
+            bytes.append(UInt8(ascii: "\""))
+        } else {
+            bytes.append(contentsOf: "null".utf8)
+        }
+        bytes.append(UInt8(ascii: "}"))
+        return RawJSON(unchecked: bytes)
+    }
+}

@@ -1,0 +1,100 @@
+import AviaryAPI
+import Logging
+import RPC
+
+/// Turns tweet ids into the `Tweet`s clients see, in a constant number of round trips however many
+/// there are: one Postgres query (rows, counts, `likedByMe`) alongside one Redis `MGET` of cached
+/// bodies, and for the tweets not cached one `auth.getUsers` and one `media.getMany` call; the
+/// bodies built then are cached after the reply is on its way.
+struct TweetHydrator: Sendable {
+    let store: TweetStore
+    let cache: TweetCache
+    let accounts: Accounts
+    let media: MediaLibrary
+    let logger: Logger
+
+    /// The tweets of `ids` as JSON, in that order, relative to `viewer`. Ids of no tweet are left
+    /// out; deleted tweets are marked `deleted` without their content, or left out with `omitDeleted`.
+    func json(_ ids: [Int64], viewer: Int64?, omitDeleted: Bool = false, context: RPCContext?) async throws -> [RawJSON] {
+        guard !ids.isEmpty else { return [] }
+        var seen = Set<Int64>()
+        let unique = ids.filter { seen.insert($0).inserted }
+        async let storedRows = store.tweets(unique, viewer: viewer)
+        async let cachedBodies = cache.bodies(unique)
+        let rows = try await storedRows
+        var bodies = await cachedBodies
+        // A deleted tweet's body is built every time: its cached one, if any, still has the text.
+        let missing = unique.compactMap { rows[$0] }.filter { $0.deleted ? !omitDeleted : bodies[$0.id] == nil }
+        if !missing.isEmpty {
+            let built = try await build(missing, context: context)
+            bodies.merge(built.bodies) { _, new in new }
+            if !built.cacheable.isEmpty {
+                let cache = self.cache
+                Task { await cache.store(built.cacheable) }
+            }
+        }
+        return ids.compactMap { id in
+            guard let row = rows[id], !(row.deleted && omitDeleted), let body = bodies[id] else { return nil }
+            return TweetJSON.finish(body, row: row)
+        }
+    }
+
+    /// One tweet as JSON, or nil when there is no such tweet.
+    func json(_ id: Int64, viewer: Int64?, context: RPCContext?) async throws -> RawJSON? {
+        try await json([id], viewer: viewer, context: context).first
+    }
+
+    private struct Built {
+        var bodies: [Int64: [UInt8]] = [:]
+        /// The bodies of live tweets made from complete data.
+        var cacheable: [(id: Int64, body: [UInt8])] = []
+    }
+
+    private func build(_ rows: [TweetRow], context: RPCContext?) async throws -> Built {
+        let mediaIDs = rows.filter { !$0.deleted }.flatMap(\.mediaIDs)
+        async let users = accounts.summaries(rows.flatMap(\.userIDs), context: context)
+        async let attachments = mediaIfReachable(mediaIDs, context: context)
+        let (summaries, found) = try await (users, attachments)
+        let encoder = JSONCoding.encoder()
+        var built = Built()
+        for row in rows {
+            var complete = true
+            func summary(_ id: Int64) -> UserSummary {
+                if let user = summaries[id] { return user }
+                complete = false
+                return UserSummary(id: EntityID(id), username: "", fullname: "", profileImageUrl: nil)
+            }
+            var body = TweetBody(
+                id: EntityID(row.id), author: summary(row.authorID), text: row.text, createdAt: row.createdAt,
+                replyTo: row.replyTo.map(EntityID.init), replyToUser: row.replyToUserID.map(summary),
+                mentions: [], hashtags: [], media: [])
+            if !row.deleted {
+                body.mentions = row.mentionIDs.compactMap { summaries[$0] }
+                body.hashtags = row.hashtags
+                if !row.mediaIDs.isEmpty {
+                    if let found {
+                        body.media = row.mediaIDs.compactMap { found[$0] }
+                    } else {
+                        complete = false
+                    }
+                }
+            }
+            let bytes = try body.open(with: encoder)
+            built.bodies[row.id] = bytes
+            if complete && !row.deleted { built.cacheable.append((row.id, bytes)) }
+        }
+        return built
+    }
+
+    /// The media of `ids`, or nil when the media service cannot say: tweets are then shown without
+    /// their media rather than not at all, and not cached.
+    private func mediaIfReachable(_ ids: [Int64], context: RPCContext?) async -> [Int64: Media]? {
+        guard !ids.isEmpty else { return [:] }
+        do {
+            return try await media.media(ids, context: context)
+        } catch {
+            logger.warning("showing tweets without their media", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+}

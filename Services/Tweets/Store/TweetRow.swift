@@ -1,0 +1,48 @@
+import Foundation
+import Postgres
+
+/// One stored tweet with its counts and whether the viewer likes it, as hydration reads it.
+struct TweetRow: Sendable {
+    var id: Int64
+    var authorID: Int64
+    /// nil once deleted.
+    var text: String?
+    var replyTo: Int64?
+    var replyToUserID: Int64?
+    var mentionIDs: [Int64]
+    var hashtags: [String]
+    var mediaIDs: [Int64]
+    var likes: Int64
+    var replies: Int64
+    var createdAt: Date
+    var deleted: Bool
+    var likedByMe: Bool
+
+    /// The columns `init(row:)` reads, in order, from `tweets.tweets AS t`; `$2` is the viewer.
+    static let columns = """
+        t.id, t.author_id, t.text, t.reply_to, t.reply_to_user_id, t.mention_ids, t.hashtags, t.media_ids,
+        t.likes, t.replies, t.created_at, t.deleted_at IS NOT NULL,
+        EXISTS (SELECT 1 FROM tweets.likes AS l WHERE l.tweet_id = t.id AND l.user_id = $2::bigint)
+        """
+
+    init(row: PostgresRow) throws {
+        id = try row.decode(Int64.self, at: 0)
+        authorID = try row.decode(Int64.self, at: 1)
+        text = try row.decode(String?.self, at: 2)
+        replyTo = try row.decode(Int64?.self, at: 3)
+        replyToUserID = try row.decode(Int64?.self, at: 4)
+        mentionIDs = try row.decode([Int64].self, at: 5)
+        hashtags = try row.decode([String].self, at: 6)
+        mediaIDs = try row.decode([Int64].self, at: 7)
+        likes = try row.decode(Int64.self, at: 8)
+        replies = try row.decode(Int64.self, at: 9)
+        createdAt = try row.decode(Date.self, at: 10)
+        deleted = try row.decode(Bool.self, at: 11)
+        likedByMe = try row.decode(Bool.self, at: 12)
+    }
+
+    /// The users whose summaries the tweet shows (none but the author once deleted, and the parent's author).
+    var userIDs: [Int64] {
+        [authorID] + (replyToUserID.map { [$0] } ?? []) + (deleted ? [] : mentionIDs)
+    }
+}

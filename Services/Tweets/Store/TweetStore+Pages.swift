@@ -1,0 +1,152 @@
+import AviaryAPI
+import Postgres
+import RPC
+
+/// One page of tweet ids, in the list's order.
+struct TweetIDPage: Sendable {
+    var ids: [Int64]
+    /// Where the next page starts; nil on the last page.
+    var next: KeysetCursor?
+}
+
+/// Cursors of the tweet lists. Lists ordered by tweet id carry the last id as both parts of a
+/// `KeysetCursor`; `likedBy` carries the like's time in microseconds and the tweet id.
+enum TweetCursor {
+    /// Reads the cursor of a list ordered by tweet id: nil for the first page.
+    static func id(_ text: String?) throws(RPCError) -> Int64? {
+        guard let cursor = try KeysetCursor.decode(text) else { return nil }
+        guard cursor.key == cursor.id, cursor.id > 0 else { throw invalid }
+        return cursor.id
+    }
+
+    /// Reads a `likedBy` cursor: nil for the first page.
+    static func like(_ text: String?) throws(RPCError) -> KeysetCursor? {
+        guard let cursor = try KeysetCursor.decode(text) else { return nil }
+        guard (0...100_000_000_000_000_000).contains(cursor.key), cursor.id > 0 else { throw invalid }
+        return cursor
+    }
+
+    static func after(id: Int64) -> KeysetCursor { KeysetCursor(key: id, id: id) }
+
+    private static let invalid = RPCError.validation("cursor is not a cursor this service returned", field: "cursor")
+}
+
+extension TweetStore {
+    /// `author`'s live tweets newest first, strictly before the tweet id `before`.
+    func byAuthor(_ author: Int64, includeReplies: Bool, before: Int64?, limit: Int) async throws -> TweetIDPage {
+        let roots = includeReplies ? "" : " AND reply_to IS NULL"
+        return try await idPage(
+            """
+            SELECT id FROM tweets.tweets
+            WHERE author_id = $1 AND deleted_at IS NULL\(roots) AND id < $2 ORDER BY id DESC LIMIT $3
+            """, [author, before ?? Int64.max], limit: limit)
+    }
+
+    /// The live replies to `tweet`, oldest first, strictly after the tweet id `after`.
+    func replies(to tweet: Int64, after: Int64?, limit: Int) async throws -> TweetIDPage {
+        try await idPage(
+            """
+            SELECT id FROM tweets.tweets
+            WHERE reply_to = $1 AND deleted_at IS NULL AND id > $2 ORDER BY id LIMIT $3
+            """, [tweet, after ?? 0], limit: limit)
+    }
+
+    /// Live tweets holding every one of `words` (full text, any form) and `hashtags`, newest first.
+    func search(words: String, hashtags: [String], before: Int64?, limit: Int) async throws -> TweetIDPage {
+        let before = before ?? Int64.max
+        // One statement per shape, so each plan uses its GIN index rather than a generic plan's guess.
+        if hashtags.isEmpty {
+            return try await idPage(
+                """
+                SELECT id FROM tweets.tweets
+                WHERE search @@ plainto_tsquery('simple', $1) AND deleted_at IS NULL AND id < $2 ORDER BY id DESC LIMIT $3
+                """, [words, before], limit: limit)
+        }
+        if words.isEmpty {
+            return try await idPage(
+                """
+                SELECT id FROM tweets.tweets
+                WHERE hashtags @> $1 AND deleted_at IS NULL AND id < $2 ORDER BY id DESC LIMIT $3
+                """, [hashtags, before], limit: limit)
+        }
+        return try await idPage(
+            """
+            SELECT id FROM tweets.tweets
+            WHERE search @@ plainto_tsquery('simple', $1) AND hashtags @> $2 AND deleted_at IS NULL AND id < $3
+            ORDER BY id DESC LIMIT $4
+            """, [words, hashtags, before], limit: limit)
+    }
+
+    /// The live tweets `user` liked, most recent like first.
+    func liked(by user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> TweetIDPage {
+        let position = cursor.map { ($0.key, $0.id) } ?? (Int64.max / 2, Int64.max)
+        let rows = try await postgres.query(
+            """
+            SELECT l.tweet_id, (EXTRACT(EPOCH FROM l.created_at) * 1000000)::bigint
+            FROM tweets.likes AS l JOIN tweets.tweets AS t ON t.id = l.tweet_id AND t.deleted_at IS NULL
+            WHERE l.user_id = $1
+                AND (l.created_at, l.tweet_id) < (TIMESTAMPTZ 'epoch' + $2::bigint * INTERVAL '1 microsecond', $3::bigint)
+            ORDER BY l.created_at DESC, l.tweet_id DESC LIMIT $4
+            """, [user, min(position.0, 100_000_000_000_000_000), position.1, limit + 1])
+        var ids: [Int64] = []
+        var next: KeysetCursor?
+        for (index, row) in rows.enumerated() {
+            guard index < limit else {
+                let last = rows[index - 1]
+                next = KeysetCursor(key: try last.decode(Int64.self, at: 1), id: try last.decode(Int64.self, at: 0))
+                break
+            }
+            ids.append(try row.decode(Int64.self, at: 0))
+        }
+        return TweetIDPage(ids: ids, next: next)
+    }
+
+    /// Up to `limit` live tweets of `authors`, newest first across them, strictly before `before`:
+    /// each author's newest from its index, then merged.
+    func recent(of authors: [Int64], before: Int64?, limit: Int) async throws -> [(id: Int64, author: Int64)] {
+        guard !authors.isEmpty else { return [] }
+        let rows = try await postgres.query(
+            """
+            SELECT t.id, t.author_id FROM unnest($1::bigint[]) AS a(id)
+            CROSS JOIN LATERAL (
+                SELECT id, author_id FROM tweets.tweets
+                WHERE author_id = a.id AND deleted_at IS NULL AND id < $2 ORDER BY id DESC LIMIT $3
+            ) AS t
+            ORDER BY t.id DESC LIMIT $3
+            """, [Array(Set(authors)), before ?? Int64.max, limit])
+        return try rows.map { (try $0.decode(Int64.self, at: 0), try $0.decode(Int64.self, at: 1)) }
+    }
+
+    /// How many live tweets each of `users` has (users without any are left out).
+    func tweetCounts(of users: [Int64]) async throws -> [Int64: Int64] {
+        guard !users.isEmpty else { return [:] }
+        let rows = try await postgres.query(
+            """
+            SELECT author_id, count(*) FROM tweets.tweets
+            WHERE author_id = ANY($1) AND deleted_at IS NULL GROUP BY author_id
+            """, [Array(Set(users))])
+        var counts: [Int64: Int64] = [:]
+        for row in rows { counts[try row.decode(Int64.self, at: 0)] = try row.decode(Int64.self, at: 1) }
+        return counts
+    }
+
+    /// The tweets that show `user`'s summary: theirs, replies to them, and those mentioning them.
+    func showing(user: Int64) async throws -> [Int64] {
+        let rows = try await postgres.query(
+            """
+            SELECT id FROM tweets.tweets WHERE author_id = $1
+            UNION SELECT id FROM tweets.tweets WHERE reply_to_user_id = $1
+            UNION SELECT id FROM tweets.tweets WHERE mention_ids @> ARRAY[$1::bigint]
+            """, [user])
+        return try rows.map { try $0.decode(Int64.self, at: 0) }
+    }
+
+    /// Runs a page query whose last parameter is the limit, asking one row more to learn whether a
+    /// next page exists.
+    private func idPage(_ sql: String, _ parameters: [any PostgresEncodable], limit: Int) async throws -> TweetIDPage {
+        let rows = try await postgres.query(sql, parameters + [limit + 1])
+        let ids = try rows.prefix(limit).map { try $0.decode(Int64.self, at: 0) }
+        let next = rows.count > limit ? ids.last.map(TweetCursor.after(id:)) : nil
+        return TweetIDPage(ids: ids, next: next)
+    }
+}

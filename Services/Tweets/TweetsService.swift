@@ -1,0 +1,96 @@
+import AviaryAPI
+import RPC
+import ServiceKit
+
+/// The tweets service: posts, replies, likes and search over its own tables, with authors, mentions
+/// and media from the accounts and media services.
+struct TweetsService: Sendable {
+    let resources: ServiceResources
+    let store: TweetStore
+    let likes: LikeStore
+    let cache: TweetCache
+    let accounts: Accounts
+    let media: MediaLibrary
+    let hydrator: TweetHydrator
+
+    init(resources: ServiceResources) {
+        self.resources = resources
+        store = TweetStore(postgres: resources.postgres)
+        likes = LikeStore(postgres: resources.postgres)
+        cache = TweetCache(redis: resources.redis, logger: resources.logger)
+        accounts = Accounts(resources: resources)
+        media = MediaLibrary(resources: resources)
+        hydrator = TweetHydrator(store: store, cache: cache, accounts: accounts, media: media, logger: resources.logger)
+    }
+
+    /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its methods.
+    static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
+        TweetsService(resources: resources).registerMethods(with: &router)
+    }
+
+    func registerMethods(with router: inout RPCRouter) {
+        router.register(
+            "tweets.create",
+            summary: """
+                Posts a tweet: text of 1-280 characters (Unicode scalars, after trimming white space), replyTo (a tweet \
+                id to reply to; not_found when it does not exist or was deleted), mediaIds (at most 4 of the caller's \
+                finished tweet uploads) and idempotencyKey (at most 100 characters: a retried create with the same key \
+                returns the first tweet instead of posting a second). @usernames of existing users become mentions and \
+                #words hashtags. Returns the Tweet.
+                """,
+            access: .user, handler: create)
+        router.register(
+            "tweets.get",
+            summary: "One Tweet by tweetId; a deleted one comes back with deleted: true and no text. likedByMe is relative to the caller.",
+            access: .anonymous, handler: get)
+        router.register(
+            "tweets.delete",
+            summary: "Deletes the caller's tweet tweetId (forbidden for anyone else's); it leaves every timeline. Deleting it again succeeds.",
+            access: .user, handler: delete)
+        router.register(
+            "tweets.like",
+            summary: "Likes tweetId as the caller. Idempotent. Returns {likes, likedByMe}; not_found for a deleted or unknown tweet.",
+            access: .user, handler: like)
+        router.register(
+            "tweets.unlike",
+            summary: "Takes back the caller's like of tweetId. Idempotent. Returns {likes, likedByMe}; not_found for a deleted or unknown tweet.",
+            access: .user, handler: unlike)
+        router.register(
+            "tweets.replies",
+            summary: "Page of the replies to tweetId ({items: [Tweet], nextCursor}), oldest first; not_found for an unknown tweet.",
+            access: .anonymous, handler: replies)
+        router.register(
+            "tweets.byUser",
+            summary: "Page of userId's tweets ({items: [Tweet], nextCursor}), newest first; replies too when includeReplies is true (default false).",
+            access: .anonymous, handler: byUser)
+        router.register(
+            "tweets.likedBy",
+            summary: "Page of the tweets userId liked ({items: [Tweet], nextCursor}), most recent like first.",
+            access: .anonymous, handler: likedBy)
+        router.register(
+            "tweets.search",
+            summary: """
+                Page of tweets ({items: [Tweet], nextCursor}), newest first, holding every word of query and every \
+                #hashtag in it (query: 1-100 characters, at least one word or hashtag).
+                """,
+            access: .anonymous, handler: search)
+        router.register(
+            "tweets.getMany",
+            summary: """
+                Internal. The Tweets of ids (at most 1,000), in the order asked, relative to viewerId; unknown ids are \
+                left out, deleted tweets are marked deleted without their text, or left out when omitDeleted is true.
+                """,
+            access: .internal, handler: getMany)
+        router.register(
+            "tweets.recentIds",
+            summary: """
+                Internal. The newest live tweets (replies included) of authorIds (at most 5,000), newest first across \
+                them, at most limit (1-800), older than the tweet id before when given: [{id, authorId}].
+                """,
+            access: .internal, handler: recentIDs)
+        router.register(
+            "tweets.statsMany",
+            summary: "Internal. How many live tweets each of ids (at most 1,000 user ids) has, in the order asked: [{userId, tweets}].",
+            access: .internal, handler: statsMany)
+    }
+}

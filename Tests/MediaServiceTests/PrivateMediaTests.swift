@@ -1,0 +1,105 @@
+import AviaryAPI
+import Foundation
+import Logging
+import RPC
+import TestSupport
+import Testing
+
+@Suite("message media")
+struct PrivateMediaTests {
+    @Test("message media is served only with a valid, unexpired signature; members read it, others do not")
+    func signedAndMembersOnly() async throws {
+        let media = try await MediaStack.shared()
+        let users = try await media.stack.makeUsers(3, "priv")
+        let (rae, sam, tom) = (users[0], users[1], users[2])
+        let conversation = Int64.random(in: 1...(1 << 50))
+        media.messaging.add(rae.id, to: conversation)
+        media.messaging.add(sam.id, to: conversation)
+
+        let outsider = await rpcError {
+            _ = try await media.begin(tom, [1, 2, 3], type: "image/png", purpose: "message", conversation: conversation)
+        }
+        #expect(outsider?.reason == "forbidden")
+
+        let png = Fixtures.png(width: 12, height: 12, seed: 90)
+        let stored = try await media.upload(rae, png, type: "image/png", purpose: "message", conversation: conversation)
+        #expect(stored.url.contains("?exp=") && stored.url.contains("&sig="))
+        let signed = MediaStack.target(of: stored.url)
+        let ok = try await HTTPProbe.get(port: media.adminPort, signed)
+        #expect(ok.status == 200 && ok.body == png)
+        #expect(ok.headers["cache-control"]?.hasPrefix("private") == true)
+
+        let bare = "/media/\(stored.id)"
+        let query = String(signed.split(separator: "?")[1])
+        let fields = Dictionary(uniqueKeysWithValues: query.split(separator: "&").map {
+            let pair = $0.split(separator: "=", maxSplits: 1)
+            return (String(pair[0]), String(pair[1]))
+        })
+        let expiry = Int64(fields["exp"]!)!
+        let signature = fields["sig"]!
+        let flipped = (signature.first == "A" ? "B" : "A") + signature.dropFirst()
+        for target in [
+            bare, bare + "?exp=\(expiry)", bare + "?sig=\(signature)", bare + "?exp=\(expiry + 1)&sig=\(signature)",
+            bare + "?exp=\(expiry)&sig=\(flipped)", bare + "?exp=100&sig=\(signature)",
+        ] {
+            let refused = try await HTTPProbe.get(port: media.adminPort, target)
+            #expect(refused.status == 403, "\(target)")
+        }
+        // A signature of one medium does not open another.
+        let other = try await media.upload(rae, Fixtures.png(width: 3, height: 3, seed: 91), type: "image/png", purpose: "message", conversation: conversation)
+        let swapped = try await HTTPProbe.get(port: media.adminPort, "/media/\(other.id)?\(query)")
+        #expect(swapped.status == 403)
+
+        let readParams: [String: JSONValue] = ["mediaId": .string(stored.id.description), "offset": 0, "length": 8]
+        let memberRead: [String: String] = try await media.stack.call("media", "media.read", readParams, as: sam)
+        #expect(Data(base64Encoded: memberRead["data"] ?? "") == Data(png[0..<8]))
+        let memberGet: Media = try await media.stack.call("media", "media.get", ["mediaId": .string(stored.id.description)], as: sam)
+        #expect(memberGet.url.contains("sig="))
+        let strangerRead = await rpcError {
+            _ = try await media.stack.call("media", "media.read", readParams, as: tom, decoding: JSONValue.self)
+        }
+        #expect(strangerRead?.reason == "not_found")
+        let anonymousRead = await rpcError {
+            _ = try await media.stack.call("media", "media.read", readParams, decoding: JSONValue.self)
+        }
+        #expect(anonymousRead?.reason == "unauthenticated")
+
+        let inConversation: [Media] = try await media.stack.callInternal(
+            "media", "media.getMany", ["ids": [.string(stored.id.description)], "conversationId": .string(String(conversation))])
+        #expect(inConversation.count == 1 && inConversation[0].url.contains("sig="))
+        let elsewhere: [Media] = try await media.stack.callInternal(
+            "media", "media.getMany", ["ids": [.string(stored.id.description)], "conversationId": .string(String(conversation + 1))])
+        #expect(elsewhere.isEmpty)
+    }
+
+    @Test("without a reachable messaging service, message uploads and reads by others are unavailable; public media is unaffected")
+    func messagingOutage() async throws {
+        let media = try await MediaStack.shared()
+        let (uma, vic) = (try await media.stack.makeUser("uma"), try await media.stack.makeUser("vic"))
+        let conversation = Int64.random(in: 1...(1 << 50))
+        media.messaging.add(uma.id, to: conversation)
+        let stored = try await media.upload(uma, Fixtures.png(width: 6, height: 6, seed: 95), type: "image/png", purpose: "message", conversation: conversation)
+        let everyone = try await media.upload(uma, Fixtures.png(width: 6, height: 6, seed: 96), type: "image/png")
+
+        let cutOff = try await media.stack.startExtraInstance(
+            "media", environment: ["AVIARY_MESSAGING_ADDRESSES": "127.0.0.1:\(try freePort())"])
+        let client = RPCClient(configuration: .init(addresses: [cutOff.rpcAddress]), logger: .init(label: "cut-off"))
+        defer {
+            cutOff.terminate()
+            Task { await client.shutdown() }
+        }
+        let begin = await rpcError {
+            _ = try await media.begin(uma, [1, 2, 3], type: "image/png", purpose: "message", conversation: conversation, on: client)
+        }
+        #expect(begin?.reason == "unavailable")
+        let params: [String: JSONValue] = ["mediaId": .string(stored.id.description), "offset": 0, "length": 4]
+        let read = await rpcError {
+            _ = try await client.call("media.read", params: params, meta: RequestMeta(token: vic.token), as: JSONValue.self)
+        }
+        #expect(read?.reason == "unavailable")
+        let own: JSONValue = try await client.call("media.read", params: params, meta: RequestMeta(token: uma.token))
+        #expect(own["data"] != nil)
+        let visible: Media = try await client.call("media.get", params: ["mediaId": JSONValue.string(everyone.id.description)])
+        #expect(visible == everyone)
+    }
+}

@@ -1,0 +1,137 @@
+import AviaryAPI
+import Foundation
+import Postgres
+import RPC
+import TestSupport
+import Testing
+
+@Suite("refusals")
+struct RefusalTests {
+    @Test("a PNG declared as a JPEG is refused at the end and the upload discarded")
+    func contentMustMatchItsType() async throws {
+        let media = try await MediaStack.shared()
+        let gus = try await media.stack.makeUser("gus")
+        let png = Fixtures.png(width: 8, height: 8, seed: 21)
+        let started = try await media.begin(gus, png, type: "image/jpeg")
+        try await media.sendChunk(gus, upload: started.uploadId, png, index: 0)
+        let error = await rpcError { _ = try await media.finish(gus, upload: started.uploadId) }
+        #expect(error?.reason == "validation" && error?.field == "contentType")
+        #expect(error?.message.contains("image/png") == true)
+        #expect(try !media.partFiles().contains("\(started.uploadId).part"))
+        #expect(try !media.objectFiles().contains(Fixtures.sha256Hex(png)))
+
+        let text = Array("just some text, not an image at all".utf8)
+        let plain = try await media.begin(gus, text, type: "image/gif")
+        try await media.sendChunk(gus, upload: plain.uploadId, text, index: 0)
+        let notImage = await rpcError { _ = try await media.finish(gus, upload: plain.uploadId) }
+        #expect(notImage?.reason == "validation" && notImage?.field == "contentType")
+    }
+
+    @Test("bad chunks get a clear error and write nothing: negative offset, beyond the size, misaligned, wrong length, bad base64, not an id")
+    func badChunksTouchNothing() async throws {
+        let media = try await MediaStack.shared()
+        let hal = try await media.stack.makeUser("hal")
+        let png = Fixtures.png(width: 60, height: 40, seed: 5)
+        let started = try await media.begin(hal, png, type: "image/png")
+        let chunk = Data(png[0..<MediaStack.chunkBytes]).base64EncodedString()
+        let cases: [(String, [String: JSONValue], String)] = [
+            ("negative offset", ["offset": -4096, "data": .string(chunk)], "offset"),
+            ("beyond the size", ["offset": .int(Int64(png.count + 4096 - png.count % 4096)), "data": .string(chunk)], "offset"),
+            ("misaligned", ["offset": 100, "data": .string(chunk)], "offset"),
+            ("wrong length", ["offset": 0, "data": .string(Data(png[0..<100]).base64EncodedString())], "data"),
+            ("bad base64", ["offset": 0, "data": "this is *not* base64!"], "data"),
+            ("empty data", ["offset": 0, "data": ""], "data"),
+        ]
+        for (name, params, field) in cases {
+            var all = params
+            all["uploadId"] = .string(started.uploadId)
+            let error = await rpcError {
+                _ = try await media.stack.call("media", "media.uploadChunk", all, as: hal, decoding: JSONValue.self)
+            }
+            #expect(error?.reason == "validation", "\(name)")
+            #expect(error?.field == field, "\(name): \(error?.message ?? "")")
+        }
+        let lastChunkTooLong = await rpcError {
+            let lastOffset = Int64((png.count / MediaStack.chunkBytes) * MediaStack.chunkBytes)
+            _ = try await media.stack.call(
+                "media", "media.uploadChunk",
+                ["uploadId": .string(started.uploadId), "offset": .int(lastOffset), "data": .string(chunk)], as: hal,
+                decoding: JSONValue.self)
+        }
+        #expect(lastChunkTooLong?.reason == "validation")
+        for id in ["../../etc/passwd", "12abc", "-5", "0", "99999999999999999999", ""] {
+            let error = await rpcError {
+                _ = try await media.stack.call(
+                    "media", "media.uploadChunk", ["uploadId": .string(id), "offset": 0, "data": .string(chunk)], as: hal,
+                    decoding: JSONValue.self)
+            }
+            #expect(error?.reason == "validation" && error?.field == "uploadId", "uploadId \(id)")
+        }
+        #expect(try !media.partFiles().contains("\(started.uploadId).part"))
+        let rows = try await media.stack.database.query(
+            "SELECT received FROM media.uploads WHERE id = $1", [Int64(started.uploadId)!])
+        #expect(try rows[0].decode(Int64.self, at: 0) == 0)
+    }
+
+    @Test("begin refuses unknown types, sizes over the limits, a video avatar, message media without a conversation")
+    func beginRefusals() async throws {
+        let media = try await MediaStack.shared()
+        let ida = try await media.stack.makeUser("ida")
+        func begin(_ params: [String: JSONValue]) async -> RPCError? {
+            await rpcError { _ = try await media.stack.call("media", "media.beginUpload", params, as: ida, decoding: JSONValue.self) }
+        }
+        let unknown = await begin(["contentType": "image/svg+xml", "byteSize": 10, "purpose": "tweet"])
+        #expect(unknown?.reason == "validation" && unknown?.field == "contentType")
+        let hugeImage = await begin(["contentType": "image/png", "byteSize": .int(16 << 20 + 1), "purpose": "tweet"])
+        #expect(hugeImage?.reason == "too_large" && hugeImage?.code == -32013)
+        let hugeVideo = await begin(["contentType": "video/mp4", "byteSize": .int(100 << 20 + 1), "purpose": "tweet"])
+        #expect(hugeVideo?.reason == "too_large")
+        let bigVideo = await begin(["contentType": "video/mp4", "byteSize": .int(100 << 20), "purpose": "tweet"])
+        #expect(bigVideo == nil)
+        let empty = await begin(["contentType": "image/png", "byteSize": 0, "purpose": "tweet"])
+        #expect(empty?.field == "byteSize")
+        let videoAvatar = await begin(["contentType": "video/mp4", "byteSize": 100, "purpose": "avatar"])
+        #expect(videoAvatar?.field == "contentType")
+        let noConversation = await begin(["contentType": "image/png", "byteSize": 100, "purpose": "message"])
+        #expect(noConversation?.field == "conversationId")
+        let strayConversation = await begin(
+            ["contentType": "image/png", "byteSize": 100, "purpose": "tweet", "conversationId": "12"])
+        #expect(strayConversation?.field == "conversationId")
+        let badPurpose = await begin(["contentType": "image/png", "byteSize": 100, "purpose": "banner"])
+        #expect(badPurpose?.field == "purpose")
+        let badHash = await begin(["contentType": "image/png", "byteSize": 100, "purpose": "tweet", "sha256": "xyz"])
+        #expect(badHash?.field == "sha256")
+        let anonymous = await rpcError {
+            _ = try await media.stack.call(
+                "media", "media.beginUpload", ["contentType": "image/png", "byteSize": 100, "purpose": "tweet"], decoding: JSONValue.self)
+        }
+        #expect(anonymous?.reason == "unauthenticated")
+    }
+
+    @Test("another user can neither continue, finish nor read an upload")
+    func uploadsBelongToTheirOwner() async throws {
+        let media = try await MediaStack.shared()
+        let (jo, kit) = (try await media.stack.makeUser("jo"), try await media.stack.makeUser("kit"))
+        let png = Fixtures.png(width: 10, height: 10, seed: 11)
+        let started = try await media.begin(jo, png, type: "image/png")
+        let chunk = await rpcError { try await media.sendChunk(kit, upload: started.uploadId, png, index: 0) }
+        #expect(chunk?.reason == "forbidden")
+        #expect(try !media.partFiles().contains("\(started.uploadId).part"))
+        try await media.sendChunk(jo, upload: started.uploadId, png, index: 0)
+        let finish = await rpcError { _ = try await media.finish(kit, upload: started.uploadId) }
+        #expect(finish?.reason == "forbidden")
+        let readUnfinished = await rpcError {
+            _ = try await media.stack.call(
+                "media", "media.read", ["mediaId": .string(started.uploadId), "offset": 0, "length": 10], as: kit,
+                decoding: JSONValue.self)
+        }
+        #expect(readUnfinished?.reason == "not_found")
+        let http = try await HTTPProbe.get(port: media.adminPort, "/media/\(started.uploadId)")
+        #expect(http.status == 404)
+        let done = try await media.finish(jo, upload: started.uploadId)
+        // Finishing someone else's finished upload does not hand it over either.
+        let late = await rpcError { _ = try await media.finish(kit, upload: started.uploadId) }
+        #expect(late?.reason == "not_found" || late?.reason == "forbidden")
+        #expect(done.width == 10)
+    }
+}

@@ -1,0 +1,135 @@
+import AviaryAPI
+import Foundation
+import Postgres
+import Logging
+import RPC
+import TestSupport
+import Testing
+
+@Suite("chunked uploads")
+struct UploadTests {
+    @Test("a PNG, a JPEG, a GIF, a WebP, an MP4 and a QuickTime movie upload in chunks sent out of order, with their sizes and durations")
+    func uploadsRealFiles() async throws {
+        let media = try await MediaStack.shared()
+        let ann = try await media.stack.makeUser("ann")
+        let png = Fixtures.png(width: 60, height: 50)
+        #expect(png.count > 2 * MediaStack.chunkBytes)
+        let stored = try await media.upload(ann, png, type: "image/png")
+        #expect(stored.contentType == "image/png")
+        #expect(stored.byteSize == Int64(png.count))
+        #expect(stored.width == 60 && stored.height == 50 && stored.durationMs == nil)
+        #expect(stored.url.hasSuffix("/media/\(stored.id)"))
+
+        let jpeg = try await media.upload(ann, Fixtures.jpeg(width: 24, height: 16), type: "image/jpeg")
+        #expect(jpeg.width == 24 && jpeg.height == 16)
+
+        let mp4 = try await media.upload(
+            ann, Fixtures.movie(durationMs: 2500, width: 320, height: 240, payload: 9000), type: "video/mp4")
+        #expect(mp4.durationMs == 2500 && mp4.width == 320 && mp4.height == 240)
+
+        let mov = try await media.upload(
+            ann, Fixtures.movie(quickTime: true, durationMs: 1200, width: 64, height: 48), type: "video/quicktime")
+        #expect(mov.contentType == "video/quicktime" && mov.durationMs == 1200)
+
+        let gif = try await media.upload(ann, Fixtures.gif(width: 7, height: 5), type: "image/gif")
+        #expect(gif.width == 7 && gif.height == 5)
+        let webp = try await media.upload(ann, Fixtures.webp(width: 300, height: 200), type: "image/webp")
+        #expect(webp.width == 300 && webp.height == 200)
+
+        let fetched: Media = try await media.stack.call("media", "media.get", ["mediaId": .string(stored.id.description)])
+        #expect(fetched == stored)
+        // The part is gone once the upload is finished.
+        #expect(try !media.partFiles().contains("\(stored.id).part"))
+    }
+
+    @Test("repeated chunks count once; finishing again returns the same media; a declared SHA-256 is checked")
+    func idempotentChunksAndFinish() async throws {
+        let media = try await MediaStack.shared()
+        let bo = try await media.stack.makeUser("bo")
+        let png = Fixtures.png(width: 60, height: 40, seed: 3)
+        let started = try await media.begin(bo, png, type: "image/png", sha256: Fixtures.sha256Hex(png))
+        #expect(started.chunkBytes == MediaStack.chunkBytes)
+        let first = try await media.sendChunk(bo, upload: started.uploadId, png, index: 0)
+        let again = try await media.sendChunk(bo, upload: started.uploadId, png, index: 0)
+        #expect(first == Int64(MediaStack.chunkBytes) && again == first)
+        let incomplete = await rpcError { _ = try await media.finish(bo, upload: started.uploadId) }
+        #expect(incomplete?.reason == "conflict")
+        let chunks = (png.count + MediaStack.chunkBytes - 1) / MediaStack.chunkBytes
+        for index in 1..<chunks { try await media.sendChunk(bo, upload: started.uploadId, png, index: index) }
+        let finished = try await media.finish(bo, upload: started.uploadId)
+        let twice = try await media.finish(bo, upload: started.uploadId)
+        #expect(finished == twice)
+        #expect(finished.width == 60)
+
+        let wrongHash = try await media.begin(bo, png, type: "image/png", sha256: String(repeating: "ab", count: 32))
+        for index in 0..<chunks { try await media.sendChunk(bo, upload: wrongHash.uploadId, png, index: index) }
+        let mismatch = await rpcError { _ = try await media.finish(bo, upload: wrongHash.uploadId) }
+        #expect(mismatch?.reason == "validation" && mismatch?.field == "sha256")
+        #expect(try !media.partFiles().contains("\(wrongHash.uploadId).part"))
+    }
+
+    @Test("identical files are stored once")
+    func deduplicates() async throws {
+        let media = try await MediaStack.shared()
+        let (cy, di) = (try await media.stack.makeUser("cy"), try await media.stack.makeUser("di"))
+        let png = Fixtures.png(width: 17, height: 9, seed: 77)
+        let one = try await media.upload(cy, png, type: "image/png")
+        let two = try await media.upload(di, png, type: "image/png")
+        #expect(one.id != two.id)
+        let hash = Fixtures.sha256Hex(png)
+        #expect(try media.objectFiles().filter { $0 == hash }.count == 1)
+    }
+
+    @Test("an upload interrupted by a crashed instance is resumed on another and finished")
+    func resumesAfterACrash() async throws {
+        let media = try await MediaStack.shared()
+        let eve = try await media.stack.makeUser("eve")
+        let movie = Fixtures.movie(durationMs: 4000, width: 160, height: 90, payload: 6 * MediaStack.chunkBytes)
+        let chunks = (movie.count + MediaStack.chunkBytes - 1) / MediaStack.chunkBytes
+        let doomed = try await media.stack.startExtraInstance("media")
+        let doomedClient = RPCClient(configuration: .init(addresses: [doomed.rpcAddress]), logger: .init(label: "doomed"))
+        let started = try await media.begin(eve, movie, type: "video/mp4", on: doomedClient)
+        for index in stride(from: 0, to: chunks, by: 2) {
+            try await media.sendChunk(eve, upload: started.uploadId, movie, index: index, on: doomedClient)
+        }
+        doomed.kill()
+        _ = await doomed.waitForExit()
+        await doomedClient.shutdown()
+
+        // The remaining chunks, and one sent again, go to the stack's own instance.
+        try await media.sendChunk(eve, upload: started.uploadId, movie, index: 0)
+        for index in stride(from: 1, to: chunks, by: 2) { try await media.sendChunk(eve, upload: started.uploadId, movie, index: index) }
+        let finished = try await media.finish(eve, upload: started.uploadId)
+        #expect(finished.durationMs == 4000 && finished.byteSize == Int64(movie.count))
+        let fetched = try await HTTPProbe.get(port: media.adminPort, MediaStack.target(of: finished.url))
+        #expect(fetched.status == 200 && fetched.body == movie)
+    }
+
+    @Test("an expired upload is swept: its part and its row go, and it takes no more chunks")
+    func expiredUploadsAreSwept() async throws {
+        let media = try await MediaStack.shared()
+        let fay = try await media.stack.makeUser("fay")
+        let hasty = try await media.stack.startExtraInstance(
+            "media", environment: ["AVIARY_MEDIA_UPLOAD_EXPIRY_SECONDS": "2", "AVIARY_MEDIA_SWEEP_INTERVAL_SECONDS": "1"])
+        let client = RPCClient(configuration: .init(addresses: [hasty.rpcAddress]), logger: .init(label: "hasty"))
+        defer {
+            hasty.terminate()
+            Task { await client.shutdown() }
+        }
+        let png = Fixtures.png(width: 60, height: 40, seed: 9)
+        let started = try await media.begin(fay, png, type: "image/png", on: client)
+        try await media.sendChunk(fay, upload: started.uploadId, png, index: 0, on: client)
+        #expect(try media.partFiles().contains("\(started.uploadId).part"))
+
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try media.partFiles().contains("\(started.uploadId).part"), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(try !media.partFiles().contains("\(started.uploadId).part"))
+        let rows = try await media.stack.database.query(
+            "SELECT count(*) FROM media.uploads WHERE id = $1", [Int64(started.uploadId)!])
+        #expect(try rows[0].decode(Int64.self, at: 0) == 0)
+        let late = await rpcError { try await media.sendChunk(fay, upload: started.uploadId, png, index: 1) }
+        #expect(late?.reason == "not_found")
+    }
+}

@@ -1,0 +1,164 @@
+import AviaryAPI
+import Foundation
+import Postgres
+import RPC
+import Testing
+import TestSupport
+
+@Suite("Live events")
+struct LiveTests {
+    @Test("messages, typing and receipts reach subscribers on both instances in order, once each")
+    func crossInstanceOrder() async throws {
+        let fixture = try await MessagingStack.shared()
+        let users = try await fixture.users(2, "live")
+        let (a, b) = (users[0], users[1])
+        let conversation = try await fixture.direct(a, b)
+        let aLive = try await fixture.subscribe(a, on: fixture.extra)
+        let bLive = try await fixture.subscribe(b)
+        defer { Task { await aLive.close(); await bLive.close() } }
+
+        let hello = try await fixture.send("hello", to: conversation, as: b)
+        _ = try await fixture.call("typing", ["conversationId": conversation.idValue, "typing": true], as: b, decoding: JSONValue.self)
+        _ = try await fixture.call("typing", ["conversationId": conversation.idValue, "typing": false], as: b, decoding: JSONValue.self)
+        let second = try await fixture.send("second", to: conversation, as: b)
+        let unread: [String: Int64] = try await fixture.call(
+            "markRead", ["conversationId": conversation.idValue, "upTo": .string(second.id.description)], as: a)
+        #expect(unread["unreadCount"] == 0)
+
+        let relevant: @Sendable (JSONValue) -> Bool = { event in
+            ["message", "typing", "read"].contains { event.isEvent($0, in: conversation) }
+        }
+        try await aLive.wait(for: 5, where: relevant)
+        try await bLive.wait(for: 3, where: relevant)
+        // Anything extra (a repeat) would arrive right after.
+        try await Task.sleep(for: .milliseconds(300))
+        let aEvents = aLive.events(where: relevant).map(Self.summary)
+        let bEvents = bLive.events(where: relevant).map(Self.summary)
+        #expect(aEvents == ["message \(hello.id)", "typing true", "typing false", "message \(second.id)", "read \(a.id) \(second.id)"])
+        #expect(bEvents == ["message \(hello.id)", "message \(second.id)", "read \(a.id) \(second.id)"])
+        let pushed = try #require(aLive.events(where: { $0.isEvent("message", in: conversation) }).first)
+        #expect(pushed["message"]?["sender"]?["username"]?.stringValue == b.username)
+    }
+
+    private static func summary(_ event: JSONValue) -> String {
+        switch event["type"]?.stringValue {
+        case "message": "message \(event["message"]?["id"]?.stringValue ?? "?")"
+        case "typing": "typing \(event["typing"]?.boolValue ?? false)"
+        case "read": "read \(event["userId"]?.stringValue ?? "?") \(event["upTo"]?.stringValue ?? "?")"
+        default: "other"
+        }
+    }
+
+    @Test("typing lapses after 6 seconds, announced once; repeats are absorbed")
+    func typingExpiry() async throws {
+        let fixture = try await MessagingStack.shared()
+        let users = try await fixture.users(2, "type")
+        let conversation = try await fixture.direct(users[0], users[1])
+        let watcher = try await fixture.subscribe(users[1], on: fixture.extra)
+        defer { Task { await watcher.close() } }
+        for _ in 0..<3 {
+            _ = try await fixture.call(
+                "typing", ["conversationId": conversation.idValue, "typing": true], as: users[0], decoding: JSONValue.self)
+        }
+        let typing: @Sendable (JSONValue) -> Bool = { $0.isEvent("typing", in: conversation) }
+        let started = ContinuousClock.now
+        let on = try await watcher.wait(for: 1, where: typing)
+        #expect(on.count == 1 && on[0]["typing"]?.boolValue == true && on[0]["userId"]?.stringValue == users[0].id.description)
+        let both = try await watcher.wait(for: 2, timeout: .seconds(9), where: typing)
+        let lapse = ContinuousClock.now - started
+        #expect(both.map { $0["typing"]?.boolValue } == [true, false])
+        #expect(lapse >= .seconds(5.5) && lapse < .seconds(8.5), "lapsed after \(lapse)")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(watcher.events(where: typing).count == 2)
+        // The typist sees no typing events of their own.
+        let own = try await fixture.subscribe(users[0])
+        _ = try await fixture.call(
+            "typing", ["conversationId": conversation.idValue, "typing": true], as: users[0], decoding: JSONValue.self)
+        _ = try await fixture.call(
+            "typing", ["conversationId": conversation.idValue, "typing": false], as: users[0], decoding: JSONValue.self)
+        try await watcher.wait(for: 4, where: typing)
+        #expect(own.events(where: typing).isEmpty)
+        #expect(watcher.events(where: typing).map { $0["typing"]?.boolValue } == [true, false, true, false])
+        await own.close()
+    }
+
+    @Test("presence: online while subscribed or recently active, then offline with lastSeen, announced to contacts")
+    func presence() async throws {
+        let fixture = try await MessagingStack.shared()
+        let users = try await fixture.users(3, "pres")
+        let (watcher, subject, stranger) = (users[0], users[1], users[2])
+        _ = try await fixture.direct(watcher, subject)
+        let watching = try await fixture.subscribe(watcher)
+        defer { Task { await watching.close() } }
+        let ask = { () async throws -> [Presence] in
+            try await fixture.call("presence", ["userIds": [subject.idValue, stranger.idValue]], as: watcher)
+        }
+        let never = try await ask()
+        #expect(never.map(\.online) == [false, false] && never.allSatisfy { $0.lastSeen == nil })
+
+        let live = try await fixture.subscribe(subject, on: fixture.extra)
+        #expect(try await ask()[0].online)
+        // Still online well past the window while the stream is open.
+        try await Task.sleep(for: MessagingStack.presenceWindow * 2)
+        #expect(try await ask()[0].online)
+        await live.close()
+        let closedAt = Date()
+        let about: @Sendable (JSONValue) -> Bool = { $0["type"]?.stringValue == "presence" && $0["userId"]?.stringValue == subject.id.description }
+        let changes = try await watching.wait(for: 2, timeout: .seconds(10), where: about)
+        #expect(changes.map { $0["online"]?.boolValue } == [true, false])
+        let after = try await ask()[0]
+        #expect(!after.online)
+        let lastSeen = try #require(after.lastSeen)
+        #expect(abs(lastSeen.timeIntervalSince(closedAt)) < 1.5)
+        let stored = try await fixture.stack.database.query(
+            "SELECT last_seen FROM messaging.presence WHERE user_id = $1", [subject.id.value])
+        #expect(stored.count == 1)
+
+        // A call makes one online for the window, then offline again.
+        _ = try await fixture.call("conversations", as: subject, decoding: Page<Conversation>.self)
+        #expect(try await ask()[0].online)
+        try await watching.wait(for: 4, timeout: .seconds(10), where: about)
+        #expect(watching.events(where: about).map { $0["online"]?.boolValue } == [true, false, true, false])
+        #expect(try await ask()[0].online == false)
+    }
+
+    @Test("a member who leaves gets no more events of the group")
+    func leaverHearsNothing() async throws {
+        let fixture = try await MessagingStack.shared()
+        let users = try await fixture.users(3, "leave")
+        let group = try await fixture.group("quiet", by: users[0], with: [users[1], users[2]])
+        let leaver = try await fixture.subscribe(users[2], on: fixture.extra)
+        let stayer = try await fixture.subscribe(users[1], on: fixture.extra)
+        defer { Task { await leaver.close(); await stayer.close() } }
+        _ = try await fixture.send("before", to: group, as: users[0])
+        _ = try await fixture.call("leave", ["conversationId": group.idValue], as: users[2], decoding: Conversation.self)
+        _ = try await fixture.send("after", to: group, as: users[0])
+        let messages: @Sendable (JSONValue) -> Bool = { $0.isEvent("message", in: group) }
+        try await stayer.wait(for: 2, where: messages)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(leaver.events(where: messages).compactMap { $0["message"]?["text"]?.stringValue } == ["before"])
+        let left = leaver.events(where: { $0.isEvent("conversation", in: group) && $0["change"]?.stringValue == "memberLeft" })
+        #expect(left.count == 1)
+    }
+    @Test("new conversations, added members and renames reach every member")
+    func conversationEvents() async throws {
+        let fixture = try await MessagingStack.shared()
+        let users = try await fixture.users(3, "cev")
+        let watcher = try await fixture.subscribe(users[1], on: fixture.extra)
+        let newcomer = try await fixture.subscribe(users[2])
+        defer { Task { await watcher.close(); await newcomer.close() } }
+        let direct = try await fixture.direct(users[0], users[1])
+        let group = try await fixture.group("first", by: users[0], with: [users[1]])
+        _ = try await fixture.call("rename", ["conversationId": group.idValue, "title": "second"], as: users[1], decoding: Conversation.self)
+        _ = try await fixture.call(
+            "addMembers", ["conversationId": group.idValue, "memberIds": [users[2].idValue]], as: users[0], decoding: Conversation.self)
+        let changes: @Sendable (JSONValue) -> Bool = { $0["type"]?.stringValue == "conversation" }
+        let seen = try await watcher.wait(for: 4, where: changes)
+        #expect(seen.map { $0["change"]?.stringValue ?? "" } == ["created", "created", "renamed", "membersAdded"])
+        #expect(seen[0]["conversation"]?["id"]?.stringValue == direct.id.description)
+        #expect(seen[2]["conversation"]?["title"]?.stringValue == "second")
+        let joined = try await newcomer.wait(for: 1, where: changes)
+        #expect(joined.first?["change"]?.stringValue == "membersAdded")
+        #expect(joined.first?["userIds"]?.arrayValue?.compactMap(\.stringValue) == [users[2].id.description])
+    }
+}

@@ -1,0 +1,257 @@
+import Foundation
+import Logging
+import RPC
+import Redis
+import Synchronization
+import ServiceKit
+import Testing
+import TestSupport
+
+/// The live-delivery hub against a real Redis: two hubs stand for two instances of a service, each
+/// behind a real RPC server that clients subscribe to over TCP.
+@Suite struct LiveHubTests {
+    @Test func eventsReachSubscribersOnAnotherInstanceInOrder() async throws {
+        try await withHubs { first, second in
+            let connection = try await second.connect()
+            let subscription = try await connection.subscribe(user: 7)
+            let started = ContinuousClock.now
+            for index in 1...5 {
+                try await first.hub.publish(to: [7, 8], event: RawJSON(unchecked: Array(#"{"n":\#(index)}"#.utf8)))
+            }
+            let events = try await connection.events(5)
+            #expect(ContinuousClock.now - started < .milliseconds(100))
+            #expect(events.map(\.subscription) == Array(repeating: subscription, count: 5))
+            #expect(events.map { $0.event["n"]?.intValue } == [1, 2, 3, 4, 5])
+            await connection.close()
+        }
+    }
+
+    @Test func everySubscriptionOfTheUserGetsTheEventAndOthersDoNot() async throws {
+        try await withHubs { first, second in
+            let (a, b, other) = (try await first.connect(), try await second.connect(), try await second.connect())
+            let subscriptionA = try await a.subscribe(user: 11)
+            let subscriptionB = try await b.subscribe(user: 11)
+            _ = try await other.subscribe(user: 12)
+            #expect(first.hub.isConnectedHere(11) && second.hub.isConnectedHere(11) && !first.hub.isConnectedHere(12))
+            try await second.hub.publish(to: [11], event: RawJSON(unchecked: Array(#"{"n":1}"#.utf8)))
+            #expect(try await a.events(1).map(\.subscription) == [subscriptionA])
+            #expect(try await b.events(1).map(\.subscription) == [subscriptionB])
+            #expect(try await other.events(1, within: .milliseconds(300)).isEmpty)
+            for connection in [a, b, other] { await connection.close() }
+        }
+    }
+
+    @Test func unsubscribingAndClosingLeaveTheRegistry() async throws {
+        try await withHubs { first, second in
+            let connection = try await second.connect()
+            let subscription = try await connection.subscribe(user: 21)
+            _ = try await connection.subscribe(user: 22)
+            #expect(second.hub.subscriptionCount == 2)
+            let presence = second.hub.presenceChanges()
+            _ = try await connection.call("live.unsubscribe", ["subscription": .string(subscription)])
+            #expect(second.hub.subscriptionCount == 1 && !second.hub.isConnectedHere(21))
+            try await first.hub.publish(to: [21], event: RawJSON(unchecked: Array(#"{"n":1}"#.utf8)))
+            #expect(try await connection.events(1, within: .milliseconds(300)).isEmpty)
+            await expectFailure { _ = try await connection.call("live.unsubscribe", ["subscription": .string(subscription)]) }
+            await connection.close()
+            #expect(await eventually { second.hub.subscriptionCount == 0 })
+            var changes: [LiveHub.PresenceChange] = []
+            for await change in presence {
+                changes.append(change)
+                if changes.count == 2 { break }
+            }
+            #expect(changes == [.init(userID: 21, online: false), .init(userID: 22, online: false)])
+        }
+    }
+
+    @Test func aHeldSubscriptionGetsItsReplayFirstThenWhatWasHeldWithoutDuplicates() async throws {
+        try await withHubs { first, second in
+            let connection = try await second.connect()
+            let subscription = try await connection.subscribe(user: 31, holding: true)
+            for index in [2, 3, 4] {
+                try await first.hub.publish(to: [31], event: RawJSON(unchecked: Array(#"{"n":\#(index)}"#.utf8)))
+            }
+            // Held, not pushed (the wait also lets the three reach the hub).
+            #expect(try await connection.events(1, within: .milliseconds(300)).isEmpty)
+            second.hub.release(
+                subscription, user: 31, connection: try #require(second.connections.first),
+                replay: [1, 2].map { RawJSON(unchecked: Array(#"{"n":\#($0)}"#.utf8)) }
+            ) { event in
+                ((try? event.decode(JSONValue.self))?["n"]?.intValue ?? 0) > 2
+            }
+            try await first.hub.publish(to: [31], event: RawJSON(unchecked: Array(#"{"n":5}"#.utf8)))
+            #expect(try await connection.events(5).map { $0.event["n"]?.intValue } == [1, 2, 3, 4, 5])
+            await connection.close()
+        }
+    }
+
+    @Test func aReaderThatStopsReadingIsDisconnectedAndForgotten() async throws {
+        try await withHubs { first, second in
+            let reader = try RPCLineClient(port: second.port)
+            try reader.send(#"{"jsonrpc":"2.0","id":1,"method":"live.subscribe","params":{"user":41}}"# + "\n")
+            #expect(await eventually { second.hub.subscriptionCount == 1 })
+            let healthy = try await second.connect()
+            _ = try await healthy.subscribe(user: 42)
+            let big = RawJSON(unchecked: Array(("{\"pad\":\"" + String(repeating: "x", count: 16_384) + "\"}").utf8))
+            var published = 0
+            while second.hub.isConnectedHere(41), published < 4_000 {
+                try await first.hub.publish(to: [41], event: big)
+                published += 1
+            }
+            #expect(await eventually { !second.hub.isConnectedHere(41) })
+            try await first.hub.publish(to: [42], event: RawJSON(unchecked: Array(#"{"n":1}"#.utf8)))
+            #expect(try await healthy.events(1).count == 1)
+            await healthy.close()
+        }
+    }
+}
+
+// MARK: - Harness
+
+/// One "instance": a hub and an RPC server whose `live.subscribe {user, holding?}` uses it.
+final class HubInstance: Sendable {
+    let hub: LiveHub
+    let port: Int
+    private let opened: LockedConnections
+
+    init(hub: LiveHub, port: Int, opened: LockedConnections) {
+        self.hub = hub
+        self.port = port
+        self.opened = opened
+    }
+
+    var connections: [RPCConnection] { opened.all }
+
+    func connect() async throws -> HubClient {
+        HubClient(connection: try await RPCClientConnection.connect(host: "127.0.0.1", port: port))
+    }
+}
+
+/// The connections the test router saw subscribe.
+final class LockedConnections: Sendable {
+    private let state = Mutex<[RPCConnection]>([])
+    var all: [RPCConnection] { state.withLock { $0 } }
+    func add(_ connection: RPCConnection) { state.withLock { $0.append(connection) } }
+}
+
+struct HubClient: Sendable {
+    let connection: RPCClientConnection
+    let inbox: PushInbox
+
+    init(connection: RPCClientConnection) {
+        self.connection = connection
+        self.inbox = PushInbox(connection.notifications)
+    }
+
+    struct Pushed: Sendable {
+        var subscription: String
+        var event: JSONValue
+    }
+
+    struct Subscribed: Decodable {
+        var subscription: String
+    }
+
+    func subscribe(user: Int64, holding: Bool = false) async throws -> String {
+        try await connection.call(
+            "live.subscribe", params: ["user": JSONValue.int(user), "holding": .bool(holding)], as: Subscribed.self
+        ).subscription
+    }
+
+    func call(_ method: String, _ params: [String: JSONValue]) async throws -> JSONValue {
+        try await connection.call(method, params: params, as: JSONValue.self)
+    }
+
+    /// The next `count` pushes, or fewer if they do not come `within`.
+    func events(_ count: Int, within timeout: Duration = .seconds(5)) async throws -> [Pushed] {
+        try await inbox.take(count, within: timeout).map { notification in
+            let params = try notification.params.decode(JSONValue.self)
+            return Pushed(subscription: params["subscription"]?.stringValue ?? "", event: params["event"] ?? .null)
+        }
+    }
+
+    func close() async { await connection.close() }
+}
+
+private struct SubscribeParams: Decodable, Sendable {
+    var user: Int64
+    var holding: Bool?
+}
+
+private struct UnsubscribeParams: Decodable, Sendable {
+    var subscription: String
+}
+
+private struct Subscription: Codable, Sendable {
+    var subscription: String
+}
+
+/// Two hubs of a service of their own (so tests do not hear each other) on Redis database 10, each
+/// behind an RPC server, running while `body` runs.
+func withHubs(_ body: @Sendable (HubInstance, HubInstance) async throws -> Void) async throws {
+    let server = try await TestServers.redis()
+    let logger = Logger(label: "LiveHubTests")
+    let redis = RedisClient(configuration: try RedisConfiguration(url: server.url + "/10", poolSize: 4), logger: logger)
+    let service = "hubtest\(UInt32.random(in: 0...UInt32.max))"
+    let hubs = [LiveHub(service: service, redis: redis, logger: logger), LiveHub(service: service, redis: redis, logger: logger)]
+    let running = hubs.map { hub in Task { try await hub.run() } }
+    defer {
+        for task in running { task.cancel() }
+    }
+    guard await eventually({ hubs.allSatisfy(\.isListening) }) else { throw HubTestError("the hubs never subscribed") }
+    let opened = [LockedConnections(), LockedConnections()]
+    let routers = zip(hubs, opened).map { hub, opened in
+        var router = RPCRouter(service: service, version: "1", logger: logger)
+        router.register("live.subscribe", summary: "Subscribes as user.", access: .anonymous) {
+            (params: SubscribeParams, context) -> Subscription in
+            guard let connection = context.connection,
+                let id = hub.subscribe(user: params.user, connection: connection, holding: params.holding ?? false)
+            else { throw RPCError.unavailable("closed") }
+            opened.add(connection)
+            return Subscription(subscription: id)
+        }
+        router.register("live.unsubscribe", summary: "Ends a subscription.", access: .anonymous) {
+            (params: UnsubscribeParams, context) -> Empty in
+            guard let connection = context.connection, hub.unsubscribe(params.subscription, connection: connection) else {
+                throw RPCError.notFound("no such subscription")
+            }
+            return Empty()
+        }
+        return router
+    }
+    try await withRPCServer(routers[0]) { firstPort, _ in
+        try await withRPCServer(routers[1]) { secondPort, _ in
+            try await body(
+                HubInstance(hub: hubs[0], port: firstPort, opened: opened[0]),
+                HubInstance(hub: hubs[1], port: secondPort, opened: opened[1]))
+        }
+    }
+    for task in running {
+        task.cancel()
+        _ = try? await task.value
+    }
+    await redis.shutdown()
+}
+
+struct HubTestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Checks `condition` every 20 ms until it holds (true) or `timeout` passed (false).
+func eventually(timeout: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        if await condition() { return true }
+        if ContinuousClock.now >= deadline { return false }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+}
+
+/// Expects `body` to throw.
+func expectFailure(_ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async {
+    do {
+        try await body()
+        Issue.record("expected an error", sourceLocation: sourceLocation)
+    } catch {}
+}

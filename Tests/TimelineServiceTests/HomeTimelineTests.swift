@@ -1,0 +1,148 @@
+import AviaryAPI
+import Foundation
+import RPC
+import Redis
+import Testing
+import TestSupport
+
+/// Every test of the timeline service shares one stack; they run one at a time because some flush
+/// Redis or kill the service, which the others must not see midway.
+@Suite(.serialized)
+struct TimelineServiceTests {}
+
+extension TimelineServiceTests {
+/// Home timelines on the Reed98 graph, checked against the database after each kind of change.
+@Suite("home timelines on the Reed98 graph")
+struct HomeTimelineTests {
+    @Test("every user's home timeline equals the newest tweets of themselves and those they follow, built and then fanned out", .timeLimit(.minutes(3)))
+    func everyUser() async throws {
+        let stack = try await TimelineStack.shared()
+        // First reads build the sets (the stack's first tweets predate them).
+        let clock = ContinuousClock()
+        let began = clock.now
+        #expect(try await stack.homeMismatches(stack.users, limit: 30) == 0)
+        print("Reed98: \(stack.users.count) home timelines built and checked in \(clock.now - began)")
+
+        // New tweets fan out into the sets that now exist, before anyone reads them.
+        let posters = Array(stack.users.shuffled().prefix(300))
+        let ids = try await stack.post(posters.map { ($0, "second words of \($0.username)") })
+        try await stack.settle()
+        let celebrities = Set(stack.nodesByDegree.prefix(3).map { stack.users[$0].id })
+        let reader = stack.users[stack.nodesByDegree[10]]
+        let following = Set(try await stack.followers(of: reader).map(\.id))  // Reed98 follows are mutual
+        let stored = try await stack.storedHome(of: reader)
+        for (poster, id) in zip(posters, ids) where following.contains(poster.id) || poster.id == reader.id {
+            #expect(stored.contains(id) != celebrities.contains(poster.id), "tweet \(id) of \(poster.username) in the set of \(reader.username)")
+        }
+        #expect(try await stack.storedMismatches(stack.users) == 0)
+        #expect(try await stack.homeMismatches(Array(stack.users.shuffled().prefix(150))) == 0)
+    }
+
+    @Test("after Redis is flushed, timelines are rebuilt on read and equal the database", .timeLimit(.minutes(2)))
+    func afterFlush() async throws {
+        let stack = try await TimelineStack.shared()
+        try await stack.settle()
+        _ = try await stack.stack.redis.send(["FLUSHDB"])
+        let sample = Array(stack.users.shuffled().prefix(200)) + stack.nodesByDegree.prefix(5).map { stack.users[$0] }
+        #expect(try await stack.homeMismatches(sample) == 0)
+        // Concurrent first reads of one missing timeline agree (and rebuild it once).
+        _ = try await stack.stack.redis.send(["DEL", RedisArgument("aviary:timeline:home:\(stack.users[0].id)")])
+        let pages = try await withThrowingTaskGroup(of: [EntityID].self) { group in
+            for _ in 0..<8 { group.addTask { try await stack.home(of: stack.users[0]).items.map(\.id) } }
+            return try await group.reduce(into: [[EntityID]]()) { $0.append($1) }
+        }
+        #expect(Set(pages.map { $0.map(\.description).joined(separator: ",") }).count == 1)
+    }
+
+    @Test("a follow merges the followee's tweets in and an unfollow takes them out", .timeLimit(.minutes(1)))
+    func followAndUnfollow() async throws {
+        let stack = try await TimelineStack.shared()
+        let follower = stack.users[stack.nodesByDegree.last!]
+        let friends = Set(try await stack.followers(of: follower).map(\.id))
+        let followee = stack.users.first { $0.id != follower.id && !friends.contains($0.id) && !stack.nodesByDegree.prefix(3).contains(stack.users.firstIndex(of: $0)!) }!
+        _ = try await stack.home(of: follower)  // the set exists, so the follow event has something to merge into
+        let theirs = try await stack.post([(followee, "followee tweet one"), (followee, "followee tweet two")])
+        try await stack.settle()
+        #expect(try await stack.home(of: follower).items.allSatisfy { !theirs.contains($0.id.value) })
+
+        let _: JSONValue = try await stack.stack.call("social-graph", "graph.follow", ["userId": followee.idValue], as: follower)
+        try await stack.settle()
+        #expect(try await stack.storedHome(of: follower).isSuperset(of: theirs))
+        #expect(try await stack.homeMismatches([follower]) == 0)
+
+        let _: JSONValue = try await stack.stack.call("social-graph", "graph.unfollow", ["userId": followee.idValue], as: follower)
+        try await stack.settle()
+        #expect(try await stack.storedHome(of: follower).isDisjoint(with: theirs))
+        #expect(try await stack.homeMismatches([follower]) == 0)
+    }
+
+    @Test("a deleted tweet leaves every timeline it reached", .timeLimit(.minutes(1)))
+    func delete() async throws {
+        let stack = try await TimelineStack.shared()
+        let author = stack.users[stack.nodesByDegree[20]]
+        let followers = try await stack.followers(of: author)
+        try await stack.warmHomes(followers + [author])  // every set exists
+        let id = try await stack.post([(author, "soon gone")])[0]
+        try await stack.settle()
+        #expect(try await stack.storedHome(of: followers[0]).contains(id))
+
+        let _: JSONValue = try await stack.stack.call("tweets", "tweets.delete", ["tweetId": .string(String(id))], as: author)
+        // The read path hides it at once, before the event is handled.
+        #expect(try await stack.home(of: followers[1]).items.allSatisfy { $0.id.value != id })
+        try await stack.settle()
+        for user in followers + [author] {
+            #expect(try await !stack.storedHome(of: user).contains(id), "\(user.username) still has the deleted tweet")
+        }
+        #expect(try await stack.homeMismatches(followers + [author]) == 0)
+    }
+
+    @Test("a celebrity's tweets are not fanned out but merged into their followers' timelines at read time", .timeLimit(.minutes(1)))
+    func celebrity() async throws {
+        let stack = try await TimelineStack.shared()
+        let celebrity = stack.users[stack.nodesByDegree[0]]
+        let followers = try await stack.followers(of: celebrity)
+        #expect(followers.count > TimelineStack.celebrityFollowers)
+        try await stack.warmHomes(followers)
+        let ids = try await stack.post([(celebrity, "famous words one"), (celebrity, "famous words two")])
+        try await stack.settle()
+        for follower in followers.prefix(20) {
+            #expect(try await stack.storedHome(of: follower).isDisjoint(with: ids))
+        }
+        #expect(try await stack.storedHome(of: celebrity).isSuperset(of: ids))
+        #expect(try await stack.homeMismatches(followers + [celebrity]) == 0)
+        // Paging through a merged timeline gives the same sequence as one long page.
+        let reader = followers[0]
+        let whole = try await stack.home(of: reader, limit: 100).items.map(\.id)
+        var paged: [EntityID] = []
+        var cursor: String?
+        repeat {
+            let page = try await stack.home(of: reader, limit: 7, cursor: cursor)
+            paged += page.items.map(\.id)
+            cursor = page.nextCursor
+        } while cursor != nil && paged.count < whole.count
+        #expect(Array(paged.prefix(whole.count)) == whole)
+    }
+
+    @Test("after the timeline service is killed with SIGKILL in the middle of fan-out and restarted, nothing is missing", .timeLimit(.minutes(2)))
+    func killedDuringFanOut() async throws {
+        let stack = try await TimelineStack.shared()
+        try await stack.warmHomes(stack.users)  // every set exists, so fan-out reaches them all
+        let busiest = stack.nodesByDegree[3..<60].map { stack.users[$0] }
+        let posts = (0..<600).map { index in (busiest[index % busiest.count], "busy words \(index)") }
+
+        let posting = Task { try await stack.post(posts) }
+        try await Task.sleep(for: .milliseconds(400))
+        stack.stack.process("timeline").kill()
+        _ = await stack.stack.process("timeline").waitForExit(timeout: .seconds(10))
+        let interrupted = try await stack.backlog(topic: "tweets")
+        _ = try await posting.value
+        try await stack.stack.restart("timeline")
+        #expect(interrupted > 0, "the kill came after the fan-out finished")
+        try await stack.waitForTimeline()
+
+        try await stack.settle(timeout: .seconds(40))
+        #expect(try await stack.storedMismatches(stack.users) == 0)
+        #expect(try await stack.homeMismatches(busiest + stack.users.shuffled().prefix(100)) == 0)
+    }
+}
+}

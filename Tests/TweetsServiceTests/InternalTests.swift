@@ -1,0 +1,113 @@
+import AviaryAPI
+import Foundation
+import Postgres
+import RPC
+import Redis
+import TestSupport
+import Testing
+
+@Suite("internal methods and the tweet cache")
+struct InternalTests {
+    @Test("internal methods refuse callers without the service credential, users included")
+    func refusals() async throws {
+        let stack = try await TweetsStack.shared()
+        let alice = try await stack.makeUser("intruder")
+        for method in ["tweets.getMany", "tweets.recentIds", "tweets.statsMany"] {
+            for user in [nil, alice] {
+                let error = await rpcError {
+                    _ = try await stack.call(
+                        "tweets", method, ["ids": .ids([alice.id]), "authorIds": .ids([alice.id]), "limit": 5], as: user,
+                        decoding: JSONValue.self)
+                }
+                #expect(error?.reason == "forbidden", "\(method)")
+            }
+        }
+    }
+
+    @Test("getMany answers in the order asked, leaves unknown ids out and hydrates likedByMe for viewerId")
+    func getMany() async throws {
+        let stack = try await TweetsStack.shared()
+        let (alice, bob) = (try await stack.makeUser("many1"), try await stack.makeUser("many2"))
+        let one = try await stack.tweet(alice, "one @\(bob.username)")
+        let two = try await stack.tweet(bob, "two")
+        _ = try await stack.like(one.id, by: bob)
+        let result = try await stack.callInternal(
+            "tweets", "tweets.getMany", ["ids": .ids([two.id, EntityID(31_337), one.id, two.id]), "viewerId": .id(bob.id)],
+            decoding: [Tweet].self)
+        #expect(result.map(\.id) == [two.id, one.id, two.id])
+        #expect(result.map(\.likedByMe) == [false, true, false])
+        #expect(result[1].mentions.map(\.id) == [bob.id])
+        #expect(result[1].likes == 1)
+        let tooMany = await rpcError {
+            _ = try await stack.callInternal(
+                "tweets", "tweets.getMany", ["ids": .array((1...1001).map { .string(String($0)) })], decoding: [Tweet].self)
+        }
+        #expect(tooMany?.field == "ids")
+    }
+
+    @Test("recentIds merges authors newest first, honours before and limit; statsMany counts live tweets")
+    func recentAndStats() async throws {
+        let stack = try await TweetsStack.shared()
+        let (alice, bob, carol) = (try await stack.makeUser("rec1"), try await stack.makeUser("rec2"), try await stack.makeUser("rec3"))
+        var made: [(EntityID, EntityID)] = []
+        for index in 0..<6 {
+            let author = index.isMultiple(of: 2) ? alice : bob
+            made.append((try await stack.tweet(author, "n\(index)").id, author.id))
+        }
+        _ = try await stack.tweet(carol, "not asked")
+        struct Recent: Decodable, Equatable {
+            var id: EntityID
+            var authorId: EntityID
+        }
+        let all = try await stack.callInternal(
+            "tweets", "tweets.recentIds", ["authorIds": .ids([alice.id, bob.id]), "limit": 10], decoding: [Recent].self)
+        #expect(all == made.reversed().map { Recent(id: $0.0, authorId: $0.1) })
+        let older = try await stack.callInternal(
+            "tweets", "tweets.recentIds", ["authorIds": .ids([alice.id, bob.id]), "limit": 2, "before": .id(made[3].0)],
+            decoding: [Recent].self)
+        #expect(older.map(\.id) == [made[2].0, made[1].0])
+        let badLimit = await rpcError {
+            _ = try await stack.callInternal("tweets", "tweets.recentIds", ["authorIds": .ids([alice.id]), "limit": 801], decoding: [Recent].self)
+        }
+        #expect(badLimit?.field == "limit")
+
+        _ = try await stack.call("tweets", "tweets.delete", ["tweetId": .id(made[0].0)], as: alice, decoding: JSONValue.self)
+        struct Stats: Decodable, Equatable {
+            var userId: EntityID
+            var tweets: Int64
+        }
+        let stats = try await stack.callInternal(
+            "tweets", "tweets.statsMany", ["ids": .ids([alice.id, bob.id, EntityID(5)])], decoding: [Stats].self)
+        #expect(stats == [Stats(userId: alice.id, tweets: 2), Stats(userId: bob.id, tweets: 3), Stats(userId: EntityID(5), tweets: 0)])
+    }
+
+    @Test("reads fill the cache; a users/updated event makes tweets show the new profile")
+    func profileChange() async throws {
+        let stack = try await TweetsStack.shared()
+        let (alice, bob) = (try await stack.makeUser("profile"), try await stack.makeUser("profile2"))
+        let tweet = try await stack.tweet(alice, "before the rename")
+        let mention = try await stack.tweet(bob, "hi @\(alice.username)")
+        _ = try await stack.getTweet(tweet.id)
+        _ = try await stack.getTweet(mention.id)
+        try await poll { try await stack.redis.send(["EXISTS", RedisArgument("aviary:tweets:body:\(tweet.id)")]).int == 1 }
+
+        _ = try await stack.call("auth", "auth.updateProfile", ["fullname": "Renamed Alice"], as: alice, decoding: JSONValue.self)
+        // The event as auth's outbox relay writes it (it may also write its own; consumers are idempotent).
+        _ = try await stack.redis.send([
+            "XADD", "aviary:events:users", "*", "type", "updated", "payload", RedisArgument("{\"userId\":\"\(alice.id)\"}"),
+            "outbox_id", RedisArgument(Int64.random(in: 1...Int64.max)), "source", "tests",
+        ])
+        try await poll { try await stack.getTweet(tweet.id).author.fullname == "Renamed Alice" }
+        try await poll { try await stack.getTweet(mention.id).mentions.first?.fullname == "Renamed Alice" }
+    }
+}
+
+/// Waits until `condition` holds, for at most `timeout`.
+func poll(timeout: Duration = .seconds(15), _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now.advanced(by: timeout)
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    #expect(Bool(false), "condition did not hold within \(timeout)")
+}

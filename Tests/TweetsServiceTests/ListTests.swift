@@ -1,0 +1,95 @@
+import AviaryAPI
+import Foundation
+import Postgres
+import RPC
+import Redis
+import TestSupport
+import Testing
+
+@Suite("tweets.replies, tweets.byUser, tweets.likedBy and tweets.search")
+struct ListTests {
+    /// Every page of `method` with `params`, following the cursors.
+    func allPages(_ stack: ServiceStack, _ method: String, _ params: [String: JSONValue], limit: Int) async throws -> [Tweet] {
+        var items: [Tweet] = []
+        var cursor: String?
+        repeat {
+            var page = params
+            page["limit"] = .int(Int64(limit))
+            if let cursor { page["cursor"] = .string(cursor) }
+            let result = try await stack.call("tweets", method, page, decoding: TweetPage.self)
+            #expect(result.items.count <= limit)
+            items += result.items
+            cursor = result.nextCursor
+        } while cursor != nil
+        return items
+    }
+
+    @Test("replies come oldest first across pages; an unknown tweet is not_found")
+    func replies() async throws {
+        let stack = try await TweetsStack.shared()
+        let (alice, bob) = (try await stack.makeUser("thread"), try await stack.makeUser("thread2"))
+        let root = try await stack.tweet(alice, "root")
+        var made: [EntityID] = []
+        for index in 0..<5 { made.append(try await stack.tweet(index.isMultiple(of: 2) ? bob : alice, "r\(index)", replyTo: root.id).id) }
+        let listed = try await allPages(stack, "tweets.replies", ["tweetId": .id(root.id)], limit: 2)
+        #expect(listed.map(\.id) == made)
+        let unknown = await rpcError {
+            _ = try await stack.call("tweets", "tweets.replies", ["tweetId": "5555"], decoding: TweetPage.self)
+        }
+        #expect(unknown?.reason == "not_found")
+    }
+
+    @Test("byUser lists newest first, replies only when asked; an unknown user is not_found; a forged cursor is refused")
+    func byUser() async throws {
+        let stack = try await TweetsStack.shared()
+        let alice = try await stack.makeUser("byuser")
+        let first = try await stack.tweet(alice, "one")
+        let reply = try await stack.tweet(alice, "two", replyTo: first.id)
+        let third = try await stack.tweet(alice, "three")
+        #expect(try await allPages(stack, "tweets.byUser", ["userId": .id(alice.id)], limit: 1).map(\.id) == [third.id, first.id])
+        #expect(
+            try await allPages(stack, "tweets.byUser", ["userId": .id(alice.id), "includeReplies": true], limit: 2).map(\.id)
+                == [third.id, reply.id, first.id])
+        let unknown = await rpcError {
+            _ = try await stack.call("tweets", "tweets.byUser", ["userId": "77777"], decoding: TweetPage.self)
+        }
+        #expect(unknown?.reason == "not_found")
+        let forged = await rpcError {
+            _ = try await stack.call("tweets", "tweets.byUser", ["userId": .id(alice.id), "cursor": "nonsense!"], decoding: TweetPage.self)
+        }
+        #expect(forged?.field == "cursor")
+        let limit = await rpcError {
+            _ = try await stack.call("tweets", "tweets.byUser", ["userId": .id(alice.id), "limit": 101], decoding: TweetPage.self)
+        }
+        #expect(limit?.field == "limit")
+    }
+
+    @Test("likedBy lists the most recent like first across pages")
+    func likedBy() async throws {
+        let stack = try await TweetsStack.shared()
+        let (alice, bob) = (try await stack.makeUser("likes1"), try await stack.makeUser("likes2"))
+        var tweets: [Tweet] = []
+        for index in 0..<3 { tweets.append(try await stack.tweet(alice, "t\(index)")) }
+        for tweet in tweets.reversed() { _ = try await stack.like(tweet.id, by: bob) }
+        let listed = try await allPages(stack, "tweets.likedBy", ["userId": .id(bob.id)], limit: 2)
+        #expect(listed.map(\.id) == tweets.map(\.id))
+    }
+
+    @Test("search finds every word and hashtag, newest first, across pages; a query of nothing is refused")
+    func search() async throws {
+        let stack = try await TweetsStack.shared()
+        let alice = try await stack.makeUser("search")
+        let marker = "zq\(Int.random(in: 100_000...999_999))"
+        let a = try await stack.tweet(alice, "Learning \(marker) with #Rust today")
+        let b = try await stack.tweet(alice, "More \(marker), no tags")
+        let c = try await stack.tweet(alice, "#\(marker) as a tag and #rust")
+        #expect(try await allPages(stack, "tweets.search", ["query": .string(marker)], limit: 1).map(\.id) == [c.id, b.id, a.id])
+        #expect(try await allPages(stack, "tweets.search", ["query": .string("#\(marker)")], limit: 5).map(\.id) == [c.id])
+        #expect(try await allPages(stack, "tweets.search", ["query": .string("\(marker.uppercased()) #RUST")], limit: 5).map(\.id) == [c.id, a.id])
+        #expect(try await allPages(stack, "tweets.search", ["query": .string("\(marker) learning")], limit: 5).map(\.id) == [a.id])
+        for query in ["", "  ", "!!! ???"] {
+            let error = await rpcError { _ = try await stack.call("tweets", "tweets.search", ["query": .string(query)], decoding: TweetPage.self) }
+            #expect(error?.field == "query")
+        }
+    }
+}
