@@ -69,6 +69,9 @@ import Testing
         await load.value
 
         let state = ledger.state.withLock { $0 }
+        print(
+            "scaling: \(state.calls) calls, \(state.failures.count) failed at the kill, \(state.tweets.count) tweets, "
+                + "\(state.follows.count) follows, \(state.messages.count) messages acknowledged")
         #expect(state.calls > before, "the load went on while instances were down")
         // Each worker had at most one call in flight when the instances died.
         #expect(failuresWhileDown.count <= Self.workers, "failures: \(failuresWhileDown)")
