@@ -1,5 +1,4 @@
 import ArgumentParser
-import AuthTokens
 import Foundation
 import Logging
 import RPC
@@ -12,10 +11,11 @@ struct TweetsBench: AsyncParsableCommand {
         commandName: "tweets",
         abstract: "tweets.create with 32 clients (target ≥ 1,500 calls/s); tweets.getMany of 20 hydrated tweets.",
         discussion: """
-            Runs against a running tweets service (with auth running, for author summaries). The authors are synthetic \
-            users whose access tokens the bench signs with the token signing key (--signing-key or \
-            AVIARY_TOKEN_SIGNING_KEY); tweets.getMany needs the service credential (--service-credential or \
-            AVIARY_SERVICE_SECRET). The tweets it posts stay, with their events: run it against a test stack.
+            Runs against running tweets and auth services. The authors are accounts the bench registers through \
+            auth.register (auth allows 5 an hour from one address by default: raise \
+            AVIARY_AUTH_REGISTER_PER_ADDRESS_PER_HOUR on a test stack); tweets.getMany needs the service credential \
+            (--service-credential or AVIARY_SERVICE_SECRET). The accounts and tweets it makes stay, with their \
+            events: run it against a test stack.
             """)
 
     @Option(help: "host:port of the tweets service (default: AVIARY_TWEETS_ADDRESSES or its default port).")
@@ -24,8 +24,11 @@ struct TweetsBench: AsyncParsableCommand {
     @Option(name: .customLong("service-credential"), help: "The service credential (default: AVIARY_SERVICE_SECRET).")
     var serviceCredential: String?
 
-    @Option(name: .customLong("signing-key"), help: "Base64 of the 32-byte Ed25519 token signing seed (default: AVIARY_TOKEN_SIGNING_KEY).")
-    var signingKey: String?
+    @Option(help: "host:port of the auth service (default: AVIARY_AUTH_ADDRESSES or its default port).")
+    var authAddress: String?
+
+    @Option(help: "Accounts to register and post as.")
+    var authors = 8
 
     @Option(help: "Concurrent clients, one connection each.")
     var clients = 32
@@ -39,31 +42,29 @@ struct TweetsBench: AsyncParsableCommand {
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let configuration = try ServiceConfiguration.load(service: .tweets)
-        guard let credential = serviceCredential ?? environment["AVIARY_SERVICE_SECRET"],
-            let seedText = signingKey ?? environment["AVIARY_TOKEN_SIGNING_KEY"],
-            let seed = Data(base64Encoded: seedText), seed.count == 32
-        else {
-            throw ValidationError("set the service credential and the signing key (flags, or AVIARY_SERVICE_SECRET and AVIARY_TOKEN_SIGNING_KEY)")
+        guard let credential = serviceCredential ?? environment["AVIARY_SERVICE_SECRET"] else {
+            throw ValidationError("set the service credential (--service-credential or AVIARY_SERVICE_SECRET)")
         }
-        let issuer = try await AccessTokenIssuer(keys: TokenKeys(signingSeed: Array(seed)), lifetime: .seconds(3600))
         var clientConfiguration = RPCClient.Configuration(addresses: [address ?? configuration.addresses(of: .tweets)[0]])
         clientConfiguration.connectionsPerAddress = clients
         let tweets = RPCClient(configuration: clientConfiguration, logger: Logger(label: "bench"))
-        defer { Task { await tweets.shutdown() } }
-
-        // Synthetic authors far above any id issued in the next decades, one per client.
-        let firstAuthor = (Int64(1) << 62) + Int64.random(in: 0..<(Int64(1) << 40)) * 1024
-        var tokens: [String] = []
-        for worker in 0..<clients {
-            tokens.append(try await issuer.issue(userID: firstAuthor + Int64(worker), sessionID: Int64.random(in: 1...Int64.max)).token)
+        let auth = RPCClient(
+            configuration: .init(addresses: [authAddress ?? configuration.addresses(of: .auth)[0]]), logger: Logger(label: "bench"))
+        defer {
+            Task {
+                await tweets.shutdown()
+                await auth.shutdown()
+            }
         }
-        let authorTokens = tokens
+
+        let accounts = try await register(max(1, authors), auth: auth)
+        let authorTokens = accounts.map(\.accessToken)
         let created = Mutex<[String]>([])
         let counter = Atomic<Int>(0)
         let creates = try await runLoad(workers: clients, duration: .seconds(seconds)) { worker in
             let number = counter.add(1, ordering: .relaxed).newValue
             let tweet = try await tweets.call(
-                "tweets.create", params: ["text": "bench tweet \(number) #bench"], meta: RequestMeta(token: authorTokens[worker]),
+                "tweets.create", params: ["text": "bench tweet \(number) #bench"], meta: RequestMeta(token: authorTokens[worker % authorTokens.count]),
                 as: CreatedTweet.self)
             created.withLock { $0.append(tweet.id) }
         }
@@ -72,7 +73,7 @@ struct TweetsBench: AsyncParsableCommand {
         let ids = created.withLock { $0 }
         guard ids.count >= batch else { throw ValidationError("only \(ids.count) tweets were created") }
         let meta = RequestMeta(service: credential)
-        let viewer = String(firstAuthor)
+        let viewer = accounts[0].user.id
         let reads = try await runLoad(workers: clients, duration: .seconds(seconds)) { _ in
             let start = Int.random(in: 0...(ids.count - batch))
             let params = try RawJSON(
@@ -85,5 +86,31 @@ struct TweetsBench: AsyncParsableCommand {
 
     private struct CreatedTweet: Decodable {
         var id: String
+    }
+
+    private struct Registered: Decodable {
+        struct Account: Decodable { var id: String }
+        var user: Account
+        var accessToken: String
+    }
+
+    /// New accounts, registered through auth.
+    private func register(_ count: Int, auth: RPCClient) async throws -> [Registered] {
+        var accounts: [Registered] = []
+        for _ in 0..<count {
+            let name = "bench_" + String(UInt32.random(in: .min ... .max), radix: 16)
+            do {
+                accounts.append(
+                    try await auth.call(
+                        "auth.register",
+                        params: [
+                            "email": "\(name)@bench.invalid", "password": "bench-\(UUID().uuidString)", "username": name,
+                            "fullname": "Bench \(name)",
+                        ], as: Registered.self))
+            } catch let error as RPCError where error.reason == "rate_limited" {
+                throw ValidationError("auth refused to register more accounts (\(error.message)); raise its limit or lower --authors")
+            }
+        }
+        return accounts
     }
 }

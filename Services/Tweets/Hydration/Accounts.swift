@@ -12,11 +12,8 @@ struct Accounts: Sendable {
     static let mentionLimit = 10
 
     private struct GetUsers: Encodable, Sendable {
-        var ids: [EntityID]
-    }
-
-    private struct GetUser: Encodable, Sendable {
-        var username: String
+        var ids: [EntityID]?
+        var usernames: [String]?
     }
 
     /// The summaries of `ids` by id, from one `auth.getUsers` call; unknown ids are left out.
@@ -28,28 +25,12 @@ struct Accounts: Sendable {
         return Dictionary(found.map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// The users named by `usernames` (lower-case, without `@`), in that order; names nobody has are left out.
-    ///
-    /// `auth.getUsers` takes ids only, so each name is one `auth.getUser` call, all at once; a
-    /// by-name batch in the accounts service would make it one call.
+    /// The users named by `usernames` (lower-case, without `@`), in that order; names nobody has
+    /// are left out. One `auth.getUsers` call, however many names.
     func users(named usernames: [String], context: RPCContext?) async throws -> [UserSummary] {
         let names = Array(usernames.prefix(Self.mentionLimit))
         guard !names.isEmpty else { return [] }
-        return try await withThrowingTaskGroup(of: (Int, UserSummary?).self) { group in
-            for (index, name) in names.enumerated() {
-                group.addTask {
-                    do {
-                        let user = try await call("auth.getUser", GetUser(username: name), context: context, as: User.self)
-                        return (index, user.summary)
-                    } catch let error as RPCError where error.reason == "not_found" {
-                        return (index, nil)
-                    }
-                }
-            }
-            var found = [UserSummary?](repeating: nil, count: names.count)
-            for try await (index, user) in group { found[index] = user }
-            return found.compactMap { $0 }
-        }
+        return try await call("auth.getUsers", GetUsers(usernames: names), context: context, as: [UserSummary].self)
     }
 
     private func call<Params: Encodable & Sendable, Result: Decodable>(
