@@ -14,6 +14,15 @@ public struct UserSummary: Codable, Sendable, Hashable {
         self.fullname = fullname
         self.profileImageUrl = profileImageUrl
     }
+
+    /// `profileImageUrl` is written as `null` when there is none, as the contract's shape lists it.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(username, forKey: .username)
+        try container.encode(fullname, forKey: .fullname)
+        try container.encode(profileImageUrl, forKey: .profileImageUrl)
+    }
 }
 
 /// Follower, following and tweet counts of a user.
@@ -59,6 +68,23 @@ public struct User: Codable, Sendable, Hashable {
         self.followsYou = followsYou
         self.isCurrentUser = isCurrentUser
         self.email = email
+    }
+
+    /// `profileImageUrl` is written as `null` when there is none; `email` only appears for the
+    /// user themself.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(username, forKey: .username)
+        try container.encode(fullname, forKey: .fullname)
+        try container.encode(bio, forKey: .bio)
+        try container.encode(profileImageUrl, forKey: .profileImageUrl)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(stats, forKey: .stats)
+        try container.encode(isFollowed, forKey: .isFollowed)
+        try container.encode(followsYou, forKey: .followsYou)
+        try container.encode(isCurrentUser, forKey: .isCurrentUser)
+        try container.encodeIfPresent(email, forKey: .email)
     }
 
     public var summary: UserSummary {

@@ -16,6 +16,7 @@
 #   AVIARY_BUILD             debug (default) or release
 #   AVIARY_LOCAL_BIN         run the executables in this folder instead of building
 #   AVIARY_LOCAL_TIMEOUT     seconds to wait for each service to be ready (60)
+#   AVIARY_MEDIA_ROOT        where media keeps uploaded files (.aviary-local/media)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -337,7 +338,10 @@ up() {
     start_postgres
     start_redis
     build
-    say "Services (Postgres $AVIARY_POSTGRES_URL, Redis $AVIARY_REDIS_URL):"
+    # Uploaded media live with the rest of the local data unless told otherwise.
+    export AVIARY_MEDIA_ROOT="${AVIARY_MEDIA_ROOT:-$STATE/media}"
+    mkdir -p "$AVIARY_MEDIA_ROOT"
+    say "Services (Postgres $AVIARY_POSTGRES_URL, Redis $AVIARY_REDIS_URL, media in $(short "$AVIARY_MEDIA_ROOT")):"
     local name
     for name in "${SERVICES[@]}"; do
         start_service "$name"
