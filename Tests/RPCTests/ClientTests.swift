@@ -85,4 +85,24 @@ import Testing
         }
         await client.shutdown()
     }
+
+    /// After an instance restarts, the pool's old connections are dead: the first calls, even ones
+    /// that are not idempotent, go out on new connections instead of failing.
+    @Test func firstCallsAfterARestartSucceed() async throws {
+        let port = try freePort()
+        let router = makeTestRouter()
+        var configuration = RPCClient.Configuration(addresses: ["127.0.0.1:\(port)"])
+        configuration.connectionsPerAddress = 4
+        let client = RPCClient(configuration: configuration, logger: Logger(label: "test"))
+        try await withRPCServer(router, port: port) { _, _ in
+            for _ in 0..<8 { _ = try await client.call("subtract", params: SubtractParams(minuend: 2, subtrahend: 1), as: Int.self) }
+        }
+        try await withRPCServer(router, port: port) { _, _ in
+            for _ in 0..<8 {
+                let difference = try await client.call("subtract", params: SubtractParams(minuend: 2, subtrahend: 1), as: Int.self)
+                #expect(difference == 1)
+            }
+        }
+        await client.shutdown()
+    }
 }

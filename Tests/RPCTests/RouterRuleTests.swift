@@ -1,3 +1,4 @@
+import Logging
 import Foundation
 import RPC
 import Testing
@@ -128,6 +129,19 @@ import Testing
         #expect(params.allSatisfy { $0["required"] == true && $0["schema"]?["type"] == "integer" })
         let sum = try #require(methods.first { $0["name"] == "sum" })
         #expect(sum["params"]?.arrayValue?.first?["schema"] == ["type": "array", "items": ["type": "integer"]])
+    }
+
+    /// A handler that splices pre-encoded JSON still documents its result's shape.
+    @Test func splicedResultsAreDescribedByTheirShape() async throws {
+        var router = RPCRouter(service: "test", version: "1.0.0", logger: Logger(label: "test"))
+        router.register("spliced", summary: "A pre-encoded answer.", access: .anonymous, resultShape: SubtractParams.self) {
+            (_: Empty, _) in RawJSON(unchecked: Array(#"{"minuend":3,"subtrahend":1}"#.utf8))
+        }
+        let answer = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"spliced"}"#))
+        #expect(answer?["result"] == ["minuend": 3, "subtrahend": 1])
+        let document = try #require(json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"rpc.discover"}"#))?["result"])
+        let method = try #require(document["methods"]?.arrayValue?.first { $0["name"] == "spliced" })
+        #expect(method["result"]?["schema"]?["properties"]?["minuend"]?["type"] == "integer")
     }
 }
 

@@ -7,7 +7,8 @@ import Synchronization
 /// Calls one service that may run as several instances. Keeps a few connections to each address,
 /// spreads calls over the healthy ones round-robin, takes an address out after it fails to
 /// connect (retrying it with exponential backoff), and retries an idempotent call once on
-/// another instance when its connection was lost.
+/// another instance when its connection was lost. A call whose connection closed before it was
+/// sent is sent again whatever its kind: the server never saw it.
 ///
 /// An address may be a DNS name that resolves to several instances (a Kubernetes headless Service,
 /// a compose service scaled up): the name is resolved again every ``Configuration/resolveInterval``,
@@ -158,12 +159,18 @@ public final class RPCClient: Sendable {
         let timeout = timeout ?? configuration.callTimeout
         let deadline = ContinuousClock.now.advanced(by: timeout)
         var excluded: Int?
-        for attempt in 0..<2 {
+        var retriedLostCall = false
+        for attempt in 0..<3 {
             let (index, connection) = try await connection(excluding: excluded)
             do {
                 return try await connection.send(
                     method, params: params, meta: meta, timeout: ContinuousClock.now.duration(to: deadline))
-            } catch let error as RPCError where error.reason == "unavailable" && idempotent && attempt == 0 {
+            } catch let error as RPCError where error == .callNotSent && attempt < 2 {
+                // Never sent (the connection had just closed): safe to send again, idempotent or not.
+                excluded = index
+                logger.debug("sending a call again after its connection closed", metadata: ["rpc.method": "\(method)"])
+            } catch let error as RPCError where error.reason == "unavailable" && idempotent && !retriedLostCall {
+                retriedLostCall = true
                 excluded = index
                 logger.debug("retrying an idempotent call on another instance", metadata: ["rpc.method": "\(method)"])
             }
@@ -197,7 +204,12 @@ public final class RPCClient: Sendable {
         let count = state.withLock { $0.endpoints.count }
         guard count > 0 else { throw RPCError.unavailable("no address is configured for the service") }
         var lastError: (any Error)?
-        for _ in 0..<count {
+        // Each endpoint may fail to connect once; a pooled connection found closed (the instance
+        // restarted) is replaced on the spot and does not count as a failure.
+        var failures = 0
+        var replaced = 0
+        let slots = max(1, configuration.connectionsPerAddress)
+        while failures < count {
             let picked = try pick(excluding: excluded)
             do {
                 let connection = try await picked.task.value
@@ -206,9 +218,12 @@ public final class RPCClient: Sendable {
                     return (picked.endpoint, connection)
                 }
                 replace(picked)
+                replaced += 1
+                if replaced > count * slots { failures += 1 }
             } catch {
                 lastError = error
                 markDown(picked)
+                failures += 1
             }
         }
         logger.debug("no instance reachable", metadata: ["error": "\(String(describing: lastError))"])

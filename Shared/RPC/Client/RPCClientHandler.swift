@@ -40,7 +40,7 @@ final class RPCClientHandler: ChannelDuplexHandler {
             call = outgoing
         }
         guard !closed else {
-            call.promise.fail(RPCError.unavailable("the connection to the service is closed"))
+            call.promise.fail(RPCError.callNotSent)
             promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }
@@ -51,7 +51,21 @@ final class RPCClientHandler: ChannelDuplexHandler {
             expired?.promise.fail(RPCError.timeout("no answer within the call's time budget"))
         }
         pending[id] = (call.promise, timer)
-        context.write(wrapOutboundOut(call.frame), promise: promise)
+        // A write that fails never reached the socket (the connection closed first): the server
+        // cannot have seen the call, so the client may send it elsewhere, idempotent or not.
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenComplete { result in
+            if case .failure(let error) = result {
+                if let entry = handler.value.pending.removeValue(forKey: id) {
+                    entry.timer.cancel()
+                    entry.promise.fail(RPCError.callNotSent)
+                }
+                promise?.fail(error)
+            } else {
+                promise?.succeed()
+            }
+        }
+        context.write(wrapOutboundOut(call.frame), promise: written)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -94,4 +108,10 @@ final class RPCClientHandler: ChannelDuplexHandler {
             entry.promise.fail(error)
         }
     }
+}
+
+extension RPCError {
+    /// The call never left this process (its connection was closed first), so sending it on another
+    /// connection cannot run it twice.
+    static let callNotSent = RPCError.unavailable("the connection to the service closed before the call was sent")
 }

@@ -39,13 +39,14 @@ public struct RPCRouter: Sendable {
         access: RPCAccess = .user,
         params: Params.Type = Params.self,
         result: Result.Type = Result.self,
+        resultShape: Any.Type? = nil,
         handler: @escaping @Sendable (Params, RPCContext) async throws -> Result
     ) {
         precondition(methods[name] == nil, "method \(name) registered twice")
         let dimensions = [("rpc.system", "jsonrpc"), ("rpc.service", service), ("rpc.method", name)]
         methods[name] = Method(
             name: name, summary: summary, access: access,
-            paramsSchema: JSONSchema.of(Params.self), resultSchema: JSONSchema.of(Result.self),
+            paramsSchema: JSONSchema.of(Params.self), resultSchema: JSONSchema.of(resultShape ?? Result.self),
             invoke: { frame, context in
                 let params: Params
                 do {
