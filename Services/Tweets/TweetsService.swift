@@ -38,11 +38,11 @@ struct TweetsService: Sendable {
                 returns the first tweet instead of posting a second). @usernames of existing users become mentions and \
                 #words hashtags. Returns the Tweet.
                 """,
-            access: .user, handler: create)
+            access: .user, resultShape: Tweet.self, handler: create)
         router.register(
             "tweets.get",
             summary: "One Tweet by tweetId; a deleted one comes back with deleted: true and no text. likedByMe is relative to the caller.",
-            access: .anonymous, handler: get)
+            access: .anonymous, resultShape: Tweet.self, handler: get)
         router.register(
             "tweets.delete",
             summary: "Deletes the caller's tweet tweetId (forbidden for anyone else's); it leaves every timeline. Deleting it again succeeds.",
@@ -58,29 +58,29 @@ struct TweetsService: Sendable {
         router.register(
             "tweets.replies",
             summary: "Page of the replies to tweetId ({items: [Tweet], nextCursor}), oldest first; not_found for an unknown tweet.",
-            access: .anonymous, handler: replies)
+            access: .anonymous, resultShape: Page<Tweet>.self, handler: replies)
         router.register(
             "tweets.byUser",
             summary: "Page of userId's tweets ({items: [Tweet], nextCursor}), newest first; replies too when includeReplies is true (default false).",
-            access: .anonymous, handler: byUser)
+            access: .anonymous, resultShape: Page<Tweet>.self, handler: byUser)
         router.register(
             "tweets.likedBy",
             summary: "Page of the tweets userId liked ({items: [Tweet], nextCursor}), most recent like first.",
-            access: .anonymous, handler: likedBy)
+            access: .anonymous, resultShape: Page<Tweet>.self, handler: likedBy)
         router.register(
             "tweets.search",
             summary: """
                 Page of tweets ({items: [Tweet], nextCursor}), newest first, holding every word of query and every \
                 #hashtag in it (query: 1-100 characters, at least one word or hashtag).
                 """,
-            access: .anonymous, handler: search)
+            access: .anonymous, resultShape: Page<Tweet>.self, handler: search)
         router.register(
             "tweets.getMany",
             summary: """
                 Internal. The Tweets of ids (at most 1,000), in the order asked, relative to viewerId; unknown ids are \
                 left out, deleted tweets are marked deleted without their text, or left out when omitDeleted is true.
                 """,
-            access: .internal, handler: getMany)
+            access: .internal, resultShape: [Tweet].self, handler: getMany)
         router.register(
             "tweets.recentIds",
             summary: """
