@@ -15,8 +15,9 @@ extension AuthService {
             summary: """
                 Creates an account and signs it in. email: unique, at most 254 characters; username: 3-15 of a-z, 0-9 \
                 and _, unique whatever the case, some names reserved; fullname: 1-50 characters; bio: at most 160; \
-                password: 8-128 characters; profileImageId: a media id. A taken email or username is a conflict naming \
-                the field. Limited per network address (5 an hour by default).
+                password: 8-128 characters. profileImageId is refused here (validation): an avatar must be uploaded by \
+                its owner, so upload it (media purpose avatar) once registered and set it with auth.updateProfile. A taken \
+                email or username is a conflict naming the field. Limited per network address (5 an hour by default).
                 """,
             access: .anonymous, handler: register)
         router.register(
@@ -58,7 +59,9 @@ extension AuthService {
             "auth.updateProfile",
             summary: """
                 Changes the caller's fullname (1-50 characters), bio (at most 160), username (unique, 3-15 of a-z, 0-9 \
-                and _) or profile image (profileImageId, a media id); omitted fields stay. Returns the updated profile.
+                and _) or profile image (profileImageId: a finished upload of the caller's with purpose avatar, checked \
+                with the media service: anything else is a validation error, media unreachable is unavailable); omitted \
+                fields stay. Returns the updated profile.
                 """,
             access: .user, handler: updateProfile)
         router.register(

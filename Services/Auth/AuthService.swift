@@ -18,6 +18,7 @@ struct AuthService: Sendable {
     /// Nil when Google sign-in is not configured.
     let google: GoogleIDTokenVerifier?
     let profiles: UserHydrator
+    let profileImages: ProfileImages
 
     /// Builds the service from the runtime's resources and `AVIARY_AUTH_*` settings:
     /// `AVIARY_AUTH_HASH_THREADS` (threads hashing passwords, default one per core),
@@ -52,7 +53,8 @@ struct AuthService: Sendable {
             google: try GoogleIDTokenVerifier(configuration: configuration, logger: resources.logger),
             profiles: UserHydrator(
                 resources: resources, mediaBaseURL: mediaBaseURL.hasSuffix("/") ? String(mediaBaseURL.dropLast()) : mediaBaseURL,
-                graphTimeout: .seconds(2)))
+                graphTimeout: .seconds(2)),
+            profileImages: ProfileImages(resources: resources))
     }
 
     /// The result of every sign-in: the user, as they see themself, and a fresh pair of tokens.

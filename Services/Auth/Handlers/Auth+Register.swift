@@ -21,6 +21,13 @@ extension AuthService {
         let fullname = try AccountRules.fullname(params.fullname)
         let bio = try AccountRules.bio(params.bio ?? "")
         let password = try AccountRules.password(params.password)
+        // Only its owner's avatar upload is accepted, and an account that does not exist yet owns none.
+        if params.profileImageId != nil {
+            throw RPCError.validation(
+                "profileImageId cannot be set at registration: upload the image (purpose avatar) once registered, "
+                    + "then set it with auth.updateProfile",
+                field: "profileImageId")
+        }
         try await limits.checkRegistration(address: context.connection?.remoteAddress)
         // Checked before the costly hash; the unique indexes still decide a race between two registrations.
         switch try await users.takenField(email: email, username: username) {
@@ -31,7 +38,7 @@ extension AuthService {
         let hash = try await passwords.hash(password)
         let user = UserRecord(
             id: resources.ids.next(), email: email, username: username, fullname: fullname, bio: bio,
-            profileImageID: params.profileImageId?.value, createdAt: Date())
+            profileImageID: nil, createdAt: Date())
         let session = issuer.prepare()
         try await UserStore.namingConflicts {
             try await resources.postgres.transaction { connection in

@@ -15,6 +15,9 @@ extension AuthService {
         let fullname = try params.fullname.map { name throws(RPCError) in try AccountRules.fullname(name) }
         let bio = try params.bio.map { text throws(RPCError) in try AccountRules.bio(text) }
         let username = try params.username.map { name throws(RPCError) in try AccountRules.username(name) }
+        if let image = params.profileImageId {
+            try await profileImages.check(image, ownedBy: userID, context: context)
+        }
         guard
             let record = try await users.updateProfile(
                 userID: userID, fullname: fullname, bio: bio, username: username, profileImageID: params.profileImageId?.value)
