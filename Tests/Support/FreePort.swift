@@ -4,9 +4,40 @@
     import Darwin
 #endif
 
-/// A TCP port on 127.0.0.1 that was free a moment ago: the kernel picks it when a socket binds port 0.
-/// Another process may take it before the caller binds it, which is rare enough for tests.
+import Foundation
+import Synchronization
+
+/// Ports this test process handed out, so that no two callers get the same one.
+private let handedOut = Mutex<Set<Int>>([])
+
+/// A TCP port on 127.0.0.1 that was free a moment ago, for a server a test starts.
+///
+/// It comes from below the kernel's ephemeral range (`ip_local_port_range`): ports the kernel hands
+/// to `bind(0)` listeners and to outgoing connections are never there, so the many services of a
+/// test run cannot take each other's port between this call and their bind. No port is handed out
+/// twice in one process. Other programs on the machine may still take it, which is rare.
 public func freePort() throws -> Int {
+    let range = belowEphemeralRange()
+    for _ in 0..<500 {
+        let port = Int.random(in: range)
+        let claimed = handedOut.withLock { ports in ports.insert(port).inserted }
+        guard claimed else { continue }
+        if (try? bindLoopback(port: port)) != nil { return port }
+    }
+    let port = try bindLoopback(port: 0)
+    handedOut.withLock { _ = $0.insert(port) }
+    return port
+}
+
+/// 10000 up to the start of the ephemeral range (32768 on Linux by default).
+private func belowEphemeralRange() -> ClosedRange<Int> {
+    let text = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+    let low = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap { Int($0) } ?? 32768
+    return 10000...max(10001, low - 1)
+}
+
+/// Binds 127.0.0.1:`port` (0: any) and closes it again; the port bound.
+private func bindLoopback(port: Int) throws -> Int {
     #if canImport(Glibc)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     #else
@@ -14,7 +45,7 @@ public func freePort() throws -> Int {
     #endif
     guard fd >= 0 else { throw TestSupportError("socket(): \(String(cString: strerror(errno)))") }
     defer { close(fd) }
-    var address = sockaddr_in.loopback(port: 0)
+    var address = sockaddr_in.loopback(port: port)
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     let bound = withUnsafeMutablePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -22,7 +53,7 @@ public func freePort() throws -> Int {
         }
     }
     guard bound else {
-        throw TestSupportError("bind(127.0.0.1:0): \(String(cString: strerror(errno)))")
+        throw TestSupportError("bind(127.0.0.1:\(port)): \(String(cString: strerror(errno)))")
     }
     return Int(UInt16(bigEndian: address.sin_port))
 }
