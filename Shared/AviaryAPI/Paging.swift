@@ -55,11 +55,27 @@ public struct KeysetCursor: Sendable, Hashable {
     }
 
     /// The opaque wire form.
+    /// Unpadded base64url of `"key:id"`, written directly: every page ends with one, and
+    /// Foundation's base64 plus three `replacingOccurrences` cost a twentieth of a timeline read.
     public var encoded: String {
-        Data("\(key):\(id)".utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        let text = Array("\(key):\(id)".utf8)
+        var output: [UInt8] = []
+        output.reserveCapacity((text.count * 4 + 2) / 3)
+        var index = 0
+        while index < text.count {
+            let count = min(3, text.count - index)
+            var group = UInt32(text[index]) << 16
+            if count > 1 { group |= UInt32(text[index + 1]) << 8 }
+            if count > 2 { group |= UInt32(text[index + 2]) }
+            for position in 0...count {
+                output.append(Self.alphabet[Int((group >> (18 - 6 * UInt32(position))) & 63)])
+            }
+            index += 3
+        }
+        return String(decoding: output, as: UTF8.self)
     }
+
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// Reads a cursor from a client; a string this service did not make is a `validation` error.
     public static func decode(_ text: String?, field: String = "cursor") throws(RPCError) -> KeysetCursor? {

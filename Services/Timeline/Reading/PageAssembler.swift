@@ -16,6 +16,7 @@ extension Timeline {
                 context.logger.error("tweets.getMany answered something other than an array")
                 throw RPCError.unavailable("the tweets service gave an unreadable answer; retry shortly")
             }
+            page.reserve(array.count)
             for range in elements { page.append(array[range]) }
             consumed += asked.count
             rounds += 1

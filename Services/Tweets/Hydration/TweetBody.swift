@@ -43,10 +43,6 @@ struct TweetBody: Encodable, Sendable {
 /// Tweets and pages of tweets written as JSON bytes, spliced from cached bodies.
 enum TweetJSON {
     /// A whole tweet: `body` (an open object) with the fields that change on every read.
-    static func finish(_ body: [UInt8], row: TweetRow) -> RawJSON {
-        finish(body, likes: row.likes, replies: row.replies, likedByMe: row.likedByMe, deleted: row.deleted)
-    }
-
     static func finish(_ body: [UInt8], likes: Int64, replies: Int64, likedByMe: Bool, deleted: Bool) -> RawJSON {
         var bytes = body
         bytes.reserveCapacity(body.count + 72)

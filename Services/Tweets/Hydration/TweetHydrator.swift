@@ -19,12 +19,13 @@ struct TweetHydrator: Sendable {
         guard !ids.isEmpty else { return [] }
         var seen = Set<Int64>()
         let unique = ids.filter { seen.insert($0).inserted }
-        async let storedRows = store.tweets(unique, viewer: viewer)
+        async let storedRows = store.storedTweets(unique, viewer: viewer)
         async let cachedBodies = cache.bodies(unique)
         let rows = try await storedRows
         var bodies = await cachedBodies
         // A deleted tweet's body is built every time: its cached one, if any, still has the text.
-        let missing = unique.compactMap { rows[$0] }.filter { $0.deleted ? !omitDeleted : bodies[$0.id] == nil }
+        let missing = try unique.compactMap { rows[$0] }.filter { $0.deleted ? !omitDeleted : bodies[$0.id] == nil }
+            .map { try $0.full() }
         if !missing.isEmpty {
             let built = try await build(missing, context: context)
             bodies.merge(built.bodies) { _, new in new }
@@ -35,7 +36,7 @@ struct TweetHydrator: Sendable {
         }
         return ids.compactMap { id in
             guard let row = rows[id], !(row.deleted && omitDeleted), let body = bodies[id] else { return nil }
-            return TweetJSON.finish(body, row: row)
+            return TweetJSON.finish(body, likes: row.likes, replies: row.replies, likedByMe: row.likedByMe, deleted: row.deleted)
         }
     }
 

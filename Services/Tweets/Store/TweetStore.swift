@@ -56,13 +56,18 @@ struct TweetStore: Sendable {
 
     /// The stored tweets among `ids` (any order), with `likedByMe` for `viewer`.
     func tweets(_ ids: [Int64], viewer: Int64?) async throws -> [Int64: TweetRow] {
+        try await storedTweets(ids, viewer: viewer).mapValues { try $0.full() }
+    }
+
+    /// The tweets of `ids` (unknown ones left out) relative to `viewer`, decoded lazily: see ``StoredTweet``.
+    func storedTweets(_ ids: [Int64], viewer: Int64?) async throws -> [Int64: StoredTweet] {
         guard !ids.isEmpty else { return [:] }
         let rows = try await postgres.query(
             "SELECT \(TweetRow.columns) FROM tweets.tweets AS t WHERE t.id = ANY($1)", [ids, viewer])
-        var found: [Int64: TweetRow] = [:]
+        var found: [Int64: StoredTweet] = [:]
         found.reserveCapacity(rows.count)
         for row in rows {
-            let tweet = try TweetRow(row: row)
+            let tweet = try StoredTweet(row: row)
             found[tweet.id] = tweet
         }
         return found

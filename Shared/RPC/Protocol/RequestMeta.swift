@@ -42,15 +42,17 @@ public struct RequestMeta: Sendable, Hashable, Codable {
         return "00-\(traceID)-\(Self.randomHex(bytes: 8))-01"
     }
 
+    /// `bytes` random bytes as lower-case hex (at most 16: trace ids and span ids), from one or two
+    /// draws of the system generator rather than one per byte.
     private static func randomHex(bytes: Int) -> String {
         var generator = SystemRandomNumberGenerator()
         var text = ""
         text.reserveCapacity(bytes * 2)
-        for _ in 0..<bytes {
-            let byte = UInt8.random(in: 0...255, using: &generator)
-            text += byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
+        for _ in 0..<(bytes + 7) / 8 {
+            let word = String(generator.next() as UInt64, radix: 16)
+            text += String(repeating: "0", count: 16 - word.count) + word
         }
-        return text
+        return String(text.prefix(bytes * 2))
     }
 
     /// Lenient reading: a `_meta` field of the wrong type is ignored rather than failing the call,
