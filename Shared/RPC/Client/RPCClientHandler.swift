@@ -74,6 +74,15 @@ final class RPCClientHandler: ChannelDuplexHandler {
             return
         }
         let frame = Data(buffer.readableBytesView)
+        // Aviary servers answer `{"jsonrpc":"2.0","id":<n>,"result":…}`: read the id from those
+        // bytes instead of decoding a result that may be large; anything else is decoded in full.
+        if let id = Self.resultID(in: buffer.readableBytesView) {
+            if let entry = pending.removeValue(forKey: id) {
+                entry.timer.cancel()
+                entry.promise.succeed(RPCResponse(frame: frame))
+            }
+            return
+        }
         guard let header = try? JSONDecoder().decode(ResponseRoute.self, from: frame) else { return }
         if header.id == nil, let method = header.method {
             let params = (try? JSONDecoder().decode(ResponseHeader.self, from: frame))?.params
@@ -88,6 +97,26 @@ final class RPCClientHandler: ChannelDuplexHandler {
         }
         entry.timer.cancel()
         entry.promise.succeed(RPCResponse(frame: frame))
+    }
+
+    private static let resultPrefix = Array(#"{"jsonrpc":"2.0","id":"#.utf8)
+    private static let resultKey = Array(#","result":"#.utf8)
+
+    /// The integer id of a success response written exactly as ``ResponseEncoding`` writes one;
+    /// nil for any other frame (an error, a notification, another server's key order).
+    static func resultID(in bytes: ByteBufferView) -> Int64? {
+        guard bytes.count > resultPrefix.count + resultKey.count + 1, bytes.starts(with: resultPrefix) else { return nil }
+        var index = bytes.index(bytes.startIndex, offsetBy: resultPrefix.count)
+        var id: Int64 = 0
+        var digits = 0
+        while index < bytes.endIndex, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+            guard digits < 18 else { return nil }
+            id = id * 10 + Int64(bytes[index] - UInt8(ascii: "0"))
+            digits += 1
+            index = bytes.index(after: index)
+        }
+        guard digits > 0, bytes[index...].starts(with: resultKey) else { return nil }
+        return id
     }
 
     func channelInactive(context: ChannelHandlerContext) {
