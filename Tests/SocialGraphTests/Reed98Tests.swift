@@ -1,39 +1,10 @@
 import AviaryAPI
 import Foundation
 import RPC
+import TestSupport
 import Testing
 
-/// The socfb-Reed98 friendship graph (962 people, 18,812 friendships) from the shared data sets.
-struct Reed98 {
-    /// Undirected edges as node pairs.
-    let edges: [(Int, Int)]
-    let nodeCount: Int
-
-    static func load() throws -> Reed98 {
-        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let file = repository.appendingPathComponent("../shared/datasets/socfb-Reed98/socfb-Reed98.edges").standardized
-        let text = try String(contentsOf: file, encoding: .utf8)
-        var edges: [(Int, Int)] = []
-        for line in text.split(whereSeparator: \.isNewline) where !line.hasPrefix("%") && !line.hasPrefix("#") {
-            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," })
-            guard fields.count >= 2, let a = Int(fields[0]), let b = Int(fields[1]) else { continue }
-            edges.append((a, b))
-        }
-        let nodeCount = (edges.map { max($0.0, $0.1) }.max() ?? -1) + 1
-        return Reed98(edges: edges, nodeCount: nodeCount)
-    }
-
-    /// Each node's friends.
-    var neighbours: [Set<Int>] {
-        var sets = Array(repeating: Set<Int>(), count: nodeCount)
-        for (a, b) in edges {
-            sets[a].insert(b)
-            sets[b].insert(a)
-        }
-        return sets
-    }
-
+extension Reed98 {
     /// The suggestions for `node`: friends of friends, not friends, not the node, by mutual
     /// friends then by id (node order is id order here).
     func suggestions(for node: Int, limit: Int) -> [Int] {

@@ -31,11 +31,11 @@ final class TimelineStack: Sendable {
     static let celebrityFollowers = 200
 
     let stack: ServiceStack
-    let graph: Reed98Graph
+    let graph: Reed98
     /// Reed98 node `i` is `users[i]`.
     let users: [StackUser]
 
-    private init(stack: ServiceStack, graph: Reed98Graph, users: [StackUser]) {
+    private init(stack: ServiceStack, graph: Reed98, users: [StackUser]) {
         self.stack = stack
         self.graph = graph
         self.users = users
@@ -53,7 +53,7 @@ final class TimelineStack: Sendable {
         let stack = try await ServiceStack.start(
             ["auth", "social-graph", "tweets", "timeline"], redisDatabase: 9,
             environment: ["AVIARY_TIMELINE_CELEBRITY_FOLLOWERS": String(celebrityFollowers)])
-        let graph = try Reed98Graph.load()
+        let graph = try Reed98.load()
         let users = try await stack.makeUsers(graph.nodeCount, "reed")
         let registered = clock.now
         let timeline = TimelineStack(stack: stack, graph: graph, users: users)

@@ -1,13 +1,13 @@
 import Foundation
 
-/// The socfb-Reed98 friendship graph (962 people, 18,812 friendships) from the shared data sets,
-/// followed both ways as DeathStarBench loads it.
-struct Reed98Graph {
+/// The socfb-Reed98 friendship graph (962 people, 18,812 friendships) from the shared data sets
+/// (`../shared/datasets` next to the repository), which the graph and timeline suites load.
+public struct Reed98: Sendable {
     /// Undirected edges as node pairs.
-    let edges: [(Int, Int)]
-    let nodeCount: Int
+    public let edges: [(Int, Int)]
+    public let nodeCount: Int
 
-    static func load() throws -> Reed98Graph {
+    public static func load() throws -> Reed98 {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let file = repository.appendingPathComponent("../shared/datasets/socfb-Reed98/socfb-Reed98.edges").standardized
@@ -19,11 +19,21 @@ struct Reed98Graph {
             edges.append((a, b))
         }
         let nodeCount = (edges.map { max($0.0, $0.1) }.max() ?? -1) + 1
-        return Reed98Graph(edges: edges, nodeCount: nodeCount)
+        return Reed98(edges: edges, nodeCount: nodeCount)
     }
 
-    /// Each node's friends (followers and followees alike).
-    var degrees: [Int] {
+    /// Each node's friends.
+    public var neighbours: [Set<Int>] {
+        var sets = Array(repeating: Set<Int>(), count: nodeCount)
+        for (a, b) in edges {
+            sets[a].insert(b)
+            sets[b].insert(a)
+        }
+        return sets
+    }
+
+    /// Each node's number of friends (followers and followees alike, once followed both ways).
+    public var degrees: [Int] {
         var degrees = Array(repeating: 0, count: nodeCount)
         for (a, b) in edges {
             degrees[a] += 1
