@@ -56,6 +56,38 @@ import Testing
         #expect(response?["error"]?["code"] == -32700)
     }
 
+    /// The envelope is read by a byte scanner, not a decoder: it must still read every spelling
+    /// JSON allows and refuse every frame JSON does not.
+    @Test func escapedAndSpacedEnvelopesAreRead() async {
+        let escaped = json(await router.answer(
+            #" { "jsonrpc" : "2.0" , "i\u0064" : "\u00e9\ud83d\udc26" , "met\u0068od" : "echo" , "params" : { "value" : [ 1 , { } ] } } "#))
+        #expect(escaped?["id"] == "é🐦")
+        #expect(escaped?["result"] == [1, [:]])
+        let numbers = json(await router.answer(#"{"jsonrpc":"2.0","id":-1.5e2,"method":"subtract","params":{"minuend":-0,"subtrahend":2}}"#))
+        #expect(numbers?["id"]?.intValue == -150)
+        #expect(numbers?["result"] == -2)
+        let meta = json(await router.answer(
+            #"{"jsonrpc":"2.0","id":1,"method":"meta","params":{"_meta":{"timeoutMs":"soon","token":7,"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}"#))
+        #expect(meta?["result"]?["timeoutMs"] == nil)
+        #expect(meta?["result"]?["traceparent"] == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+    }
+
+    @Test func framesThatAreNotJSONAreParseErrors() async {
+        let frames = [
+            #"{"jsonrpc":"2.0","id":1,"method":"get_data"} x"#, #"{"jsonrpc":"2.0","id":01,"method":"get_data"}"#,
+            #"{"jsonrpc":"2.0","id":1,"method":"get_data",}"#, #"{"jsonrpc":"2.0","id":1,"method":"get_data","params":{"a":tru}}"#,
+            #"{"jsonrpc":"2.0","id":1,"method":"get\x"}"#, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"get\tdata\"}",
+            #"{"jsonrpc":"2.0","id":1,"method":"get_data","params":{"a":[1,]}}"#, #"{"jsonrpc":"2.0","id":1,"method""#,
+            #"{"jsonrpc":"2.0","id":1.,"method":"get_data"}"#, #"{"jsonrpc":"2.0","id":"\u12"}"#,
+        ]
+        for frame in frames {
+            #expect(json(await router.answer(frame))?["error"]?["code"] == -32700, "\(frame)")
+        }
+        #expect(json(await router.answer(#"[1,"#))?["error"]?["code"] == -32700)
+        #expect(json(await router.answer(#""a request""#))?["error"]?["code"] == -32600)
+        #expect(json(await router.answer(#"{"jsonrpc":"2.0","id":true,"method":"get_data"}"#))?["error"]?["code"] == -32600)
+    }
+
     @Test func hostileStringsRoundTrip() async {
         let hostile = "'; DROP TABLE users; -- \u{202E}gnp.exe 🐦 \\\"\n\t\u{0}"
         let frame = try! JSONEncoder().encode(["jsonrpc": JSONValue("2.0"), "id": 1, "method": "echo", "params": ["value": .string(hostile)]])

@@ -1,102 +1,117 @@
 import Foundation
 
-/// The envelope of one JSON-RPC request, read without touching its params beyond `_meta`:
-/// the typed params are decoded later, straight from the same frame bytes.
-struct RequestHeader: Decodable {
+/// The envelope of one JSON-RPC request, read in one pass over the frame's bytes without decoding
+/// its params beyond `_meta`: the typed params are decoded later from their own bytes
+/// (``paramsRange``), so a frame is parsed once, not once per layer.
+struct RequestHeader {
     enum ParamsShape { case absent, object, array, other }
 
     /// `nil` when the request has no `id` member, so it is a notification.
     var id: JSONValue?
     var method: String?
     var params: ParamsShape = .absent
-    var meta: JSONValue?
+    /// Where `params` lies in the frame, when it is present.
+    var paramsRange: Range<Int>?
+    /// `params._meta`, read leniently: members of the wrong type are left out.
+    var meta = RequestMeta()
     /// Why the request is invalid, if it is; answered with -32600.
     var problem: String?
 
     var isNotification: Bool { id == nil }
 
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: AnyKey.self)
-        if container.contains(AnyKey("id")) {
-            let id = (try? container.decode(JSONValue.self, forKey: AnyKey("id"))) ?? .null
-            switch id {
-            case .string, .int, .double, .null: self.id = id
-            default:
-                self.id = .null
-                problem = "'id' must be a string, a number or null"
-            }
+    /// Reads a request frame; a frame that is not JSON throws a parse error.
+    static func decode(_ frame: Data) throws(RPCError) -> RequestHeader {
+        let outcome = frame.withUnsafeBytes { bytes -> Result<RequestHeader, JSONScanner.Failure> in
+            var scanner = JSONScanner(bytes)
+            return Result { () throws(JSONScanner.Failure) in try read(&scanner) }
         }
-        let version = try? container.decodeIfPresent(JSONValue.self, forKey: AnyKey("jsonrpc"))
-        if version != .string("2.0") {
-            problem = problem ?? "'jsonrpc' must be \"2.0\""
-        }
-        switch try? container.decodeIfPresent(JSONValue.self, forKey: AnyKey("method")) {
-        case .string(let name)?: method = name
-        default: problem = problem ?? "'method' must be a string"
-        }
-        if container.contains(AnyKey("params")) {
-            let probe = try container.decode(ParamsProbe.self, forKey: AnyKey("params"))
-            params = probe.shape
-            meta = probe.meta
+        switch outcome {
+        case .success(let header): return header
+        case .failure(.invalidUTF8): throw RPCError.parseError("parse error: the frame is not valid UTF-8")
+        case .failure(.malformed): throw RPCError.parseError()
         }
     }
 
-    /// Reads a request frame; a frame that is not JSON throws a parse error.
-    static func decode(_ frame: Data) throws(RPCError) -> RequestHeader {
-        do {
-            return try JSONDecoder().decode(RequestHeader.self, from: frame)
-        } catch let error as DecodingError {
-            if case .typeMismatch = error {
-                var header = RequestHeader()
-                header.id = .null
-                header.problem = "a request must be a JSON object"
-                return header
+    private static func read(_ scanner: inout JSONScanner) throws(JSONScanner.Failure) -> RequestHeader {
+        var header = RequestHeader()
+        guard scanner.peek() == 0x7B else {
+            try scanner.skipValue(depth: 0)
+            try scanner.expectEnd()
+            header.id = .null
+            header.problem = "a request must be a JSON object"
+            return header
+        }
+        var version: String?
+        var idProblem = false
+        var methodIsString = false
+        try scanner.object(depth: 0) { (key, scanner: inout JSONScanner) throws(JSONScanner.Failure) in
+            switch key {
+            case "jsonrpc":
+                version = scanner.peek() == 0x22 ? try scanner.string() : nil
+                if version == nil { try scanner.skipValue(depth: 1) }
+            case "id":
+                (header.id, idProblem) = try readID(&scanner)
+            case "method":
+                methodIsString = scanner.peek() == 0x22
+                header.method = methodIsString ? try scanner.string() : nil
+                if !methodIsString { try scanner.skipValue(depth: 1) }
+            case "params":
+                switch scanner.peek() {
+                case 0x7B:
+                    header.params = .object
+                    let start = scanner.index
+                    try readParams(&scanner, meta: &header.meta)
+                    header.paramsRange = start..<scanner.index
+                case 0x5B: header.params = .array; try scanner.skipValue(depth: 1)
+                default: header.params = .other; try scanner.skipValue(depth: 1)
+                }
+            default:
+                try scanner.skipValue(depth: 1)
             }
-            throw RPCError.parseError()
-        } catch {
-            throw RPCError.parseError()
+        }
+        try scanner.expectEnd()
+        if idProblem {
+            header.problem = "'id' must be a string, a number or null"
+        } else if version != "2.0" {
+            header.problem = "'jsonrpc' must be \"2.0\""
+        } else if !methodIsString {
+            header.problem = "'method' must be a string"
+        }
+        return header
+    }
+
+    /// An id, and whether it is of a kind JSON-RPC refuses (an object, an array, a boolean).
+    private static func readID(_ scanner: inout JSONScanner) throws(JSONScanner.Failure) -> (JSONValue, Bool) {
+        switch scanner.peek() ?? 0 {
+        case 0x22: return (.string(try scanner.string()), false)
+        case 0x6E: try scanner.skipValue(depth: 1); return (.null, false)
+        case 0x2D, 0x30...0x39: return (try scanner.numberValue(), false)
+        default: try scanner.skipValue(depth: 1); return (.null, true)
+        }
+    }
+
+    /// Walks the params object, reading `_meta` and stepping over everything else.
+    private static func readParams(_ scanner: inout JSONScanner, meta: inout RequestMeta) throws(JSONScanner.Failure) {
+        try scanner.object(depth: 1) { (key, scanner: inout JSONScanner) throws(JSONScanner.Failure) in
+            guard key == "_meta", scanner.peek() == 0x7B else {
+                try scanner.skipValue(depth: 2)
+                return
+            }
+            try scanner.object(depth: 2) { (key, scanner: inout JSONScanner) throws(JSONScanner.Failure) in
+                let isString = scanner.peek() == 0x22
+                switch key {
+                case "token" where isString: meta.token = try scanner.string()
+                case "service" where isString: meta.service = try scanner.string()
+                case "traceparent" where isString: meta.traceparent = try scanner.string()
+                case "timeoutMs" where scanner.peek().map({ $0 == 0x2D || (0x30...0x39).contains($0) }) == true:
+                    meta.timeoutMs = try scanner.numberValue().intValue
+                default: try scanner.skipValue(depth: 3)
+                }
+            }
         }
     }
 
     private init() {}
-}
-
-/// Learns the shape of `params` and pulls out `_meta`, ignoring every other member.
-private struct ParamsProbe: Decodable {
-    var shape: RequestHeader.ParamsShape = .other
-    var meta: JSONValue?
-
-    init(from decoder: any Decoder) throws {
-        if let object = try? decoder.container(keyedBy: AnyKey.self) {
-            shape = .object
-            meta = try? object.decodeIfPresent(JSONValue.self, forKey: AnyKey("_meta"))
-        } else if (try? decoder.unkeyedContainer()) != nil {
-            shape = .array
-        }
-    }
-}
-
-/// A coding key for any member name.
-struct AnyKey: CodingKey {
-    var stringValue: String
-    var intValue: Int? { nil }
-    init(_ string: String) { stringValue = string }
-    init?(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { return nil }
-}
-
-/// Decodes the typed params of a request from the whole frame.
-struct ParamsEnvelope<Params: Decodable>: Decodable {
-    var params: Params
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: AnyKey.self)
-        if container.contains(AnyKey("params")) {
-            params = try container.decode(Params.self, forKey: AnyKey("params"))
-        } else {
-            params = try JSONCoding.decoder().decode(Params.self, from: Data("{}".utf8))
-        }
-    }
 }
 
 extension DecodingError {

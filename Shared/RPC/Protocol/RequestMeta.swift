@@ -54,14 +54,4 @@ public struct RequestMeta: Sendable, Hashable, Codable {
         }
         return String(text.prefix(bytes * 2))
     }
-
-    /// Lenient reading: a `_meta` field of the wrong type is ignored rather than failing the call,
-    /// except where it matters (a non-string token fails authentication later as a missing one).
-    init(json: JSONValue?) {
-        self.init(
-            token: json?["token"]?.stringValue,
-            service: json?["service"]?.stringValue,
-            traceparent: json?["traceparent"]?.stringValue,
-            timeoutMs: json?["timeoutMs"]?.intValue)
-    }
 }

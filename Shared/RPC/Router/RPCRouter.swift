@@ -13,7 +13,7 @@ public struct RPCRouter: Sendable {
         public let access: RPCAccess
         public let paramsSchema: JSONValue
         public let resultSchema: JSONValue
-        let invoke: @Sendable (_ frame: Data, _ context: RPCContext) async throws -> RawJSON
+        let invoke: @Sendable (_ params: Data, _ context: RPCContext) async throws -> RawJSON
         let calls: Counter
         let latency: Metrics.Timer
     }
@@ -47,10 +47,10 @@ public struct RPCRouter: Sendable {
         methods[name] = Method(
             name: name, summary: summary, access: access,
             paramsSchema: JSONSchema.of(Params.self), resultSchema: JSONSchema.of(resultShape ?? Result.self),
-            invoke: { frame, context in
+            invoke: { json, context in
                 let params: Params
                 do {
-                    params = try JSONCoding.decoder().decode(ParamsEnvelope<Params>.self, from: frame).params
+                    params = try JSONCoding.decoder().decode(Params.self, from: json)
                 } catch let error as DecodingError {
                     let (message, field) = error.parameterMessage
                     throw RPCError.invalidParams(message, field: field)
@@ -67,12 +67,12 @@ public struct RPCRouter: Sendable {
     /// (without the trailing newline), or `nil` when nothing is to be sent back.
     public func respond(to frame: Data, connection: RPCConnection? = nil) async -> Data? {
         guard let first = frame.first(where: { !Self.isWhitespace($0) }) else { return nil }
+        guard first == UInt8(ascii: "[") else {
+            return await respondToSingle(frame, connection: connection)
+        }
         // JSON text is UTF-8 (RFC 8259); the decoder only checks the strings it is asked for.
         guard String(validating: frame, as: UTF8.self) != nil else {
             return ResponseEncoding.error(RPCError.parseError("parse error: the frame is not valid UTF-8"), id: .null)
-        }
-        guard first == UInt8(ascii: "[") else {
-            return await respondToSingle(frame, connection: connection)
         }
         guard let elements = try? JSONDecoder().decode([JSONValue].self, from: frame) else {
             return ResponseEncoding.error(RPCError.parseError(), id: .null)
@@ -150,7 +150,7 @@ public struct RPCRouter: Sendable {
     private func call(_ method: Method, header: RequestHeader, frame: Data, connection: RPCConnection?) async
         -> Swift.Result<RawJSON, RPCError>
     {
-        let meta = RequestMeta(json: header.meta).continuingTrace()
+        let meta = header.meta.continuingTrace()
         var logger = self.logger
         logger[metadataKey: "rpc.method"] = "\(method.name)"
         if let traceID = meta.traceID { logger[metadataKey: "trace_id"] = "\(traceID)" }
@@ -179,7 +179,8 @@ public struct RPCRouter: Sendable {
                 isService: isService, connection: connection)
             // The budget is checked before work starts and travels downstream; the caller's own timer ends
             // the wait, so racing every handler against a timer here would only cost time.
-            return .success(try await method.invoke(frame, context))
+            let params = header.paramsRange.map { frame[(frame.startIndex + $0.lowerBound)..<(frame.startIndex + $0.upperBound)] }
+            return .success(try await method.invoke(params ?? Self.emptyParams, context))
         } catch let error as any RPCErrorConvertible {
             let rpcError = error.rpcError
             if rpcError.code == -32603 || rpcError.code == -32050 {
@@ -203,6 +204,9 @@ public struct RPCRouter: Sendable {
         let elapsed = ContinuousClock.now - start
         return elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
     }
+
+    /// What an omitted `params` decodes from.
+    private static let emptyParams = Data("{}".utf8)
 
     private static func isWhitespace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
