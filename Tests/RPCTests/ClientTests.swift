@@ -17,6 +17,22 @@ import Testing
         }
     }
 
+    /// Success results are sliced out of the frame rather than decoded; errors still throw.
+    @Test func rawResultsPassThroughIntact() async throws {
+        try await withRPCServer(makeTestRouter()) { port, _ in
+            let client = RPCClient(configuration: .init(addresses: ["127.0.0.1:\(port)"]), logger: Logger(label: "test"))
+            let value: JSONValue = ["text": "a } \"quoted\" ]", "list": [1, .double(2.5), nil, true], "nested": ["empty": [:]]]
+            let params = try RawJSON(encoding: ["value": value])
+            let raw = try await client.send("echo", params: params).result()
+            #expect(try JSONDecoder().decode(JSONValue.self, from: Data(raw.bytes)) == value)
+            #expect(try await client.call("echo", params: ["value": value], as: JSONValue.self) == value)
+            await #expect(throws: RPCError.methodNotFound("nope")) {
+                try await client.send("nope").result()
+            }
+            await client.shutdown()
+        }
+    }
+
     @Test func metaTravelsInParams() async throws {
         try await withRPCServer(makeTestRouter()) { port, _ in
             let client = RPCClient(configuration: .init(addresses: ["127.0.0.1:\(port)"]), logger: Logger(label: "test"))

@@ -1,36 +1,6 @@
-import RPC
-
 /// Byte-level work on JSON another service already encoded, so that tweets pass through this
 /// service without being decoded and encoded again.
 enum JSONSplice {
-    /// The `result` of a response frame as the RPC server writes it
-    /// (`{"jsonrpc":"2.0","id":<id>,"result":<value>}`), sliced out of the frame; error responses
-    /// and any other layout go through the general decoder instead.
-    static func result(of response: RPCResponse) throws -> [UInt8] {
-        let frame = [UInt8](response.frame)
-        let head = Array(#"{"jsonrpc":"2.0","id":"#.utf8)
-        let marker = Array(#","result":"#.utf8)
-        if frame.count > head.count + marker.count, frame.starts(with: head) {
-            var index = head.count
-            // The id is a number or a string without escapes (ours are numbers).
-            if frame[index] == UInt8(ascii: "\"") {
-                index += 1
-                while index < frame.count, frame[index] != UInt8(ascii: "\""), frame[index] != UInt8(ascii: "\\") { index += 1 }
-                index += 1
-            } else {
-                while index < frame.count, frame[index] == UInt8(ascii: "-") || (48...57).contains(frame[index]) { index += 1 }
-            }
-            var end = frame.count
-            while end > index, frame[end - 1] == UInt8(ascii: "\n") || frame[end - 1] == UInt8(ascii: "\r") || frame[end - 1] == UInt8(ascii: " ") {
-                end -= 1
-            }
-            if index + marker.count < end, frame[index..<(index + marker.count)].elementsEqual(marker), frame[end - 1] == UInt8(ascii: "}") {
-                return Array(frame[(index + marker.count)..<(end - 1)])
-            }
-        }
-        return try response.result().bytes
-    }
-
     /// The byte ranges of the elements of a JSON array (`[a, b, …]`), or nil when `bytes` is not an array.
     static func elements(of bytes: [UInt8]) -> [Range<Int>]? {
         bytes.withUnsafeBufferPointer { bytes in

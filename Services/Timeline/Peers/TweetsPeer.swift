@@ -16,7 +16,7 @@ struct TweetsPeer: Sendable {
         let response = try await resources.client(for: .tweets).send(
             "tweets.getMany", params: Self.getManyParams(ids, viewer: viewer), meta: resources.internalMeta(context),
             idempotent: true)
-        return try JSONSplice.result(of: response)
+        return try response.result().bytes
     }
 
     /// `{"ids":["1",…],"viewerId":"2","omitDeleted":true}`, written by hand: every home read sends

@@ -76,10 +76,10 @@ final class RPCClientHandler: ChannelDuplexHandler {
         let frame = Data(buffer.readableBytesView)
         // Aviary servers answer `{"jsonrpc":"2.0","id":<n>,"result":…}`: read the id from those
         // bytes instead of decoding a result that may be large; anything else is decoded in full.
-        if let id = Self.resultID(in: buffer.readableBytesView) {
+        if let (id, resultOffset) = Self.successLayout(of: buffer.readableBytesView) {
             if let entry = pending.removeValue(forKey: id) {
                 entry.timer.cancel()
-                entry.promise.succeed(RPCResponse(frame: frame))
+                entry.promise.succeed(RPCResponse(frame: frame, resultOffset: resultOffset))
             }
             return
         }
@@ -102,10 +102,13 @@ final class RPCClientHandler: ChannelDuplexHandler {
     private static let resultPrefix = Array(#"{"jsonrpc":"2.0","id":"#.utf8)
     private static let resultKey = Array(#","result":"#.utf8)
 
-    /// The integer id of a success response written exactly as ``ResponseEncoding`` writes one;
-    /// nil for any other frame (an error, a notification, another server's key order).
-    static func resultID(in bytes: ByteBufferView) -> Int64? {
-        guard bytes.count > resultPrefix.count + resultKey.count + 1, bytes.starts(with: resultPrefix) else { return nil }
+    /// The integer id of a success response written exactly as ``ResponseEncoding`` writes one, and
+    /// the offset in the frame where its result starts; nil for any other frame (an error, a
+    /// notification, another server's key order).
+    static func successLayout(of bytes: ByteBufferView) -> (id: Int64, resultOffset: Int)? {
+        guard bytes.count > resultPrefix.count + resultKey.count + 1, bytes.starts(with: resultPrefix),
+            bytes.last == UInt8(ascii: "}")
+        else { return nil }
         var index = bytes.index(bytes.startIndex, offsetBy: resultPrefix.count)
         var id: Int64 = 0
         var digits = 0
@@ -116,7 +119,7 @@ final class RPCClientHandler: ChannelDuplexHandler {
             index = bytes.index(after: index)
         }
         guard digits > 0, bytes[index...].starts(with: resultKey) else { return nil }
-        return id
+        return (id, bytes.distance(from: bytes.startIndex, to: index) + resultKey.count)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -3,9 +3,21 @@ import Foundation
 /// A response frame as the client received it: its result stays encoded until the caller decodes it.
 public struct RPCResponse: Sendable {
     public let frame: Data
+    /// Where the result starts in a success response laid out as Aviary servers write it
+    /// (`{"jsonrpc":"2.0","id":<n>,"result":<result>}`); nil for any other frame.
+    let resultOffset: Int?
 
-    /// The result as raw JSON, or the error the server answered with.
+    init(frame: Data, resultOffset: Int? = nil) {
+        self.frame = frame
+        self.resultOffset = resultOffset
+    }
+
+    /// The result as raw JSON, or the error the server answered with. A result in the layout Aviary
+    /// servers write is sliced out of the frame, so a large result passes through undecoded.
     public func result() throws(RPCError) -> RawJSON {
+        if let resultOffset {
+            return RawJSON(unchecked: Array(frame[(frame.startIndex + resultOffset)..<(frame.endIndex - 1)]))
+        }
         let envelope: ResponseHeader
         do {
             envelope = try JSONDecoder().decode(ResponseHeader.self, from: frame)
@@ -17,6 +29,9 @@ public struct RPCResponse: Sendable {
     }
 
     public func decode<Result: Decodable>(_ type: Result.Type) throws -> Result {
+        if let resultOffset {
+            return try JSONCoding.decoder().decode(type, from: frame[(frame.startIndex + resultOffset)..<(frame.endIndex - 1)])
+        }
         let envelope = try JSONCoding.decoder().decode(TypedResponse<Result>.self, from: frame)
         if let error = envelope.error { throw error }
         guard let result = envelope.result else {
