@@ -175,8 +175,13 @@ check() {
     return 0
 }
 
+# `build; check`, not `build && check`: bash ignores `set -e` inside a function that runs on the
+# left of `&&`, so a failed compile would go on to copy binaries that do not exist.
 case "${1:-}" in
-"") build && check ;;
+"")
+    build
+    check
+    ;;
 --check-only) check ;;
 *) die "usage: deploy/build-release.sh [--check-only]" ;;
 esac
