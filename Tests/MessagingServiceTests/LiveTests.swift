@@ -82,7 +82,7 @@ struct LiveTests {
         await own.close()
     }
 
-    @Test("presence: online while subscribed or recently active, then offline with lastSeen, announced to contacts")
+    @Test("presence: online while subscribed or recently active, then offline with lastSeen, announced to contacts, hidden from strangers")
     func presence() async throws {
         let fixture = try await MessagingStack.shared()
         let users = try await fixture.users(3, "pres")
@@ -98,6 +98,13 @@ struct LiveTests {
 
         let live = try await fixture.subscribe(subject, on: fixture.extra)
         #expect(try await ask()[0].online)
+        // A stranger (no conversation with the watcher) who is online still reads as never seen,
+        // while anyone sees their own presence.
+        let strangerLive = try await fixture.subscribe(stranger)
+        #expect(try await ask()[1] == Presence(userId: stranger.id, online: false, lastSeen: nil))
+        let own: [Presence] = try await fixture.call("presence", ["userIds": [stranger.idValue]], as: stranger)
+        #expect(own.first?.online == true)
+        await strangerLive.close()
         // Still online well past the window while the stream is open.
         try await Task.sleep(for: MessagingStack.presenceWindow * 2)
         #expect(try await ask()[0].online)

@@ -171,15 +171,17 @@ struct ConversationStore: Sendable {
         ).isEmpty
     }
 
-    /// Everyone who shares a current conversation with `user` (for presence events).
-    func contacts(of user: Int64) async throws -> [Int64] {
+    /// Everyone who shares a current conversation with `user` (for presence events), or only those
+    /// among `candidates` when they are given (for presence queries).
+    func contacts(of user: Int64, among candidates: [Int64]? = nil) async throws -> [Int64] {
         try await postgres.query(
             """
             SELECT DISTINCT other.user_id
             FROM messaging.members mine
             JOIN messaging.members other ON other.conversation_id = mine.conversation_id AND other.left_at IS NULL
             WHERE mine.user_id = $1 AND mine.left_at IS NULL AND other.user_id <> $1
-            """, [user]
+              AND ($2::bigint[] IS NULL OR other.user_id = ANY($2))
+            """, [user, candidates]
         ).map { try $0.decode(Int64.self, at: 0) }
     }
 }
