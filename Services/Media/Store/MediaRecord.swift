@@ -40,9 +40,9 @@ struct MediaRecord: Sendable {
     init(row: PostgresRow) throws {
         id = try row.decode(Int64.self, at: 0)
         ownerID = try row.decode(Int64.self, at: 1)
-        purpose = MediaPurpose(rawValue: try row.decode(String.self, at: 2)) ?? .tweet
+        purpose = try row.decode(MediaPurpose.self, at: 2)
         conversationID = try row.decode(Int64?.self, at: 3)
-        type = MediaType(rawValue: try row.decode(String.self, at: 4)) ?? .jpeg
+        type = try row.decode(MediaType.self, at: 4)
         byteSize = try row.decode(Int64.self, at: 5)
         sha256 = try row.decode(String.self, at: 6)
         width = try row.decode(Int?.self, at: 7)
@@ -50,3 +50,8 @@ struct MediaRecord: Sendable {
         durationMs = try row.decode(Int64?.self, at: 9)
     }
 }
+
+/// Stored as their raw values: a value in the database that no case names fails the row's decoding
+/// rather than passing for another kind of medium.
+extension MediaPurpose: PostgresDecodable {}
+extension MediaType: PostgresDecodable {}

@@ -44,9 +44,9 @@ struct UploadRecord: Sendable {
     init(row: PostgresRow) throws {
         id = try row.decode(Int64.self, at: 0)
         ownerID = try row.decode(Int64.self, at: 1)
-        purpose = MediaPurpose(rawValue: try row.decode(String.self, at: 2)) ?? .tweet
+        purpose = try row.decode(MediaPurpose.self, at: 2)
         conversationID = try row.decode(Int64?.self, at: 3)
-        type = MediaType(rawValue: try row.decode(String.self, at: 4)) ?? .jpeg
+        type = try row.decode(MediaType.self, at: 4)
         byteSize = try row.decode(Int64.self, at: 5)
         declaredSHA256 = try row.decode(String?.self, at: 6)
         chunkBytes = try row.decode(Int.self, at: 7)

@@ -32,7 +32,7 @@ struct NotificationRow: Sendable, Hashable {
     init(row: PostgresRow) throws {
         id = try row.decode(Int64.self, at: 0)
         recipient = try row.decode(Int64.self, at: 1)
-        kind = NotificationKind(rawValue: try row.decode(String.self, at: 2)) ?? .follow
+        kind = try row.decode(NotificationKind.self, at: 2)
         actor = try row.decode(Int64.self, at: 3)
         tweet = try row.decode(Int64?.self, at: 4)
         conversation = try row.decode(Int64?.self, at: 5)
@@ -40,6 +40,9 @@ struct NotificationRow: Sendable, Hashable {
         read = try row.decode(Bool.self, at: 7)
     }
 }
+
+/// Stored as its raw value: a type no case names fails the row's decoding rather than passing for a follow.
+extension NotificationKind: PostgresDecodable {}
 
 /// A notification to store, from an event: unique per recipient by `key`.
 struct NewNotification: Sendable, Hashable {
