@@ -1,26 +1,25 @@
 import Logging
-import NIOPosix
 
 /// A pooled Redis client: commands, pipelines and Lua scripts, safe to share between tasks.
 ///
-/// hiredis is blocking, so every call runs on the client's own `NIOThreadPool` (one thread per pooled
-/// connection, so a command never waits for a thread, and a slow Redis cannot starve other blocking
-/// work such as Postgres queries), never on an event loop. Connections open lazily, up to
-/// `configuration.poolSize`; callers beyond that wait in FIFO order.
+/// Commands go out on NIO event loops and hiredis's protocol reader parses the replies, so no
+/// thread blocks on Redis. Concurrent callers share up to `configuration.poolSize` connections,
+/// each carrying many pipelines at once (Redis answers in order, so replies pair with requests);
+/// commands that may block on the server (`BLPOP`, `XREADGROUP … BLOCK`) get a connection of their
+/// own for the duration. Connections open on first use.
 ///
 /// A connection that breaks is replaced. A command that failed because its connection broke is retried
 /// once on a fresh connection when that is safe — read-only commands, and any command that provably
 /// never reached the server; otherwise it throws `.connectionFailed`.
 ///
-/// Call `shutdown()` when done: it waits for commands in flight and stops the client's threads.
+/// Call `shutdown()` when done: it lets commands in flight finish and closes the connections.
 public final class RedisClient: Sendable {
     /// The configuration the client was created with.
     public let configuration: RedisConfiguration
-    let threadPool: NIOThreadPool
     let pool: RedisConnectionPool
     let logger: Logger
 
-    /// Creates the client and starts its threads; no connection is opened until the first command.
+    /// Creates the client; no connection is opened until the first command.
     ///
     /// - Parameter logger: used for connection events (debug) and retries (notice); metadata
     ///   `redis.server` is added.
@@ -30,15 +29,12 @@ public final class RedisClient: Sendable {
         logger[metadataKey: "redis.server"] = "\(configuration.host):\(configuration.port)"
         self.configuration = configuration
         self.logger = logger
-        self.threadPool = NIOThreadPool(numberOfThreads: configuration.poolSize)
-        self.threadPool.start()
-        self.pool = RedisConnectionPool(configuration: configuration, threadPool: threadPool, logger: logger)
+        self.pool = RedisConnectionPool(configuration: configuration, logger: logger)
     }
 
     deinit {
-        // Without `shutdown()`, still let the threads end (they would otherwise run forever).
-        pool.close()
-        threadPool.shutdownGracefully { _ in }
+        // Without `shutdown()`, still close the connections.
+        pool.beginClosing()
     }
 
     /// Sends one command and returns its reply.
@@ -88,14 +84,9 @@ public final class RedisClient: Sendable {
         (try? await send(["PING"])) == .simpleString("PONG")
     }
 
-    /// Fails waiting and later commands with `.closed`, waits for commands in flight, closes every
-    /// connection and stops the client's threads. Safe to call more than once.
+    /// Fails later commands with `.closed`, lets commands in flight finish and closes every
+    /// connection. Safe to call more than once.
     public func shutdown() async {
-        pool.close()
-        do {
-            try await threadPool.shutdownGracefully()
-        } catch {
-            logger.warning("Stopping the Redis client's threads failed", metadata: ["error": "\(error)"])
-        }
+        await pool.close()
     }
 }

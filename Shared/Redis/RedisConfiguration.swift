@@ -10,7 +10,8 @@ public struct RedisConfiguration: Sendable, Equatable {
     public var password: String?
     /// Database selected with `SELECT` right after connecting (skipped for 0). Default `0`.
     public var database: Int
-    /// Most connections `RedisClient` keeps open (and threads it runs hiredis calls on). Default `8`.
+    /// Most connections `RedisClient` shares between concurrent commands, and most it keeps idle for
+    /// blocking commands. Default `8`.
     public var poolSize: Int
     /// Longest wait for the TCP connection (and `AUTH`/`SELECT`) to complete. Default 5 seconds.
     public var connectTimeout: Duration
@@ -103,6 +104,20 @@ public struct RedisConfiguration: Sendable, Equatable {
         self.init(
             host: String(host), port: port, username: username, password: password, database: database,
             poolSize: poolSize)
+    }
+
+    /// What a new connection sends first: `AUTH` when there is a password, `SELECT` for a database
+    /// other than 0.
+    var handshakeCommands: [[RedisArgument]] {
+        var commands: [[RedisArgument]] = []
+        if let password {
+            let user = username.map { [RedisArgument($0)] } ?? []
+            commands.append(["AUTH"] + user + [RedisArgument(password)])
+        }
+        if database != 0 {
+            commands.append(["SELECT", RedisArgument(database)])
+        }
+        return commands
     }
 
     private static func invalid(_ reason: String) -> RedisError {

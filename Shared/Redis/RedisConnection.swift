@@ -6,20 +6,14 @@ import CHiredis
     import Darwin
 #endif
 
-/// One blocking hiredis connection (`redisContext`). Every method blocks: call them on a thread-pool
-/// thread or the subscriber's own thread, never on an event loop.
+/// One blocking hiredis connection (`redisContext`), for `RedisSubscriber`, which waits on it with
+/// `poll(2)` on its own thread. Every method blocks: never call one on an event loop.
 ///
-/// `@unchecked Sendable` because the context is never used by two threads at once: `RedisClient`'s pool
-/// lends a connection to one command at a time, which touches it only inside one `NIOThreadPool` work
-/// item, and `RedisSubscriber` keeps its connection on its own thread. The class only moves between
-/// threads, through the pool's lock or a continuation, which order the memory accesses.
+/// `@unchecked Sendable` because the context is never used by two threads at once: the subscriber
+/// keeps its connection on its own thread.
 final class RedisConnection: @unchecked Sendable {
     /// A failed exchange. hiredis contexts cannot be reused after an error, so the connection is broken.
-    struct Failure: Error {
-        var error: RedisError
-        /// Whether the server may have received (and run) the commands; `false` makes a retry safe.
-        var requestMayHaveArrived: Bool
-    }
+    typealias Failure = RedisConnectionFailure
 
     private let context: UnsafeMutablePointer<redisContext>
     /// Set after any hiredis error: the connection must then be dropped, never reused.
@@ -57,14 +51,7 @@ final class RedisConnection: @unchecked Sendable {
         }
         _ = redisEnableKeepAlive(context)
 
-        var handshake: [[RedisArgument]] = []
-        if let password = configuration.password {
-            let user = configuration.username.map { [RedisArgument($0)] } ?? []
-            handshake.append(["AUTH"] + user + [RedisArgument(password)])
-        }
-        if configuration.database != 0 {
-            handshake.append(["SELECT", RedisArgument(configuration.database)])
-        }
+        let handshake = configuration.handshakeCommands
         if !handshake.isEmpty {
             let replies: [RESPValue]
             do {
@@ -106,14 +93,6 @@ final class RedisConnection: @unchecked Sendable {
             replies.append(try readReply())
         }
         return replies
-    }
-
-    /// Whether a connection that has been idle in the pool is still usable: an idle RESP2 connection
-    /// never has anything to read, so readable means the server closed it (or sent garbage).
-    var isIdleAndOpen: Bool {
-        guard !isBroken else { return false }
-        let events = Posix.poll([(fileDescriptor, Int16(POLLIN))], timeout: .zero)
-        return events[0] == 0
     }
 
     /// Adds a command to hiredis's output buffer, with explicit lengths so any bytes are allowed.

@@ -1,157 +1,139 @@
 import Logging
 import NIOCore
-import NIOPosix
 import Synchronization
 
-/// Up to `poolSize` connections, opened lazily; callers wait in FIFO order when all are lent out.
+/// The client's connections. Up to `poolSize` shared ones, each carrying many callers' commands at
+/// once (opened when every open one is busy, replaced when found closed); and connections
+/// lent whole to blocking commands (`BLPOP`, `XREADGROUP … BLOCK`), which would hold up everyone
+/// else on a shared one. Up to `poolSize` of those are kept idle for the next blocking command.
 final class RedisConnectionPool: Sendable {
-    /// What a waiter is handed: a free connection, or the right to open one (a slot under `poolSize`).
-    private enum Grant: Sendable {
-        case connection(RedisConnection)
-        case slot
-    }
-
-    private struct Waiter {
-        var id: Int
-        var continuation: CheckedContinuation<Grant, any Error>
+    private enum Slot {
+        case empty
+        case connecting(Task<RedisChannelConnection, any Error>)
+        case open(RedisChannelConnection)
     }
 
     private struct State {
-        var idle: [RedisConnection] = []
-        /// Connections open or being opened, lent out or idle.
-        var openCount = 0
-        var waiters = CircularBuffer<Waiter>()
-        var nextWaiterID = 0
+        var slots: [Slot]
+        var next = 0
+        var idleDedicated: [RedisChannelConnection] = []
         var isClosed = false
     }
 
     private let configuration: RedisConfiguration
-    private let threadPool: NIOThreadPool
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
-    init(configuration: RedisConfiguration, threadPool: NIOThreadPool, logger: Logger) {
+    init(configuration: RedisConfiguration, logger: Logger) {
         self.configuration = configuration
-        self.threadPool = threadPool
         self.logger = logger
+        self.state = Mutex(State(slots: Array(repeating: .empty, count: configuration.poolSize)))
     }
 
-    /// A connection for the caller's exclusive use; give it back with `release`.
-    ///
-    /// An idle connection the server has closed (after a Redis restart, say) is dropped here and a new
-    /// one opened in its place, before any command is written to it.
-    func lease() async throws -> RedisConnection {
-        switch try await grant() {
-        case .connection(let connection) where connection.isIdleAndOpen:
+    /// A shared connection: one that is idle, else a new one while there is room, else the least
+    /// busy. A connection found closed is replaced.
+    func shared() async throws -> RedisChannelConnection {
+        let (index, slot) = try state.withLock { state throws(RedisError) -> (Int, Slot) in
+            guard !state.isClosed else { throw RedisError(.closed) }
+            var leastBusy: (index: Int, load: Int)?
+            for index in state.slots.indices {
+                guard case .open(let connection) = state.slots[index] else { continue }
+                if !connection.isActive {
+                    state.slots[index] = .empty
+                } else if connection.load < leastBusy?.load ?? .max {
+                    leastBusy = (index, connection.load)
+                }
+            }
+            if let leastBusy, leastBusy.load == 0 { return (leastBusy.index, state.slots[leastBusy.index]) }
+            if let empty = state.slots.firstIndex(where: { if case .empty = $0 { true } else { false } }) {
+                state.slots[empty] = .connecting(Task { try await self.open() })
+                return (empty, state.slots[empty])
+            }
+            if let leastBusy { return (leastBusy.index, state.slots[leastBusy.index]) }
+            // Every slot is still connecting: wait for one, in turn.
+            let index = state.next
+            state.next = (index + 1) % state.slots.count
+            return (index, state.slots[index])
+        }
+        switch slot {
+        case .open(let connection):
             return connection
-        case .connection:
-            logger.debug("Dropping an idle Redis connection the server closed")
-            return try await open()
-        case .slot:
-            return try await open()
+        case .connecting(let task):
+            do {
+                let connection = try await task.value
+                let keep = state.withLock { state in
+                    if case .connecting(let current) = state.slots[index], current == task {
+                        state.slots[index] = state.isClosed ? .empty : .open(connection)
+                    }
+                    return !state.isClosed
+                }
+                if !keep { connection.close() }
+                return connection
+            } catch {
+                state.withLock { state in
+                    if case .connecting(let current) = state.slots[index], current == task { state.slots[index] = .empty }
+                }
+                throw error
+            }
+        case .empty:
+            preconditionFailure("a slot is never left empty for its caller")
         }
     }
 
-    /// Returns a leased connection; a broken one is dropped and its slot passed on.
-    func release(_ connection: RedisConnection) {
-        guard !connection.isBroken else {
-            releaseSlot()
-            return
-        }
-        let waiter: Waiter? = state.withLock { state in
-            if state.isClosed {
-                state.openCount -= 1
-                return nil
+    /// A connection for the caller alone; give it back with `release`.
+    func leaseDedicated() async throws -> RedisChannelConnection {
+        let idle = try state.withLock { state throws(RedisError) -> RedisChannelConnection? in
+            guard !state.isClosed else { throw RedisError(.closed) }
+            while let connection = state.idleDedicated.popLast() {
+                if connection.isActive { return connection }
             }
-            if let waiter = state.waiters.popFirst() {
-                return waiter
-            }
-            state.idle.append(connection)
             return nil
         }
-        waiter?.continuation.resume(returning: .connection(connection))
+        if let idle { return idle }
+        return try await open()
     }
 
-    /// Fails every waiter and every later `lease` with `.closed` and drops the idle connections;
-    /// connections still lent out are dropped when released.
-    func close() {
-        // The idle connections are freed as soon as the returned array goes, outside the lock.
-        let (_, waiters) = state.withLock { state in
+    /// Takes back a dedicated connection: kept for the next blocking command when it is still open
+    /// and there is room, closed otherwise.
+    func release(_ connection: RedisChannelConnection) {
+        let kept = state.withLock { state in
+            guard !state.isClosed, connection.isActive, state.idleDedicated.count < configuration.poolSize else {
+                return false
+            }
+            state.idleDedicated.append(connection)
+            return true
+        }
+        if !kept { connection.close() }
+    }
+
+    /// Fails later requests with `.closed` and closes every connection once its requests in flight
+    /// are answered (each within the command timeout). Returns when they have closed.
+    func close() async {
+        for connection in beginClosing() {
+            try? await connection.closed.get()
+        }
+    }
+
+    /// The part of ``close()`` that does not wait: returns the connections being closed.
+    @discardableResult
+    func beginClosing() -> [RedisChannelConnection] {
+        let connections = state.withLock { state -> [RedisChannelConnection] in
             state.isClosed = true
-            state.openCount -= state.idle.count
-            defer {
-                state.idle = []
-                state.waiters = []
+            var connections = state.idleDedicated
+            state.idleDedicated = []
+            for (index, slot) in state.slots.enumerated() {
+                if case .open(let connection) = slot { connections.append(connection) }
+                state.slots[index] = .empty
             }
-            return (state.idle, state.waiters)
+            return connections
         }
-        for waiter in waiters {
-            waiter.continuation.resume(throwing: RedisError(.closed))
-        }
+        for connection in connections { connection.closeWhenIdle() }
+        return connections
     }
 
-    private func grant() async throws -> Grant {
-        let id = state.withLock { state in
-            defer { state.nextWaiterID += 1 }
-            return state.nextWaiterID
-        }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation {
-                (continuation: CheckedContinuation<Grant, any Error>) in
-                let immediate: Result<Grant, any Error>? = state.withLock { state in
-                    if state.isClosed {
-                        return .failure(RedisError(.closed))
-                    }
-                    if let connection = state.idle.popLast() {
-                        return .success(.connection(connection))
-                    }
-                    if state.openCount < configuration.poolSize {
-                        state.openCount += 1
-                        return .success(.slot)
-                    }
-                    // Checked under the lock so a cancellation that races with queueing is not lost.
-                    if Task.isCancelled {
-                        return .failure(CancellationError())
-                    }
-                    state.waiters.append(Waiter(id: id, continuation: continuation))
-                    return nil
-                }
-                if let immediate {
-                    continuation.resume(with: immediate)
-                }
-            }
-        } onCancel: {
-            let waiter: Waiter? = state.withLock { state in
-                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                return state.waiters.remove(at: index)
-            }
-            waiter?.continuation.resume(throwing: CancellationError())
-        }
-    }
-
-    /// Opens a connection in a slot the caller holds; gives the slot back if that fails.
-    private func open() async throws -> RedisConnection {
-        let configuration = configuration
-        do {
-            let connection = try await threadPool.runIfActive {
-                try RedisConnection.connect(configuration)
-            }
-            logger.debug("Opened a Redis connection")
-            return connection
-        } catch {
-            releaseSlot()
-            throw RedisClient.normalize(error)
-        }
-    }
-
-    private func releaseSlot() {
-        let waiter: Waiter? = state.withLock { state in
-            if !state.isClosed, let waiter = state.waiters.popFirst() {
-                return waiter
-            }
-            state.openCount -= 1
-            return nil
-        }
-        waiter?.continuation.resume(returning: .slot)
+    private func open() async throws -> RedisChannelConnection {
+        let connection = try await RedisChannelConnection.connect(configuration)
+        logger.debug("Opened a Redis connection")
+        return connection
     }
 }

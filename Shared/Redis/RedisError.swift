@@ -57,3 +57,10 @@ public struct RedisError: Error, Sendable, CustomStringConvertible, CustomDebugS
         return text + ")"
     }
 }
+
+/// Why a request failed on a connection that can no longer be used.
+struct RedisConnectionFailure: Error {
+    var error: RedisError
+    /// Whether Redis may have received (and run) the request; `false` makes sending it again safe.
+    var requestMayHaveArrived: Bool
+}

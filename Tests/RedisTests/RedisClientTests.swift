@@ -144,6 +144,21 @@ import Testing
         }
     }
 
+    @Test func aBlockingCommandDoesNotHoldUpTheSharedConnection() async throws {
+        let redis = try await TestServers.redis()
+        try await withClient(redis, poolSize: 1) { client in
+            let list = uniqueName("blocking")
+            let blocked = Task { try await client.send(["BLPOP", RedisArgument(list), "5"]) }
+            try await Task.sleep(for: .milliseconds(50))
+            // If the BLPOP held the one shared connection, this RPUSH would wait until it timed out.
+            try await client.set(list + ":other", to: "v")
+            #expect(try await client.get(list + ":other") == Array("v".utf8))
+            _ = try await client.send(["RPUSH", RedisArgument(list), "x"])
+            #expect(try await blocked.value == .array([.bulkString(Array(list.utf8)), .bulkString(Array("x".utf8))]))
+            try await client.delete([list, list + ":other"])
+        }
+    }
+
     @Test func reconnectsAfterRedisRestarts() async throws {
         try await withPrivateRedis { redis in
             try await withClient(redis, poolSize: 2) { client in

@@ -1,0 +1,88 @@
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// A non-blocking Redis connection on a NIO event loop, safe to use from many tasks at once (see
+/// ``RedisChannelHandler``). `RedisClient` shares these between callers; blocking commands get one
+/// of their own.
+final class RedisChannelConnection: Sendable {
+    private let channel: any Channel
+    private let requestsInFlight = Atomic<Int>(0)
+
+    private init(channel: any Channel) {
+        self.channel = channel
+    }
+
+    /// Connects and sends the configuration's `AUTH` and `SELECT`.
+    ///
+    /// - Throws: `RedisError` — `.connectionFailed`, `.timeout`, or `.serverError` when `AUTH` or
+    ///   `SELECT` is refused.
+    static func connect(
+        _ configuration: RedisConfiguration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws(RedisError) -> RedisChannelConnection {
+        let commandTimeout = TimeAmount(configuration.commandTimeout)
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: group)
+                .connectTimeout(TimeAmount(configuration.connectTimeout))
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelOption(.socketOption(.so_keepalive), value: 1)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(RedisChannelHandler(commandTimeout: commandTimeout))
+                    }
+                }
+                .connect(host: configuration.host, port: configuration.port).get()
+        } catch {
+            throw RedisError(.connectionFailed, detail: "connecting failed: \(error)")
+        }
+        let connection = RedisChannelConnection(channel: channel)
+        let handshake = configuration.handshakeCommands
+        guard !handshake.isEmpty else { return connection }
+        do {
+            for case .error(let message) in try await connection.send(handshake) {
+                connection.close()
+                throw RedisError(.serverError, serverMessage: message, detail: "AUTH or SELECT was refused")
+            }
+        } catch let failure as RedisConnectionFailure {
+            connection.close()
+            throw RedisError(failure.error.code, detail: "handshake failed: \(String(reflecting: failure.error))")
+        } catch let error as RedisError {
+            throw error
+        } catch {
+            connection.close()
+            throw RedisError(.connectionFailed, detail: "handshake failed: \(error)")
+        }
+        return connection
+    }
+
+    /// Whether the socket is still open (the server may have closed it since).
+    var isActive: Bool { channel.isActive }
+
+    /// Sends the commands as one pipeline and returns one reply per command, error replies in place.
+    ///
+    /// - Throws: ``RedisConnectionFailure`` when the connection breaks, times out or is closed.
+    func send(_ commands: [[RedisArgument]]) async throws -> [RESPValue] {
+        requestsInFlight.add(1, ordering: .relaxed)
+        defer { requestsInFlight.subtract(1, ordering: .relaxed) }
+        let promise = channel.eventLoop.makePromise(of: [RESPValue].self)
+        channel.writeAndFlush(RedisRequest(commands: commands, promise: promise), promise: nil)
+        return try await promise.futureResult.get()
+    }
+
+    /// How many requests are waiting for their replies.
+    var load: Int { requestsInFlight.load(ordering: .relaxed) }
+
+    /// Closes the connection once the requests in flight have their replies.
+    func closeWhenIdle() {
+        channel.triggerUserOutboundEvent(RedisCloseWhenIdle(), promise: nil)
+    }
+
+    /// Closes the connection now; requests in flight fail with `.connectionFailed`.
+    func close() {
+        channel.close(promise: nil)
+    }
+
+    /// Completes when the connection has closed.
+    var closed: EventLoopFuture<Void> { channel.closeFuture }
+}
