@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import NIOPosix
+import RPC
 
 /// `aviary bench …`: benchmarks that print figures (never pass/fail): run them on a quiet machine.
 struct Bench: AsyncParsableCommand {
@@ -40,7 +42,9 @@ func runLoad(
     let deadline = start.advanced(by: duration)
     let results = try await withThrowingTaskGroup(of: (Int, [Duration]).self) { group in
         for worker in 0..<workers {
-            group.addTask {
+            // On an event loop, as the services run their calls: no hop to Swift's global pool per call.
+            let executor = EventLoopTaskExecutor(eventLoop: MultiThreadedEventLoopGroup.singleton.next())
+            group.addTask(executorPreference: executor) {
                 var calls = 0
                 var latencies: [Duration] = []
                 while ContinuousClock.now < deadline {

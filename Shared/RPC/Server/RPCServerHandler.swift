@@ -2,8 +2,8 @@ import Foundation
 import NIOCore
 import NIOExtras
 
-/// One connection's request loop. Each frame is answered in its own task, so pipelined calls run
-/// concurrently and their responses go out in completion order. Reading pauses while
+/// One connection's request loop. Each frame is answered in its own task, run on the connection's
+/// event loop, so pipelined calls run concurrently and their responses go out in completion order. Reading pauses while
 /// `maxInFlight` calls are running (backpressure), and on quiesce the connection stops reading,
 /// finishes what is in flight, and closes.
 final class RPCServerHandler: ChannelDuplexHandler {
@@ -14,6 +14,7 @@ final class RPCServerHandler: ChannelDuplexHandler {
     private let router: RPCRouter
     private let maxInFlight: Int
     private var connection: RPCConnection?
+    private var executor: EventLoopTaskExecutor?
     private var context: ChannelHandlerContext?
     private var inFlight = 0
     private var readPending = false
@@ -28,6 +29,7 @@ final class RPCServerHandler: ChannelDuplexHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         connection = RPCConnection(channel: context.channel)
+        executor = EventLoopTaskExecutor(eventLoop: context.eventLoop)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -57,7 +59,7 @@ final class RPCServerHandler: ChannelDuplexHandler {
             let connection = self.connection
             let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
             let eventLoop = context.eventLoop
-            Task {
+            Task(executorPreference: executor) {
                 let response = await router.respond(to: frame, connection: connection)
                 eventLoop.execute { handler.value.finished(response) }
             }

@@ -17,10 +17,6 @@ import UnixSignals
 public enum ServiceApplication {
     /// The whole life of a service executable; `main.swift` calls only this.
     public static func main(_ definition: ServiceDefinition) async {
-        // Tasks run on NIO's event-loop threads, so a call's work and its socket I/O share threads
-        // instead of hopping between two pools at every await. Safe because nothing blocks a task:
-        // libpq, hiredis, Argon2 and file I/O run on thread pools of their own.
-        _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         if CommandLine.arguments.contains("--version") {
             print("\(definition.name.executableName) \(AviaryVersion.version)")
             return
