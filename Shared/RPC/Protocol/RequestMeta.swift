@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Request metadata carried in `params._meta` (contract §1): never in method-specific params.
 public struct RequestMeta: Sendable, Hashable, Codable {
     /// The caller's access token, for methods that act as a user.
@@ -42,16 +44,28 @@ public struct RequestMeta: Sendable, Hashable, Codable {
         return "00-\(traceID)-\(Self.randomHex(bytes: 8))-01"
     }
 
-    /// `bytes` random bytes as lower-case hex (at most 16: trace ids and span ids), from one or two
-    /// draws of the system generator rather than one per byte.
+    /// `bytes` random bytes as lower-case hex (at most 16: trace ids and span ids).
     private static func randomHex(bytes: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
         var text = ""
         text.reserveCapacity(bytes * 2)
         for _ in 0..<(bytes + 7) / 8 {
-            let word = String(generator.next() as UInt64, radix: 16)
+            let word = String(TraceIDGenerator.next(), radix: 16)
             text += String(repeating: "0", count: 16 - word.count) + word
         }
         return String(text.prefix(bytes * 2))
+    }
+}
+
+/// Random words for trace and span ids: SplitMix64 over an atomic counter seeded once from the
+/// system generator. Ids must be unique and well spread, not secret, and a `getrandom(2)` call per
+/// id (several per request) showed in profiles.
+enum TraceIDGenerator {
+    private static let state = Atomic<UInt64>(UInt64.random(in: .min ... .max))
+
+    static func next() -> UInt64 {
+        var z = state.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
