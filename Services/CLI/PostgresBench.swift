@@ -25,7 +25,10 @@ struct PostgresBench: AsyncParsableCommand {
             throw ValidationError("pgbench not found; install postgresql-contrib or postgresql-client")
         }
         try shell(tool, ["-i", "-s", "1", "-q", url])
-        let output = try shell(tool, ["-S", "-M", "prepared", "-c", "\(clients)", "-j", "2", "-T", "\(seconds)", url])
+        // A count of transactions, not `-T`: pgbench ends a timed run with SIGALRM, which a child of
+        // this process inherits blocked, so a timed run would never end.
+        let transactions = seconds * 80_000 / clients
+        let output = try shell(tool, ["-S", "-M", "prepared", "-c", "\(clients)", "-j", "2", "-t", "\(transactions)", url])
         guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
             let theirs = Double(line.dropFirst(6).prefix { $0 != " " })
         else { throw ValidationError("could not read pgbench's tps from:\n\(output)") }
