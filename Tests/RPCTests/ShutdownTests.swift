@@ -25,8 +25,12 @@ import Testing
             tasks.addTask { try await group.run() }
             let port = try await server.listeningPort()
             let client = try RPCLineClient(port: port)
-            try client.send(#"{"jsonrpc":"2.0","id":"late","method":"sleep","params":{"milliseconds":300}}"# + "\n")
-            try await Task.sleep(for: .milliseconds(50))
+            // Both frames in one packet: once the quick call is answered, the server has read the
+            // sleeping one too, so it is in flight when shutdown starts, however loaded the machine.
+            try client.send(
+                #"{"jsonrpc":"2.0","id":"late","method":"sleep","params":{"milliseconds":300}}"# + "\n"
+                    + #"{"jsonrpc":"2.0","id":"quick","method":"get_data"}"# + "\n")
+            #expect(json(await client.readFrame())?["id"] == "quick")
             await group.triggerGracefulShutdown()
             #expect(json(await client.readFrame())?["result"] == 300)
             #expect(await client.isClosedByPeer())
