@@ -28,6 +28,17 @@ let services: [(executable: String, target: String, folder: String, extra: [Targ
     ]),
 ]
 
+/// The git revision built into every binary (`--version`, `system.health`): AVIARY_REVISION when the
+/// release script sets it, else the checkout's commit; only characters safe in a C string literal.
+let revision: String = {
+    let raw =
+        Context.environment["AVIARY_REVISION"]
+        ?? Context.gitInformation.map { String($0.currentCommit.prefix(12)) + ($0.hasUncommittedChanges ? "-dirty" : "") }
+        ?? "unknown"
+    let safe = raw.filter { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.+".contains($0)) }
+    return safe.isEmpty ? "unknown" : safe
+}()
+
 let nio: [Target.Dependency] = [
     .product(name: "NIOCore", package: "swift-nio"),
     .product(name: "NIOPosix", package: "swift-nio"),
@@ -85,7 +96,10 @@ let package = Package(
             ],
             path: "Shared/AuthTokens", swiftSettings: strict),
         .target(
-            name: "ServiceKit", dependencies: ["RPC", "Postgres", "Redis", "AviaryAPI", "AuthTokens", logging] + nio + [
+            name: "CBuildInfo", path: "Shared/CBuildInfo",
+            cSettings: [.define("AVIARY_REVISION", to: "\"\(revision)\"")]),
+        .target(
+            name: "ServiceKit", dependencies: ["RPC", "Postgres", "Redis", "AviaryAPI", "AuthTokens", "CBuildInfo", logging] + nio + [
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

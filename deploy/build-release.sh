@@ -112,13 +112,16 @@ source_version() {
         2>/dev/null || true
 }
 
+# Each service prints `<name> <version> (<revision>)`, the revision being the one BUILD-INFO records.
 check_versions() {
-    local version="$1" executable output failed=0
+    local version="$1" executable output expected failed=0 revision
     [ -n "$version" ] || return 0
+    revision="$(sed -n 's/^revision=//p' "$DIST/BUILD-INFO" 2>/dev/null)"
     for executable in "${SERVICES[@]}"; do
         output="$("$DIST/bin/$executable" --version 2>&1 || true)"
-        if [ "$output" != "$executable $version" ]; then
-            warn "$executable --version printed '$output', expected '$executable $version'"
+        expected="$executable $version (${revision:-unknown})"
+        if [ "$output" != "$expected" ]; then
+            warn "$executable --version printed '$output', expected '$expected'"
             failed=1
         fi
     done
@@ -133,6 +136,9 @@ build() {
         ensure_apt_packages "${BUILD_APT_PACKAGES[@]}"
     fi
     cd "$PACKAGE"
+    revision="${AVIARY_REVISION:-$(git -C "$PACKAGE" describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)}"
+    # Package.swift builds it into every binary (`--version`, `system.health`).
+    export AVIARY_REVISION="$revision"
     local flags=(-c release --static-swift-stdlib --scratch-path "$BUILD_PATH")
     say "--- swift build ${flags[*]} ${jobs[*]}"
     swift build "${flags[@]}" "${jobs[@]}"
@@ -149,7 +155,6 @@ build() {
         chmod 0755 "$DIST/bin/$executable"
     done
 
-    revision="${AVIARY_REVISION:-$(git -C "$PACKAGE" describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)}"
     {
         echo "version=$(source_version)"
         echo "revision=$revision"

@@ -7,6 +7,6 @@ struct Aviary: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "aviary",
         abstract: "Talk to Aviary services and measure them.",
-        version: AviaryVersion.version,
+        version: AviaryVersion.description,
         subcommands: [Call.self, Bench.self])
 }

@@ -26,6 +26,8 @@ import Testing
         #expect(health["status"] == "ok")
         #expect(health["service"] == "social-graph")
         #expect(health["dependencies"] == ["postgres": "ok", "redis": "ok"])
+        // The git revision is built in (deploy/build-release.sh checks it against --version).
+        #expect(health["revision"]?.stringValue?.isEmpty == false)
         let discover = try await client.call("rpc.discover", as: JSONValue.self)
         #expect(discover["openrpc"]?.stringValue?.hasPrefix("1.") == true)
         #expect(discover["methods"]?.arrayValue?.contains { $0["name"] == "system.health" } == true)

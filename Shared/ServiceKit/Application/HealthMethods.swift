@@ -8,6 +8,8 @@ public struct HealthReport: Codable, Sendable {
     public var status: String
     public var service: String
     public var version: String
+    /// The git revision the binary was built from.
+    public var revision: String
     public var uptimeMs: Int64
     public var dependencies: [String: String]
 }
@@ -26,7 +28,7 @@ extension RPCRouter {
             let elapsed = ContinuousClock.now - started
             return HealthReport(
                 status: dependencies.values.allSatisfy { $0 == "ok" } ? "ok" : "degraded",
-                service: service, version: AviaryVersion.version,
+                service: service, version: AviaryVersion.version, revision: AviaryVersion.revision,
                 uptimeMs: elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000,
                 dependencies: dependencies)
         }

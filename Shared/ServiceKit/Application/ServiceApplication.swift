@@ -18,7 +18,7 @@ public enum ServiceApplication {
     /// The whole life of a service executable; `main.swift` calls only this.
     public static func main(_ definition: ServiceDefinition) async {
         if CommandLine.arguments.contains("--version") {
-            print("\(definition.name.executableName) \(AviaryVersion.version)")
+            print("\(definition.name.executableName) \(AviaryVersion.description)")
             return
         }
         let configuration: ServiceConfiguration
@@ -118,7 +118,7 @@ public enum ServiceApplication {
                 let adminPort = try await adminServer.boundPort
                 logger.info(
                     "ready rpc=\(configuration.host):\(rpcPort) admin=\(configuration.host):\(adminPort)",
-                    metadata: ["version": "\(AviaryVersion.version)"])
+                    metadata: ["version": "\(AviaryVersion.version)", "revision": "\(AviaryVersion.revision)"])
                 try? notifier.notify("READY=1\nSTATUS=serving")
                 await notifier.runWatchdog(logger: logger)
                 return false
