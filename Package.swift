@@ -30,6 +30,8 @@ let services: [(executable: String, target: String, folder: String, extra: [Targ
 
 /// The git revision built into every binary (`--version`, `system.health`): AVIARY_REVISION when the
 /// release script sets it, else the checkout's commit; only characters safe in a C string literal.
+/// SwiftPM re-reads this manifest when the environment changes but not on a new commit, so an
+/// incremental debug build may keep an older commit; release builds always set AVIARY_REVISION.
 let revision: String = {
     let raw =
         Context.environment["AVIARY_REVISION"]
