@@ -27,25 +27,27 @@ extension NotificationsService {
     }
 
     /// Sends a held subscription the notifications after `lastSeen`, oldest first, then what was held
-    /// meanwhile that the catch-up did not already send. A failed read sends a resync notice instead.
+    /// meanwhile (or is published a moment later) that the catch-up did not already send. A failed read sends a resync notice instead.
     private func catchUp(_ id: String, user: Int64, after lastSeen: Int64, connection: RPCConnection, logger: Logger) async {
         var replay: [RawJSON] = []
-        var newestReplayed = lastSeen
+        var replayed = Set<Int64>()
         do {
             let rows = try await store.after(lastSeen, of: user, limit: Self.catchUpLimit + 1)
             let shown = Array(rows.prefix(Self.catchUpLimit))
             let missed = try await hydrator.items(shown.map { [$0] }, grouped: false, viewer: user, context: nil)
             replay = try missed.map(NotificationFeed.event)
-            newestReplayed = shown.last?.id ?? lastSeen
+            replayed = Set(shown.map(\.id))
             if rows.count > Self.catchUpLimit { replay.append(NotificationFeed.resync) }
         } catch {
             logger.warning("a subscriber's catch-up failed; it is told to resync", metadata: ["error": "\(String(reflecting: error))"])
             replay = [NotificationFeed.resync]
         }
-        feed.hub.release(id, user: user, connection: connection, replay: replay) { [newestReplayed] event in
-            // A held notification the catch-up already sent is dropped; other events pass.
-            guard let held = NotificationFeed.notificationID(of: event) else { return true }
-            return held > newestReplayed
+        feed.hub.release(id, user: user, connection: connection, replay: replay) { [replayed] event in
+            // A notification the catch-up already sent is dropped, whether it was held or is
+            // published late; other events pass. By id, not by order: two instances store
+            // notifications concurrently, so a lower id may be committed after a higher one.
+            guard let live = NotificationFeed.notificationID(of: event) else { return true }
+            return !replayed.contains(live)
         }
     }
 

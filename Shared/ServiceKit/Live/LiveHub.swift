@@ -99,15 +99,20 @@ public final class LiveHub: Service, Sendable {
         return id
     }
 
+    /// How long after a hold live events still pass the `keep` filter: an event published a moment
+    /// after the catch-up read found it stored must not reach the subscriber twice.
+    public static let lateEventWindow = Duration.seconds(30)
+
     /// Ends the hold of a subscription opened with `holding: true`: pushes `replay` in order, then the
     /// live events held meanwhile for which `keep` is true (to drop those `replay` already had), then
-    /// resumes live delivery.
+    /// resumes live delivery, still through `keep` for ``lateEventWindow``.
     public func release(
         _ subscription: String, user: Int64, connection: RPCConnection, replay: [RawJSON],
-        keep: (RawJSON) -> Bool = { _ in true }
+        keep: @escaping @Sendable (RawJSON) -> Bool = { _ in true }
     ) {
         let method = self.method
-        registry.release(user: user, connection: connection, id: subscription) { held, overflowed in
+        let filter = (keep: keep, until: ContinuousClock.now + Self.lateEventWindow)
+        registry.release(user: user, connection: connection, id: subscription, filter: filter) { held, overflowed in
             for event in replay {
                 connection.push(method: method, params: Self.params(subscription: subscription, event: event))
             }

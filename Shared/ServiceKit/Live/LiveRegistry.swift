@@ -11,6 +11,9 @@ final class LiveRegistry: Sendable {
         var held: [RawJSON]?
         /// Whether events were dropped while held (more than the hold limit arrived).
         var heldOverflowed = false
+        /// After a hold: live events to drop until `until`, because the catch-up already sent them
+        /// (an event can be published a moment after the read that found it stored).
+        var filter: (keep: @Sendable (RawJSON) -> Bool, until: ContinuousClock.Instant)?
     }
 
     private struct State {
@@ -67,6 +70,13 @@ final class LiveRegistry: Sendable {
             var targets: [(RPCConnection, String)] = []
             for index in entries.indices {
                 if entries[index].held == nil {
+                    if let filter = entries[index].filter {
+                        if filter.until < .now {
+                            entries[index].filter = nil
+                        } else if !filter.keep(event) {
+                            continue
+                        }
+                    }
                     targets.append((entries[index].connection, entries[index].id))
                 } else if entries[index].held!.count < holdLimit {
                     entries[index].held!.append(event)
@@ -80,9 +90,11 @@ final class LiveRegistry: Sendable {
     }
 
     /// Ends the hold of one subscription: `deliver` runs under the lock with the held events, so no
-    /// live event can overtake them. Nothing runs when the subscription is gone or not held.
+    /// live event can overtake them; live events then pass through `filter` while it lasts. Nothing
+    /// runs when the subscription is gone or not held.
     func release(
         user: Int64, connection: RPCConnection, id: String,
+        filter: (keep: @Sendable (RawJSON) -> Bool, until: ContinuousClock.Instant)?,
         _ deliver: (_ held: [RawJSON], _ overflowed: Bool) -> Void
     ) {
         state.withLock { state in
@@ -93,6 +105,7 @@ final class LiveRegistry: Sendable {
             deliver(held, entries[index].heldOverflowed)
             entries[index].held = nil
             entries[index].heldOverflowed = false
+            entries[index].filter = filter
             state.users[user] = entries
         }
     }
