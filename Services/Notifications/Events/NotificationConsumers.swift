@@ -16,7 +16,10 @@ enum NotificationConsumers {
         var events: [(key: String, changes: [NotificationStore.Change])] = []
         for delivered in batch.events {
             do {
-                events.append((delivered.deduplicationKey, try EventIntake.changes(of: delivered.event)))
+                // Most events change nothing (a message to members who are all online): they need
+                // neither a deduplication row nor a transaction.
+                let changes = try EventIntake.changes(of: delivered.event)
+                if !changes.isEmpty { events.append((delivered.deduplicationKey, changes)) }
             } catch {
                 // Retrying cannot fix a payload: skip it, loudly.
                 resources.logger.error(
@@ -27,6 +30,7 @@ enum NotificationConsumers {
                     ])
             }
         }
+        guard !events.isEmpty else { return }
         let service = NotificationsService(resources: resources)
         let outcome = try await service.store.apply(events)
         await service.feed.publish(outcome, logger: resources.logger)
