@@ -12,19 +12,19 @@ struct EventServices {
     init(_ definition: ServiceDefinition, resources: ServiceResources) {
         if let schema = definition.outboxSchema {
             relay = [
-                .init(service: OutboxRelay(
-                    schema: schema, postgres: resources.postgres, redis: resources.redis, logger: resources.logger))
+                .init(service: OnEventLoop(OutboxRelay(
+                    schema: schema, postgres: resources.postgres, redis: resources.redis, logger: resources.logger)))
             ]
         }
         let consumerName = EventStreamConsumer.consumerName(
             service: definition.name.rawValue, nodeID: resources.configuration.nodeID)
         consumers = definition.consumers.map { consumer in
-            .init(service: EventStreamConsumer(
+            .init(service: OnEventLoop(EventStreamConsumer(
                 topic: consumer.topic, group: consumer.group ?? definition.name.rawValue, consumer: consumerName,
                 redis: resources.redis.configuration, options: consumer.options, logger: resources.logger
             ) { batch in
                 try await consumer.handler(batch, resources)
-            })
+            }))
         }
     }
 }
