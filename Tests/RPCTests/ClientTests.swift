@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RPC
 import TestSupport
+import Synchronization
 import Testing
 
 @Suite struct ClientTests {
@@ -69,6 +70,38 @@ import Testing
                 #expect(data == ["hello", 5])
             }
             await client.shutdown()
+        }
+    }
+
+    @Test func anInstanceFailingItsHealthCheckGetsNoCallsUntilItPassesAgain() async throws {
+        struct Named: Codable, Sendable { var name: String }
+        struct Health: Codable, Sendable { var status: String }
+        let sickStatus = Mutex("ok")
+        @Sendable func router(_ name: String, status: @escaping @Sendable () -> String) -> RPCRouter {
+            var router = RPCRouter(service: "test", version: "1.0.0", logger: Logger(label: "test"))
+            router.register("name", summary: "The instance's name.", access: .anonymous) { (_: Empty, _) in Named(name: name) }
+            router.register("system.health", summary: "Health.", access: .anonymous) { (_: Empty, _) in Health(status: status()) }
+            return router
+        }
+        let (sick, well) = (router("sick", status: { sickStatus.withLock { $0 } }), router("well", status: { "ok" }))
+        try await withRPCServer(sick) { sickPort, _ in
+            try await withRPCServer(well) { wellPort, _ in
+                var configuration = RPCClient.Configuration(addresses: ["127.0.0.1:\(sickPort)", "127.0.0.1:\(wellPort)"])
+                configuration.healthCheckInterval = .milliseconds(50)
+                let client = RPCClient(configuration: configuration, logger: Logger(label: "test"))
+                let names = { @Sendable (calls: Int) async throws -> Set<String> in
+                    var names = Set<String>()
+                    for _ in 0..<calls { names.insert(try await client.call("name", as: Named.self).name) }
+                    return names
+                }
+                let before = try await names(8)
+                #expect(before == ["sick", "well"])
+                sickStatus.withLock { $0 = "degraded" }
+                #expect(await eventually { (try? await names(8)) == ["well"] })
+                sickStatus.withLock { $0 = "ok" }
+                #expect(await eventually { (try? await names(8)) == ["sick", "well"] })
+                await client.shutdown()
+            }
         }
     }
 

@@ -6,8 +6,9 @@ import Synchronization
 
 /// Calls one service that may run as several instances. Keeps a few connections to each address,
 /// spreads calls over the healthy ones round-robin, takes an address out after it fails to
-/// connect (retrying it with exponential backoff), and retries an idempotent call once on
-/// another instance when its connection was lost. A call whose connection closed before it was
+/// connect (retrying it with exponential backoff) or while its `system.health` fails or says it is
+/// not ok (asked every ``Configuration/healthCheckInterval``), and retries an idempotent call once
+/// on another instance when its connection was lost. A call whose connection closed before it was
 /// sent is sent again whatever its kind: the server never saw it.
 ///
 /// An address may be a DNS name that resolves to several instances (a Kubernetes headless Service,
@@ -30,6 +31,10 @@ public final class RPCClient: Sendable {
         public var resolveInterval: Duration = .seconds(15)
         /// Turns a host name into the IP addresses of its instances; `getaddrinfo` by default.
         public var resolve: @Sendable (_ host: String) async throws -> [String] = HostResolver.addresses(of:)
+        /// How often each instance with an open connection is asked for `system.health`; nil never.
+        public var healthCheckInterval: Duration? = .seconds(5)
+        /// How long a health check may take before the instance counts as unhealthy.
+        public var healthCheckTimeout: Duration = .seconds(2)
 
         public init(addresses: [String]) {
             self.addresses = addresses
@@ -48,6 +53,8 @@ public final class RPCClient: Sendable {
         var nextSlot = 0
         var failures = 0
         var downUntil: ContinuousClock.Instant?
+        /// False while its last health check failed; calls then go elsewhere if they can.
+        var healthy = true
     }
 
     /// A configured address whose host is a name.
@@ -62,6 +69,7 @@ public final class RPCClient: Sendable {
         var nextID = 0
         var shutDown = false
         var resolver: Task<Void, Never>?
+        var healthChecker: Task<Void, Never>?
 
         mutating func add(host: String, port: Int, name: String?, slots: Int) {
             endpoints.append(
@@ -109,6 +117,16 @@ public final class RPCClient: Sendable {
                 }
             }
             self.state.withLock { $0.resolver = resolver }
+        }
+        if let interval = configuration.healthCheckInterval {
+            let checker = Task { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    guard let self else { return }
+                    await self.checkHealth()
+                }
+            }
+            self.state.withLock { $0.healthChecker = checker }
         }
     }
 
@@ -192,6 +210,7 @@ public final class RPCClient: Sendable {
         let tasks = state.withLock { state in
             state.shutDown = true
             state.resolver?.cancel()
+            state.healthChecker?.cancel()
             return state.endpoints.flatMap { $0.slots.compactMap { $0 } }
         }
         for task in tasks {
@@ -247,14 +266,18 @@ public final class RPCClient: Sendable {
             let count = state.endpoints.count
             let ids = state.endpoints.map(\.id)
             let isExcluded = { (index: Int) in ids[index] == excluded }
-            // Prefer healthy endpoints other than the excluded one; else the one back soonest.
+            // Prefer reachable endpoints other than the excluded one whose health check passed, then
+            // reachable ones whatever their health; else the one back soonest.
             var chosen: Int?
-            for offset in 0..<count {
-                let index = (state.next + offset) % count
-                if isExcluded(index) && count > 1 { continue }
-                if let downUntil = state.endpoints[index].downUntil, downUntil > now { continue }
-                chosen = index
-                break
+            for requireHealth in [true, false] where chosen == nil {
+                for offset in 0..<count {
+                    let index = (state.next + offset) % count
+                    if isExcluded(index) && count > 1 { continue }
+                    if let downUntil = state.endpoints[index].downUntil, downUntil > now { continue }
+                    if requireHealth && !state.endpoints[index].healthy { continue }
+                    chosen = index
+                    break
+                }
             }
             let index =
                 chosen
@@ -313,6 +336,50 @@ public final class RPCClient: Sendable {
             let backoff = min(configuration.initialBackoff * (1 << exponent), configuration.maxBackoff)
             endpoint.downUntil = ContinuousClock.now.advanced(by: backoff)
             state.endpoints[index] = endpoint
+        }
+    }
+
+    /// Asks each instance with an open connection for `system.health`, all at once, and takes it
+    /// out of turn while the answer is not `ok` or does not come within `healthCheckTimeout`; it is
+    /// back in turn at its first `ok`. A server without the method answered, so it counts as healthy.
+    func checkHealth() async {
+        let targets = state.withLock { state in
+            state.endpoints.compactMap { endpoint in endpoint.slots.compactMap { $0 }.first.map { (endpoint.id, $0) } }
+        }
+        await withTaskGroup(of: (Int, Bool?).self) { group in
+            for (id, task) in targets {
+                group.addTask { (id, await self.isHealthy(task)) }
+            }
+            for await (id, healthy) in group {
+                guard let healthy else { continue }
+                let change = state.withLock { state -> String? in
+                    guard let index = state.position(of: id), state.endpoints[index].healthy != healthy else { return nil }
+                    state.endpoints[index].healthy = healthy
+                    return "\(state.endpoints[index].host):\(state.endpoints[index].port)"
+                }
+                if let change {
+                    logger.notice(
+                        healthy ? "an instance passes its health check again" : "an instance fails its health check; calls go elsewhere",
+                        metadata: ["rpc.instance": "\(change)"])
+                }
+            }
+        }
+    }
+
+    private struct HealthStatus: Decodable {
+        var status: String
+    }
+
+    /// nil when there is no open connection to ask on: connecting and its failures are judged by calls.
+    private func isHealthy(_ task: Task<RPCClientConnection, any Error>) async -> Bool? {
+        guard let connection = try? await task.value, connection.isActive else { return nil }
+        do {
+            let response = try await connection.send("system.health", timeout: configuration.healthCheckTimeout)
+            return try response.decode(HealthStatus.self).status == "ok"
+        } catch let error as RPCError where error.code == RPCError.methodNotFound("").code {
+            return true
+        } catch {
+            return false
         }
     }
 
