@@ -117,16 +117,6 @@ final class Inbox: Sendable {
     }
 }
 
-/// Checks `condition` every 20 ms until it holds (true) or `timeout` has passed (false).
-func eventually(timeout: Duration, _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-        if try await condition() { return true }
-        if ContinuousClock.now >= deadline { return false }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-}
-
 /// Runs `services` in a service group while `body` runs, then shuts the group down gracefully and
 /// waits for it: a service that does not stop makes the test hang (and fail on its time limit).
 func withServices<T: Sendable>(_ services: [any Service], _ body: () async throws -> T) async throws -> T {

@@ -3,6 +3,7 @@ import RPC
 import Redis
 import ServiceKit
 import Synchronization
+import TestSupport
 import Testing
 
 @Suite("Event stream consumer", .timeLimit(.minutes(2)))

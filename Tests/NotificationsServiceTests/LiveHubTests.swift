@@ -241,16 +241,6 @@ struct HubTestError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Checks `condition` every 20 ms until it holds (true) or `timeout` passed (false).
-func eventually(timeout: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-        if await condition() { return true }
-        if ContinuousClock.now >= deadline { return false }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-}
-
 /// Expects `body` to throw.
 func expectFailure(_ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async {
     do {

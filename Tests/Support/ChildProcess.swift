@@ -55,7 +55,7 @@ final class ChildProcess: Sendable {
 
     /// Waits for the end of the process; nil when it still runs after `timeout`.
     func waitForExit(timeout: Duration) async -> Int32? {
-        _ = await poll(timeout: timeout, interval: .milliseconds(20)) { status != nil }
+        _ = await eventually(timeout: timeout, interval: .milliseconds(20)) { status != nil }
         return status
     }
 }

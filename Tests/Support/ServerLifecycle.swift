@@ -45,7 +45,7 @@ actor ServerLifecycle {
         self.server = server
         ExitCleanup.setServer(server, for: cleanupToken)
         let isReady = self.isReady
-        let answered = await poll(timeout: .seconds(60)) {
+        let answered = await eventually(timeout: .seconds(60), interval: .milliseconds(50)) {
             if server.status != nil { return true }
             return await isReady()
         }

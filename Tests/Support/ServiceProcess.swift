@@ -79,7 +79,7 @@ public final class ServiceProcess: Sendable {
 
         var ports: ServicePorts?
         let host = probeHost(environment["AVIARY_HOST"] ?? "127.0.0.1")
-        let settled = await poll(timeout: readyTimeout) {
+        let settled = await eventually(timeout: readyTimeout, interval: .milliseconds(50)) {
             if process.status != nil { return true }
             ports = ports ?? ServicePorts(environment: environment, log: logFile)
             guard let ports else { return false }

@@ -28,7 +28,7 @@ final class SupervisedProcess: Sendable {
             watchdogArguments + command, environment: environment, directory: directory,
             output: log)
         var serverPID: Int32?
-        _ = await poll(timeout: .seconds(10), interval: .milliseconds(5)) {
+        _ = await eventually(timeout: .seconds(10), interval: .milliseconds(5)) {
             serverPID = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap {
                 Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
             }
