@@ -197,7 +197,7 @@ struct NotificationsBench: AsyncParsableCommand {
     /// The only running aviary-notifications process.
     private static func notificationsPID() throws -> Int32 {
         let found = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap(Int32.init).filter { pid in
-            (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.hasPrefix("aviary-notificat") == true
+            (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.hasPrefix("aviary-notifica") == true  // comm keeps 15 characters
         } ?? []
         guard found.count == 1 else {
             throw ValidationError("found \(found.count) aviary-notifications processes; pass --pid")
