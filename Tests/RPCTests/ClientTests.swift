@@ -80,7 +80,11 @@ import Testing
         @Sendable func router(_ name: String, status: @escaping @Sendable () -> String) -> RPCRouter {
             var router = RPCRouter(service: "test", version: "1.0.0", logger: Logger(label: "test"))
             router.register("name", summary: "The instance's name.", access: .anonymous) { (_: Empty, _) in Named(name: name) }
-            router.register("system.health", summary: "Health.", access: .anonymous) { (_: Empty, _) in Health(status: status()) }
+            router.register("system.health", summary: "Health.", access: .anonymous) { (_: Empty, _) in
+                // "hang": a process whose port still accepts but that no longer answers in time.
+                if status() == "hang" { try await Task.sleep(for: .seconds(2)) }
+                return Health(status: status())
+            }
             return router
         }
         let (sick, well) = (router("sick", status: { sickStatus.withLock { $0 } }), router("well", status: { "ok" }))
@@ -88,6 +92,7 @@ import Testing
             try await withRPCServer(well) { wellPort, _ in
                 var configuration = RPCClient.Configuration(addresses: ["127.0.0.1:\(sickPort)", "127.0.0.1:\(wellPort)"])
                 configuration.healthCheckInterval = .milliseconds(50)
+                configuration.healthCheckTimeout = .milliseconds(200)
                 let client = RPCClient(configuration: configuration, logger: Logger(label: "test"))
                 let names = { @Sendable (calls: Int) async throws -> Set<String> in
                     var names = Set<String>()
@@ -97,6 +102,10 @@ import Testing
                 let before = try await names(8)
                 #expect(before == ["sick", "well"])
                 sickStatus.withLock { $0 = "degraded" }
+                #expect(await eventually { (try? await names(8)) == ["well"] })
+                sickStatus.withLock { $0 = "ok" }
+                #expect(await eventually { (try? await names(8)) == ["sick", "well"] })
+                sickStatus.withLock { $0 = "hang" }
                 #expect(await eventually { (try? await names(8)) == ["well"] })
                 sickStatus.withLock { $0 = "ok" }
                 #expect(await eventually { (try? await names(8)) == ["sick", "well"] })
@@ -146,6 +155,9 @@ import Testing
         try await withRPCServer(router, port: port) { _, _ in
             for _ in 0..<8 { _ = try await client.call("subtract", params: SubtractParams(minuend: 2, subtrahend: 1), as: Int.self) }
         }
+        // A restart takes a moment, long enough for the client to see its connections closed; a call
+        // written in the instant before it sees that is lost like any call in flight at a crash.
+        try await Task.sleep(for: .milliseconds(100))
         try await withRPCServer(router, port: port) { _, _ in
             for _ in 0..<8 {
                 let difference = try await client.call("subtract", params: SubtractParams(minuend: 2, subtrahend: 1), as: Int.self)

@@ -346,40 +346,60 @@ public final class RPCClient: Sendable {
         let targets = state.withLock { state in
             state.endpoints.compactMap { endpoint in endpoint.slots.compactMap { $0 }.first.map { (endpoint.id, $0) } }
         }
-        await withTaskGroup(of: (Int, Bool?).self) { group in
+        await withTaskGroup(of: (Int, HealthVerdict).self) { group in
             for (id, task) in targets {
-                group.addTask { (id, await self.isHealthy(task)) }
+                group.addTask { (id, await self.health(task)) }
             }
-            for await (id, healthy) in group {
-                guard let healthy else { continue }
+            for await (id, verdict) in group {
+                let healthy: Bool
+                switch verdict {
+                case .unknown: continue
+                case .healthy: healthy = true
+                case .unhealthy: healthy = false
+                }
                 let change = state.withLock { state -> String? in
-                    guard let index = state.position(of: id), state.endpoints[index].healthy != healthy else { return nil }
+                    guard !state.shutDown, let index = state.position(of: id), state.endpoints[index].healthy != healthy
+                    else { return nil }
                     state.endpoints[index].healthy = healthy
                     return "\(state.endpoints[index].host):\(state.endpoints[index].port)"
                 }
-                if let change {
+                guard let change else { continue }
+                if case .unhealthy(let reason) = verdict {
                     logger.notice(
-                        healthy ? "an instance passes its health check again" : "an instance fails its health check; calls go elsewhere",
-                        metadata: ["rpc.instance": "\(change)"])
+                        "an instance fails its health check; calls go elsewhere",
+                        metadata: ["rpc.instance": "\(change)", "reason": "\(reason)"])
+                } else {
+                    logger.notice("an instance passes its health check again", metadata: ["rpc.instance": "\(change)"])
                 }
             }
         }
+    }
+
+    private enum HealthVerdict: Sendable {
+        case healthy
+        case unhealthy(reason: String)
+        /// No open connection to ask on: connecting and its failures are judged by calls.
+        case unknown
     }
 
     private struct HealthStatus: Decodable {
         var status: String
     }
 
-    /// nil when there is no open connection to ask on: connecting and its failures are judged by calls.
-    private func isHealthy(_ task: Task<RPCClientConnection, any Error>) async -> Bool? {
-        guard let connection = try? await task.value, connection.isActive else { return nil }
+    private func health(_ task: Task<RPCClientConnection, any Error>) async -> HealthVerdict {
+        guard let connection = try? await task.value, connection.isActive else { return .unknown }
         do {
             let response = try await connection.send("system.health", timeout: configuration.healthCheckTimeout)
-            return try response.decode(HealthStatus.self).status == "ok"
+            let status = try response.decode(HealthStatus.self).status
+            return status == "ok" ? .healthy : .unhealthy(reason: "status \(status)")
         } catch let error as RPCError where error.code == RPCError.methodNotFound("").code {
-            return true
+            return .healthy
+        } catch let error as RPCError where error.reason == "unavailable" {
+            // The connection closed (the instance restarted, or this client is shutting down): calls
+            // judge reconnecting, not the health check.
+            return .unknown
         } catch {
-            return false
+            return .unhealthy(reason: "\(error)")
         }
     }
 
