@@ -45,6 +45,37 @@ struct EventStreamConsumerTests {
         await fixture.shutdown()
     }
 
+    @Test func withALeaseOneConsumerAtATimeHandlesTheTopicInOrder() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("lease")
+        var options = EventStreamConsumer.Options()
+        options.leaseTime = .milliseconds(500)
+        options.blockTimeout = .milliseconds(100)
+        let seenByA = Inbox()
+        let inboxB = Inbox()
+        // A takes the lease and then a batch it never finishes; B stands by until the lease runs out,
+        // then claims what A left pending before it reads anything new.
+        let consumerA = fixture.consumer(topic: topic, name: "a", options: options) { batch in
+            seenByA.add(batch)
+            try await Task.sleep(for: .seconds(600))
+        }
+        let consumerB = fixture.consumer(topic: topic, name: "b", options: options) { inboxB.add($0) }
+        try await withServices([fixture.relay()]) {
+            let runA = Task { try await consumerA.run() }
+            try await fixture.append(numberedEvents(topic: topic, 0..<10))
+            #expect(await seenByA.wait { !$0.isEmpty })
+            try await withServices([consumerB]) {
+                try await fixture.append(numberedEvents(topic: topic, 10..<20))
+                #expect(await inboxB.wait { $0.count >= 20 })
+            }
+            runA.cancel()
+            _ = try? await runA.value
+        }
+        #expect(inboxB.numbers == Array(0..<20))
+        #expect(try await pendingCount(fixture, topic: topic) == 0)
+        await fixture.shutdown()
+    }
+
     @Test func aHandlerThatAlwaysFailsSendsTheEntriesToTheDeadLetterStream() async throws {
         let fixture = try await EventFixture.make()
         let topic = fixture.topic("dead")

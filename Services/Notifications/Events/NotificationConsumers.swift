@@ -6,8 +6,12 @@ import ServiceKit
 enum NotificationConsumers {
     static let topics = ["graph", "tweets", "messaging"]
 
+    /// One instance at a time consumes each topic (a lease): a user's notifications are stored and
+    /// pushed in the order their events happened, which instances sharing a stream cannot promise.
     static var definitions: [EventConsumerDefinition] {
-        topics.map { EventConsumerDefinition(topic: $0, handler: consume) }
+        var options = EventStreamConsumer.Options()
+        options.leaseTime = .seconds(5)
+        return topics.map { EventConsumerDefinition(topic: $0, options: options, handler: consume) }
     }
 
     /// Stores what the batch means in one transaction (events applied before are skipped), then

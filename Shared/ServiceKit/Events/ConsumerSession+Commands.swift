@@ -21,12 +21,12 @@ extension ConsumerSession {
         return command + ["STREAMS", RedisArgument(key), RedisArgument(id)]
     }
 
-    /// Takes over entries pending too long on any consumer, scanning the group's pending list a
-    /// page per call; after a full scan the next waits `claimInterval`.
-    mutating func claimIdleEntries() async throws -> [StreamEntry] {
+    /// Takes over entries pending longer than `minIdle` on any consumer, scanning the group's pending
+    /// list a page per call; after a full scan the next waits `claimInterval`.
+    mutating func claimIdleEntries(minIdle: Duration) async throws -> [StreamEntry] {
         let reply = try await redis.send([
             "XAUTOCLAIM", RedisArgument(key), RedisArgument(group), RedisArgument(consumer),
-            RedisArgument(Self.milliseconds(options.claimMinIdle)), RedisArgument(claimCursor),
+            RedisArgument(Self.milliseconds(minIdle)), RedisArgument(claimCursor),
             "COUNT", RedisArgument(options.batchSize),
         ])
         guard let parts = reply.array, parts.count >= 2, let cursor = parts[0].string, let claimed = parts[1].array else {
@@ -42,6 +42,40 @@ extension ConsumerSession {
         }
         return entries
     }
+
+    /// The key of the group's lease on the topic (``EventStreamConsumer/Options/leaseTime``).
+    var leaseKey: String { "aviary:events:lease:\(group):\(topic)" }
+
+    /// Takes the lease if it is free or renews it if this consumer holds it; false when another does.
+    func renewLease(for leaseTime: Duration) async throws -> Bool {
+        try await redis.evaluate(
+            Self.renewLeaseScript, keys: [leaseKey],
+            arguments: [RedisArgument(consumer), RedisArgument(Self.milliseconds(leaseTime))]
+        ).int == 1
+    }
+
+    /// Gives the lease up at a graceful stop, so that a standby takes over at once.
+    func releaseLease() async {
+        do {
+            _ = try await redis.evaluate(Self.releaseLeaseScript, keys: [leaseKey], arguments: [RedisArgument(consumer)])
+        } catch {
+            logger.debug("could not give up the consumer lease; it expires by itself", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private static let renewLeaseScript = RedisScript(
+        """
+        local holder = redis.call('GET', KEYS[1])
+        if holder and holder ~= ARGV[1] then return 0 end
+        redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+        return 1
+        """)
+
+    private static let releaseLeaseScript = RedisScript(
+        """
+        if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+        return 0
+        """)
 
     /// How many times each entry, now pending on this consumer, has been delivered (`XPENDING`).
     func deliveryCounts(of entries: [StreamEntry]) async throws -> [String: Int] {

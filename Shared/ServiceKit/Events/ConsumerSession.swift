@@ -23,6 +23,10 @@ struct ConsumerSession {
     /// When to look for entries other consumers left pending, and where that scan stands.
     var nextClaim = ContinuousClock.now
     var claimCursor = "0-0"
+    /// With a lease: whether this consumer holds it, and whether it still has to claim what the
+    /// previous holder left pending (before reading anything new, which keeps the order).
+    private var holdsLease = false
+    var takesOver = false
     private var handlerFailures: RetryBackoff
     private var redisFailures = RetryBackoff(initial: .milliseconds(100), maximum: .seconds(5))
 
@@ -49,6 +53,19 @@ struct ConsumerSession {
                     try await createGroup()
                     groupExists = true
                 }
+                if let leaseTime = options.leaseTime {
+                    let held = try await renewLease(for: leaseTime)
+                    if held && !holdsLease {
+                        logger.info("took the consumer lease: this instance now handles the topic")
+                        takesOver = true
+                        claimCursor = "0-0"
+                    }
+                    holdsLease = held
+                    guard held else {
+                        await pauseUnlessStopping(for: min(leaseTime / 4, .milliseconds(500)))
+                        continue
+                    }
+                }
                 try await step()
                 if redisFailures.failures > 0 {
                     logger.notice("consuming events again", metadata: ["failures": "\(redisFailures.failures)"])
@@ -74,10 +91,15 @@ struct ConsumerSession {
                 await pauseUnlessStopping(for: delay)
             }
         }
+        if holdsLease { await releaseLease() }
     }
 
     private mutating func step() async throws {
-        if readsOwnPending {
+        if takesOver {
+            let entries = try await claimIdleEntries(minIdle: .zero)
+            if claimCursor == "0-0" { takesOver = false }
+            if !entries.isEmpty { try await deliver(entries, redelivered: true) }
+        } else if readsOwnPending {
             let entries = try StreamEntry.entries(
                 ofRead: try await redis.send(readCommand(from: "0", count: retriesSingly ? 1 : options.batchSize)))
             if entries.isEmpty {
@@ -87,7 +109,7 @@ struct ConsumerSession {
             }
             try await deliver(entries, redelivered: true)
         } else if ContinuousClock.now >= nextClaim {
-            let entries = try await claimIdleEntries()
+            let entries = try await claimIdleEntries(minIdle: options.claimMinIdle)
             if !entries.isEmpty { try await deliver(entries, redelivered: true) }
         } else {
             let command =

@@ -21,6 +21,12 @@ extension EventStreamConsumer {
         public var maxRetryDelay: Duration = .seconds(20)
         /// Approximate length the dead-letter stream is trimmed to (`MAXLEN ~`). Default 100,000.
         public var deadLetterMaxLength = 100_000
+        /// When set, one consumer of the group at a time reads the topic, holding a lease in Redis that
+        /// it renews as it goes, so events are handled in stream order whichever instance handles
+        /// them. The others stand by; one takes over within this time of the holder's death (or at
+        /// once when it stops gracefully), first claiming whatever the holder left pending. Longer than
+        /// `blockTimeout` plus the longest handler run. Default nil: all consumers share the work.
+        public var leaseTime: Duration?
 
         public init() {}
     }
