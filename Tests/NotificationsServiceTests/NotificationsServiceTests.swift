@@ -62,7 +62,11 @@ import TestSupport
         let _: JSONValue = try await stack.call("tweets", "tweets.like", ["tweetId": .string(tweet)], as: fan)
         let reply = try await stack.tweet("a reply", as: fan, replyTo: tweet)
         let made = try await live.events(3)
-        #expect(made.map(\.pushedType) == ["follow", "like", "reply"])
+        // Once each; in order within a topic (the like and the reply come through the tweets stream,
+        // which one instance consumes at a time). The follow comes through the graph stream, which
+        // nothing orders against the tweets stream.
+        #expect(made.compactMap(\.pushedType).sorted() == ["follow", "like", "reply"])
+        #expect(made.compactMap(\.pushedType).filter { $0 != "follow" } == ["like", "reply"])
 
         let _: JSONValue = try await stack.call("tweets", "tweets.unlike", ["tweetId": .string(tweet)], as: fan)
         let _: JSONValue = try await stack.call("social-graph", "graph.unfollow", ["userId": author.idValue], as: fan)
