@@ -11,6 +11,7 @@ struct SocialGraph: Sendable {
     static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
         SocialGraph(store: FollowStore(postgres: resources.postgres), directory: UserDirectory(resources: resources))
             .registerMethods(with: &router)
+        resources.addBackgroundService(CountCompactor(postgres: resources.postgres, logger: resources.logger))
     }
 
     func registerMethods(with router: inout RPCRouter) {

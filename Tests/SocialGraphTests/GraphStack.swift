@@ -145,10 +145,17 @@ final class GraphStack: Sendable {
         try await call("graph.unfollow", ["userId": .string(followee.id.description)], as: follower, decoding: FollowResult.self).following
     }
 
-    /// The counts row of `user` as stored, or nil.
+    /// The totals of `user` as stored (its counts row plus its deltas not folded in yet), or nil
+    /// when it has neither.
     func storedCounts(_ user: EntityID) async throws -> StatsResult? {
         let rows = try await database.query(
-            "SELECT followers, following FROM social_graph.counts WHERE user_id = $1", [user.value])
+            """
+            SELECT sum(followers)::bigint, sum(following)::bigint FROM (
+                SELECT followers, following FROM social_graph.counts WHERE user_id = $1
+                UNION ALL
+                SELECT followers, following FROM social_graph.count_deltas WHERE user_id = $1
+            ) AS parts HAVING count(*) > 0
+            """, [user.value])
         guard let row = rows.first else { return nil }
         return StatsResult(followers: try row.decode(Int64.self, at: 0), following: try row.decode(Int64.self, at: 1))
     }

@@ -11,7 +11,7 @@ extension SocialGraph {
     @Sendable func stats(_ params: UserParams, _ context: RPCContext) async throws -> FollowStats {
         let user = params.userId.value
         guard let totals = try await store.totals(of: [user])[user] else {
-            // No counts row: no follows yet, or no such user.
+            // No totals: no follows yet, or no such user.
             guard try await directory.exists(user, context: context) else { throw Self.unknownUser(params.userId) }
             return FollowStats(followers: 0, following: 0)
         }

@@ -37,10 +37,17 @@ extension FollowStore {
         return (followed, followers)
     }
 
-    /// The totals of each of `users` that has any; users with no follows are absent.
+    /// The totals of each of `users` that has any; users with no follows are absent. One statement,
+    /// so one snapshot: a compaction moving deltas into counts commits whole, before or after it.
     func totals(of users: [Int64]) async throws -> [Int64: FollowTotals] {
         let rows = try await postgres.query(
-            "SELECT user_id, followers, following FROM social_graph.counts WHERE user_id = ANY($1)", [users])
+            """
+            SELECT user_id, sum(followers)::bigint, sum(following)::bigint FROM (
+                SELECT user_id, followers, following FROM social_graph.counts WHERE user_id = ANY($1)
+                UNION ALL
+                SELECT user_id, followers, following FROM social_graph.count_deltas WHERE user_id = ANY($1)
+            ) AS parts GROUP BY user_id
+            """, [users])
         var totals: [Int64: FollowTotals] = [:]
         for row in rows {
             totals[try row.decode(Int64.self, at: 0)] = FollowTotals(

@@ -31,5 +31,18 @@ enum GraphSchema {
                 )
                 """),
         Outbox.migration(schema: name, version: 3),
+        PostgresMigration(
+            version: 4, name: "count deltas",
+            sql: """
+                -- Each follow and unfollow appends its +1/-1 here instead of updating two counts rows,
+                -- which serialized every follow of a popular user; CountCompactor folds them into counts.
+                CREATE TABLE social_graph.count_deltas (
+                    id bigserial PRIMARY KEY,
+                    user_id bigint NOT NULL,
+                    followers bigint NOT NULL,
+                    following bigint NOT NULL
+                );
+                CREATE INDEX count_deltas_user ON social_graph.count_deltas (user_id);
+                """),
     ]
 }
