@@ -16,14 +16,7 @@ struct EventStreamConsumerTests {
         var options = EventStreamConsumer.Options()
         options.claimMinIdle = .milliseconds(300)
         options.claimInterval = .milliseconds(100)
-        let seenByA = Inbox()
-        let inboxB = Inbox()
-        // A takes a batch and never finishes it.
-        let consumerA = fixture.consumer(topic: topic, name: "a", options: options) { batch in
-            seenByA.add(batch)
-            try await Task.sleep(for: .seconds(600))
-        }
-        let consumerB = fixture.consumer(topic: topic, name: "b", options: options) { inboxB.add($0) }
+        let (consumerA, seenByA, consumerB, inboxB) = stuckAndStandby(fixture, topic: topic, options: options)
         try await withServices([fixture.relay()]) {
             let runA = Task { try await consumerA.run() }
             try await fixture.append(numberedEvents(topic: topic, 0..<10))
@@ -51,15 +44,9 @@ struct EventStreamConsumerTests {
         var options = EventStreamConsumer.Options()
         options.leaseTime = .milliseconds(500)
         options.blockTimeout = .milliseconds(100)
-        let seenByA = Inbox()
-        let inboxB = Inbox()
         // A takes the lease and then a batch it never finishes; B stands by until the lease runs out,
         // then claims what A left pending before it reads anything new.
-        let consumerA = fixture.consumer(topic: topic, name: "a", options: options) { batch in
-            seenByA.add(batch)
-            try await Task.sleep(for: .seconds(600))
-        }
-        let consumerB = fixture.consumer(topic: topic, name: "b", options: options) { inboxB.add($0) }
+        let (consumerA, seenByA, consumerB, inboxB) = stuckAndStandby(fixture, topic: topic, options: options)
         try await withServices([fixture.relay()]) {
             let runA = Task { try await consumerA.run() }
             try await fixture.append(numberedEvents(topic: topic, 0..<10))
@@ -74,6 +61,21 @@ struct EventStreamConsumerTests {
         #expect(inboxB.numbers == Array(0..<20))
         #expect(try await pendingCount(fixture, topic: topic) == 0)
         await fixture.shutdown()
+    }
+
+    /// Consumer "a", which takes a batch and never finishes it, and consumer "b", which records what
+    /// it handles, each with what it saw.
+    private func stuckAndStandby(_ fixture: EventFixture, topic: String, options: EventStreamConsumer.Options)
+        -> (EventStreamConsumer, Inbox, EventStreamConsumer, Inbox)
+    {
+        let seenByA = Inbox()
+        let inboxB = Inbox()
+        let consumerA = fixture.consumer(topic: topic, name: "a", options: options) { batch in
+            seenByA.add(batch)
+            try await Task.sleep(for: .seconds(600))
+        }
+        let consumerB = fixture.consumer(topic: topic, name: "b", options: options) { inboxB.add($0) }
+        return (consumerA, seenByA, consumerB, inboxB)
     }
 
     @Test func aHandlerThatAlwaysFailsSendsTheEntriesToTheDeadLetterStream() async throws {
