@@ -76,8 +76,11 @@ let package = Package(
             name: "CArgon2", path: "Shared/CArgon2", pkgConfig: "libargon2",
             providers: [.apt(["libargon2-dev"])]),
         .target(
+            name: "ChannelFlushing", dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            path: "Shared/ChannelFlushing", swiftSettings: strict),
+        .target(
             name: "RPC", dependencies: nio + [
-                logging,
+                "ChannelFlushing", logging,
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -87,7 +90,7 @@ let package = Package(
             name: "Postgres", dependencies: ["CLibPQ", logging] + nio,
             path: "Shared/Postgres", swiftSettings: strict),
         .target(
-            name: "Redis", dependencies: ["CHiredis", logging] + nio,
+            name: "Redis", dependencies: ["CHiredis", "ChannelFlushing", logging] + nio,
             path: "Shared/Redis", swiftSettings: strict),
         .target(name: "AviaryAPI", dependencies: ["RPC"], path: "Shared/AviaryAPI", swiftSettings: strict),
         .target(

@@ -1,3 +1,4 @@
+import ChannelFlushing
 import Logging
 import NIOCore
 import NIOExtras
@@ -98,6 +99,7 @@ public final class RPCServer: Service, Sendable {
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandlers([
+                            FlushCoalescingHandler(),
                             ByteToMessageHandler(NewlineFrameDecoder(maxFrameBytes: configuration.maxFrameBytes)),
                             RPCServerHandler(router: router, maxInFlight: configuration.maxInFlightPerConnection),
                         ])

@@ -3,7 +3,8 @@ import NIOCore
 import NIOExtras
 
 /// One connection's request loop. Each frame is answered in its own task, run on the connection's
-/// event loop, so pipelined calls run concurrently and their responses go out in completion order. Reading pauses while
+/// event loop, so pipelined calls run concurrently and their responses go out in completion order.
+/// Reading pauses while
 /// `maxInFlight` calls are running (backpressure), and on quiesce the connection stops reading,
 /// finishes what is in flight, and closes.
 final class RPCServerHandler: ChannelDuplexHandler {
@@ -19,7 +20,6 @@ final class RPCServerHandler: ChannelDuplexHandler {
     private var inFlight = 0
     private var readPending = false
     private var quiescing = false
-    private var flushScheduled = false
 
     init(router: RPCRouter, maxInFlight: Int) {
         self.router = router
@@ -71,26 +71,14 @@ final class RPCServerHandler: ChannelDuplexHandler {
         guard let context else { return }
         if var response {
             response.append(UInt8(ascii: "\n"))
-            context.write(wrapOutboundOut(ByteBuffer(bytes: response)), promise: nil)
-            scheduleFlush(context)
+            // The pipeline's FlushCoalescingHandler sends the responses of one tick in one write.
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: response)), promise: nil)
         }
         if quiescing {
             if inFlight == 0 { closeAfterFlush(context) }
         } else if readPending && inFlight < maxInFlight {
             readPending = false
             context.read()
-        }
-    }
-
-    /// Responses finishing in the same event-loop tick share one flush (one syscall).
-    private func scheduleFlush(_ context: ChannelHandlerContext) {
-        guard !flushScheduled else { return }
-        flushScheduled = true
-        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-        context.eventLoop.execute {
-            let this = handler.value
-            this.flushScheduled = false
-            this.context?.flush()
         }
     }
 

@@ -1,3 +1,4 @@
+import ChannelFlushing
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -29,7 +30,9 @@ final class RedisChannelConnection: Sendable {
                 .channelOption(.socketOption(.so_keepalive), value: 1)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(RedisChannelHandler(commandTimeout: commandTimeout))
+                        try channel.pipeline.syncOperations.addHandlers([
+                            FlushCoalescingHandler(), RedisChannelHandler(commandTimeout: commandTimeout),
+                        ])
                     }
                 }
                 .connect(host: configuration.host, port: configuration.port).get()

@@ -9,8 +9,10 @@ struct RedisRequest {
 
 /// One Redis connection shared by many callers at once. Requests are written in the order they
 /// come, each pipeline contiguously (so a `MULTI`…`EXEC` pipeline stays whole), and Redis answers
-/// in that order, so replies are paired with requests first-in, first-out. Replies are parsed by
-/// hiredis's protocol reader, fed with the bytes NIO reads: no thread ever blocks on the socket.
+/// in that order, so replies are paired with requests first-in, first-out; requests sent in the same
+/// event-loop tick leave in one `write(2)` (``FlushCoalescingHandler``), so Redis reads them as one
+/// pipeline. Replies are parsed by hiredis's protocol reader, fed with the bytes NIO reads: no
+/// thread ever blocks on the socket.
 ///
 /// A request that waits longer than `commandTimeout` for its replies fails with `.timeout`, and
 /// so does every other request on the connection, which is then closed: a reply that comes later
@@ -35,7 +37,6 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     /// Every request up to this one has been handed to the kernel whole.
     private var writtenThrough: UInt64 = 0
     private var timer: Scheduled<Void>?
-    private var flushScheduled = false
     private var closing = false
     private var context: ChannelHandlerContext?
 
@@ -85,19 +86,6 @@ final class RedisChannelHandler: ChannelDuplexHandler {
             promise?.completeWith(result)
         }
         context.write(wrapOutboundOut(buffer), promise: written)
-    }
-
-    /// Requests written in the same event-loop tick share one flush, so callers that send at the
-    /// same time share one `write(2)` and Redis reads their commands as one pipeline.
-    func flush(context: ChannelHandlerContext) {
-        guard !flushScheduled else { return }
-        flushScheduled = true
-        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-        context.eventLoop.execute {
-            let this = handler.value
-            this.flushScheduled = false
-            this.context?.flush()
-        }
     }
 
     /// RESP: `*<count>\r\n` then `$<length>\r\n<bytes>\r\n` per argument.
