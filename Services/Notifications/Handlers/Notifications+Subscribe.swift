@@ -27,7 +27,8 @@ extension NotificationsService {
     }
 
     /// Sends a held subscription the notifications after `lastSeen`, oldest first, then what was held
-    /// meanwhile (or is published a moment later) that the catch-up did not already send. A failed read sends a resync notice instead.
+    /// meanwhile (or is published a moment later) that the catch-up did not already send. A failed
+    /// read sends a resync notice instead.
     private func catchUp(_ id: String, user: Int64, after lastSeen: Int64, connection: RPCConnection, logger: Logger) async {
         var replay: [RawJSON] = []
         var replayed = Set<Int64>()

@@ -26,7 +26,7 @@ struct ConsumerSession {
     /// With a lease: whether this consumer holds it, and whether it still has to claim what the
     /// previous holder left pending (before reading anything new, which keeps the order).
     private var holdsLease = false
-    var takesOver = false
+    private var takesOver = false
     private var handlerFailures: RetryBackoff
     private var redisFailures = RetryBackoff(initial: .milliseconds(100), maximum: .seconds(5))
 

@@ -111,7 +111,7 @@ public final class LiveHub: Service, Sendable {
         keep: @escaping @Sendable (RawJSON) -> Bool = { _ in true }
     ) {
         let method = self.method
-        let filter = (keep: keep, until: ContinuousClock.now + Self.lateEventWindow)
+        let filter = LiveRegistry.LateEventFilter(keep: keep, until: .now + Self.lateEventWindow)
         registry.release(user: user, connection: connection, id: subscription, filter: filter) { held, overflowed in
             for event in replay {
                 connection.push(method: method, params: Self.params(subscription: subscription, event: event))

@@ -11,9 +11,15 @@ final class LiveRegistry: Sendable {
         var held: [RawJSON]?
         /// Whether events were dropped while held (more than the hold limit arrived).
         var heldOverflowed = false
-        /// After a hold: live events to drop until `until`, because the catch-up already sent them
-        /// (an event can be published a moment after the read that found it stored).
-        var filter: (keep: @Sendable (RawJSON) -> Bool, until: ContinuousClock.Instant)?
+        /// After a hold: the live events to drop for a while, because the catch-up already sent them.
+        var filter: LateEventFilter?
+    }
+
+    /// Keeps the live events a catch-up did not already send, until `until` (an event can be
+    /// published a moment after the read that found it stored).
+    struct LateEventFilter {
+        let keep: @Sendable (RawJSON) -> Bool
+        let until: ContinuousClock.Instant
     }
 
     private struct State {
@@ -94,7 +100,7 @@ final class LiveRegistry: Sendable {
     /// runs when the subscription is gone or not held.
     func release(
         user: Int64, connection: RPCConnection, id: String,
-        filter: (keep: @Sendable (RawJSON) -> Bool, until: ContinuousClock.Instant)?,
+        filter: LateEventFilter?,
         _ deliver: (_ held: [RawJSON], _ overflowed: Bool) -> Void
     ) {
         state.withLock { state in
