@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NIOPosix
 import RPC
+import Synchronization
 
 /// `aviary bench …`: benchmarks that print figures (never pass/fail): run them on a quiet machine.
 struct Bench: AsyncParsableCommand {
@@ -67,4 +68,58 @@ func runLoad(
     let elapsed = (ContinuousClock.now - start).components
     return LoadFigures(
         calls: results.0, seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18, latencies: results.1)
+}
+
+/// Starts `rate` calls a second for `duration` whatever the answers' pace (an open loop, so a slow
+/// answer does not hide the calls it delays); each latency runs from the moment its call was due.
+func runAtRate(
+    _ rate: Int, for duration: Duration, _ body: @escaping @Sendable (Int) async throws -> Void
+) async throws -> LoadFigures {
+    let start = ContinuousClock.now
+    let total = Int(Double(rate) * (Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18))
+    let interval = Duration.seconds(1) / rate
+    let failures = BenchCounter()
+    let latencies = try await withThrowingTaskGroup(of: Duration?.self) { group in
+        var launched = 0
+        var latencies: [Duration] = []
+        latencies.reserveCapacity(total)
+        while launched < total {
+            let elapsed = (ContinuousClock.now - start).components
+            let due = min(total, Int(Double(rate) * (Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)) + 1)
+            while launched < due {
+                let index = launched
+                let scheduled = start + interval * index
+                let executor = EventLoopTaskExecutor(eventLoop: MultiThreadedEventLoopGroup.singleton.next())
+                group.addTask(executorPreference: executor) {
+                    do {
+                        try await body(index)
+                        return ContinuousClock.now - scheduled
+                    } catch {
+                        _ = failures.take()
+                        return nil
+                    }
+                }
+                launched += 1
+            }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        for try await latency in group { if let latency { latencies.append(latency) } }
+        return latencies
+    }
+    let elapsed = ContinuousClock.now - start
+    if failures.count > 0 { print("  (\(failures.count) calls failed)") }
+    return LoadFigures(
+        calls: latencies.count, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+        latencies: latencies)
+}
+
+/// Hands out 0, 1, 2, … to concurrent tasks.
+final class BenchCounter: Sendable {
+    private let next = Atomic<Int>(0)
+
+    func take() -> Int {
+        next.add(1, ordering: .relaxed).oldValue
+    }
+
+    var count: Int { next.load(ordering: .relaxed) }
 }
