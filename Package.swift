@@ -68,6 +68,7 @@ let package = Package(
         .systemLibrary(
             name: "CLibPQ", path: "Shared/CLibPQ", pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CEpoll", path: "Shared/CEpoll"),
         .systemLibrary(
             name: "CHiredis", path: "Shared/CHiredis",
             providers: [.apt(["libhiredis-dev"])]),
@@ -87,7 +88,7 @@ let package = Package(
             ],
             path: "Shared/RPC", swiftSettings: strict),
         .target(
-            name: "Postgres", dependencies: ["CLibPQ", logging] + nio,
+            name: "Postgres", dependencies: ["CLibPQ", "CEpoll", logging] + nio,
             path: "Shared/Postgres", swiftSettings: strict),
         .target(
             name: "Redis", dependencies: ["CHiredis", "ChannelFlushing", logging] + nio,

@@ -32,6 +32,8 @@ struct ConnectionPoolState {
     /// Slots held by callers: connections in use or being opened.
     private var taken = 0
     private var waiters = CircularBuffer<Waiter>()
+    /// After `close`, the shutdowns waiting for the slots still taken to come back.
+    private var drainWaiters: [CheckedContinuation<Void, Never>] = []
     /// One timer serves all waiters: it is set for the earliest deadline, and since waiters mostly
     /// share one timeout, a newcomer's deadline is later and needs no timer of its own.
     private var timer: (deadline: NIODeadline, task: Scheduled<Void>)?
@@ -96,17 +98,37 @@ struct ConnectionPoolState {
         return waiters.remove(at: index)
     }
 
-    /// Gives back a slot, with its connection if that can be reused. Returns the waiter that now
-    /// takes the slot over, and what it gets.
-    mutating func release(_ connection: PostgresConnection?) -> (Waiter, Slot)? {
+    /// What became of a slot given back.
+    enum Release {
+        /// The waiter that now takes the slot over, and what it gets.
+        case handedOver(Waiter, Slot)
+        /// Its connection, if any, joined the idle list.
+        case kept
+        /// The pool is closed: the caller closes the connection, and resumes `drained` (the
+        /// shutdowns that waited for the last slot).
+        case closed(drained: [CheckedContinuation<Void, Never>])
+    }
+
+    /// Gives back a slot, with its connection if that can be reused.
+    mutating func release(_ connection: PostgresConnection?) -> Release {
         taken -= 1
-        guard !isClosed else { return nil }
+        guard !isClosed else {
+            defer { if taken == 0 { drainWaiters.removeAll() } }
+            return .closed(drained: taken == 0 ? drainWaiters : [])
+        }
         if let waiter = waiters.popFirst() {
             taken += 1
-            return (waiter, connection.map(Slot.idle) ?? .new)
+            return .handedOver(waiter, connection.map(Slot.idle) ?? .new)
         }
         if let connection { idle.append(connection) }
-        return nil
+        return .kept
+    }
+
+    /// After `close`: whether every slot is back; otherwise `waiter` is resumed when the last one is.
+    mutating func waitForDrain(_ waiter: CheckedContinuation<Void, Never>) -> Bool {
+        guard taken > 0 else { return true }
+        drainWaiters.append(waiter)
+        return false
     }
 
     /// Refuses further use; returns the waiters to fail and the idle connections to close.

@@ -1,7 +1,7 @@
 import Logging
 
 extension PostgresClient {
-    /// Runs `body` in a transaction on one pooled connection (on a pool thread): `BEGIN`, then
+    /// Runs `body` in a transaction on one pooled connection: `BEGIN`, then
     /// `COMMIT` if `body` returns, `ROLLBACK` if it throws (the error is rethrown).
     ///
     /// On a serialization failure (40001) or deadlock (40P01) the whole transaction runs again, up
@@ -10,13 +10,13 @@ extension PostgresClient {
     /// such an error the transaction throws `.queryFailed` with SQLSTATE 25P02.
     public func transaction<T: Sendable>(
         isolation: PostgresIsolation = .readCommitted,
-        _ body: @escaping @Sendable (PostgresConnection) throws -> T
+        _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         var retries = 0
         while true {
             do {
                 return try await withConnection { connection in
-                    try connection.inTransaction(isolation: isolation, body)
+                    try await connection.inTransaction(isolation: isolation, body)
                 }
             } catch let error as PostgresError
                 where error.isRetryableTransactionFailure && retries < transactionRetryLimit
@@ -36,12 +36,12 @@ extension PostgresClient {
 }
 
 extension PostgresConnection {
-    func inTransaction<T>(isolation: PostgresIsolation, _ body: (PostgresConnection) throws -> T)
-        throws -> T
-    {
-        try executeScript(isolation.beginStatement)
+    func inTransaction<T>(
+        isolation: PostgresIsolation, _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await executeScript(isolation.beginStatement)
         do {
-            let value = try body(self)
+            let value = try await body(self)
             guard isInTransaction, !isInFailedTransaction else {
                 throw PostgresError(
                     code: .queryFailed,
@@ -50,12 +50,12 @@ extension PostgresConnection {
                         : "the transaction was ended inside its body",
                     sqlState: isInTransaction ? "25P02" : nil)
             }
-            try executeScript("COMMIT")
+            try await executeScript("COMMIT")
             return value
         } catch {
             if isInTransaction {
                 // A failed ROLLBACK means a broken connection, which the pool discards anyway.
-                try? executeScript("ROLLBACK")
+                try? await executeScript("ROLLBACK")
             }
             throw error
         }

@@ -6,15 +6,16 @@ import Synchronization
 /// A pool of libpq connections to one database, with `async` queries and transactions.
 ///
 /// At most `poolSize` connections, opened when first needed; callers beyond that wait in arrival
-/// order (up to `poolWaitTimeout`). Every blocking libpq call runs on the client's own
-/// `NIOThreadPool` (one thread per connection), never on the caller's executor or an event loop.
-/// A connection found broken is discarded and replaced, so the client recovers by itself when the
-/// server restarts. Call `shutdown()` before dropping the client.
+/// order (up to `poolWaitTimeout`). Statements never block a thread: the caller sends with libpq in
+/// non-blocking mode and the client's `PostgresReactor` resumes it when the answer is in. Only
+/// opening a connection blocks, on NIO's shared thread pool. A connection found broken is
+/// discarded and replaced, so the client recovers by itself when the server restarts. Call
+/// `shutdown()` before dropping the client.
 public final class PostgresClient: Sendable {
     private let settings: ConnectionSettings
     private let options: PostgresConfiguration.Options
     let logger: Logger
-    private let threadPool: NIOThreadPool
+    private let reactor: PostgresReactor
     private let state: Mutex<ConnectionPoolState>
     private let waiterIDs = Atomic<Int>(0)
 
@@ -28,17 +29,14 @@ public final class PostgresClient: Sendable {
         options = configuration.options
         self.logger = logger
         state = Mutex(ConnectionPoolState(capacity: configuration.options.poolSize))
-        threadPool = NIOThreadPool(numberOfThreads: configuration.options.poolSize)
-        threadPool.start()
+        reactor = try PostgresReactor(logger: logger)
     }
 
     var transactionRetryLimit: Int { options.transactionRetryLimit }
 
     deinit {
-        // A safety net for a client dropped without `shutdown()`: the threads must still end.
-        if !state.withLock({ $0.isClosed }) {
-            threadPool.shutdownGracefully { _ in }
-        }
+        // A safety net for a client dropped without `shutdown()`: the thread must still end.
+        reactor.stop()
     }
 
     /// Runs one statement and returns its rows. If the connection turns out to be broken (the
@@ -47,7 +45,7 @@ public final class PostgresClient: Sendable {
     public func query(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws
         -> PostgresRows
     {
-        try await withReconnection { try $0.query(sql, parameters) }
+        try await withReconnection { try await $0.query(sql, parameters) }
     }
 
     /// Runs one statement and returns how many rows it affected; retried like `query`.
@@ -55,13 +53,13 @@ public final class PostgresClient: Sendable {
     public func execute(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws
         -> Int
     {
-        try await withReconnection { try $0.execute(sql, parameters) }
+        try await withReconnection { try await $0.execute(sql, parameters) }
     }
 
-    /// Lends a connection to `body`, which runs on a pool thread and may run several statements.
-    /// A transaction `body` leaves open is rolled back before the connection is reused.
+    /// Lends a connection to `body`, which may run several statements (one at a time). A
+    /// transaction `body` leaves open is rolled back before the connection is reused.
     public func withConnection<T: Sendable>(
-        _ body: @escaping @Sendable (PostgresConnection) throws -> T
+        _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         try await withConnection(waitTimeout: options.poolWaitTimeout, body)
     }
@@ -71,7 +69,7 @@ public final class PostgresClient: Sendable {
     public func isReachable() async -> Bool {
         do {
             _ = try await withConnection(waitTimeout: options.connectTimeout) {
-                try $0.query("SELECT 1")
+                try await $0.query("SELECT 1")
             }
             return true
         } catch {
@@ -79,31 +77,26 @@ public final class PostgresClient: Sendable {
         }
     }
 
-    /// Fails waiting callers with `.poolClosed`, lets running statements finish, closes every
-    /// connection and stops the pool's threads. Later calls fail with `.poolClosed`.
+    /// Fails waiting callers with `.poolClosed`, lets the callers holding connections finish, closes
+    /// every connection and stops the reactor. Later calls fail with `.poolClosed`.
     public func shutdown() async {
         let (waiters, idle) = state.withLock { $0.close() }
         for waiter in waiters {
             waiter.continuation.resume(throwing: PostgresError(code: .poolClosed))
         }
-        // Connections in use close when their job gives them back; the idle ones close here, on a
-        // pool thread like every libpq call. The pool's threads then finish their work and exit.
-        _ = try? await threadPool.runIfActive {
-            for connection in idle { connection.close() }
+        for connection in idle { connection.close() }
+        // Connections in use close as their holders give them back (`release`).
+        await withCheckedContinuation { continuation in
+            if state.withLock({ $0.waitForDrain(continuation) }) { continuation.resume() }
         }
-        do {
-            try await threadPool.shutdownGracefully()
-        } catch {
-            logger.debug(
-                "postgres thread pool did not shut down cleanly", metadata: ["error": "\(error)"])
-        }
+        await reactor.shutdown()
         logger.debug("postgres client shut down")
     }
 
     // MARK: - Leasing
 
     private func withReconnection<T: Sendable>(
-        _ body: @escaping @Sendable (PostgresConnection) throws -> T
+        _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         do {
             return try await withConnection(waitTimeout: options.poolWaitTimeout, body)
@@ -113,52 +106,51 @@ public final class PostgresClient: Sendable {
         }
     }
 
+    /// Gets a live connection for a slot of the pool, runs `body` with it, and gives the slot back.
     func withConnection<T: Sendable>(
-        waitTimeout: Duration?, _ body: @escaping @Sendable (PostgresConnection) throws -> T
+        waitTimeout: Duration?, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         let slot = try await acquire(waitTimeout: waitTimeout)
-        return try await withCheckedThrowingContinuation { continuation in
-            // `submit` rather than `runIfActive`: when the pool shuts down before the job starts we
-            // must still give the slot back.
-            threadPool.submit { work in
-                guard case .active = work else {
-                    self.release(nil)
-                    continuation.resume(throwing: PostgresError(code: .poolClosed))
-                    return
-                }
-                continuation.resume(with: self.run(body, in: slot))
-            }
-        }
-    }
-
-    /// On a pool thread: gets a live connection for `slot`, runs `body`, and returns the slot.
-    private func run<T>(
-        _ body: (PostgresConnection) throws -> T, in slot: ConnectionPoolState.Slot
-    ) -> Result<T, any Error> {
         let connection: PostgresConnection
         if case .idle(let idle) = slot, idle.isUsable() {
             connection = idle
         } else {
-            if case .idle = slot {
+            if case .idle(let broken) = slot {
                 logger.debug("replacing a pooled Postgres connection the server closed")
+                broken.close()
             }
             do {
-                connection = try PostgresConnection.connect(
-                    settings, statementCacheSize: options.preparedStatementCacheSize, logger: logger
-                )
-                logger.debug("opened a Postgres connection")
+                connection = try await open()
             } catch {
                 release(nil)
-                return .failure(error)
+                throw error
             }
         }
-        let result = Result { try body(connection) }
-        let reusable = connection.prepareForReuse()
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body(connection))
+        } catch {
+            result = .failure(error)
+        }
+        let reusable = await connection.prepareForReuse()
         if !reusable {
             logger.debug("discarding a broken Postgres connection")
+            connection.close()
         }
         release(reusable ? connection : nil)
-        return result
+        return try result.get()
+    }
+
+    /// Opens a connection on NIO's shared thread pool: libpq only connects by blocking.
+    private func open() async throws -> PostgresConnection {
+        let (settings, reactor, logger) = (self.settings, self.reactor, self.logger)
+        let cacheSize = options.preparedStatementCacheSize
+        let connection = try await NIOThreadPool.singleton.runIfActive {
+            try PostgresConnection.connect(
+                settings, reactor: reactor, statementCacheSize: cacheSize, logger: logger)
+        }
+        logger.debug("opened a Postgres connection")
+        return connection
     }
 
     private func acquire(waitTimeout: Duration?) async throws -> ConnectionPoolState.Slot {
@@ -218,9 +210,17 @@ public final class PostgresClient: Sendable {
         }
     }
 
-    /// Gives a slot back: to the first waiter if there is one, otherwise to the idle list.
+    /// Gives a slot back: to the first waiter if there is one, otherwise to the idle list (or,
+    /// once the pool is closed, closes the connection).
     private func release(_ connection: PostgresConnection?) {
-        guard let (waiter, slot) = state.withLock({ $0.release(connection) }) else { return }
-        waiter.continuation.resume(returning: slot)
+        switch state.withLock({ $0.release(connection) }) {
+        case .handedOver(let waiter, let slot):
+            waiter.continuation.resume(returning: slot)
+        case .kept:
+            break
+        case .closed(let drained):
+            connection?.close()
+            for waiter in drained { waiter.resume() }
+        }
     }
 }

@@ -1,50 +1,70 @@
 import CLibPQ
 import Foundation
 import Logging
+import Synchronization
 
-/// One libpq connection, lent by `PostgresClient` to a closure that runs on a pool thread
-/// (`withConnection`, `transaction`). Its calls block that thread until the server answers.
+/// One libpq connection, lent by `PostgresClient` to one caller at a time (`withConnection`,
+/// `transaction`). Its statements never block a thread: libpq runs in non-blocking mode, the caller
+/// sends, and the client's `PostgresReactor` resumes it when the answer has arrived.
 ///
 /// `@unchecked Sendable` because it wraps a `PGconn *`, which libpq allows on any thread but not on
-/// two at once: the pool hands a connection to one job at a time, and its lock orders one job's
-/// use before the next. Do not keep a connection beyond the closure it was lent to.
+/// two at once: the pool lends a connection to one caller at a time, the reactor touches it only
+/// while that caller waits for an answer, and `pending`'s lock orders the two. Do not keep a
+/// connection beyond the closure it was lent to, and do not run two of its statements at once.
 public final class PostgresConnection: @unchecked Sendable {
     private let handle: OpaquePointer
+    /// The socket libpq talks over, which the reactor watches.
+    let socket: Int32
+    private let reactor: PostgresReactor
     private let logger: Logger
     private let statementCacheSize: Int
+    /// The statement waiting for its answer, if any.
+    private let pending = Mutex<Pending?>(nil)
     /// Prepared statements by SQL text and parameter types, so each is parsed once per connection.
     private var statements: [StatementKey: String] = [:]
     private var statementCounter = 0
     /// Set when the connection is in a state it cannot be used from again (an unsupported COPY).
     private var isUnusable = false
-    private var isClosed = false
+    private let isClosed = Atomic<Bool>(false)
 
     private struct StatementKey: Hashable {
         let sql: String
         let types: [Oid]
     }
 
-    private init(handle: OpaquePointer, logger: Logger, statementCacheSize: Int) {
+    /// A statement sent and not yet answered in full.
+    private struct Pending {
+        let continuation: CheckedContinuation<[PostgresResult], any Error>
+        var results: [PostgresResult] = []
+    }
+
+    private init(
+        handle: OpaquePointer, reactor: PostgresReactor, logger: Logger, statementCacheSize: Int
+    ) {
         self.handle = handle
+        self.socket = PQsocket(handle)
+        self.reactor = reactor
         self.logger = logger
         self.statementCacheSize = statementCacheSize
     }
 
     deinit {
-        close()
+        if !isClosed.load(ordering: .relaxed) { PQfinish(handle) }
     }
 
-    /// Ends the session (libpq sends a Terminate message). Called on a pool thread at shutdown;
-    /// otherwise the connection closes when the pool drops it.
+    /// Ends the session (libpq sends a Terminate message without waiting) and stops watching the
+    /// socket. The pool calls it for connections it discards and at shutdown.
     func close() {
-        guard !isClosed else { return }
-        isClosed = true
+        guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        reactor.unregister(self)
         PQfinish(handle)
     }
 
-    /// Opens a connection; blocks for up to the connect timeout.
+    /// Opens a connection; blocks for up to the connect timeout, so callers run it on a thread
+    /// pool. The connection then works in non-blocking mode with `reactor`.
     static func connect(
-        _ settings: ConnectionSettings, statementCacheSize: Int, logger: Logger
+        _ settings: ConnectionSettings, reactor: PostgresReactor, statementCacheSize: Int,
+        logger: Logger
     ) throws -> PostgresConnection {
         let handle = withCStrings(settings.keywords) { keywords in
             withCStrings(settings.values) { values in
@@ -55,7 +75,7 @@ public final class PostgresConnection: @unchecked Sendable {
             throw PostgresError(
                 code: .connectionFailed, reason: "libpq could not allocate a connection")
         }
-        guard PQstatus(handle) == CONNECTION_OK else {
+        guard PQstatus(handle) == CONNECTION_OK, PQsetnonblocking(handle, 1) == 0 else {
             let message = String(cString: PQerrorMessage(handle))
             PQfinish(handle)
             throw PostgresError(
@@ -63,7 +83,8 @@ public final class PostgresConnection: @unchecked Sendable {
                 serverMessage: message)
         }
         let connection = PostgresConnection(
-            handle: handle, logger: logger, statementCacheSize: statementCacheSize)
+            handle: handle, reactor: reactor, logger: logger,
+            statementCacheSize: statementCacheSize)
         // libpq prints notices ("schema already exists, skipping") on stderr unless told otherwise.
         PQsetNoticeProcessor(
             handle,
@@ -75,33 +96,39 @@ public final class PostgresConnection: @unchecked Sendable {
                     "postgres notice",
                     metadata: ["db.notice": "\(String(cString: message).trimmingTrailingNewlines)"])
             }, Unmanaged.passUnretained(connection).toOpaque())
+        do {
+            try reactor.register(connection)
+        } catch {
+            connection.isClosed.store(true, ordering: .relaxed)
+            PQfinish(handle)
+            throw error
+        }
         return connection
     }
 
     /// Runs one statement and returns its rows. Parameters are bound to `$1`, `$2`, … (never
     /// spliced into the SQL); see `PostgresEncodable`.
-    public func query(_ sql: String, _ parameters: [any PostgresEncodable] = []) throws
+    public func query(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws
         -> PostgresRows
     {
-        let result = try run(sql, parameters)
-        defer { PQclear(result) }
-        return PostgresRows(copying: result)
+        try await run(sql, parameters).rows()
     }
 
     /// Runs one statement and returns how many rows it inserted, updated, deleted or returned.
     @discardableResult
-    public func execute(_ sql: String, _ parameters: [any PostgresEncodable] = []) throws -> Int {
-        let result = try run(sql, parameters)
-        defer { PQclear(result) }
-        return Int(String(cString: PQcmdTuples(result))) ?? 0
+    public func execute(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws
+        -> Int
+    {
+        try await run(sql, parameters).affectedRows
     }
 
     /// Runs SQL without parameters through the simple protocol, which allows several statements
     /// in one string (migrations) and works in an aborted transaction (`ROLLBACK`).
-    func executeScript(_ sql: String) throws {
+    func executeScript(_ sql: String) async throws {
         try checkOpen()
         try checkSQL(sql)
-        PQclear(try check(PQexec(handle, sql)))
+        let results = try await roundTrip { PQsendQuery($0, sql) }
+        for result in results { _ = try check(result) }
     }
 
     /// Whether the connection is in an open transaction (including a failed one).
@@ -116,82 +143,169 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Checks, without blocking, that the server has not closed the connection while it sat idle
     /// (a restart sends a FATAL message and closes the socket, which `PQconsumeInput` reads).
     func isUsable() -> Bool {
-        guard !isClosed, !isUnusable, PQstatus(handle) == CONNECTION_OK else { return false }
+        guard !isClosed.load(ordering: .relaxed), !isUnusable, PQstatus(handle) == CONNECTION_OK
+        else { return false }
         return PQconsumeInput(handle) == 1 && PQstatus(handle) == CONNECTION_OK
     }
 
     /// Makes the connection fit for its next user: rolls back a transaction left open. False if it
     /// must be thrown away instead.
-    func prepareForReuse() -> Bool {
+    func prepareForReuse() async -> Bool {
         guard !isUnusable, PQstatus(handle) == CONNECTION_OK else { return false }
         switch PQtransactionStatus(handle) {
         case PQTRANS_IDLE:
             return true
         case PQTRANS_INTRANS, PQTRANS_INERROR:
             logger.debug("rolling back a transaction left open on a pooled connection")
-            return (try? executeScript("ROLLBACK")) != nil
+            return (try? await executeScript("ROLLBACK")) != nil
                 && PQtransactionStatus(handle) == PQTRANS_IDLE
         default:
             return false
         }
     }
 
+    // MARK: - Waiting for answers
+
+    /// Sends a statement with `send` (a libpq `PQsend…` call) and waits, without blocking, for all
+    /// the results it answers with.
+    private func roundTrip(_ send: (OpaquePointer) -> Int32) async throws -> [PostgresResult] {
+        try await withCheckedThrowingContinuation { continuation in
+            // The lock is released before the socket is armed: the reactor, which takes it when the
+            // answer comes, then finds it free.
+            let next = pending.withLock { pending -> Step in
+                guard send(handle) == 1 else {
+                    continuation.resume(throwing: error(from: nil))
+                    return .finished
+                }
+                pending = Pending(continuation: continuation)
+                return advance(&pending, readSocket: false)
+            }
+            if case .wait(let writable) = next, !reactor.arm(socket, writable: writable) {
+                pending.withLock { finish(&$0, .failure(Self.unwatchable)) }
+            }
+        }
+    }
+
+    /// Called by the reactor when the socket is readable or, while a statement is being sent,
+    /// writable.
+    func socketIsReady() {
+        pending.withLock { pending in
+            if case .wait(let writable) = advance(&pending, readSocket: true),
+                !reactor.arm(socket, writable: writable)
+            {
+                finish(&pending, .failure(Self.unwatchable))
+            }
+        }
+    }
+
+    /// What a statement waits for after `advance`.
+    private enum Step {
+        case finished
+        /// The socket to be readable, and writable too when part of the statement is unsent.
+        case wait(writable: Bool)
+    }
+
+    /// Takes the statement in `pending` as far as it goes without blocking: sends what is left of
+    /// it, reads what arrived (with `readSocket`; right after sending there is nothing yet), and
+    /// finishes it once its last result is in.
+    private func advance(_ pending: inout Pending?, readSocket: Bool) -> Step {
+        guard pending != nil else { return .finished }
+        let flushed = PQflush(handle)
+        guard flushed >= 0, !readSocket || PQconsumeInput(handle) == 1 else {
+            finish(&pending, .failure(error(from: nil)))
+            return .finished
+        }
+        while PQisBusy(handle) == 0 {
+            guard let pointer = PQgetResult(handle) else {
+                let results = pending?.results ?? []
+                finish(&pending, .success(results))
+                return .finished
+            }
+            let result = PostgresResult(pointer)
+            switch result.status {
+            case PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_COPY_BOTH:
+                isUnusable = true
+                finish(&pending, .failure(PostgresError(code: .queryFailed, reason: "COPY is not supported")))
+                return .finished
+            default:
+                pending?.results.append(result)
+            }
+        }
+        return .wait(writable: flushed == 1)
+    }
+
+    private static let unwatchable = PostgresError(
+        code: .connectionFailed, reason: "cannot watch the connection's socket")
+
+    private func finish(_ pending: inout Pending?, _ outcome: Result<[PostgresResult], any Error>) {
+        pending.take()?.continuation.resume(with: outcome)
+    }
+
     // MARK: - Running statements
 
     /// Runs one statement through a cached prepared statement (or unnamed when caching is off)
-    /// and returns its successful result, which the caller must `PQclear`.
-    private func run(_ sql: String, _ parameters: [any PostgresEncodable]) throws -> OpaquePointer {
+    /// and returns its successful result.
+    private func run(_ sql: String, _ parameters: [any PostgresEncodable]) async throws
+        -> PostgresResult
+    {
         try checkOpen()
         let bindings = try PostgresBindings(parameters)
         guard statementCacheSize > 0 else {
             try checkSQL(sql)
             return try check(
-                bindings.withParameters { values, lengths, formats in
-                    PQexecParams(
-                        handle, sql, Int32(bindings.count), bindings.types, values, lengths,
-                        formats, 0)
+                await roundTrip { handle in
+                    bindings.withParameters { values, lengths, formats in
+                        PQsendQueryParams(
+                            handle, sql, Int32(bindings.count), bindings.types, values, lengths,
+                            formats, 0)
+                    }
                 })
         }
         let key = StatementKey(sql: sql, types: bindings.types)
-        let name = try preparedStatement(for: key)
-        let result = bindings.withParameters { values, lengths, formats in
-            PQexecPrepared(handle, name, Int32(bindings.count), values, lengths, formats, 0)
+        let name = try await preparedStatement(for: key)
+        let results = try await roundTrip { handle in
+            bindings.withParameters { values, lengths, formats in
+                PQsendQueryPrepared(handle, name, Int32(bindings.count), values, lengths, formats, 0)
+            }
         }
-        guard let result, isStalePlan(result) else { return try check(result) }
+        guard let first = results.first, first.isStalePlan else { return try check(results) }
         // A table the statement reads changed shape since it was prepared. Forget the statement;
         // run it again at once unless that error has just aborted the caller's transaction.
         statements[key] = nil
-        guard PQtransactionStatus(handle) == PQTRANS_IDLE else { return try check(result) }
-        PQclear(result)
+        guard PQtransactionStatus(handle) == PQTRANS_IDLE else { return try check(results) }
         logger.debug(
             "re-preparing a statement whose plan went stale",
             metadata: ["db.statement.name": "\(name)"])
-        let fresh = try preparedStatement(for: key)
+        let fresh = try await preparedStatement(for: key)
         return try check(
-            bindings.withParameters { values, lengths, formats in
-                PQexecPrepared(handle, fresh, Int32(bindings.count), values, lengths, formats, 0)
+            await roundTrip { handle in
+                bindings.withParameters { values, lengths, formats in
+                    PQsendQueryPrepared(
+                        handle, fresh, Int32(bindings.count), values, lengths, formats, 0)
+                }
             })
     }
 
     /// The name of the prepared statement for `key`, preparing it on first use.
-    private func preparedStatement(for key: StatementKey) throws -> String {
+    private func preparedStatement(for key: StatementKey) async throws -> String {
         if let name = statements[key] { return name }
         if statements.count >= statementCacheSize {
             // Dynamic SQL would otherwise grow the cache without bound.
-            try executeScript("DEALLOCATE ALL")
+            try await executeScript("DEALLOCATE ALL")
             statements.removeAll()
         }
         try checkSQL(key.sql)
         statementCounter += 1
         let name = "aviary_\(statementCounter)"
-        PQclear(try check(PQprepare(handle, name, key.sql, Int32(key.types.count), key.types)))
+        _ = try check(
+            await roundTrip { PQsendPrepare($0, name, key.sql, Int32(key.types.count), key.types) })
         statements[key] = name
         return name
     }
 
     /// A connection kept past its lending may have been closed by the pool since.
     private func checkOpen() throws {
-        guard !isClosed else {
+        guard !isClosed.load(ordering: .relaxed) else {
             throw PostgresError(code: .connectionFailed, reason: "the connection was closed")
         }
     }
@@ -203,38 +317,25 @@ public final class PostgresConnection: @unchecked Sendable {
         }
     }
 
-    /// Whether `result` is the error a cached plan gives once its result columns changed.
-    private func isStalePlan(_ result: OpaquePointer) -> Bool {
-        guard PQresultStatus(result) == PGRES_FATAL_ERROR,
-            let function = PQresultErrorField(result, Self.diagnosticSourceFunction)
-        else { return false }
-        return strcmp(function, "RevalidateCachedQuery") == 0
+    /// The one result of a statement, if it succeeded; otherwise the error it carries.
+    private func check(_ results: [PostgresResult]) throws -> PostgresResult {
+        guard let result = results.first else { throw error(from: nil) }
+        return try check(result)
     }
 
-    /// Returns a successful result; otherwise frees it and throws the error it carries.
-    private func check(_ result: OpaquePointer?) throws -> OpaquePointer {
-        guard let result else { throw error(from: nil) }
-        switch PQresultStatus(result) {
+    /// `result` if it is a success; otherwise the error it carries.
+    private func check(_ result: PostgresResult) throws -> PostgresResult {
+        switch result.status {
         case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
             return result
-        case PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_COPY_BOTH:
-            PQclear(result)
-            isUnusable = true
-            throw PostgresError(code: .queryFailed, reason: "COPY is not supported")
         default:
-            defer { PQclear(result) }
             throw error(from: result)
         }
     }
 
     /// The error a failed result (or, without one, the connection) reports.
-    private func error(from result: OpaquePointer?) -> PostgresError {
-        func field(_ code: Character) -> String? {
-            guard let result, let value = PQresultErrorField(result, Int32(code.asciiValue!)) else {
-                return nil
-            }
-            return String(cString: value)
-        }
+    private func error(from result: PostgresResult?) -> PostgresError {
+        func field(_ code: Character) -> String? { result?.errorField(code) }
         let sqlState = field("C")
         let lost = PQstatus(handle) != CONNECTION_OK
         // Class 08 is connection exceptions; 57P01-57P03 are the server shutting down or starting.
@@ -254,8 +355,42 @@ public final class PostgresConnection: @unchecked Sendable {
             column: field("c"), serverMessage: message, detail: field("D"), hint: field("H"),
             connectionLost: lost)
     }
+}
 
-    private static let diagnosticSourceFunction = Int32(Character("R").asciiValue!)
+/// A libpq result, freed when the last reference goes. Read it through its methods, which keep it
+/// alive while they use the pointer.
+final class PostgresResult: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    init(_ pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    /// Its rows, copied out.
+    func rows() -> PostgresRows {
+        PostgresRows(copying: pointer)
+    }
+
+    /// How many rows the statement inserted, updated, deleted or returned.
+    var affectedRows: Int {
+        Int(String(cString: PQcmdTuples(pointer))) ?? 0
+    }
+
+    var status: ExecStatusType { PQresultStatus(pointer) }
+
+    /// A field of the error it reports (`C` SQLSTATE, `M` message, `n` constraint, …).
+    func errorField(_ code: Character) -> String? {
+        PQresultErrorField(pointer, Int32(code.asciiValue!)).map { String(cString: $0) }
+    }
+
+    /// Whether it is the error a cached plan gives once its result columns changed.
+    var isStalePlan: Bool {
+        status == PGRES_FATAL_ERROR && errorField("R") == "RevalidateCachedQuery"
+    }
+
+    deinit {
+        PQclear(pointer)
+    }
 }
 
 extension String {

@@ -29,9 +29,9 @@ public struct PostgresMigrator: Sendable {
         let lockKey = advisoryLockKey
         let logger = client.logger
         return try await client.transaction { connection in
-            try connection.execute("SELECT pg_advisory_xact_lock($1)", [lockKey])
+            try await connection.execute("SELECT pg_advisory_xact_lock($1)", [lockKey])
             // After the lock, so that concurrent migrators do not race to create them.
-            try connection.executeScript(
+            try await connection.executeScript(
                 """
                 CREATE SCHEMA IF NOT EXISTS \(quotedIdentifier(schema));
                 CREATE TABLE IF NOT EXISTS \(table) (
@@ -42,7 +42,7 @@ public struct PostgresMigrator: Sendable {
                 """)
             let known = Set(migrations.map(\.version))
             var applied = Set<Int>()
-            for row in try connection.query("SELECT version FROM \(table) ORDER BY version") {
+            for row in try await connection.query("SELECT version FROM \(table) ORDER BY version") {
                 let version = try row.decode(Int.self, at: 0)
                 guard known.contains(version) else {
                     throw PostgresError(
@@ -55,8 +55,8 @@ public struct PostgresMigrator: Sendable {
             }
             var newlyApplied: [Int] = []
             for migration in migrations where !applied.contains(migration.version) {
-                try connection.executeScript(migration.sql)
-                try connection.execute(
+                try await connection.executeScript(migration.sql)
+                try await connection.execute(
                     "INSERT INTO \(table) (version, name) VALUES ($1, $2)",
                     [migration.version, migration.name])
                 logger.info(

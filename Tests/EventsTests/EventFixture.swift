@@ -51,7 +51,7 @@ struct EventFixture {
     /// Appends `events` in one committed transaction.
     func append(_ events: [DomainEvent]) async throws {
         try await postgres.transaction { connection in
-            for event in events { try Outbox.append(event, schema: Self.schema, on: connection) }
+            for event in events { try await Outbox.append(event, schema: Self.schema, on: connection) }
         }
     }
 
@@ -59,7 +59,7 @@ struct EventFixture {
     func appendRolledBack(_ events: [DomainEvent]) async throws {
         await #expect(throws: RolledBack.self) {
             try await postgres.transaction { connection in
-                for event in events { try Outbox.append(event, schema: Self.schema, on: connection) }
+                for event in events { try await Outbox.append(event, schema: Self.schema, on: connection) }
                 throw RolledBack()
             }
         }

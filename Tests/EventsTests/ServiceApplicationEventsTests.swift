@@ -38,7 +38,7 @@ struct ServiceApplicationEventsTests {
         let appended = await eventually(timeout: .seconds(20)) {
             do {
                 try await postgres.transaction { connection in
-                    try Outbox.append(DomainEvent(topic: topic, type: "created", payload: ["id": "1"]), schema: "tweets", on: connection)
+                    try await Outbox.append(DomainEvent(topic: topic, type: "created", payload: ["id": "1"]), schema: "tweets", on: connection)
                 }
                 return true
             } catch {

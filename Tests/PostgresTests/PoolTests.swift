@@ -34,7 +34,7 @@ struct PoolTests {
         options.poolWaitTimeout = .milliseconds(100)
         try await withTestClient(poolSize: 1, options: options) { client in
             let gate = Gate()
-            async let holder: Void = client.withConnection { _ in gate.enterAndWait() }
+            async let holder: Void = client.withConnection { _ in await gate.enterAndWait() }
             try await gate.waitUntilEntered()
             let codes = await withTaskGroup(of: PostgresError.Code?.self) { group in
                 for _ in 0..<5 {
@@ -54,7 +54,7 @@ struct PoolTests {
     @Test func aCancelledWaiterGivesUpItsPlace() async throws {
         try await withTestClient(poolSize: 1) { client in
             let gate = Gate()
-            async let holder: Void = client.withConnection { _ in gate.enterAndWait() }
+            async let holder: Void = client.withConnection { _ in await gate.enterAndWait() }
             try await gate.waitUntilEntered()
             let waiter = Task { try await client.query("SELECT 1") }
             try await Task.sleep(for: .milliseconds(50))
@@ -74,8 +74,8 @@ struct PoolTests {
         let client = try PostgresClient(configuration: configuration, logger: quietLogger)
         let gate = Gate()
         async let holder = client.withConnection { connection in
-            gate.enterAndWait()
-            return try connection.query("SELECT 1").count
+            await gate.enterAndWait()
+            return try await connection.query("SELECT 1").count
         }
         try await gate.waitUntilEntered()
         async let waiter = postgresError { _ = try await client.query("SELECT 1") }
@@ -165,7 +165,7 @@ struct ReconnectionTests {
             #expect(await client.isReachable())
             #expect(try await client.execute("INSERT INTO items VALUES ($1)", [1]) == 1)
             let inserted = try await client.transaction {
-                try $0.query("SELECT count(*) FROM items").first?.decode(Int.self, at: 0)
+                try await $0.query("SELECT count(*) FROM items").first?.decode(Int.self, at: 0)
             }
             #expect(inserted == 1)
         }
@@ -214,8 +214,8 @@ struct ReconnectionTests {
             async let transaction = postgresError {
                 try await client.transaction { connection in
                     _ = runs.increment()
-                    try connection.execute("INSERT INTO runs VALUES (1)")
-                    _ = try connection.query("SELECT pg_sleep(30)")
+                    try await connection.execute("INSERT INTO runs VALUES (1)")
+                    _ = try await connection.query("SELECT pg_sleep(30)")
                 }
             }
             try await terminateWhenActive(pid, url: url)

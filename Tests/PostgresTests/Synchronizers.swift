@@ -1,8 +1,7 @@
-import Foundation
 import Synchronization
 
-/// Blocks pool threads until `parties` of them have arrived (or five seconds pass, so that a
-/// failing test cannot hang).
+/// Holds concurrent transaction bodies until `parties` of them have arrived (or five seconds pass,
+/// so that a failing test cannot hang).
 final class Barrier: Sendable {
     private let parties: Int
     private let arrived = Mutex(0)
@@ -11,11 +10,11 @@ final class Barrier: Sendable {
         self.parties = parties
     }
 
-    func arriveAndWait() {
+    func arriveAndWait() async {
         arrived.withLock { $0 += 1 }
         let deadline = ContinuousClock.now + .seconds(5)
         while arrived.withLock({ $0 }) < parties, ContinuousClock.now < deadline {
-            usleep(1000)
+            try? await Task.sleep(for: .milliseconds(1))
         }
     }
 }
@@ -31,22 +30,23 @@ final class Counter: Sendable {
     }
 }
 
-/// Holds a pool thread (and its connection) until the test opens it, so that tests about a busy pool
-/// do not depend on timing.
+/// Holds a pooled connection until the test opens it, so that tests about a busy pool do not depend
+/// on timing.
 final class Gate: Sendable {
     private let isOpen = Atomic(false)
     private let isEntered = Atomic(false)
 
-    /// Called on a pool thread: marks it entered, then blocks until `open()` (or ten seconds pass).
-    func enterAndWait() {
+    /// Called while holding a connection: marks the gate entered, then waits until `open()` (or ten
+    /// seconds pass).
+    func enterAndWait() async {
         isEntered.store(true, ordering: .releasing)
         let deadline = ContinuousClock.now + .seconds(10)
         while !isOpen.load(ordering: .acquiring), ContinuousClock.now < deadline {
-            usleep(1000)
+            try? await Task.sleep(for: .milliseconds(1))
         }
     }
 
-    /// Waits until a pool thread has entered.
+    /// Waits until a connection holder has entered.
     func waitUntilEntered() async throws {
         while !isEntered.load(ordering: .acquiring) {
             try await Task.sleep(for: .milliseconds(5))

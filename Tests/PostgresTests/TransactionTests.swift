@@ -9,7 +9,7 @@ struct TransactionTests {
         try await withTestClient { client in
             try await client.execute("CREATE TABLE items (id bigint PRIMARY KEY)")
             let inserted = try await client.transaction { connection in
-                try connection.execute("INSERT INTO items VALUES (1), (2), (3)")
+                try await connection.execute("INSERT INTO items VALUES (1), (2), (3)")
             }
             #expect(inserted == 3)
             #expect(
@@ -23,7 +23,7 @@ struct TransactionTests {
             try await client.execute("CREATE TABLE items (id bigint PRIMARY KEY)")
             await #expect(throws: Abort.self) {
                 try await client.transaction { connection in
-                    try connection.execute("INSERT INTO items VALUES (1)")
+                    try await connection.execute("INSERT INTO items VALUES (1)")
                     throw Abort()
                 }
             }
@@ -39,8 +39,8 @@ struct TransactionTests {
             let error = try #require(
                 await postgresError {
                     try await client.transaction { connection in
-                        try connection.execute("INSERT INTO items VALUES (1)")
-                        _ = try? connection.execute("INSERT INTO items VALUES (1)")
+                        try await connection.execute("INSERT INTO items VALUES (1)")
+                        _ = try? await connection.execute("INSERT INTO items VALUES (1)")
                     }
                 })
             #expect(error.sqlState == "25P02")
@@ -54,8 +54,8 @@ struct TransactionTests {
         try await withTestClient(poolSize: 1) { client in
             try await client.execute("CREATE TABLE items (id bigint PRIMARY KEY)")
             try await client.withConnection { connection in
-                try connection.execute("BEGIN")
-                try connection.execute("INSERT INTO items VALUES (1)")
+                try await connection.execute("BEGIN")
+                try await connection.execute("INSERT INTO items VALUES (1)")
             }
             #expect(
                 try await client.query("SELECT count(*) FROM items").first?.decode(Int.self, at: 0)
@@ -75,10 +75,10 @@ struct TransactionTests {
                 group.addTask {
                     try await client.transaction(isolation: .serializable) { connection in
                         let attempt = attempts.increment()
-                        _ = try connection.query("SELECT sum(on_call) FROM doctors")
+                        _ = try await connection.query("SELECT sum(on_call) FROM doctors")
                         // Only the first two attempts meet, so that both read before either writes.
-                        if attempt <= 2 { barrier.arriveAndWait() }
-                        try connection.execute(
+                        if attempt <= 2 { await barrier.arriveAndWait() }
+                        try await connection.execute(
                             "UPDATE doctors SET on_call = on_call + 1 WHERE id = $1", [id])
                     }
                 }

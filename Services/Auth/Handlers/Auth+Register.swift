@@ -42,8 +42,8 @@ extension AuthService {
         let session = issuer.prepare()
         try await UserStore.namingConflicts {
             try await resources.postgres.transaction { connection in
-                try UserStore.insert(user, passwordHash: hash, on: connection)
-                try SessionStore.insert(
+                try await UserStore.insert(user, passwordHash: hash, on: connection)
+                try await SessionStore.insert(
                     sessionID: session.id, userID: user.id, refreshHash: session.refreshToken.hash, on: connection)
             }
         }

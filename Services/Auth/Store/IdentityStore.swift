@@ -28,7 +28,7 @@ struct IdentityStore: Sendable {
             attempt += 1
             do {
                 return try await postgres.transaction { connection in
-                    try Self.signIn(identity, newUserID: newUserID, on: connection)
+                    try await Self.signIn(identity, newUserID: newUserID, on: connection)
                 }
             } catch let error as PostgresError where error.isUniqueViolation && attempt < 4 {
                 continue
@@ -38,15 +38,15 @@ struct IdentityStore: Sendable {
 
     private static func signIn(
         _ identity: ExternalIdentity, newUserID: () -> Int64, on connection: PostgresConnection
-    ) throws -> (user: UserRecord, created: Bool) {
-        let linked = try connection.query(
+    ) async throws -> (user: UserRecord, created: Bool) {
+        let linked = try await connection.query(
             """
             SELECT \(prefixed(UserRecord.columns)) FROM auth.identities i JOIN auth.users u ON u.id = i.user_id
             WHERE i.provider = $1 AND i.subject = $2
             """, [identity.provider, identity.subject])
         if let row = linked.first { return (try UserRecord(row: row), false) }
 
-        let byEmail = try connection.query(
+        let byEmail = try await connection.query(
             "SELECT \(UserRecord.columns) FROM auth.users WHERE lower(email) = lower($1)", [identity.email])
         let user: UserRecord
         let created: Bool
@@ -56,15 +56,15 @@ struct IdentityStore: Sendable {
         } else {
             let base = UsernameDerivation.base(from: identity.usernameSeed)
             let taken = Set(
-                try connection.query("SELECT username FROM auth.users WHERE username LIKE $1", [base + "%"])
+                try await connection.query("SELECT username FROM auth.users WHERE username LIKE $1", [base + "%"])
                     .map { try $0.decode(String.self, at: 0) })
             user = UserRecord(
                 id: newUserID(), email: identity.email, username: UsernameDerivation.free(base: base, taken: taken),
                 fullname: identity.fullname, bio: "", profileImageID: nil, createdAt: Date())
-            try UserStore.insert(user, passwordHash: nil, on: connection)
+            try await UserStore.insert(user, passwordHash: nil, on: connection)
             created = true
         }
-        try connection.execute(
+        try await connection.execute(
             "INSERT INTO auth.identities (provider, subject, user_id, email) VALUES ($1, $2, $3, $4)",
             [identity.provider, identity.subject, user.id, identity.email])
         return (user, created)

@@ -18,8 +18,8 @@ struct SessionStore: Sendable {
     }
 
     /// Records a new session, inside the caller's transaction.
-    static func insert(sessionID: Int64, userID: Int64, refreshHash: [UInt8], on connection: PostgresConnection) throws {
-        try connection.execute(
+    static func insert(sessionID: Int64, userID: Int64, refreshHash: [UInt8], on connection: PostgresConnection) async throws {
+        try await connection.execute(
             "INSERT INTO auth.sessions (id, user_id, refresh_hash) VALUES ($1, $2, $3)", [sessionID, userID, refreshHash])
     }
 
@@ -32,22 +32,22 @@ struct SessionStore: Sendable {
     /// two calls with the same token exactly one rotates it and the other sees it spent.
     func rotate(presented: [UInt8], next: [UInt8]) async throws -> Rotation {
         try await postgres.transaction { connection in
-            let current = try connection.query(
+            let current = try await connection.query(
                 "SELECT id, user_id, revoked_at IS NOT NULL FROM auth.sessions WHERE refresh_hash = $1 FOR UPDATE", [presented])
             if let row = current.first {
                 let sessionID = try row.decode(Int64.self, at: 0)
                 if try row.decode(Bool.self, at: 2) { return .ended }
-                try connection.execute(
+                try await connection.execute(
                     "UPDATE auth.sessions SET refresh_hash = $2, last_used_at = now() WHERE id = $1", [sessionID, next])
-                try connection.execute(
+                try await connection.execute(
                     "INSERT INTO auth.spent_refresh_tokens (refresh_hash, session_id) VALUES ($1, $2)", [presented, sessionID])
                 return .rotated(userID: try row.decode(Int64.self, at: 1), sessionID: sessionID)
             }
-            let spent = try connection.query(
+            let spent = try await connection.query(
                 "SELECT session_id FROM auth.spent_refresh_tokens WHERE refresh_hash = $1", [presented])
             guard let row = spent.first else { return .unknown }
             let sessionID = try row.decode(Int64.self, at: 0)
-            try connection.execute(
+            try await connection.execute(
                 "UPDATE auth.sessions SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL", [sessionID])
             return .reused(sessionID: sessionID)
         }

@@ -23,8 +23,8 @@ struct UserStore: Sendable {
     }
 
     /// Adds an account, inside the caller's transaction.
-    static func insert(_ user: UserRecord, passwordHash: String?, on connection: PostgresConnection) throws {
-        try connection.execute(
+    static func insert(_ user: UserRecord, passwordHash: String?, on connection: PostgresConnection) async throws {
+        try await connection.execute(
             """
             INSERT INTO auth.users (id, email, username, fullname, bio, profile_image_id, password_hash, created_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -125,8 +125,8 @@ struct UserStore: Sendable {
         let escaped = query.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
             .replacingOccurrences(of: "_", with: "\\_")
         return try await postgres.transaction { connection in
-            try connection.execute("SET LOCAL pg_trgm.word_similarity_threshold = 0.45")
-            return try connection.query(
+            try await connection.execute("SET LOCAL pg_trgm.word_similarity_threshold = 0.45")
+            return try await connection.query(
                 """
                 SELECT \(UserRecord.columns),
                     (CASE WHEN username = $1 THEN 4 ELSE 0 END

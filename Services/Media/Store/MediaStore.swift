@@ -8,7 +8,7 @@ struct MediaStore: Sendable {
     /// changes nothing.
     func finish(_ media: MediaRecord) async throws {
         try await postgres.transaction { connection in
-            try connection.execute(
+            try await connection.execute(
                 """
                 INSERT INTO media.items (\(MediaRecord.columns))
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -18,7 +18,7 @@ struct MediaStore: Sendable {
                     media.id, media.ownerID, media.purpose.rawValue, media.conversationID, media.type.rawValue,
                     media.byteSize, media.sha256, media.width, media.height, media.durationMs,
                 ])
-            try connection.execute("DELETE FROM media.uploads WHERE id = $1", [media.id])
+            try await connection.execute("DELETE FROM media.uploads WHERE id = $1", [media.id])
         }
     }
 

@@ -87,15 +87,15 @@ struct ConversationStore: Sendable {
         -> Result<[Int64], ChangeRefusal>
     {
         try await postgres.transaction { connection in
-            guard let kind = try Self.lockedGroup(conversation, caller: caller, on: connection) else { return .failure(.notMember) }
+            guard let kind = try await Self.lockedGroup(conversation, caller: caller, on: connection) else { return .failure(.notMember) }
             if kind == .direct { return .failure(.direct) }
-            let current = try connection.query(
+            let current = try await connection.query(
                 "SELECT user_id FROM messaging.members WHERE conversation_id = $1 AND left_at IS NULL", [conversation]
             ).map { try $0.decode(Int64.self, at: 0) }
             let newcomers = Array(Set(users).subtracting(current)).sorted()
             guard current.count + newcomers.count <= Self.memberLimit else { return .failure(.full(current: current.count)) }
             guard !newcomers.isEmpty else { return .success([]) }
-            try connection.execute(
+            try await connection.execute(
                 """
                 INSERT INTO messaging.members AS m (conversation_id, user_id, read_message_id, read_seq)
                 SELECT $1, member, coalesce(c.last_message_id, 0), c.last_seq
@@ -103,7 +103,7 @@ struct ConversationStore: Sendable {
                 ON CONFLICT (conversation_id, user_id) DO UPDATE
                 SET left_at = NULL, joined_at = now(), read_message_id = EXCLUDED.read_message_id, read_seq = EXCLUDED.read_seq
                 """, [conversation, newcomers])
-            try Self.touch(conversation, activityID: activityID, on: connection)
+            try await Self.touch(conversation, activityID: activityID, on: connection)
             return .success(newcomers)
         }
     }
@@ -111,14 +111,14 @@ struct ConversationStore: Sendable {
     /// Ends `user`'s membership of the group; the members before the change, or the refusal.
     func leave(_ conversation: Int64, user: Int64, activityID: Int64) async throws -> Result<[Int64], ChangeRefusal> {
         try await postgres.transaction { connection in
-            guard let kind = try Self.lockedGroup(conversation, caller: user, on: connection) else { return .failure(.notMember) }
+            guard let kind = try await Self.lockedGroup(conversation, caller: user, on: connection) else { return .failure(.notMember) }
             if kind == .direct { return .failure(.direct) }
-            let before = try connection.query(
+            let before = try await connection.query(
                 "SELECT user_id FROM messaging.members WHERE conversation_id = $1 AND left_at IS NULL", [conversation]
             ).map { try $0.decode(Int64.self, at: 0) }
-            try connection.execute(
+            try await connection.execute(
                 "UPDATE messaging.members SET left_at = now() WHERE conversation_id = $1 AND user_id = $2", [conversation, user])
-            try Self.touch(conversation, activityID: activityID, on: connection)
+            try await Self.touch(conversation, activityID: activityID, on: connection)
             return .success(before)
         }
     }
@@ -126,19 +126,19 @@ struct ConversationStore: Sendable {
     /// Sets the group's title as `caller`.
     func rename(_ conversation: Int64, caller: Int64, title: String, activityID: Int64) async throws -> Result<Void, ChangeRefusal> {
         try await postgres.transaction { connection in
-            guard let kind = try Self.lockedGroup(conversation, caller: caller, on: connection) else { return .failure(.notMember) }
+            guard let kind = try await Self.lockedGroup(conversation, caller: caller, on: connection) else { return .failure(.notMember) }
             if kind == .direct { return .failure(.direct) }
-            try connection.execute("UPDATE messaging.conversations SET title = $2 WHERE id = $1", [conversation, title])
-            try Self.touch(conversation, activityID: activityID, on: connection)
+            try await connection.execute("UPDATE messaging.conversations SET title = $2 WHERE id = $1", [conversation, title])
+            try await Self.touch(conversation, activityID: activityID, on: connection)
             return .success(())
         }
     }
 
     /// Locks the conversation row if `caller` is a current member; nil otherwise.
-    private static func lockedGroup(_ conversation: Int64, caller: Int64, on connection: PostgresConnection) throws
+    private static func lockedGroup(_ conversation: Int64, caller: Int64, on connection: PostgresConnection) async throws
         -> ConversationKindValue?
     {
-        let rows = try connection.query(
+        let rows = try await connection.query(
             """
             SELECT c.kind FROM messaging.conversations c
             JOIN messaging.members m ON m.conversation_id = c.id AND m.user_id = $2 AND m.left_at IS NULL
@@ -149,8 +149,8 @@ struct ConversationStore: Sendable {
         return try row.decode(ConversationKindValue.self, at: 0)
     }
 
-    private static func touch(_ conversation: Int64, activityID: Int64, on connection: PostgresConnection) throws {
-        try connection.execute(
+    private static func touch(_ conversation: Int64, activityID: Int64, on connection: PostgresConnection) async throws {
+        try await connection.execute(
             "UPDATE messaging.conversations SET activity_id = greatest(activity_id, $2), updated_at = now() WHERE id = $1",
             [conversation, activityID])
     }

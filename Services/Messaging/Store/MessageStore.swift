@@ -101,7 +101,7 @@ struct MessageStore: Sendable {
                 if message.clientMessageID == nil {
                     try stored(try await postgres.query(Self.insertMessage, parameters))
                 } else {
-                    try await postgres.transaction { connection in try stored(try connection.query(Self.insertMessage, parameters)) }
+                    try await postgres.transaction { connection in try stored(try await connection.query(Self.insertMessage, parameters)) }
                 }
             guard let row else { return .notMember }
             return .sent(row)

@@ -29,19 +29,19 @@ struct NotificationStore: Sendable {
         return try await postgres.transaction { connection in
             var outcome = Outcome()
             for event in events {
-                guard try !connection.query(Self.markConsumed, [event.key]).isEmpty else { continue }
+                guard try await !connection.query(Self.markConsumed, [event.key]).isEmpty else { continue }
                 for change in event.changes {
                     switch change {
                     case .add(let new):
-                        let rows = try connection.query(
+                        let rows = try await connection.query(
                             Self.insert,
                             [ids(), new.recipient, new.kind.rawValue, new.actor, new.tweet, new.conversation, new.key, new.createdAt])
                         outcome.added += try rows.map(NotificationRow.init(row:))
                     case .withdraw(let recipient, let keys):
-                        let rows = try connection.query(Self.deleteKeys, [recipient, keys])
+                        let rows = try await connection.query(Self.deleteKeys, [recipient, keys])
                         outcome.withdrawn += try rows.map { (try $0.decode(Int64.self, at: 0), recipient) }
                     case .withdrawPrefix(let recipient, let prefix):
-                        let rows = try connection.query(Self.deletePrefix, [recipient, prefix])
+                        let rows = try await connection.query(Self.deletePrefix, [recipient, prefix])
                         outcome.withdrawn += try rows.map { (try $0.decode(Int64.self, at: 0), recipient) }
                     }
                 }

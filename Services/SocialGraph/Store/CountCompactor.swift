@@ -38,9 +38,9 @@ struct CountCompactor: Service {
     func compact() async throws -> Int {
         let batchSize = Int64(batchSize)
         return try await postgres.transaction { connection in
-            let locked = try connection.query("SELECT pg_try_advisory_xact_lock($1)", [Self.lockKey])
+            let locked = try await connection.query("SELECT pg_try_advisory_xact_lock($1)", [Self.lockKey])
             guard try locked[0].decode(Bool.self, at: 0) else { return 0 }
-            return Int(try connection.query(Self.fold, [batchSize])[0].decode(Int64.self, at: 0))
+            return Int(try await connection.query(Self.fold, [batchSize])[0].decode(Int64.self, at: 0))
         }
     }
 

@@ -11,9 +11,9 @@ extension OutboxRelay {
         let maxLength = RedisArgument(options.streamMaxLength)
         let lockKey = Self.lockKey(schema: schema)
         return try await postgres.transaction { connection in
-            let locked = try connection.query("SELECT pg_try_advisory_xact_lock($1)", [lockKey])
+            let locked = try await connection.query("SELECT pg_try_advisory_xact_lock($1)", [lockKey])
             guard try locked[0].decode(Bool.self, at: 0) else { return 0 }
-            let rows = try connection.query(
+            let rows = try await connection.query(
                 "SELECT id, topic, type, payload::text FROM \(schema).outbox ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
                 [batchSize])
             guard !rows.isEmpty else { return 0 }
@@ -33,14 +33,13 @@ extension OutboxRelay {
                     RedisArgument(EventStream.Field.source), RedisArgument(schema),
                 ])
             }
-            // The transaction body is synchronous (it runs on a Postgres pool thread), so the rows stay
-            // locked while this thread waits for Redis; see `blockingAwait`.
-            let batch = commands
-            let replies = try blockingAwait { try await redis.pipeline(batch) }
+            // The rows stay locked until the events are in their streams, so they leave the outbox
+            // only once they are sent.
+            let replies = try await redis.pipeline(commands)
             for case .error(let message) in replies {
                 throw EventStreamFailure("Redis refused an XADD: \(message)")
             }
-            try connection.execute("DELETE FROM \(schema).outbox WHERE id = ANY($1)", [ids])
+            try await connection.execute("DELETE FROM \(schema).outbox WHERE id = ANY($1)", [ids])
             return ids.count
         }
     }

@@ -1,0 +1,125 @@
+import CEpoll
+import Foundation
+import Logging
+import Synchronization
+
+/// The thread of a `PostgresClient` that waits on its connections' sockets and finishes the
+/// statements whose answers arrived.
+///
+/// A statement is sent by its caller (libpq in non-blocking mode), which then arms the socket here
+/// (`epoll`, one-shot) and suspends. When the answer is readable this thread reads it with libpq
+/// and resumes the caller. Arming is a system call on the caller's side that never wakes this
+/// thread, so a statement costs one wake-up here however many connections are busy, and answers
+/// that arrive together are finished in one pass.
+final class PostgresReactor: Sendable {
+    private let epoll: Int32
+    /// Written to wake the loop for shutdown.
+    private let wakeup: Int32
+    /// The connections whose sockets are registered, by descriptor.
+    private let connections = Mutex<[Int32: PostgresConnection]>([:])
+    /// Whether the loop has ended, and who waits for it to end.
+    private let ending = Mutex<(ended: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+    private let isStopping = Atomic<Bool>(false)
+    private let logger: Logger
+
+    init(logger: Logger) throws {
+        self.logger = logger
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epoll >= 0 else {
+            throw PostgresError(code: .connectionFailed, reason: "epoll_create1 failed: errno \(errno)")
+        }
+        wakeup = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        guard wakeup >= 0 else {
+            close(epoll)
+            throw PostgresError(code: .connectionFailed, reason: "eventfd failed: errno \(errno)")
+        }
+        var event = epoll_event()
+        event.events = EPOLLIN.rawValue
+        event.data.fd = wakeup
+        _ = epoll_ctl(epoll, EPOLL_CTL_ADD, wakeup, &event)
+        Thread { [self] in run() }.start()
+    }
+
+    /// Adds a new connection's socket, not yet armed.
+    func register(_ connection: PostgresConnection) throws {
+        let socket = connection.socket
+        var event = epoll_event()
+        event.events = EPOLLONESHOT.rawValue
+        event.data.fd = socket
+        connections.withLock { $0[socket] = connection }
+        guard epoll_ctl(epoll, EPOLL_CTL_ADD, socket, &event) == 0 else {
+            connections.withLock { $0[socket] = nil }
+            throw PostgresError(code: .connectionFailed, reason: "epoll_ctl failed: errno \(errno)")
+        }
+    }
+
+    /// Stops watching a connection's socket; call it before libpq closes the socket. libpq closes it
+    /// by itself when the connection breaks, and the descriptor may then belong to a newer
+    /// connection already: only the connection registered under it is removed.
+    func unregister(_ connection: PostgresConnection) {
+        let socket = connection.socket
+        let removed = connections.withLock { connections in
+            guard connections[socket] === connection else { return false }
+            connections[socket] = nil
+            return true
+        }
+        if removed { _ = epoll_ctl(epoll, EPOLL_CTL_DEL, socket, nil) }
+    }
+
+    /// Asks for one wake-up when `socket` is readable (and writable, with `writable`).
+    func arm(_ socket: Int32, writable: Bool) -> Bool {
+        var event = epoll_event()
+        event.events = EPOLLIN.rawValue | EPOLLONESHOT.rawValue | (writable ? EPOLLOUT.rawValue : 0)
+        event.data.fd = socket
+        return epoll_ctl(epoll, EPOLL_CTL_MOD, socket, &event) == 0
+    }
+
+    /// Ends the loop and waits for its thread to finish. Connections must be unregistered first.
+    func shutdown() async {
+        await withCheckedContinuation { continuation in
+            let ended = ending.withLock { ending in
+                if !ending.ended { ending.waiter = continuation }
+                return ending.ended
+            }
+            if ended { continuation.resume() } else { stop() }
+        }
+    }
+
+    /// Tells the loop to end, without waiting for it.
+    func stop() {
+        guard !isStopping.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        var one: UInt64 = 1
+        _ = write(wakeup, &one, MemoryLayout<UInt64>.size)
+    }
+
+    private func run() {
+        // Named here: a new thread otherwise keeps the name of the one that created it.
+        aviary_name_current_thread("aviary-postgres")
+        let capacity = 64
+        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
+        defer {
+            events.deallocate()
+            close(wakeup)
+            close(epoll)
+            ending.withLock { ending in
+                ending.ended = true
+                return ending.waiter.take()
+            }?.resume()
+        }
+        while !isStopping.load(ordering: .sequentiallyConsistent) {
+            let count = epoll_wait(epoll, events, Int32(capacity), -1)
+            guard count >= 0 else {
+                if errno == EINTR { continue }
+                logger.critical("epoll_wait failed; Postgres answers can no longer be read", metadata: ["errno": "\(errno)"])
+                return
+            }
+            for index in 0..<Int(count) {
+                let socket = events[index].data.fd
+                guard socket != wakeup,
+                    let connection = connections.withLock({ $0[socket] })
+                else { continue }
+                connection.socketIsReady()
+            }
+        }
+    }
+}
