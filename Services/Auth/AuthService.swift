@@ -1,3 +1,4 @@
+import AviaryAPI
 import AuthTokens
 import Foundation
 import RPC
@@ -66,12 +67,14 @@ struct AuthService: Sendable {
 
     /// Starts a new session of `user` and answers with it; the session's row is written while the
     /// profile is read, rather than one after the other.
-    func startSession(_ user: UserRecord, created: Bool? = nil, context: RPCContext) async throws -> AuthResult {
+    func startSession(
+        _ user: UserRecord, created: Bool? = nil, profile known: User? = nil, context: RPCContext
+    ) async throws -> AuthResult {
         async let tokens = issuer.start(userID: user.id)
-        async let profile = profiles.user(user, viewer: user.id, context: context)
+        let profile = if let known { known } else { await profiles.user(user, viewer: user.id, context: context) }
         let issued = try await tokens
         return AuthResult(
-            user: await profile, accessToken: issued.accessToken, refreshToken: issued.refreshToken,
+            user: profile, accessToken: issued.accessToken, refreshToken: issued.refreshToken,
             expiresAt: issued.expiresAt, created: created)
     }
 }

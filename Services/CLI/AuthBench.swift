@@ -112,10 +112,9 @@ struct AuthBench: AsyncParsableCommand {
         let params = try RawJSON(encoding: ["userId": other.id])
         let meta = RequestMeta(token: login.token)
         _ = try await client.send("auth.getUser", params: params, meta: meta).result()
-        let latencies = try await openLoop(calls: rate * seconds, perSecond: rate) {
+        let figures = try await runAtRate(rate, for: .seconds(seconds)) { _ in
             _ = try await client.send("auth.getUser", params: params, meta: meta).result()
         }
-        let figures = LoadFigures(calls: latencies.count, seconds: Double(seconds), latencies: latencies)
         print("auth.getUser (another user, with stats) at \(rate) calls/s: \(figures.summary)")
     }
 
@@ -200,28 +199,6 @@ struct AuthBench: AsyncParsableCommand {
             throw ValidationError(
                 "the service refused registration (rate limited); start it with AVIARY_AUTH_REGISTER_PER_ADDRESS_PER_HOUR, "
                     + "AVIARY_AUTH_LOGIN_PER_ACCOUNT_PER_MINUTE and AVIARY_AUTH_LOGIN_PER_ADDRESS_PER_MINUTE raised")
-        }
-    }
-
-    /// Starts `calls` calls at a fixed rate whatever the answers, and times each from when it was
-    /// due, so a slow answer cannot hide the queueing behind it.
-    private func openLoop(calls: Int, perSecond: Int, _ body: @escaping @Sendable () async throws -> Void) async throws
-        -> [Duration]
-    {
-        let start = ContinuousClock.now
-        let interval = Duration.seconds(1) / perSecond
-        return try await withThrowingTaskGroup(of: Duration.self) { group in
-            for index in 0..<calls {
-                let due = start + interval * index
-                try await Task.sleep(until: due, clock: .continuous)
-                group.addTask {
-                    try await body()
-                    return ContinuousClock.now - due
-                }
-            }
-            var latencies: [Duration] = []
-            for try await latency in group { latencies.append(latency) }
-            return latencies
         }
     }
 

@@ -61,7 +61,7 @@ struct Messaging: Sendable {
         router.register(
             "messaging.send",
             summary: "Sends a message: text (at most 4,000 characters) and/or mediaId (media uploaded for this conversation). The same clientMessageId from the same sender returns the first message instead of a second.",
-            access: .user, handler: send)
+            access: .user, resultShape: Message.self, handler: send)
         router.register(
             "messaging.history",
             summary: "Page of a conversation's messages, newest first (order: oldest pages forward from the first message). readBy lists the members who have read each one.",

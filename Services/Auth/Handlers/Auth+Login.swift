@@ -27,11 +27,18 @@ extension AuthService {
         async let lookup = users.credentials(login: login)
         try await addressAllowed
         let credentials = try await lookup
-        try await limits.checkLogin(account: credentials.map { "user:\($0.user.id)" } ?? "login:\(login.lowercased())")
         // A login that names no account (or one without a password) is checked against a dummy hash,
         // so that the answer takes as long as for a real account and tells nothing about which exist.
+        // The account limit, the password check and the profile the answer carries are independent:
+        // one wait, not three. Nothing is answered before the limit's verdict, so a limited caller
+        // learns nothing from the check; a wrong password costs one wasted profile lookup.
         let stored = credentials?.passwordHash
-        let matches = try await passwords.verify(params.password, against: stored ?? dummyHash)
+        async let accountAllowed: Void = limits.checkLogin(
+            account: credentials.map { "user:\($0.user.id)" } ?? "login:\(login.lowercased())")
+        async let checked = passwords.verify(params.password, against: stored ?? dummyHash)
+        async let profile = ownProfile(credentials?.user, context: context)
+        try await accountAllowed
+        let matches = try await checked
         guard matches, let user = credentials?.user, let stored else {
             throw RPCError.unauthenticated("the login or the password is wrong")
         }
@@ -39,6 +46,12 @@ extension AuthService {
             try await users.setPasswordHash(try await passwords.hash(params.password), userID: user.id)
             context.logger.info("upgraded a password hash to the current Argon2id parameters", metadata: ["user.id": "\(user.id)"])
         }
-        return try await startSession(user, context: context)
+        return try await startSession(user, profile: await profile, context: context)
+    }
+
+    /// `user`'s profile as they see it themselves; nil without a user.
+    private func ownProfile(_ user: UserRecord?, context: RPCContext) async -> User? {
+        guard let user else { return nil }
+        return await profiles.user(user, viewer: user.id, context: context)
     }
 }

@@ -35,21 +35,39 @@ struct UserHydrator: Sendable {
     /// profile carries their email.
     func users(_ records: [UserRecord], viewer: Int64?, context: RPCContext?) async -> [User] {
         guard !records.isEmpty else { return [] }
-        let ids = Array(Set(records.map(\.id))).sorted().map(EntityID.init)
+        let details = await details(of: records.map(\.id), viewer: viewer, context: context)
+        return assemble(records, details: details, viewer: viewer)
+    }
+
+    /// What other services know about some users: counts, and their relations to a viewer.
+    struct Details: Sendable {
+        var stats: [Int64: GraphUserStats]
+        var relations: [Int64: GraphRelation]
+        var tweets: [Int64: Int64]
+    }
+
+    /// The details of `ids` (all three calls at once); it needs only the ids, so a caller that
+    /// knows them can ask while it still reads the accounts.
+    func details(of ids: [Int64], viewer: Int64?, context: RPCContext?) async -> Details {
+        let ids = Array(Set(ids)).sorted().map(EntityID.init)
         async let stats = statsByUser(ids, context: context)
         async let relations = relationsByUser(ids, viewer: viewer, context: context)
         async let tweets = tweetCountsByUser(ids, context: context)
-        let (statsByUser, relationsByUser, tweetsByUser) = await (stats, relations, tweets)
-        return records.map { record in
-            let counts = statsByUser[record.id]
-            let relation = relationsByUser[record.id]
+        return await Details(stats: stats, relations: relations, tweets: tweets)
+    }
+
+    /// `records` as Users, in the same order, from their `details` as `viewer` sees them.
+    func assemble(_ records: [UserRecord], details: Details, viewer: Int64?) -> [User] {
+        records.map { record in
+            let counts = details.stats[record.id]
+            let relation = details.relations[record.id]
             let isSelf = record.id == viewer
             return User(
                 id: EntityID(record.id), username: record.username, fullname: record.fullname, bio: record.bio,
                 profileImageUrl: imageURL(record), createdAt: record.createdAt,
                 stats: UserStats(
                     followers: counts?.followers ?? 0, following: counts?.following ?? 0,
-                    tweets: tweetsByUser[record.id] ?? 0),
+                    tweets: details.tweets[record.id] ?? 0),
                 isFollowed: !isSelf && (relation?.isFollowed ?? false), followsYou: !isSelf && (relation?.followsYou ?? false),
                 isCurrentUser: isSelf, email: isSelf ? record.email : nil)
         }

@@ -8,7 +8,8 @@ extension Messaging {
     /// The longest `clientMessageId`.
     static let clientMessageIDLimit = 128
 
-    @Sendable func send(_ params: SendParams, _ context: RPCContext) async throws -> Message {
+    /// Answers the Message, encoded once for both the answer and the members' live event.
+    @Sendable func send(_ params: SendParams, _ context: RPCContext) async throws -> RawJSON {
         let caller = try context.requireUser()
         let conversation = params.conversationId.value
         let text = try Self.messageText(params)
@@ -19,7 +20,8 @@ extension Messaging {
         guard members.contains(caller) else { throw Self.unknownConversation(params.conversationId) }
         if let earlier {
             await recordCall(caller, context)
-            return try await hydrate([earlier], markers: try await messages.markers(of: conversation), context: context)[0]
+            return try RawJSON(
+                encoding: try await hydrate([earlier], markers: try await messages.markers(of: conversation), context: context)[0])
         }
         var media: Media?
         if let mediaId = params.mediaId {
@@ -45,11 +47,12 @@ extension Messaging {
         case .notMember:
             throw Self.unknownConversation(params.conversationId)
         case .duplicate(let row):
-            return try await hydrate([row], markers: try await messages.markers(of: conversation), context: context)[0]
+            return try RawJSON(encoding: try await hydrate([row], markers: try await messages.markers(of: conversation), context: context)[0])
         case .sent(let row):
             OutboxRelay.nudge()
             let sender = try await directory.summaries([caller], context: context)
-            let message = Self.message(row, summaries: sender, markers: [MemberMarker(userID: caller, readSeq: row.seq)])
+            let message = try RawJSON(
+                encoding: Self.message(row, summaries: sender, markers: [MemberMarker(userID: caller, readSeq: row.seq)]))
             await publish(context) { try await events.message(message, to: members) }
             return message
         }

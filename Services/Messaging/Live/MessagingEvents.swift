@@ -14,13 +14,13 @@ struct MessagingEvents: Sendable {
     let hub: LiveHub
     let conversations: ConversationStore
 
-    private struct MessageEvent: Encodable {
-        var type = "message"
-        var message: Message
-    }
-
-    func message(_ message: Message, to members: [Int64]) async throws {
-        try await hub.publish(to: members, event: RawJSON(encoding: MessageEvent(message: message)))
+    /// `message` is the Message already encoded (as `messaging.send` answers it): it is spliced in.
+    func message(_ message: RawJSON, to members: [Int64]) async throws {
+        var event = Array(#"{"type":"message","message":"#.utf8)
+        event.reserveCapacity(event.count + message.bytes.count + 1)
+        event.append(contentsOf: message.bytes)
+        event.append(UInt8(ascii: "}"))
+        try await hub.publish(to: members, event: RawJSON(unchecked: event))
     }
 
     private struct TypingEvent: Encodable {
