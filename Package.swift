@@ -77,11 +77,11 @@ let package = Package(
             name: "CArgon2", path: "Shared/CArgon2", pkgConfig: "libargon2",
             providers: [.apt(["libargon2-dev"])]),
         .target(
-            name: "ChannelFlushing", dependencies: [.product(name: "NIOCore", package: "swift-nio")],
-            path: "Shared/ChannelFlushing", swiftSettings: strict),
+            name: "ChannelSupport", dependencies: nio,
+            path: "Shared/ChannelSupport", swiftSettings: strict),
         .target(
             name: "RPC", dependencies: nio + [
-                "ChannelFlushing", logging,
+                "ChannelSupport", logging,
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -91,7 +91,7 @@ let package = Package(
             name: "Postgres", dependencies: ["CLibPQ", "CEpoll", logging] + nio,
             path: "Shared/Postgres", swiftSettings: strict),
         .target(
-            name: "Redis", dependencies: ["CHiredis", "ChannelFlushing", logging] + nio,
+            name: "Redis", dependencies: ["CHiredis", "ChannelSupport", logging] + nio,
             path: "Shared/Redis", swiftSettings: strict),
         .target(name: "AviaryAPI", dependencies: ["RPC"], path: "Shared/AviaryAPI", swiftSettings: strict),
         .target(
@@ -126,7 +126,7 @@ let package = Package(
                 "RPC", "Postgres", "Redis", "AviaryAPI", logging, .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/Support", swiftSettings: strict),
-        .testTarget(name: "RPCTests", dependencies: ["RPC", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "RPCTests", dependencies: ["RPC", "ChannelSupport", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "TestSupport"], swiftSettings: strict),

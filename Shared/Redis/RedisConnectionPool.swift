@@ -1,9 +1,12 @@
+import ChannelSupport
 import Logging
 import NIOCore
+import NIOPosix
 import Synchronization
 
 /// The client's connections. Up to `poolSize` shared ones, each carrying many callers' commands at
-/// once (opened when every open one is busy, replaced when found closed); and connections
+/// once (opened when every open one is busy, replaced when found closed), spread over the event
+/// loops so that a caller gets one on its own loop when it can; and connections
 /// lent whole to blocking commands (`BLPOP`, `XREADGROUP … BLOCK`), which would hold up everyone
 /// else on a shared one. Up to `poolSize` of those are kept idle for the next blocking command.
 final class RedisConnectionPool: Sendable {
@@ -15,7 +18,6 @@ final class RedisConnectionPool: Sendable {
 
     private struct State {
         var slots: [Slot]
-        var next = 0
         var idleDedicated: [RedisChannelConnection] = []
         var isClosed = false
     }
@@ -23,6 +25,7 @@ final class RedisConnectionPool: Sendable {
     private let configuration: RedisConfiguration
     private let logger: Logger
     private let state: Mutex<State>
+    private let affinity = EventLoopAffinity(group: MultiThreadedEventLoopGroup.singleton)
 
     init(configuration: RedisConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -30,29 +33,45 @@ final class RedisConnectionPool: Sendable {
         self.state = Mutex(State(slots: Array(repeating: .empty, count: configuration.poolSize)))
     }
 
-    /// A shared connection: one that is idle, else a new one while there is room, else the least
-    /// busy. A connection found closed is replaced.
+    /// A shared connection, on the caller's event loop when a slot is: one that is idle, else a new
+    /// one while there is room, else the least busy. A connection found closed is replaced.
     func shared() async throws -> RedisChannelConnection {
+        let affinity = self.affinity
         let (index, slot) = try state.withLock { state throws(RedisError) -> (Int, Slot) in
             guard !state.isClosed else { throw RedisError(.closed) }
+            // The slots of the caller's loop (every loops.count-th), or all of them when none is.
+            let count = state.slots.count
+            let candidates =
+                if let current = affinity.currentLoopIndex(), current < count {
+                    stride(from: current, to: count, by: affinity.loops.count)
+                } else {
+                    stride(from: 0, to: count, by: 1)
+                }
             var leastBusy: (index: Int, load: Int)?
-            for index in state.slots.indices {
-                guard case .open(let connection) = state.slots[index] else { continue }
-                if !connection.isActive {
+            var empty: Int?
+            var connecting: Int?
+            for index in candidates {
+                switch state.slots[index] {
+                case .open(let connection) where !connection.isActive:
                     state.slots[index] = .empty
-                } else if connection.load < leastBusy?.load ?? .max {
-                    leastBusy = (index, connection.load)
+                    if empty == nil { empty = index }
+                case .open(let connection):
+                    if connection.load < leastBusy?.load ?? .max { leastBusy = (index, connection.load) }
+                case .empty:
+                    if empty == nil { empty = index }
+                case .connecting:
+                    if connecting == nil { connecting = index }
                 }
             }
             if let leastBusy, leastBusy.load == 0 { return (leastBusy.index, state.slots[leastBusy.index]) }
-            if let empty = state.slots.firstIndex(where: { if case .empty = $0 { true } else { false } }) {
-                state.slots[empty] = .connecting(Task { try await self.open() })
+            if let empty {
+                let loop = affinity.loop(forSlot: empty)
+                state.slots[empty] = .connecting(Task { try await self.open(on: loop) })
                 return (empty, state.slots[empty])
             }
             if let leastBusy { return (leastBusy.index, state.slots[leastBusy.index]) }
-            // Every slot is still connecting: wait for one, in turn.
-            let index = state.next
-            state.next = (index + 1) % state.slots.count
+            // Every candidate is still connecting: wait for one.
+            let index = connecting!
             return (index, state.slots[index])
         }
         switch slot {
@@ -90,7 +109,7 @@ final class RedisConnectionPool: Sendable {
             return nil
         }
         if let idle { return idle }
-        return try await open()
+        return try await open(on: MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.next())
     }
 
     /// Takes back a dedicated connection: kept for the next blocking command when it is still open
@@ -131,8 +150,8 @@ final class RedisConnectionPool: Sendable {
         return connections
     }
 
-    private func open() async throws -> RedisChannelConnection {
-        let connection = try await RedisChannelConnection.connect(configuration)
+    private func open(on loop: any EventLoop) async throws -> RedisChannelConnection {
+        let connection = try await RedisChannelConnection.connect(configuration, group: loop)
         logger.debug("Opened a Redis connection")
         return connection
     }

@@ -1,3 +1,4 @@
+import ChannelSupport
 import Foundation
 import Logging
 import NIOCore
@@ -83,14 +84,15 @@ public final class RPCClient: Sendable {
     }
 
     public let configuration: Configuration
-    private let group: any EventLoopGroup
+    /// Slots are spread over the group's loops; a caller gets a slot on its own loop.
+    private let affinity: EventLoopAffinity
     private let logger: Logger
     private let state: Mutex<State>
     private let names: [NamedAddress]
 
     public init(configuration: Configuration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger) {
         self.configuration = configuration
-        self.group = group
+        self.affinity = EventLoopAffinity(group: group)
         self.logger = logger
         var state = State()
         var names: [NamedAddress] = []
@@ -259,7 +261,7 @@ public final class RPCClient: Sendable {
     private func pick(excluding excluded: Int?) throws(RPCError) -> Pick {
         let now = ContinuousClock.now
         let configuration = self.configuration
-        let group = self.group
+        let affinity = self.affinity
         return try state.withLock { state throws(RPCError) -> Pick in
             guard !state.shutDown else { throw RPCError.unavailable("the client is shut down") }
             guard !state.endpoints.isEmpty else { throw RPCError.unavailable("no address is configured for the service") }
@@ -287,17 +289,18 @@ public final class RPCClient: Sendable {
                 }!
             state.next = index + 1
             var endpoint = state.endpoints[index]
-            let slot = endpoint.nextSlot % endpoint.slots.count
-            endpoint.nextSlot += 1
+            let slot = affinity.slot(from: endpoint.nextSlot, of: endpoint.slots.count)
+            endpoint.nextSlot = slot + 1
             let task: Task<RPCClientConnection, any Error>
             if let existing = endpoint.slots[slot] {
                 task = existing
             } else {
                 let host = endpoint.host
                 let port = endpoint.port
+                let loop = affinity.loop(forSlot: slot)
                 task = Task {
                     try await RPCClientConnection.connect(
-                        host: host, port: port, group: group, maxFrameBytes: configuration.maxFrameBytes,
+                        host: host, port: port, group: loop, maxFrameBytes: configuration.maxFrameBytes,
                         connectTimeout: configuration.connectTimeout)
                 }
                 endpoint.slots[slot] = task

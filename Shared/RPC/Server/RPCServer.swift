@@ -1,4 +1,4 @@
-import ChannelFlushing
+import ChannelSupport
 import Logging
 import NIOCore
 import NIOExtras

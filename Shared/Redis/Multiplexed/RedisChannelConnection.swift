@@ -1,4 +1,4 @@
-import ChannelFlushing
+import ChannelSupport
 import NIOCore
 import NIOPosix
 import Synchronization
