@@ -26,11 +26,14 @@ public struct EntityID: Hashable, Comparable, Sendable, CustomStringConvertible 
 extension EntityID: Codable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
-        let field = decoder.codingPath.fieldName
+        // The field's name only for an error: building it for every id of a batch cost more than
+        // decoding the batch.
         guard let text = try? container.decode(String.self) else {
+            let field = decoder.codingPath.fieldName
             throw RPCError.validation("\(field) must be an id: a string of decimal digits", field: field)
         }
         guard let id = EntityID(text) else {
+            let field = decoder.codingPath.fieldName
             throw RPCError.validation(
                 "\(field) must be an id: a string of 1 to 19 decimal digits, got '\(text.prefix(40))'", field: field)
         }

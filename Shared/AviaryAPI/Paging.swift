@@ -23,11 +23,12 @@ public struct PageLimit: Codable, Sendable, Hashable {
     }
 
     public init(from decoder: any Decoder) throws {
-        let field = decoder.codingPath.fieldName
         guard let value = try? decoder.singleValueContainer().decode(Int.self) else {
+            let field = decoder.codingPath.fieldName
             throw RPCError.validation("\(field) must be an integer from 1 to \(Self.maximum)", field: field)
         }
         guard (1...Self.maximum).contains(value) else {
+            let field = decoder.codingPath.fieldName
             throw RPCError.validation("\(field) must be from 1 to \(Self.maximum), got \(value)", field: field)
         }
         self.value = value

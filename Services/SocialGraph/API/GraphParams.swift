@@ -36,8 +36,8 @@ struct IDPageLimit: Decodable, Sendable, JSONSchemaDescribing {
     }
 
     init(from decoder: any Decoder) throws {
-        let field = decoder.codingPath.fieldName
         guard let value = try? decoder.singleValueContainer().decode(Int.self), (1...Self.maximum).contains(value) else {
+            let field = decoder.codingPath.fieldName
             throw RPCError.validation("\(field) must be an integer from 1 to \(Self.maximum)", field: field)
         }
         self.value = value
