@@ -20,7 +20,7 @@ extension Messaging {
             let events = self.events
             let logger = context.logger
             // The instance that announced "typing" announces its lapse, unless something newer came.
-            Task {
+            Task(executorPreference: EventLoopTaskExecutor.current) {
                 try? await Task.sleep(for: TypingState.lifetime + .milliseconds(50))
                 do {
                     if try await state.expire(conversation, user: caller, token: token) {

@@ -21,7 +21,7 @@ extension NotificationsService {
             // Off the request, so the response (the subscription id) goes out before the catch-up,
             // which takes at least a database round trip.
             let logger = context.logger
-            Task { await catchUp(id, user: user, after: lastSeen, connection: connection, logger: logger) }
+            Task(executorPreference: EventLoopTaskExecutor.current) { await catchUp(id, user: user, after: lastSeen, connection: connection, logger: logger) }
         }
         return SubscriptionResult(subscription: id)
     }

@@ -52,7 +52,7 @@ extension TweetsService {
             // Followers' timelines read it next: have it cached already.
             if users[author] != nil && (replyToUserID.map { users[$0] != nil } ?? true) {
                 let cache = self.cache
-                Task { await cache.store([(id, body)]) }
+                Task(executorPreference: EventLoopTaskExecutor.current) { await cache.store([(id, body)]) }
             }
             return TweetJSON.finish(body, likes: 0, replies: 0, likedByMe: false, deleted: false)
         }

@@ -31,7 +31,7 @@ struct TweetHydrator: Sendable {
             bodies.merge(built.bodies) { _, new in new }
             if !built.cacheable.isEmpty {
                 let cache = self.cache
-                Task { await cache.store(built.cacheable) }
+                Task(executorPreference: EventLoopTaskExecutor.current) { await cache.store(built.cacheable) }
             }
         }
         return ids.compactMap { id in
