@@ -43,7 +43,7 @@ struct NotificationsService: Sendable {
                 notifications it stands for and whose actors lists up to three of their actors, newest first; id, \
                 actor and createdAt are then the newest one's, and read is true only when all of them are read.
                 """,
-            access: .user, handler: list)
+            access: .user, resultShape: Page<NotificationItem>.self, handler: list)
         router.register(
             "notifications.unreadCount", summary: "How many of the caller's notifications are unread: {count}.",
             access: .user, handler: unreadCount)

@@ -10,8 +10,8 @@ struct NotificationItem: Codable, Sendable {
     var id: EntityID
     var type: NotificationKind
     var actor: UserSummary
-    /// The tweet as the tweets service answered (`Tweet`), passed through.
-    var tweet: JSONValue?
+    /// The tweet as the tweets service encoded it (`Tweet`), spliced in undecoded by ``json(using:)``.
+    var tweet: RawJSON?
     var conversationId: EntityID?
     var createdAt: Date
     var read: Bool
@@ -23,7 +23,7 @@ struct NotificationItem: Codable, Sendable {
     }
 
     init(
-        id: EntityID, type: NotificationKind, actor: UserSummary, tweet: JSONValue?, conversationId: EntityID?,
+        id: EntityID, type: NotificationKind, actor: UserSummary, tweet: RawJSON?, conversationId: EntityID?,
         createdAt: Date, read: Bool, count: Int? = nil, actors: [UserSummary]? = nil
     ) {
         self.id = id
@@ -37,18 +37,49 @@ struct NotificationItem: Codable, Sendable {
         self.actors = actors
     }
 
-    /// Absent `tweet` and `conversationId` are written as `null`; `count` and `actors` only in grouped lists.
+    /// Everything but `tweet`, which ``json(using:)`` splices in. An absent `conversationId` is
+    /// written as `null`; `count` and `actors` only in grouped lists.
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
         try container.encode(type, forKey: .type)
         try container.encode(actor, forKey: .actor)
-        try container.encode(tweet ?? .null, forKey: .tweet)
         try container.encode(conversationId, forKey: .conversationId)
         try container.encode(createdAt, forKey: .createdAt)
         try container.encode(read, forKey: .read)
         try container.encodeIfPresent(count, forKey: .count)
         try container.encodeIfPresent(actors, forKey: .actors)
+    }
+}
+
+extension NotificationItem {
+    /// The item as clients see it: its other members encoded with `encoder`, then `tweet` (`null`
+    /// without one) spliced in as the tweets service wrote it, so a tweet is never decoded here.
+    func json(using encoder: JSONEncoder) throws -> [UInt8] {
+        var bytes = Array(try encoder.encode(self))
+        guard bytes.last == UInt8(ascii: "}") else { throw EncodingError.invalidValue(self, .init(codingPath: [], debugDescription: "not an object")) }
+        bytes.removeLast()
+        bytes.append(contentsOf: #","tweet":"#.utf8)
+        bytes.append(contentsOf: tweet?.bytes ?? RawJSON.null.bytes)
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
+    }
+
+    /// `{"items":[…],"nextCursor":…}` (`nextCursor` left out on the last page), as `Page` writes it.
+    static func page(_ items: [NotificationItem], nextCursor: String?) throws -> RawJSON {
+        let encoder = JSONCoding.encoder()
+        var bytes = Array(#"{"items":["#.utf8)
+        for (index, item) in items.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(contentsOf: try item.json(using: encoder))
+        }
+        bytes.append(UInt8(ascii: "]"))
+        if let nextCursor {
+            bytes.append(contentsOf: #","nextCursor":"#.utf8)
+            bytes.append(contentsOf: try encoder.encode(nextCursor))
+        }
+        bytes.append(UInt8(ascii: "}"))
+        return RawJSON(unchecked: bytes)
     }
 }
 
@@ -63,9 +94,13 @@ struct SubscriptionResult: Codable, Sendable {
 }
 
 /// The `event` of a push: `{type: "notification", notification}`.
-struct NotificationEvent: Codable, Sendable {
-    var type = "notification"
-    var notification: NotificationItem
+enum NotificationEvent {
+    static func json(_ item: NotificationItem) throws -> RawJSON {
+        var bytes = Array(#"{"type":"notification","notification":"#.utf8)
+        bytes.append(contentsOf: try item.json(using: JSONCoding.encoder()))
+        bytes.append(UInt8(ascii: "}"))
+        return RawJSON(unchecked: bytes)
+    }
 
     /// The id of the notification an encoded event carries, to drop duplicates after a catch-up.
     struct Peek: Decodable {

@@ -44,7 +44,7 @@ struct NotificationFeed: Sendable {
     }
 
     static func event(_ item: NotificationItem) throws -> RawJSON {
-        try RawJSON(encoding: NotificationEvent(notification: item))
+        try NotificationEvent.json(item)
     }
 
     static func withdrawn(_ id: Int64) -> RawJSON {

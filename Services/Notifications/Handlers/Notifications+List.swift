@@ -2,7 +2,8 @@ import AviaryAPI
 import RPC
 
 extension NotificationsService {
-    @Sendable func list(_ params: ListParams, _ context: RPCContext) async throws -> Page<NotificationItem> {
+    /// Answers a `Page` of items, written by hand around the tweets (``NotificationItem/page(_:nextCursor:)``).
+    @Sendable func list(_ params: ListParams, _ context: RPCContext) async throws -> RawJSON {
         let user = try context.requireUser()
         let before = try KeysetCursor.decode(params.cursor)?.id
         let limit = (params.limit ?? PageLimit()).value
@@ -12,12 +13,12 @@ extension NotificationsService {
             let page = try await grouping.page(of: user, before: before, kinds: kinds, limit: limit)
             let items = try await hydrator.items(page.groups.map(\.rows), grouped: true, viewer: user, context: context)
             let next = page.hasMore ? page.groups.last.map { KeysetCursor(key: $0.newest.id, id: $0.newest.id) } : nil
-            return Page(items: items, nextCursor: next?.encoded)
+            return try NotificationItem.page(items, nextCursor: next?.encoded)
         }
         let rows = try await store.page(of: user, before: before, kinds: kinds, limit: limit + 1)
         let shown = Array(rows.prefix(limit))
         let items = try await hydrator.items(shown.map { [$0] }, grouped: false, viewer: user, context: context)
         let next = rows.count > limit ? shown.last.map { KeysetCursor(key: $0.id, id: $0.id) } : nil
-        return Page(items: items, nextCursor: next?.encoded)
+        return try NotificationItem.page(items, nextCursor: next?.encoded)
     }
 }

@@ -60,15 +60,24 @@ struct NotificationHydrator: Sendable {
         return Dictionary(users.map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// Tweets as the tweets service answers them, by id (unknown ones left out).
-    private func tweets(_ ids: [Int64], viewer: Int64?, context: RPCContext?) async throws -> [Int64: JSONValue] {
+    /// Tweets as the tweets service encoded them, by id (unknown ones left out): split out of its
+    /// answer, not decoded.
+    private func tweets(_ ids: [Int64], viewer: Int64?, context: RPCContext?) async throws -> [Int64: RawJSON] {
         guard !ids.isEmpty else { return [:] }
-        let tweets = try await call(
+        let array = try await call(
             .tweets, "tweets.getMany", GetTweets(ids: ids.map { EntityID($0) }, viewerId: viewer.map { EntityID($0) }),
-            context: context, as: [JSONValue].self)
-        var byID: [Int64: JSONValue] = [:]
-        for tweet in tweets {
-            if let id = tweet["id"]?.stringValue.flatMap({ Int64($0) }) { byID[id] = tweet }
+            context: context, as: RawJSON.self
+        ).bytes
+        guard let elements = JSONSplice.elements(of: array) else {
+            (context?.logger ?? resources.logger).error("tweets.getMany answered something other than an array")
+            throw RPCError.unavailable("the tweets service gave an unreadable answer; retry shortly")
+        }
+        var byID: [Int64: RawJSON] = [:]
+        for range in elements {
+            let tweet = array[range]
+            if let id = JSONSplice.stringMember("id", of: tweet).flatMap({ Int64($0) }) {
+                byID[id] = RawJSON(unchecked: Array(tweet))
+            }
         }
         return byID
     }

@@ -28,7 +28,9 @@ public struct RPCResponse: Sendable {
         return envelope.result ?? .null
     }
 
+    /// The result as `type`; as `RawJSON`, the result's bytes as they came (see ``result()``).
     public func decode<Result: Decodable>(_ type: Result.Type) throws -> Result {
+        if type == RawJSON.self, let raw = try result() as? Result { return raw }
         if let resultOffset {
             return try JSONCoding.decoder().decode(type, from: frame[(frame.startIndex + resultOffset)..<(frame.endIndex - 1)])
         }

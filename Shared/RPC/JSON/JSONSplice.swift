@@ -1,8 +1,8 @@
-/// Byte-level work on JSON another service already encoded, so that tweets pass through this
-/// service without being decoded and encoded again.
-enum JSONSplice {
+/// Byte-level work on JSON another service already encoded, so that what passes through a service
+/// (tweets, in timelines and notifications) is not decoded and encoded again.
+public enum JSONSplice {
     /// The byte ranges of the elements of a JSON array (`[a, b, …]`), or nil when `bytes` is not an array.
-    static func elements(of bytes: [UInt8]) -> [Range<Int>]? {
+    public static func elements(of bytes: [UInt8]) -> [Range<Int>]? {
         bytes.withUnsafeBufferPointer { bytes in
             var index = 0
             while index < bytes.count, isSpace(bytes[index]) { index += 1 }
@@ -61,5 +61,26 @@ enum JSONSplice {
         var end = end
         while end > start, isSpace(bytes[end - 1]) { end -= 1 }
         return end
+    }
+
+    /// The string value of the member `key` of the JSON object `bytes` (top level only); nil when
+    /// `bytes` is not a well-formed object or the member is missing or not a string.
+    public static func stringMember(_ key: String, of bytes: ArraySlice<UInt8>) -> String? {
+        bytes.withUnsafeBytes { buffer in
+            var scanner = JSONScanner(buffer)
+            var found: String?
+            do throws(JSONScanner.Failure) {
+                try scanner.object(depth: 0) { name, scanner throws(JSONScanner.Failure) in
+                    if found == nil, name == key, scanner.peek() == 0x22 {
+                        found = try scanner.string()
+                    } else {
+                        _ = try scanner.skipValue(depth: 1)
+                    }
+                }
+            } catch {
+                return nil
+            }
+            return found
+        }
     }
 }

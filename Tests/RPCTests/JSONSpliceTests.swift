@@ -1,0 +1,22 @@
+import RPC
+import Testing
+
+@Suite("Splicing encoded JSON")
+struct JSONSpliceTests {
+    @Test func splitsAnArrayIntoItsElements() throws {
+        let bytes = Array(#" [ {"id":"1","text":"a, [b]"} , "x\"]" ,3,[4,5] ] "#.utf8)
+        let elements = try #require(JSONSplice.elements(of: bytes)).map { String(decoding: bytes[$0], as: UTF8.self) }
+        #expect(elements == [#"{"id":"1","text":"a, [b]"}"#, #""x\"]""#, "3", "[4,5]"])
+        #expect(JSONSplice.elements(of: Array("[]".utf8)) == [])
+        #expect(JSONSplice.elements(of: Array(#"{"a":1}"#.utf8)) == nil)
+    }
+
+    @Test func readsATopLevelStringMember() {
+        let tweet = Array(#"{"author":{"id":"9"},"text":"say \"hi\"","id":"42"}"#.utf8)
+        #expect(JSONSplice.stringMember("id", of: tweet[...]) == "42")
+        #expect(JSONSplice.stringMember("text", of: tweet[...]) == #"say "hi""#)
+        #expect(JSONSplice.stringMember("author", of: tweet[...]) == nil)
+        #expect(JSONSplice.stringMember("missing", of: tweet[...]) == nil)
+        #expect(JSONSplice.stringMember("id", of: Array(#"{"id":"1""#.utf8)[...]) == nil)
+    }
+}
