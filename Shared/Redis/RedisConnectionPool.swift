@@ -70,8 +70,8 @@ final class RedisConnectionPool: Sendable {
                 return (empty, state.slots[empty])
             }
             if let leastBusy { return (leastBusy.index, state.slots[leastBusy.index]) }
-            // Every candidate is still connecting: wait for one.
-            let index = connecting!
+            // Every candidate is still connecting (there is at least one slot): wait for one.
+            guard let index = connecting else { preconditionFailure("a pool has at least one slot") }
             return (index, state.slots[index])
         }
         switch slot {
