@@ -60,6 +60,23 @@ import Testing
         }
     }
 
+    /// Once a connection has closed, NIO has taken its handlers out of the pipeline, so a call written
+    /// then reaches no handler and no timer: it must still fail, as a call that was never sent.
+    @Test func aCallOnAClosedConnectionFailsInsteadOfWaiting() async throws {
+        try await withRPCServer(makeTestRouter()) { port, _ in
+            let connection = try await RPCClientConnection.connect(host: "127.0.0.1", port: port)
+            #expect(try await connection.call("subtract", params: SubtractParams(minuend: 3, subtrahend: 1), as: Int.self) == 2)
+            await connection.close()
+            let result = await outcome(within: .seconds(5)) {
+                try await connection.call("subtract", params: SubtractParams(minuend: 3, subtrahend: 1), as: Int.self)
+            }
+            let outcome = try #require(result, "the call never completed")
+            #expect(throws: RPCError.unavailable("the connection to the service closed before the call was sent")) {
+                try outcome.get()
+            }
+        }
+    }
+
     @Test func spreadsOverInstancesAndSkipsADeadOne() async throws {
         let deadPort = try freePort()
         try await withRPCServer(makeTestRouter()) { livePort, _ in

@@ -52,7 +52,12 @@ public final class RPCClientConnection: Sendable {
         let promise = channel.eventLoop.makePromise(of: RPCResponse.self)
         let call = OutgoingCall(
             id: id, frame: ByteBuffer(bytes: frame), promise: promise, timeout: .milliseconds(timeout.milliseconds))
-        channel.writeAndFlush(ClientOutbound.call(call), promise: nil)
+        // Once the channel has closed, NIO has removed the handler, and the call would reach no one
+        // (nor its timer): failing its write is then the only news of it. When the handler did take
+        // the call, the handler has completed it by then, and this changes nothing.
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenFailure { _ in promise.fail(RPCError.callNotSent) }
+        channel.writeAndFlush(ClientOutbound.call(call), promise: written)
         return try await promise.futureResult.get()
     }
 

@@ -53,16 +53,11 @@ final class RPCClientHandler: ChannelDuplexHandler {
         pending[id] = (call.promise, timer)
         // A write that fails never reached the socket (the connection closed first): the server
         // cannot have seen the call, so the client may send it elsewhere, idempotent or not.
-        let written = context.eventLoop.makePromise(of: Void.self)
-        written.futureResult.whenComplete { result in
-            if case .failure(let error) = result {
-                if let entry = handler.value.pending.removeValue(forKey: id) {
-                    entry.timer.cancel()
-                    entry.promise.fail(RPCError.callNotSent)
-                }
-                promise?.fail(error)
-            } else {
-                promise?.succeed()
+        let written = promise ?? context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenFailure { _ in
+            if let entry = handler.value.pending.removeValue(forKey: id) {
+                entry.timer.cancel()
+                entry.promise.fail(RPCError.callNotSent)
             }
         }
         context.write(wrapOutboundOut(call.frame), promise: written)

@@ -69,7 +69,17 @@ final class RedisChannelConnection: Sendable {
         requestsInFlight.add(1, ordering: .relaxed)
         defer { requestsInFlight.subtract(1, ordering: .relaxed) }
         let promise = channel.eventLoop.makePromise(of: [RESPValue].self)
-        channel.writeAndFlush(RedisRequest(commands: commands, promise: promise), promise: nil)
+        // Once the channel has closed, NIO has removed the handler, and the request would reach no
+        // one: failing its write is then the only news of it. (When the handler did take the request,
+        // the handler has already completed the request by then, and this changes nothing.)
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenFailure { _ in
+            promise.fail(
+                RedisConnectionFailure(
+                    error: RedisError(.connectionFailed, detail: "the connection is closed"),
+                    requestMayHaveArrived: commands.count > 1))
+        }
+        channel.writeAndFlush(RedisRequest(commands: commands, promise: promise), promise: written)
         return try await promise.futureResult.get()
     }
 

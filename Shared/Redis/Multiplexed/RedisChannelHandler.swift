@@ -77,13 +77,10 @@ final class RedisChannelHandler: ChannelDuplexHandler {
         let deadline = NIODeadline.now() + commandTimeout
         pending.append(Pending(request: request, replies: [], sequence: sequence, deadline: deadline))
         if timer == nil { armTimer(context, at: deadline) }
-        let written = context.eventLoop.makePromise(of: Void.self)
+        let written = promise ?? context.eventLoop.makePromise(of: Void.self)
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-        written.futureResult.whenComplete { result in
-            if case .success = result {
-                handler.value.writtenThrough = max(handler.value.writtenThrough, sequence)
-            }
-            promise?.completeWith(result)
+        written.futureResult.whenSuccess {
+            handler.value.writtenThrough = max(handler.value.writtenThrough, sequence)
         }
         context.write(wrapOutboundOut(buffer), promise: written)
     }
