@@ -24,13 +24,63 @@ if [ "$#" -gt 0 ]; then
     exec swift test --skip-build "$@"
 fi
 
+# A target still running after this many seconds has hung (a whole target takes a minute or two):
+# it fails with what it was doing, instead of holding CI until CI's own time runs out.
+target_limit="${AVIARY_TEST_TARGET_TIMEOUT:-900}"
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+
+# Runs one test target under the watchdog, its output shown and kept in $logs/<target>.
+run_target() {
+    local target="$1" log="$logs/$1" pid waited=0
+    # In a process group of its own (job control on), so that all of it can be killed at once.
+    set -m
+    (
+        set -o pipefail
+        # Line-buffered, so the log is up to date when the watchdog reads it.
+        stdbuf -oL -eL swift test --skip-build --filter "^$target\\." 2>&1 | tee "$log"
+    ) &
+    pid=$!
+    set +m
+    while kill -0 "$pid" 2>/dev/null; do
+        if [ "$waited" -ge "$target_limit" ]; then
+            report_hang "$target" "$log"
+            kill -KILL -- "-$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+            return 1
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+    wait "$pid"
+}
+
+# Which tests of a hung target started and never finished, and the stacks of the test process's
+# threads that are in Aviary's code (a task suspended on an await is on no thread's stack).
+report_hang() {
+    local target="$1" log="$2" process
+    say "Tests: $target still runs after $target_limit s. Tests that started and did not finish:"
+    awk '/^◇ Test [^ ]+ started\./ && $3 != "run" { running[$3] = 1 }
+        /^[✔✘] Test [^ ]+ .*(passed|failed) after/ { delete running[$3] }
+        END { for (name in running) print "  " name }' "$log"
+    ensure_apt_packages gdb >/dev/null || return 0
+    for process in $(pgrep -f 'PackageTests\.xctest' || true); do
+        say "Threads of the test process in Aviary's code:"
+        gdb -p "$process" -batch -ex 'thread apply all bt 40' 2>/dev/null |
+            awk '/^Thread / { if (ours) printf "%s", block; block = ""; ours = 0 }
+                /^(Thread|#)/ { block = block $0 "\n" }
+                / at [^ ]*\/(Shared|Services|Tests)\// && !/PostgresReactor.swift/ { ours = 1 }
+                END { if (ours) printf "%s", block }'
+    done
+}
+
 failed=()
 for folder in Tests/*/; do
     target="$(basename "$folder")"
     [ "$target" = Support ] && continue
     say "Tests: $target"
     started=$SECONDS
-    if ! swift test --skip-build --filter "^$target\\."; then
+    if ! run_target "$target"; then
         failed+=("$target")
     fi
     say "Tests: $target took $((SECONDS - started)) s"
