@@ -120,12 +120,16 @@ struct NotificationsBench: AsyncParsableCommand {
         // The recipient now has a page of 20 hydrated notifications (follows, and likes of its tweet).
         // Paced like `timeline.home`: each latency runs from the moment its call was due. The answer
         // is checked to be a result, not decoded: this process shares the two cores with the services.
-        let list = try await runAtRate(rate, for: .seconds(min(seconds, 15))) { _ in
+        let listPage: @Sendable (Int) async throws -> Void = { _ in
             _ = try await notifications.send(
                 "notifications.list", params: RawJSON(unchecked: Array(#"{"limit":20}"#.utf8)), meta: RequestMeta(token: recipient.token)
             ).result()
         }
-        print("notifications.list, page of 20 hydrated, paced at \(rate) calls/s:  \(list.summary)   (target p99 < 10 ms)")
+        // Two seconds at the same pace first, not recorded: the service is still closing the idle
+        // connections just dropped, which is the subscription figures' business, not this one's.
+        _ = try await runAtRate(rate, for: .seconds(2), listPage)
+        let list = try await runAtRate(rate, for: .seconds(min(seconds, 15)), listPage)
+        print("notifications.list, page of 20 hydrated, paced at \(rate) calls/s after 2 s unrecorded:  \(list.summary)   (target p99 < 10 ms)")
         for client in [auth, graph, tweets, notifications] { await client.shutdown() }
     }
 
