@@ -116,4 +116,35 @@ import Testing
             await connection.close()
         }
     }
+
+    /// Notifications pass through the client without being parsed when laid out as Aviary servers
+    /// write them; a method that needs escapes takes the full parse. Either way method and params
+    /// arrive intact, whatever the params' strings hold.
+    @Test func pushedMethodsAndParamsArriveIntact() async throws {
+        let methods = ["plain.event", #"quoted "method" \ with/slash"#, "ünïcode.event"]
+        let params: JSONValue = [
+            "text": #"","params":{"fake":1}} \" ]"#, "nested": ["list": [1, nil, true], "empty": [:]],
+        ]
+        var router = makeTestRouter()
+        router.register("many.subscribe", summary: "Pushes one event per method.", access: .anonymous) {
+            (_: Empty, context) -> Bool in
+            guard let connection = context.connection else { throw RPCError.internalError() }
+            Task {
+                for method in methods { connection.push(method: method, params: try RawJSON(encoding: params)) }
+            }
+            return true
+        }
+        try await withRPCServer(router) { port, _ in
+            let connection = try await RPCClientConnection.connect(host: "127.0.0.1", port: port)
+            _ = try await connection.call("many.subscribe", as: Bool.self)
+            var received: [(String, JSONValue)] = []
+            for await notification in connection.notifications {
+                received.append((notification.method, try notification.params.decode(JSONValue.self)))
+                if received.count == methods.count { break }
+            }
+            #expect(received.map(\.0) == methods)
+            #expect(received.allSatisfy { $0.1 == params })
+            await connection.close()
+        }
+    }
 }

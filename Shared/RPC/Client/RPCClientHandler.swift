@@ -78,6 +78,12 @@ final class RPCClientHandler: ChannelDuplexHandler {
             }
             return
         }
+        if let (method, paramsOffset) = Self.notificationLayout(of: buffer.readableBytesView) {
+            let bytes = buffer.readableBytesView
+            let params = bytes[bytes.index(bytes.startIndex, offsetBy: paramsOffset)..<bytes.index(before: bytes.endIndex)]
+            onNotification(RPCNotification(method: method, params: RawJSON(unchecked: Array(params))))
+            return
+        }
         guard let header = try? JSONDecoder().decode(ResponseRoute.self, from: frame) else { return }
         if header.id == nil, let method = header.method {
             let params = (try? JSONDecoder().decode(ResponseHeader.self, from: frame))?.params
@@ -92,6 +98,24 @@ final class RPCClientHandler: ChannelDuplexHandler {
         }
         entry.timer.cancel()
         entry.promise.succeed(RPCResponse(frame: frame))
+    }
+
+    private static let notificationPrefix = Array(#"{"jsonrpc":"2.0","method":""#.utf8)
+    private static let paramsKey = Array(#"","params":"#.utf8)
+
+    /// The method of a notification written exactly as ``ResponseEncoding`` writes one (a method
+    /// name without escapes), and the offset in the frame where its params start; nil for any other
+    /// frame. Live events arrive this way, and their params pass through without being parsed.
+    static func notificationLayout(of bytes: ByteBufferView) -> (method: String, paramsOffset: Int)? {
+        guard bytes.count > notificationPrefix.count + paramsKey.count + 1, bytes.starts(with: notificationPrefix),
+            bytes.last == UInt8(ascii: "}")
+        else { return nil }
+        let methodStart = bytes.index(bytes.startIndex, offsetBy: notificationPrefix.count)
+        guard let methodEnd = bytes[methodStart...].firstIndex(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }),
+            bytes[methodEnd] == UInt8(ascii: "\""), bytes[methodEnd...].starts(with: paramsKey)
+        else { return nil }
+        let method = String(decoding: bytes[methodStart..<methodEnd], as: UTF8.self)
+        return (method, bytes.distance(from: bytes.startIndex, to: methodEnd) + paramsKey.count)
     }
 
     private static let resultPrefix = Array(#"{"jsonrpc":"2.0","id":"#.utf8)

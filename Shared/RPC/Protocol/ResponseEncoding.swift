@@ -35,8 +35,17 @@ enum ResponseEncoding {
 
     /// A notification the server pushes (`method`, `params`), for subscriptions.
     static func notification(method: String, params: RawJSON) -> Data {
-        var data = Data(#"{"jsonrpc":"2.0","method":"#.utf8)
-        data.append((try? JSONEncoder().encode(method)) ?? Data(#""""#.utf8))
+        var data = Data()
+        data.reserveCapacity(params.bytes.count + method.utf8.count + 40)
+        data.append(contentsOf: #"{"jsonrpc":"2.0","method":"#.utf8)
+        // Method names are plain ASCII ("messaging.event"): written as they are, without an encoder.
+        if method.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x80 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            data.append(UInt8(ascii: "\""))
+            data.append(contentsOf: method.utf8)
+            data.append(UInt8(ascii: "\""))
+        } else {
+            data.append((try? JSONEncoder().encode(method)) ?? Data(#""""#.utf8))
+        }
         data.append(contentsOf: #","params":"#.utf8)
         data.append(contentsOf: params.bytes)
         data.append(UInt8(ascii: "}"))
