@@ -176,6 +176,30 @@ import TestSupport
         #expect(try await stack.notifications(of: sender).isEmpty)
     }
 
+    /// A batch applies its events in order (a follow withdrawn then made again stays), and an event
+    /// it holds twice counts once.
+    @Test func aBatchAppliesItsEventsInOrderAndEachOnce() async throws {
+        let (stack, _) = try await NotificationsStack.shared()
+        let (followee, first, second) =
+            (try await stack.makeUser("followee"), try await stack.makeUser("first"), try await stack.makeUser("second"))
+        func edge(_ follower: StackUser) -> JSONValue {
+            ["followerId": follower.idValue, "followeeId": followee.idValue, "at": "2026-11-25T10:00:00Z"]
+        }
+        let base = Int64.random(in: 1_000_000...Int64(Int32.max))
+        try await stack.appendEvents(
+            topic: "graph",
+            [
+                ("follow", edge(first), base), ("unfollow", edge(first), base + 1), ("follow", edge(first), base + 2),
+                ("follow", edge(first), base + 2), ("follow", edge(second), base + 3), ("unfollow", edge(second), base + 4),
+                ("follow", edge(second), base + 5), ("unfollow", edge(second), base + 6),
+            ], source: "social_graph")
+        #expect(await eventually { (try? await stack.notifications(of: followee).count) == 1 })
+        try await Task.sleep(for: .milliseconds(300))
+        let items = try await stack.notifications(of: followee)
+        #expect(items.count == 1)
+        #expect(items.first?["type"] == "follow" && items.first?["actor"]?["id"] == first.idValue)
+    }
+
     @Test func refusals() async throws {
         let (stack, _) = try await NotificationsStack.shared()
         let (author, fan, stranger) =

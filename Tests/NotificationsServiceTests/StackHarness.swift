@@ -74,11 +74,24 @@ extension ServiceStack {
 
     /// Appends an event to a topic's stream as a producer's relay would.
     func appendEvent(topic: String, type: String, payload: JSONValue, source: String, outboxID: Int64) async throws {
-        let json = String(decoding: try JSONEncoder().encode(payload), as: UTF8.self)
-        _ = try await redis.send([
-            "XADD", RedisArgument("aviary:events:\(topic)"), "*", "type", RedisArgument(type), "payload", RedisArgument(json),
-            "outbox_id", RedisArgument(outboxID), "source", RedisArgument(source),
-        ])
+        try await appendEvents(topic: topic, [(type, payload, outboxID)], source: source)
+    }
+
+    /// Appends events to a topic's stream at once (`MULTI` … `EXEC`), so that a consumer waiting
+    /// on the stream reads them as one batch.
+    func appendEvents(
+        topic: String, _ events: [(type: String, payload: JSONValue, outboxID: Int64)], source: String
+    ) async throws {
+        var commands: [[RedisArgument]] = [["MULTI"]]
+        for event in events {
+            let json = String(decoding: try JSONEncoder().encode(event.payload), as: UTF8.self)
+            commands.append([
+                "XADD", RedisArgument("aviary:events:\(topic)"), "*", "type", RedisArgument(event.type), "payload",
+                RedisArgument(json), "outbox_id", RedisArgument(event.outboxID), "source", RedisArgument(source),
+            ])
+        }
+        commands.append(["EXEC"])
+        _ = try await redis.pipeline(commands)
     }
 }
 

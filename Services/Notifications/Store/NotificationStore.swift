@@ -23,31 +23,60 @@ struct NotificationStore: Sendable {
     }
 
     /// Applies each event's changes unless the event was applied before (by its deduplication key),
-    /// all in one transaction.
+    /// all in one transaction, in a few statements however long the batch: one marks every event
+    /// consumed, then each run of like changes (adds, withdrawals) is one statement, in event order.
     func apply(_ events: [(key: String, changes: [Change])]) async throws -> Outcome {
         let ids = self.ids
+        var unique = Set<String>()
+        let keys = events.map(\.key).filter { unique.insert($0).inserted }
         return try await postgres.transaction { connection in
+            let fresh = Set(try await connection.query(Self.markConsumed, [keys]).map { try $0.decode(String.self, at: 0) })
+            // An event delivered twice in one batch counts once, like one delivered again later.
+            var taken = Set<String>()
+            let changes = events.filter { fresh.contains($0.key) && taken.insert($0.key).inserted }.flatMap(\.changes)
             var outcome = Outcome()
-            for event in events {
-                guard try await !connection.query(Self.markConsumed, [event.key]).isEmpty else { continue }
-                for change in event.changes {
-                    switch change {
-                    case .add(let new):
-                        let rows = try await connection.query(
-                            Self.insert,
-                            [ids(), new.recipient, new.kind.rawValue, new.actor, new.tweet, new.conversation, new.key, new.createdAt])
-                        outcome.added += try rows.map(NotificationRow.init(row:))
-                    case .withdraw(let recipient, let keys):
-                        let rows = try await connection.query(Self.deleteKeys, [recipient, keys])
-                        outcome.withdrawn += try rows.map { (try $0.decode(Int64.self, at: 0), recipient) }
-                    case .withdrawPrefix(let recipient, let prefix):
-                        let rows = try await connection.query(Self.deletePrefix, [recipient, prefix])
-                        outcome.withdrawn += try rows.map { (try $0.decode(Int64.self, at: 0), recipient) }
+            var rest = changes[...]
+            while let first = rest.first {
+                switch first {
+                case .add:
+                    let run = rest.prefix { if case .add = $0 { true } else { false } }
+                    rest = rest.dropFirst(run.count)
+                    let new = run.compactMap { if case .add(let new) = $0 { new } else { nil } }
+                    outcome.added += try await Self.insert(new, ids: ids, on: connection)
+                case .withdraw:
+                    let run = rest.prefix { if case .withdraw = $0 { true } else { false } }
+                    rest = rest.dropFirst(run.count)
+                    var recipients: [Int64] = []
+                    var keys: [String] = []
+                    for case .withdraw(let recipient, let withdrawn) in run {
+                        recipients += Array(repeating: recipient, count: withdrawn.count)
+                        keys += withdrawn
                     }
+                    let rows = try await connection.query(Self.deleteKeys, [recipients, keys])
+                    outcome.withdrawn += try rows.map { (try $0.decode(Int64.self, at: 0), try $0.decode(Int64.self, at: 1)) }
+                case .withdrawPrefix(let recipient, let prefix):
+                    rest = rest.dropFirst()
+                    let rows = try await connection.query(Self.deletePrefix, [recipient, prefix])
+                    outcome.withdrawn += try rows.map { (try $0.decode(Int64.self, at: 0), recipient) }
                 }
             }
             return outcome
         }
+    }
+
+    /// Inserts `new` in one statement (one that is there already is skipped) and returns the rows
+    /// made, in the order given (their ids rise with it).
+    private static func insert(
+        _ new: [NewNotification], ids: @Sendable () -> Int64, on connection: PostgresConnection
+    ) async throws -> [NotificationRow] {
+        let rows = try await connection.query(
+            insertMany,
+            [
+                new.map { _ in ids() }, new.map(\.recipient), new.map(\.kind.rawValue), new.map(\.actor),
+                new.map { $0.tweet ?? 0 }, new.map { $0.conversation ?? 0 }, new.map(\.key),
+                new.map { Int64(($0.createdAt.timeIntervalSince1970 * 1_000_000).rounded()) },
+            ])
+        return try rows.map(NotificationRow.init(row:)).sorted { $0.id < $1.id }
     }
 
     /// Forgets applied events older than `age` (their stream entries are long trimmed or acknowledged).
@@ -58,20 +87,31 @@ struct NotificationStore: Sendable {
             [Int64(age.components.seconds)])
     }
 
+    /// The keys of the events not consumed before, now marked.
     private static let markConsumed = """
-        INSERT INTO notifications.consumed_events (key) VALUES ($1) ON CONFLICT (key) DO NOTHING RETURNING 1
+        INSERT INTO notifications.consumed_events (key) SELECT unnest($1::text[])
+        ON CONFLICT (key) DO NOTHING RETURNING key
         """
 
-    private static let insert = """
+    /// Rows by column; 0 stands for no tweet or conversation (ids are positive), times are
+    /// microseconds since 1970.
+    private static let insertMany = """
         INSERT INTO notifications.notifications
             (id, recipient_id, type, actor_id, tweet_id, conversation_id, key, created_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+        SELECT id, recipient, kind, actor, nullif(tweet, 0), nullif(conversation, 0), key,
+            timestamptz 'epoch' + micros * interval '1 microsecond'
+        FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::bigint[])
+            AS new (id, recipient, kind, actor, tweet, conversation, key, micros)
         ON CONFLICT (recipient_id, key) DO NOTHING
         RETURNING \(NotificationRow.columns)
         """
 
+    /// Pairs of recipient and key, by column.
     private static let deleteKeys = """
-        DELETE FROM notifications.notifications WHERE recipient_id = $1 AND key = ANY($2) RETURNING id
+        DELETE FROM notifications.notifications AS n
+        USING unnest($1::bigint[], $2::text[]) AS gone (recipient, key)
+        WHERE n.recipient_id = gone.recipient AND n.key = gone.key
+        RETURNING n.id, n.recipient_id
         """
 
     private static let deletePrefix = """
