@@ -60,21 +60,14 @@ struct AuthService: Sendable {
 
     /// The result of every sign-in: the user, as they see themself, and a fresh pair of tokens.
     func signedIn(_ user: UserRecord, tokens: IssuedTokens, created: Bool? = nil, context: RPCContext) async -> AuthResult {
-        AuthResult(
-            user: await profiles.user(user, viewer: user.id, context: context), accessToken: tokens.accessToken,
-            refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt, created: created)
+        AuthResult(user: await profiles.user(user, viewer: user.id, context: context), tokens: tokens, created: created)
     }
 
     /// Starts a new session of `user` and answers with it; the session's row is written while the
     /// profile is read, rather than one after the other.
-    func startSession(
-        _ user: UserRecord, created: Bool? = nil, profile known: User? = nil, context: RPCContext
-    ) async throws -> AuthResult {
+    func startSession(_ user: UserRecord, created: Bool? = nil, context: RPCContext) async throws -> AuthResult {
         async let tokens = issuer.start(userID: user.id)
-        let profile = if let known { known } else { await profiles.user(user, viewer: user.id, context: context) }
-        let issued = try await tokens
-        return AuthResult(
-            user: profile, accessToken: issued.accessToken, refreshToken: issued.refreshToken,
-            expiresAt: issued.expiresAt, created: created)
+        let profile = await profiles.user(user, viewer: user.id, context: context)
+        return AuthResult(user: profile, tokens: try await tokens, created: created)
     }
 }

@@ -46,7 +46,11 @@ extension AuthService {
             try await users.setPasswordHash(try await passwords.hash(params.password), userID: user.id)
             context.logger.info("upgraded a password hash to the current Argon2id parameters", metadata: ["user.id": "\(user.id)"])
         }
-        return try await startSession(user, profile: await profile, context: context)
+        // The session is recorded while the profile is still coming in: one wait, not two.
+        async let tokens = issuer.start(userID: user.id)
+        let own: User
+        if let read = await profile { own = read } else { own = await profiles.user(user, viewer: user.id, context: context) }
+        return AuthResult(user: own, tokens: try await tokens)
     }
 
     /// `user`'s profile as they see it themselves; nil without a user.

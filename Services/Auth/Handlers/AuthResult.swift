@@ -13,6 +13,14 @@ struct AuthResult: Codable, Sendable {
     var expiresAt: Date
     /// `auth.loginWithGoogle` only: whether this sign-in created the account.
     var created: Bool?
+
+    init(user: User, tokens: IssuedTokens, created: Bool? = nil) {
+        self.user = user
+        accessToken = tokens.accessToken
+        refreshToken = tokens.refreshToken
+        expiresAt = tokens.expiresAt
+        self.created = created
+    }
 }
 
 /// What `auth.refresh` answers: a new pair of tokens for the same session.
