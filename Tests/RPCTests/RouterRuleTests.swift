@@ -135,6 +135,20 @@ import Testing
         let child = try #require(downstream?["result"]?["traceparent"]?.stringValue)
         #expect(child.hasPrefix("00-0af7651916cd43dd8448eb211c80319c-"))
         #expect(child != given)
+        let childParts = child.split(separator: "-")
+        #expect(childParts.count == 4 && childParts[2].count == 16 && childParts[3] == "01")
+        #expect(childParts[2].allSatisfy { $0.isHexDigit && !$0.isUppercase })
+    }
+
+    /// Only a well-formed traceparent gives its trace id; anything else makes a call start a trace.
+    @Test func traceIDsComeOnlyFromWellFormedTraceparents() {
+        let id = "0af7651916cd43dd8448eb211c80319c"
+        #expect(RequestMeta(traceparent: "00-\(id)-b7ad6b7169203331-01").traceID == id)
+        for malformed in ["", "garbage", "00-\(id)", "00-\(id)-b7ad6b7169203331", "00-\(id)-b7-01-extra", "-\(id)-b7-01", "00-abc-b7-01"] {
+            #expect(RequestMeta(traceparent: malformed).traceID == nil, "\(malformed)")
+            let started = RequestMeta(traceparent: malformed).continuingTrace()
+            #expect(started.traceID?.utf8.count == 32, "\(malformed)")
+        }
     }
 
     @Test func deadlinesAreHonoured() async {

@@ -23,9 +23,17 @@ public struct RequestMeta: Sendable, Hashable, Codable {
     /// The trace id part of `traceparent` (`00-<trace id>-<parent id>-<flags>`), for logs.
     public var traceID: String? {
         guard let traceparent else { return nil }
-        let parts = traceparent.split(separator: "-")
-        guard parts.count == 4, parts[1].count == 32 else { return nil }
-        return String(parts[1])
+        // Read on every call and for every call it makes: scanned, without splitting into parts.
+        let bytes = traceparent.utf8
+        var dashes = 0
+        var first = bytes.startIndex
+        var second = bytes.startIndex
+        for index in bytes.indices where bytes[index] == UInt8(ascii: "-") {
+            dashes += 1
+            if dashes == 1 { first = index } else if dashes == 2 { second = index }
+        }
+        guard dashes == 3, first > bytes.startIndex, bytes.distance(from: first, to: second) == 33 else { return nil }
+        return String(traceparent[bytes.index(after: first)..<second])
     }
 
     /// This call's trace: the caller's when `traceparent` is valid, otherwise a new trace started
@@ -33,7 +41,7 @@ public struct RequestMeta: Sendable, Hashable, Codable {
     public func continuingTrace() -> RequestMeta {
         guard traceID == nil else { return self }
         var meta = self
-        meta.traceparent = "00-\(Self.randomHex(bytes: 16))-\(Self.randomHex(bytes: 8))-01"
+        meta.traceparent = Self.traceparent(traceID: Self.randomHex(bytes: 16))
         return meta
     }
 
@@ -41,18 +49,52 @@ public struct RequestMeta: Sendable, Hashable, Codable {
     /// (span) id, as W3C trace context asks of each hop.
     public var childTraceparent: String? {
         guard let traceID else { return traceparent }
-        return "00-\(traceID)-\(Self.randomHex(bytes: 8))-01"
+        return Self.traceparent(traceID: traceID)
     }
+
+    /// `00-<trace id>-<new span id>-01`, written in one go.
+    private static func traceparent(traceID: String) -> String {
+        let id = traceID.utf8
+        let length = 3 + id.count + 1 + 16 + 3
+        return String(unsafeUninitializedCapacity: length) { buffer in
+            var index = 0
+            func put(_ byte: UInt8) {
+                buffer[index] = byte
+                index += 1
+            }
+            put(UInt8(ascii: "0"))
+            put(UInt8(ascii: "0"))
+            put(UInt8(ascii: "-"))
+            for byte in id { put(byte) }
+            put(UInt8(ascii: "-"))
+            var span = TraceIDGenerator.next()
+            for _ in 0..<16 {
+                put(hexDigits[Int(span >> 60)])
+                span <<= 4
+            }
+            put(UInt8(ascii: "-"))
+            put(UInt8(ascii: "0"))
+            put(UInt8(ascii: "1"))
+            return index
+        }
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// `bytes` random bytes as lower-case hex (at most 16: trace ids and span ids).
     private static func randomHex(bytes: Int) -> String {
-        var text = ""
-        text.reserveCapacity(bytes * 2)
-        for _ in 0..<(bytes + 7) / 8 {
-            let word = String(TraceIDGenerator.next(), radix: 16)
-            text += String(repeating: "0", count: 16 - word.count) + word
+        String(unsafeUninitializedCapacity: bytes * 2) { buffer in
+            var index = 0
+            while index < bytes * 2 {
+                var word = TraceIDGenerator.next()
+                for _ in 0..<16 where index < bytes * 2 {
+                    buffer[index] = hexDigits[Int(word >> 60)]
+                    word <<= 4
+                    index += 1
+                }
+            }
+            return index
         }
-        return String(text.prefix(bytes * 2))
     }
 }
 
