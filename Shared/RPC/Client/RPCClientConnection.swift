@@ -53,8 +53,8 @@ public final class RPCClientConnection: Sendable {
         let call = OutgoingCall(
             id: id, frame: ByteBuffer(bytes: frame), promise: promise, timeout: .milliseconds(timeout.milliseconds))
         // Once the channel has closed, NIO has removed the handler, and the call would reach no one
-        // (nor its timer): failing its write is then the only news of it. When the handler did take
-        // the call, the handler has completed it by then, and this changes nothing.
+        // (nor its timer): failing its write is then the only news of it. A call the handler took
+        // and could not write fails the same way (the handler also drops it and its timer).
         let written = channel.eventLoop.makePromise(of: Void.self)
         written.futureResult.whenFailure { _ in promise.fail(RPCError.callNotSent) }
         channel.writeAndFlush(ClientOutbound.call(call), promise: written)

@@ -70,8 +70,8 @@ final class RedisChannelConnection: Sendable {
         defer { requestsInFlight.subtract(1, ordering: .relaxed) }
         let promise = channel.eventLoop.makePromise(of: [RESPValue].self)
         // Once the channel has closed, NIO has removed the handler, and the request would reach no
-        // one: failing its write is then the only news of it. (When the handler did take the request,
-        // the handler has already completed the request by then, and this changes nothing.)
+        // one: failing its write is then the only news of it. A request the handler took and could
+        // not write fails the same way: one command cut short never ran, a pipeline's first may have.
         let written = channel.eventLoop.makePromise(of: Void.self)
         written.futureResult.whenFailure { _ in
             promise.fail(
