@@ -15,7 +15,8 @@ struct MessagingBench: AsyncParsableCommand {
             (raise AVIARY_AUTH_REGISTER_PER_ADDRESS_PER_HOUR on a test stack), opens a direct conversation per pair and
             subscribes each pair's receiver on its own connection. --clients senders then share the pairs; every
             message carries its send time, and the receiver's side records the time from the start of the send call
-            to the arrival of its event. The messages stay in the database: run it against a test stack.
+            to the arrival of its event. A paced run at --paced-rate follows, for the delivery time without the
+            closed loop's queueing. The messages stay in the database: run it against a test stack.
             """)
 
     @Option(help: "host:port of the messaging service (default: AVIARY_MESSAGING_ADDRESSES or its default port).")
@@ -32,6 +33,9 @@ struct MessagingBench: AsyncParsableCommand {
 
     @Option(help: "Seconds of sending (at most 25).")
     var seconds = 10
+
+    @Option(help: "Messages a second of the paced run that follows the closed-loop one.")
+    var pacedRate = 1000
 
     func run() async throws {
         let configuration = try ServiceConfiguration.load(service: .messaging)
@@ -52,22 +56,35 @@ struct MessagingBench: AsyncParsableCommand {
         print("\(setup.conversations.count) conversations, receivers subscribed; sending for \(min(seconds, 25)) s with \(clients) clients")
 
         let started = ContinuousClock.now
-        let sends = try await runLoad(workers: clients, duration: .seconds(min(seconds, 25))) { worker in
-            let pair = setup.conversations[worker % setup.conversations.count]
+        // Each message's text is its send time in nanoseconds since `started`, for the receiver.
+        let send: @Sendable (Int) async throws -> Void = { sender in
+            let pair = setup.conversations[sender % setup.conversations.count]
             let sentAt = ContinuousClock.now - started
             let text = String(sentAt.components.seconds * 1_000_000_000 + sentAt.components.attoseconds / 1_000_000_000)
             _ = try await messaging.send(
                 "messaging.send", params: try RawJSON(encoding: ["conversationId": pair.conversation, "text": text]),
                 meta: RequestMeta(token: pair.senderToken))
         }
+        let sends = try await runLoad(workers: clients, duration: .seconds(min(seconds, 25)), send)
         // Let the last events arrive.
         try await Task.sleep(for: .milliseconds(500))
-        let delivered = setup.receivers.flatMap { $0.latencies(since: started) }
-        for receiver in setup.receivers { await receiver.close() }
+        let delivered = setup.receivers.flatMap { $0.takeLatencies(since: started) }
         print("messaging.send, \(clients) clients, \(setup.conversations.count) conversations:  \(sends.summary)   (target ≥ 3,000 messages/s)")
-        let delivery = LoadFigures(calls: delivered.count, seconds: sends.seconds, latencies: delivered)
+        Self.printDelivery(delivered, of: sends, "under that load (a send waits its turn among \(clients))")
+
+        // The same path at a pace the service keeps up with: the latency without the queueing.
+        let paced = try await runAtRate(pacedRate, for: .seconds(min(seconds, 25)), send)
+        try await Task.sleep(for: .milliseconds(500))
+        let pacedDelivery = setup.receivers.flatMap { $0.takeLatencies(since: started) }
+        for receiver in setup.receivers { await receiver.close() }
+        print("messaging.send paced at \(pacedRate)/s:  \(paced.summary)")
+        Self.printDelivery(pacedDelivery, of: paced, "at \(pacedRate)/s")
+    }
+
+    private static func printDelivery(_ latencies: [Duration], of sends: LoadFigures, _ condition: String) {
+        let delivery = LoadFigures(calls: latencies.count, seconds: sends.seconds, latencies: latencies)
         print(
-            "delivery to the subscribed peer: \(delivered.count) of \(sends.calls) events"
+            "delivery to the subscribed peer \(condition): \(latencies.count) of \(sends.calls) events"
                 + String(format: "  p50 %.2f ms  p99 %.2f ms", delivery.percentile(0.50), delivery.percentile(0.99))
                 + "   (target p99 < 20 ms; from the start of the send call to the event's arrival)")
     }
@@ -163,10 +180,12 @@ private final class Receiver: Sendable {
         return Receiver(connection: connection)
     }
 
-    /// Each message's delivery time, with send times counted from `start`.
-    func latencies(since start: ContinuousClock.Instant) -> [Duration] {
+    /// The delivery time of each message that arrived since the last call, with send times counted
+    /// from `start`.
+    func takeLatencies(since start: ContinuousClock.Instant) -> [Duration] {
         arrivals.times.withLock { arrivals in
-            arrivals.map { start.duration(to: $0.arrived) - .nanoseconds($0.sent) }
+            defer { arrivals.removeAll() }
+            return arrivals.map { start.duration(to: $0.arrived) - .nanoseconds($0.sent) }
         }
     }
 
