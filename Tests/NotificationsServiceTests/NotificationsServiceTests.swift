@@ -139,14 +139,18 @@ import TestSupport
         // One item per page, no repeats, and the cursor ends.
         var seen: [String] = []
         var cursor: JSONValue = .null
+        var lastPage: JSONValue = .null
         repeat {
             var params: [String: JSONValue] = ["grouped": true, "limit": 1]
             if cursor != .null { params["cursor"] = cursor }
             let page: JSONValue = try await stack.call("notifications", "notifications.list", params, as: author)
             seen += page["items"]?.arrayValue?.compactMap { $0["type"]?.stringValue } ?? []
             cursor = page["nextCursor"] ?? .null
+            lastPage = page
         } while cursor != .null && seen.count < 10
         #expect(seen == ["mention", "follow", "like"])
+        // The last page says so with a null cursor, as contract §2 writes pages.
+        #expect(lastPage.objectValue?.keys.contains("nextCursor") == true && lastPage["nextCursor"] == .null)
 
         let likesOnly = try await stack.notifications(of: author, ["types": ["like"]])
         #expect(likesOnly.count == 3 && likesOnly.allSatisfy { $0["type"] == "like" && $0["count"] == nil })

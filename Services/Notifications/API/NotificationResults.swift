@@ -65,21 +65,12 @@ extension NotificationItem {
         return bytes
     }
 
-    /// `{"items":[…],"nextCursor":…}` (`nextCursor` left out on the last page), as `Page` writes it.
+    /// The page of `items`, each written by ``json(using:)``.
     static func page(_ items: [NotificationItem], nextCursor: String?) throws -> RawJSON {
         let encoder = JSONCoding.encoder()
-        var bytes = Array(#"{"items":["#.utf8)
-        for (index, item) in items.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            bytes.append(contentsOf: try item.json(using: encoder))
-        }
-        bytes.append(UInt8(ascii: "]"))
-        if let nextCursor {
-            bytes.append(contentsOf: #","nextCursor":"#.utf8)
-            bytes.append(contentsOf: try encoder.encode(nextCursor))
-        }
-        bytes.append(UInt8(ascii: "}"))
-        return RawJSON(unchecked: bytes)
+        var page = PageJSON()
+        for item in items { page.append(try item.json(using: encoder)) }
+        return page.finish(nextCursor: nextCursor)
     }
 }
 

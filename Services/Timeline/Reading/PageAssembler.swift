@@ -1,3 +1,4 @@
+import AviaryAPI
 import Logging
 import RPC
 
@@ -6,7 +7,7 @@ extension Timeline {
     /// first `limit`, then for as many more as it left out (deleted since), a few times at most.
     /// `more` says whether older candidates exist beyond the list.
     func page(of candidates: [Int64], more: Bool, limit: Int, viewer: Int64?, context: RPCContext) async throws -> RawJSON {
-        var page = TweetPageJSON()
+        var page = PageJSON()
         var consumed = 0
         var rounds = 0
         while page.count < limit, consumed < candidates.count, rounds < 3 {
@@ -22,6 +23,7 @@ extension Timeline {
             rounds += 1
         }
         let hasMore = consumed < candidates.count || more
-        return page.finish(next: hasMore && consumed > 0 ? candidates[consumed - 1] : nil)
+        let next = hasMore && consumed > 0 ? candidates[consumed - 1] : nil
+        return page.finish(nextCursor: next.map(TimelineCursor.encode))
     }
 }

@@ -54,7 +54,7 @@ extension TweetsService {
     /// order, so a tweet deleted between the two reads shifts nothing.
     private func hydrated(_ page: TweetIDPage, _ context: RPCContext) async throws -> RawJSON {
         let items = try await hydrator.json(page.ids, viewer: context.principal?.userID, omitDeleted: true, context: context)
-        return TweetJSON.page(items, next: page.next?.encoded)
+        return PageJSON.page(items, nextCursor: page.next?.encoded)
     }
 
     /// Tells an empty list of a real user from a list of no one: `not_found` for an unknown user.

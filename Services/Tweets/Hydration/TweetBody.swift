@@ -40,7 +40,7 @@ struct TweetBody: Encodable, Sendable {
     }
 }
 
-/// Tweets and pages of tweets written as JSON bytes, spliced from cached bodies.
+/// Tweets written as JSON bytes, spliced from cached bodies (pages of them: `PageJSON`).
 enum TweetJSON {
     /// A whole tweet: `body` (an open object) with the fields that change on every read.
     static func finish(_ body: [UInt8], likes: Int64, replies: Int64, likedByMe: Bool, deleted: Bool) -> RawJSON {
@@ -52,22 +52,6 @@ enum TweetJSON {
         bytes.append(contentsOf: String(replies).utf8)
         bytes.append(contentsOf: (likedByMe ? #","likedByMe":true"# : #","likedByMe":false"#).utf8)
         bytes.append(contentsOf: (deleted ? #","deleted":true}"# : #","deleted":false}"#).utf8)
-        return RawJSON(unchecked: bytes)
-    }
-
-    /// `{"items": [...], "nextCursor": "..." | null}`; cursors are base64url, so need no escaping.
-    static func page(_ items: [RawJSON], next: String?) -> RawJSON {
-        var bytes: [UInt8] = Array(#"{"items":"#.utf8)
-        bytes.append(contentsOf: RawJSON.array(items).bytes)
-        bytes.append(contentsOf: #","nextCursor":"#.utf8)
-        if let next {
-            bytes.append(UInt8(ascii: "\""))
-            bytes.append(contentsOf: next.utf8)
-            bytes.append(UInt8(ascii: "\""))
-        } else {
-            bytes.append(contentsOf: "null".utf8)
-        }
-        bytes.append(UInt8(ascii: "}"))
         return RawJSON(unchecked: bytes)
     }
 }
