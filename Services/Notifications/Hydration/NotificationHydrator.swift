@@ -68,10 +68,7 @@ struct NotificationHydrator: Sendable {
             .tweets, "tweets.getMany", GetTweets(ids: ids.map { EntityID($0) }, viewerId: viewer.map { EntityID($0) }),
             context: context, as: RawJSON.self
         ).bytes
-        guard let elements = JSONSplice.elements(of: array) else {
-            (context?.logger ?? resources.logger).error("tweets.getMany answered something other than an array")
-            throw RPCError.unavailable("the tweets service gave an unreadable answer; retry shortly")
-        }
+        let elements = try JSONSplice.elements(ofAnswer: array, to: "tweets.getMany", logger: context?.logger ?? resources.logger)
         var byID: [Int64: RawJSON] = [:]
         for range in elements {
             let tweet = array[range]

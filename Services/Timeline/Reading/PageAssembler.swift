@@ -13,10 +13,7 @@ extension Timeline {
         while page.count < limit, consumed < candidates.count, rounds < 3 {
             let asked = Array(candidates[consumed..<min(consumed + limit - page.count, candidates.count)])
             let array = try await tweets.tweets(asked, viewer: viewer, context: context)
-            guard let elements = JSONSplice.elements(of: array) else {
-                context.logger.error("tweets.getMany answered something other than an array")
-                throw RPCError.unavailable("the tweets service gave an unreadable answer; retry shortly")
-            }
+            let elements = try JSONSplice.elements(ofAnswer: array, to: "tweets.getMany", logger: context.logger)
             page.reserve(array.count)
             for range in elements { page.append(array[range]) }
             consumed += asked.count

@@ -1,3 +1,5 @@
+import Logging
+
 /// Byte-level work on JSON another service already encoded, so that what passes through a service
 /// (tweets, in timelines and notifications) is not decoded and encoded again.
 public enum JSONSplice {
@@ -51,6 +53,16 @@ public enum JSONSplice {
             }
             return nil
         }
+    }
+
+    /// The elements of the array another service answered `method` with. Any other answer is that
+    /// service misbehaving: logged, and `unavailable` (retry later) for the caller.
+    public static func elements(ofAnswer bytes: [UInt8], to method: String, logger: Logger) throws(RPCError) -> [Range<Int>] {
+        guard let elements = elements(of: bytes) else {
+            logger.error("\(method) answered something other than an array")
+            throw RPCError.unavailable("\(method) answered something unreadable; retry shortly")
+        }
+        return elements
     }
 
     private static func isSpace(_ byte: UInt8) -> Bool {
