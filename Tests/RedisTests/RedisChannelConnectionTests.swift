@@ -19,6 +19,20 @@ import Testing
         let failure = try #require(error as? RedisConnectionFailure)
         #expect(failure.error.code == .connectionFailed && !failure.requestMayHaveArrived)
     }
+
+    /// Lengths of one and several digits, an empty argument and bytes that are not UTF-8, in RESP.
+    @Test func commandsAreWrittenAsRESP() {
+        let long = RedisArgument([UInt8](repeating: 0x78, count: 1234))
+        let buffer = RedisChannelHandler.encode(
+            [["GET", "k"], ["SET", RedisArgument([0, 0xFF, 0x0D, 0x0A]), ""], Array(repeating: long, count: 10)],
+            allocator: ByteBufferAllocator())
+        let expected =
+            Array("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*3\r\n$3\r\nSET\r\n$4\r\n".utf8) + [0, 0xFF, 0x0D, 0x0A]
+            + Array("\r\n$0\r\n\r\n*10\r\n".utf8)
+            + Array(repeating: Array("$1234\r\n".utf8) + long.bytes + Array("\r\n".utf8), count: 10).joined()
+        #expect(Array(buffer.readableBytesView) == expected)
+        #expect(buffer.readableBytes == expected.count)
+    }
 }
 
 extension Result {

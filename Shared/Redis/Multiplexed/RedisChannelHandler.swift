@@ -24,7 +24,6 @@ final class RedisChannelHandler: ChannelDuplexHandler {
 
     private struct Pending {
         var request: RedisRequest
-        var replies: [RESPValue]
         var sequence: UInt64
         var deadline: NIODeadline
     }
@@ -33,6 +32,9 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     /// hiredis's RESP parser; owned by this handler and used only on its event loop.
     private let reader: UnsafeMutablePointer<redisReader>
     private var pending = CircularBuffer<Pending>()
+    /// The replies that have come for the oldest pending request. Kept here rather than in its
+    /// `Pending`, which `CircularBuffer`'s subscript would copy, and the array with it, per reply.
+    private var oldestReplies: [RESPValue] = []
     private var nextSequence: UInt64 = 1
     /// Every request up to this one has been handed to the kernel whole.
     private var writtenThrough: UInt64 = 0
@@ -70,12 +72,11 @@ final class RedisChannelHandler: ChannelDuplexHandler {
             promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }
-        var buffer = context.channel.allocator.buffer(capacity: Self.encodedSize(of: request.commands))
-        for command in request.commands { Self.encode(command, into: &buffer) }
+        let buffer = Self.encode(request.commands, allocator: context.channel.allocator)
         let sequence = nextSequence
         nextSequence += 1
         let deadline = NIODeadline.now() + commandTimeout
-        pending.append(Pending(request: request, replies: [], sequence: sequence, deadline: deadline))
+        pending.append(Pending(request: request, sequence: sequence, deadline: deadline))
         if timer == nil { armTimer(context, at: deadline) }
         let written = promise ?? context.eventLoop.makePromise(of: Void.self)
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -85,31 +86,64 @@ final class RedisChannelHandler: ChannelDuplexHandler {
         context.write(wrapOutboundOut(buffer), promise: written)
     }
 
-    /// RESP: `*<count>\r\n` then `$<length>\r\n<bytes>\r\n` per argument.
-    static func encode(_ command: [RedisArgument], into buffer: inout ByteBuffer) {
-        buffer.writeInteger(UInt8(ascii: "*"))
-        writeDecimal(command.count, into: &buffer)
-        for argument in command {
-            buffer.writeInteger(UInt8(ascii: "$"))
-            writeDecimal(argument.bytes.count, into: &buffer)
-            buffer.writeBytes(argument.bytes)
-            buffer.writeStaticString("\r\n")
+    /// RESP: `*<count>\r\n` then `$<length>\r\n<bytes>\r\n` per argument, written straight into
+    /// a buffer of the exact size in one pass.
+    static func encode(_ commands: [[RedisArgument]], allocator: ByteBufferAllocator) -> ByteBuffer {
+        let size = encodedSize(of: commands)
+        var buffer = allocator.buffer(capacity: size)
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { raw in
+            var offset = 0
+            func put(_ byte: UInt8) {
+                raw[offset] = byte
+                offset += 1
+            }
+            func putHeader(_ marker: UInt8, _ value: Int) {
+                put(marker)
+                let digits = decimalDigits(value)
+                var rest = value
+                for index in stride(from: offset + digits - 1, through: offset, by: -1) {
+                    raw[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+                offset += digits
+                put(UInt8(ascii: "\r"))
+                put(UInt8(ascii: "\n"))
+            }
+            for command in commands {
+                putHeader(UInt8(ascii: "*"), command.count)
+                for argument in command {
+                    putHeader(UInt8(ascii: "$"), argument.bytes.count)
+                    argument.bytes.withUnsafeBytes { bytes in
+                        UnsafeMutableRawBufferPointer(rebasing: raw[offset..<offset + bytes.count]).copyMemory(from: bytes)
+                    }
+                    offset += argument.bytes.count
+                    put(UInt8(ascii: "\r"))
+                    put(UInt8(ascii: "\n"))
+                }
+            }
+            return offset
         }
+        return buffer
     }
 
+    /// The bytes `encode` writes for `commands`.
     private static func encodedSize(of commands: [[RedisArgument]]) -> Int {
         commands.reduce(0) { total, command in
-            command.reduce(total + 16) { $0 + $1.bytes.count + 16 }
+            command.reduce(total + 3 + decimalDigits(command.count)) { size, argument in
+                size + 5 + decimalDigits(argument.bytes.count) + argument.bytes.count
+            }
         }
     }
 
-    private static func writeDecimal(_ value: Int, into buffer: inout ByteBuffer) {
-        if value < 10 {
-            buffer.writeInteger(UInt8(ascii: "0") + UInt8(value))
-        } else {
-            buffer.writeString(String(value))
+    /// The digits of `value` (not negative) in decimal.
+    private static func decimalDigits(_ value: Int) -> Int {
+        var digits = 1
+        var rest = value
+        while rest >= 10 {
+            digits += 1
+            rest /= 10
         }
-        buffer.writeStaticString("\r\n")
+        return digits
     }
 
     // MARK: Reading
@@ -131,10 +165,13 @@ final class RedisChannelHandler: ChannelDuplexHandler {
                 fail(context, code: .protocolError, detail: "a reply came that no request asked for")
                 return
             }
-            pending[pending.startIndex].replies.append(value)
-            if pending[pending.startIndex].replies.count == pending[pending.startIndex].request.commands.count {
+            if oldestReplies.isEmpty { oldestReplies.reserveCapacity(pending[pending.startIndex].request.commands.count) }
+            oldestReplies.append(value)
+            if oldestReplies.count == pending[pending.startIndex].request.commands.count {
                 let done = pending.removeFirst()
-                done.request.promise.succeed(done.replies)
+                let replies = oldestReplies
+                oldestReplies = []
+                done.request.promise.succeed(replies)
                 if closing && pending.isEmpty { context.close(promise: nil) }
             }
         }
@@ -179,6 +216,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     private func failAll(code: RedisError.Code, detail: String) {
         let failed = pending
         pending.removeAll()
+        oldestReplies = []
         for entry in failed {
             // Redis runs only complete commands, so one command that was not written whole never ran;
             // of a pipeline cut short, the commands before the cut may have.
