@@ -1,4 +1,4 @@
-import Redis
+@testable import Redis
 import TestSupport
 import Testing
 
@@ -140,6 +140,28 @@ import Testing
                 #expect(
                     connected.map { (1...4).contains($0) } == true,
                     "connected_clients: \(String(describing: connected))")
+            }
+        }
+    }
+
+    /// Callers share an open connection while it has fewer than `sharingLimit` commands in flight,
+    /// rather than each opening one: their commands then leave together.
+    @Test func concurrentCommandsBelowTheSharingLimitShareOneConnection() async throws {
+        try await withPrivateRedis { redis in
+            try await withClient(redis, poolSize: 4) { client in
+                #expect(try await client.send(["PING"]) == .simpleString("PONG"))
+                let callers = RedisConnectionPool.sharingLimit / 2
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<callers {
+                        group.addTask {
+                            let reply = try await client.send(["PING"])
+                            #expect(reply == .simpleString("PONG"))
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                let info = try await client.send(["INFO", "clients"]).string ?? ""
+                #expect(info.contains("connected_clients:1\r\n"), "\(info)")
             }
         }
     }

@@ -8,7 +8,7 @@ import Synchronization
 /// of their own.
 final class RedisChannelConnection: Sendable {
     private let channel: any Channel
-    private let requestsInFlight = Atomic<Int>(0)
+    private let commandsInFlight = Atomic<Int>(0)
 
     private init(channel: any Channel) {
         self.channel = channel
@@ -66,8 +66,8 @@ final class RedisChannelConnection: Sendable {
     ///
     /// - Throws: ``RedisConnectionFailure`` when the connection breaks, times out or is closed.
     func send(_ commands: [[RedisArgument]]) async throws -> [RESPValue] {
-        requestsInFlight.add(1, ordering: .relaxed)
-        defer { requestsInFlight.subtract(1, ordering: .relaxed) }
+        commandsInFlight.add(commands.count, ordering: .relaxed)
+        defer { commandsInFlight.subtract(commands.count, ordering: .relaxed) }
         let promise = channel.eventLoop.makePromise(of: [RESPValue].self)
         // Once the channel has closed, NIO has removed the handler, and the request would reach no
         // one: failing its write is then the only news of it. A request the handler took and could
@@ -83,8 +83,8 @@ final class RedisChannelConnection: Sendable {
         return try await promise.futureResult.get()
     }
 
-    /// How many requests are waiting for their replies.
-    var load: Int { requestsInFlight.load(ordering: .relaxed) }
+    /// How many commands are waiting for their replies.
+    var load: Int { commandsInFlight.load(ordering: .relaxed) }
 
     /// Closes the connection once the requests in flight have their replies.
     func closeWhenIdle() {
