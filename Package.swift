@@ -129,7 +129,7 @@ let package = Package(
         .testTarget(name: "RPCTests", dependencies: ["RPC", "ChannelSupport", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "RedisTests", dependencies: ["Redis", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "RedisTests", dependencies: ["Redis", "RPC", "TestSupport"] + nio, swiftSettings: strict),
         .testTarget(
             name: "ServiceKitTests", dependencies: ["ServiceKit", "TestSupport"], swiftSettings: strict),
         .testTarget(

@@ -5,7 +5,7 @@ import NIOPosix
 import Synchronization
 
 /// The client's connections. Up to `poolSize` shared ones, each carrying many callers' commands at
-/// once (opened when every open one is busy, see `sharingLimit`; replaced when found closed), spread over the event
+/// once (opened when every open one is busy, replaced when found closed), spread over the event
 /// loops so that a caller gets one on its own loop when it can; and connections
 /// lent whole to blocking commands (`BLPOP`, `XREADGROUP … BLOCK`), which would hold up everyone
 /// else on a shared one. Up to `poolSize` of those are kept idle for the next blocking command.
@@ -27,12 +27,11 @@ final class RedisConnectionPool: Sendable {
     private let state: Mutex<State>
     private let affinity = EventLoopAffinity(group: MultiThreadedEventLoopGroup.singleton)
 
-    /// A connection with fewer commands than this in flight takes another caller's rather than a
-    /// new connection being opened: requests that share a connection leave in one `write(2)` per
-    /// event-loop tick and Redis reads them in one go, which costs both sides far less than a write
-    /// and a read per connection. Above it, a new connection spares callers the wait behind a long
-    /// pipeline.
-    static let sharingLimit = 64
+    /// A caller on a connection's event loop joins the requests written to it in the same tick
+    /// (they leave in one `write(2)`, and Redis reads them in one go: far cheaper for both sides than
+    /// a write and a read per connection) while they hold fewer commands than this; a longer batch
+    /// would keep the caller waiting behind it.
+    static let gatheringLimit = 64
 
     init(configuration: RedisConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -40,9 +39,9 @@ final class RedisConnectionPool: Sendable {
         self.state = Mutex(State(slots: Array(repeating: .empty, count: configuration.poolSize)))
     }
 
-    /// A shared connection, on the caller's event loop when a slot is: the least busy if it has fewer
-    /// than `sharingLimit` commands in flight, else a new one while there is room, else the least
-    /// busy. A connection found closed is replaced.
+    /// A shared connection, on the caller's event loop when a slot is: one gathering a batch in this
+    /// tick (see `gatheringLimit`), else one that is idle, else a new one while there is room, else
+    /// the least busy. A connection found closed is replaced.
     func shared() async throws -> RedisChannelConnection {
         let affinity = self.affinity
         let (index, slot) = try state.withLock { state throws(RedisError) -> (Int, Slot) in
@@ -55,7 +54,9 @@ final class RedisConnectionPool: Sendable {
                 } else {
                     stride(from: 0, to: count, by: 1)
                 }
+            let onLoop = affinity.currentLoopIndex() != nil
             var leastBusy: (index: Int, load: Int)?
+            var gathering: Int?
             var empty: Int?
             var connecting: Int?
             for index in candidates {
@@ -64,14 +65,17 @@ final class RedisConnectionPool: Sendable {
                     state.slots[index] = .empty
                     if empty == nil { empty = index }
                 case .open(let connection):
-                    if connection.load < leastBusy?.load ?? .max { leastBusy = (index, connection.load) }
+                    let load = connection.load
+                    if load < leastBusy?.load ?? .max { leastBusy = (index, load) }
+                    if onLoop, gathering == nil, load < Self.gatheringLimit, connection.isGathering { gathering = index }
                 case .empty:
                     if empty == nil { empty = index }
                 case .connecting:
                     if connecting == nil { connecting = index }
                 }
             }
-            if let leastBusy, leastBusy.load < Self.sharingLimit { return (leastBusy.index, state.slots[leastBusy.index]) }
+            if let gathering { return (gathering, state.slots[gathering]) }
+            if let leastBusy, leastBusy.load == 0 { return (leastBusy.index, state.slots[leastBusy.index]) }
             if let empty {
                 let loop = affinity.loop(forSlot: empty)
                 state.slots[empty] = .connecting(Task { try await self.open(on: loop) })

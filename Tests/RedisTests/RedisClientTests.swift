@@ -1,6 +1,9 @@
-@testable import Redis
+import NIOPosix
+import RPC
 import TestSupport
 import Testing
+
+@testable import Redis
 
 @Suite struct RedisClientTests {
     @Test func storesBinaryValuesExactly() async throws {
@@ -144,24 +147,24 @@ import Testing
         }
     }
 
-    /// Callers share an open connection while it has fewer than `sharingLimit` commands in flight,
-    /// rather than each opening one: their commands then leave together.
-    @Test func concurrentCommandsBelowTheSharingLimitShareOneConnection() async throws {
+    /// Callers on one event loop join the requests written there in the same tick rather than each
+    /// taking an idle connection or opening one: their commands leave together.
+    @Test func callersOnOneLoopJoinTheRequestsOfTheirTick() async throws {
         try await withPrivateRedis { redis in
             try await withClient(redis, poolSize: 4) { client in
-                #expect(try await client.send(["PING"]) == .simpleString("PONG"))
-                let callers = RedisConnectionPool.sharingLimit / 2
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for _ in 0..<callers {
-                        group.addTask {
-                            let reply = try await client.send(["PING"])
-                            #expect(reply == .simpleString("PONG"))
+                let executor = EventLoopTaskExecutor(eventLoop: MultiThreadedEventLoopGroup.singleton.next())
+                let connected = try await Task(executorPreference: executor) {
+                    #expect(try await client.send(["PING"]) == .simpleString("PONG"))
+                    // Added from the loop, the callers all start within one tick.
+                    try await withThrowingTaskGroup(of: RESPValue.self) { group in
+                        for _ in 0..<(RedisConnectionPool.gatheringLimit / 2) {
+                            group.addTask { try await client.send(["PING"]) }
                         }
+                        for try await reply in group { #expect(reply == .simpleString("PONG")) }
                     }
-                    try await group.waitForAll()
-                }
-                let info = try await client.send(["INFO", "clients"]).string ?? ""
-                #expect(info.contains("connected_clients:1\r\n"), "\(info)")
+                    return try await client.send(["INFO", "clients"]).string ?? ""
+                }.value
+                #expect(connected.contains("connected_clients:1\r\n"), "\(connected)")
             }
         }
     }

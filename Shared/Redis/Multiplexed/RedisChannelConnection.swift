@@ -9,6 +9,9 @@ import Synchronization
 final class RedisChannelConnection: Sendable {
     private let channel: any Channel
     private let commandsInFlight = Atomic<Int>(0)
+    /// Set while requests written on the event loop in this tick have yet to leave (the flush comes
+    /// at the end of the tick, ``FlushCoalescingHandler``).
+    private let gathering = Atomic<Bool>(false)
 
     private init(channel: any Channel) {
         self.channel = channel
@@ -80,8 +83,16 @@ final class RedisChannelConnection: Sendable {
                     requestMayHaveArrived: commands.count > 1))
         }
         channel.writeAndFlush(RedisRequest(commands: commands, promise: promise), promise: written)
+        // Queued after the flush that write scheduled, so it runs once the batch has left.
+        if channel.eventLoop.inEventLoop, !gathering.exchange(true, ordering: .relaxed) {
+            channel.eventLoop.execute { self.gathering.store(false, ordering: .relaxed) }
+        }
         return try await promise.futureResult.get()
     }
+
+    /// Whether a request sent now from the connection's event loop leaves in the same `write(2)` as
+    /// requests already written in this tick.
+    var isGathering: Bool { gathering.load(ordering: .relaxed) }
 
     /// How many commands are waiting for their replies.
     var load: Int { commandsInFlight.load(ordering: .relaxed) }
