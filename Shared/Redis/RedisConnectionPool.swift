@@ -29,8 +29,8 @@ final class RedisConnectionPool: Sendable {
 
     /// A caller on a connection's event loop joins the requests written to it in the same tick
     /// (they leave in one `write(2)`, and Redis reads them in one go: far cheaper for both sides than
-    /// a write and a read per connection) while they hold fewer commands than this; a longer batch
-    /// would keep the caller waiting behind it.
+    /// a write and a read per connection) while the connection has fewer commands than this in
+    /// flight; behind more, the caller would wait.
     static let gatheringLimit = 64
 
     init(configuration: RedisConfiguration, logger: Logger) {
@@ -48,13 +48,14 @@ final class RedisConnectionPool: Sendable {
             guard !state.isClosed else { throw RedisError(.closed) }
             // The slots of the caller's loop (every loops.count-th), or all of them when none is.
             let count = state.slots.count
+            let current = affinity.currentLoopIndex()
+            let onLoop = current.map { $0 < count } ?? false
             let candidates =
-                if let current = affinity.currentLoopIndex(), current < count {
+                if let current, onLoop {
                     stride(from: current, to: count, by: affinity.loops.count)
                 } else {
                     stride(from: 0, to: count, by: 1)
                 }
-            let onLoop = affinity.currentLoopIndex() != nil
             var leastBusy: (index: Int, load: Int)?
             var gathering: Int?
             var empty: Int?
