@@ -27,13 +27,11 @@ struct NotificationStore: Sendable {
     /// consumed, then each run of like changes (adds, withdrawals) is one statement, in event order.
     func apply(_ events: [(key: String, changes: [Change])]) async throws -> Outcome {
         let ids = self.ids
-        var unique = Set<String>()
-        let keys = events.map(\.key).filter { unique.insert($0).inserted }
+        let keys = Array(Set(events.map(\.key)))
         return try await postgres.transaction { connection in
-            let fresh = Set(try await connection.query(Self.markConsumed, [keys]).map { try $0.decode(String.self, at: 0) })
+            var fresh = Set(try await connection.query(Self.markConsumed, [keys]).map { try $0.decode(String.self, at: 0) })
             // An event delivered twice in one batch counts once, like one delivered again later.
-            var taken = Set<String>()
-            let changes = events.filter { fresh.contains($0.key) && taken.insert($0.key).inserted }.flatMap(\.changes)
+            let changes = events.filter { fresh.remove($0.key) != nil }.flatMap(\.changes)
             var outcome = Outcome()
             var rest = changes[...]
             while let first = rest.first {

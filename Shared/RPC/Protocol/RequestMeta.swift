@@ -41,7 +41,7 @@ public struct RequestMeta: Sendable, Hashable, Codable {
     public func continuingTrace() -> RequestMeta {
         guard traceID == nil else { return self }
         var meta = self
-        meta.traceparent = Self.traceparent(traceID: Self.randomHex(bytes: 16))
+        meta.traceparent = Self.traceparent(traceID: nil)
         return meta
     }
 
@@ -52,50 +52,37 @@ public struct RequestMeta: Sendable, Hashable, Codable {
         return Self.traceparent(traceID: traceID)
     }
 
-    /// `00-<trace id>-<new span id>-01`, written in one go.
-    private static func traceparent(traceID: String) -> String {
-        let id = traceID.utf8
-        let length = 3 + id.count + 1 + 16 + 3
+    /// `00-<trace id>-<new span id>-01`, written in one go; with a new trace id when `traceID` is nil.
+    private static func traceparent(traceID: String?) -> String {
+        let length = 3 + (traceID?.utf8.count ?? 32) + 1 + 16 + 3
         return String(unsafeUninitializedCapacity: length) { buffer in
             var index = 0
-            func put(_ byte: UInt8) {
-                buffer[index] = byte
-                index += 1
+            func put(_ bytes: some Sequence<UInt8>) {
+                for byte in bytes {
+                    buffer[index] = byte
+                    index += 1
+                }
             }
-            put(UInt8(ascii: "0"))
-            put(UInt8(ascii: "0"))
-            put(UInt8(ascii: "-"))
-            for byte in id { put(byte) }
-            put(UInt8(ascii: "-"))
-            var span = TraceIDGenerator.next()
-            for _ in 0..<16 {
-                put(hexDigits[Int(span >> 60)])
-                span <<= 4
+            /// `words` random 64-bit words as lower-case hex.
+            func putRandomHex(words: Int) {
+                for _ in 0..<words {
+                    var word = TraceIDGenerator.next()
+                    for _ in 0..<16 {
+                        put(CollectionOfOne(hexDigits[Int(word >> 60)]))
+                        word <<= 4
+                    }
+                }
             }
-            put(UInt8(ascii: "-"))
-            put(UInt8(ascii: "0"))
-            put(UInt8(ascii: "1"))
+            put("00-".utf8)
+            if let traceID { put(traceID.utf8) } else { putRandomHex(words: 2) }
+            put("-".utf8)
+            putRandomHex(words: 1)
+            put("-01".utf8)
             return index
         }
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    /// `bytes` random bytes as lower-case hex (at most 16: trace ids and span ids).
-    private static func randomHex(bytes: Int) -> String {
-        String(unsafeUninitializedCapacity: bytes * 2) { buffer in
-            var index = 0
-            while index < bytes * 2 {
-                var word = TraceIDGenerator.next()
-                for _ in 0..<16 where index < bytes * 2 {
-                    buffer[index] = hexDigits[Int(word >> 60)]
-                    word <<= 4
-                    index += 1
-                }
-            }
-            return index
-        }
-    }
 }
 
 /// Random words for trace and span ids: SplitMix64 over an atomic counter seeded once from the
