@@ -128,7 +128,7 @@ let package = Package(
             path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "RPCTests", dependencies: ["RPC", "ChannelSupport", "TestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
+            name: "PostgresTests", dependencies: ["Postgres", "RPC", "TestSupport"] + nio, swiftSettings: strict),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "RPC", "TestSupport"] + nio, swiftSettings: strict),
         .testTarget(
             name: "ServiceKitTests", dependencies: ["ServiceKit", "TestSupport"], swiftSettings: strict),

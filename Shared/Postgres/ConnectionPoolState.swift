@@ -34,6 +34,11 @@ struct ConnectionPoolState {
     private var waiters = CircularBuffer<Waiter>()
     /// After `close`, the shutdowns waiting for the slots still taken to come back.
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Connections lent to single statements, which other single statements of the same event loop
+    /// join in the tick the connection was lent (see `PostgresClient.withSharedConnection`).
+    private var shared: [ObjectIdentifier: SharedLease] = [:]
+    /// For each event loop, the connection its single statements join in the current tick.
+    private var gathering: [ObjectIdentifier: PostgresConnection] = [:]
     /// One timer serves all waiters: it is set for the earliest deadline, and since waiters mostly
     /// share one timeout, a newcomer's deadline is later and needs no timer of its own.
     private var timer: (deadline: NIODeadline, task: Scheduled<Void>)?
@@ -96,6 +101,51 @@ struct ConnectionPoolState {
     mutating func removeWaiter(id: Int) -> Waiter? {
         guard let index = waiters.firstIndex(where: { $0.id == id }) else { return nil }
         return waiters.remove(at: index)
+    }
+
+    /// A connection lent to single statements: how many are in flight on it, and whether callers
+    /// may still join it (until the end of the tick it was lent in).
+    private struct SharedLease {
+        var statements = 1
+        var isGathering = true
+    }
+
+    /// Records that `connection`, lent for one statement on `loop`, takes the loop's other single
+    /// statements until `endGathering`.
+    mutating func share(_ connection: PostgresConnection, loop: ObjectIdentifier) {
+        shared[ObjectIdentifier(connection)] = SharedLease()
+        gathering[loop] = connection
+    }
+
+    /// The connection gathering `loop`'s single statements in this tick, counting one more statement
+    /// on it, if there is one with fewer than `limit` in flight.
+    mutating func join(loop: ObjectIdentifier, limit: Int) -> PostgresConnection? {
+        guard let connection = gathering[loop],
+            let lease = shared[ObjectIdentifier(connection)], lease.statements < limit
+        else { return nil }
+        shared[ObjectIdentifier(connection)]?.statements += 1
+        return connection
+    }
+
+    /// Ends the tick in which `connection` took `loop`'s single statements. True if none is in flight
+    /// any more, so its slot is to be given back.
+    mutating func endGathering(_ connection: PostgresConnection, loop: ObjectIdentifier) -> Bool {
+        if gathering[loop] === connection { gathering[loop] = nil }
+        let id = ObjectIdentifier(connection)
+        shared[id]?.isGathering = false
+        guard shared[id]?.statements == 0 else { return false }
+        shared[id] = nil
+        return true
+    }
+
+    /// Counts one statement on a shared connection finished. True if that was the last and the tick
+    /// is over, so its slot is to be given back.
+    mutating func leave(_ connection: PostgresConnection) -> Bool {
+        let id = ObjectIdentifier(connection)
+        shared[id]?.statements -= 1
+        guard let lease = shared[id], lease.statements == 0, !lease.isGathering else { return false }
+        shared[id] = nil
+        return true
     }
 
     /// What became of a slot given back.

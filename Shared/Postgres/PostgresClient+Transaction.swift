@@ -39,9 +39,11 @@ extension PostgresConnection {
     func inTransaction<T>(
         isolation: PostgresIsolation, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
-        try await executeScript(isolation.beginStatement)
+        // The BEGIN leaves with the body's first statement (an empty body sends nothing at all).
+        deferBegin(isolation.beginStatement)
         do {
             let value = try await body(self)
+            if cancelDeferredBegin() { return value }
             guard isInTransaction, !isInFailedTransaction else {
                 throw PostgresError(
                     code: .queryFailed,
@@ -53,6 +55,7 @@ extension PostgresConnection {
             try await executeScript("COMMIT")
             return value
         } catch {
+            if cancelDeferredBegin() { throw error }
             if isInTransaction {
                 // A failed ROLLBACK means a broken connection, which the pool discards anyway.
                 try? await executeScript("ROLLBACK")

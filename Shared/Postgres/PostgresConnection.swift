@@ -1,16 +1,19 @@
 import CLibPQ
 import Foundation
 import Logging
+import NIOCore
 import Synchronization
 
-/// One libpq connection, lent by `PostgresClient` to one caller at a time (`withConnection`,
-/// `transaction`). Its statements never block a thread: libpq runs in non-blocking mode, the caller
-/// sends, and the client's `PostgresReactor` resumes it when the answer has arrived.
+/// One libpq connection. `PostgresClient` lends it whole to one caller (`withConnection`,
+/// `transaction`), or shares it among the single statements of several callers in one event-loop
+/// tick, which then leave in one batch (libpq pipeline mode: each statement ends with its own sync,
+/// so each runs in its own implicit transaction and a failure stays its own). Its statements never
+/// block a thread: libpq runs in non-blocking mode, the caller sends, and the client's
+/// `PostgresReactor` resumes it when the answer has arrived.
 ///
 /// `@unchecked Sendable` because it wraps a `PGconn *`, which libpq allows on any thread but not on
-/// two at once: the pool lends a connection to one caller at a time, the reactor touches it only
-/// while that caller waits for an answer, and `pending`'s lock orders the two. Do not keep a
-/// connection beyond the closure it was lent to, and do not run two of its statements at once.
+/// two at once: every use of the handle, the callers' sends and the reactor's reads, happens under
+/// `state`'s lock. Do not keep a connection beyond the closure it was lent to.
 public final class PostgresConnection: @unchecked Sendable {
     private let handle: OpaquePointer
     /// The socket libpq talks over, which the reactor watches.
@@ -18,14 +21,28 @@ public final class PostgresConnection: @unchecked Sendable {
     private let reactor: PostgresReactor
     private let logger: Logger
     private let statementCacheSize: Int
-    /// The statement waiting for its answer, if any.
-    private let pending = Mutex<Pending?>(nil)
-    /// Prepared statements by SQL text and parameter types, so each is parsed once per connection.
-    private var statements: [StatementKey: String] = [:]
-    private var statementCounter = 0
-    /// Set when the connection is in a state it cannot be used from again (an unsupported COPY).
-    private var isUnusable = false
+    /// The statements sent and not yet answered, and the prepared-statement cache; the lock also
+    /// orders every use of `handle`.
+    private let state = Mutex(State())
     private let isClosed = Atomic<Bool>(false)
+
+    private struct State {
+        /// Oldest first: answers arrive in the order the statements were sent.
+        var inFlight = CircularBuffer<Pending>(initialCapacity: 4)
+        /// The results of the oldest statement in flight so far (kept here, not in its `Pending`:
+        /// `CircularBuffer`'s subscript would copy the array at each append).
+        var oldestResults: [PostgresResult] = []
+        /// Prepared statements by SQL text and parameter types, so each is parsed once per
+        /// connection; a name is taken when its `Parse` is sent, so statements sent behind it use it.
+        var statements: [StatementKey: String] = [:]
+        var statementCounter = 0
+        /// Set when the connection is in a state it cannot be used from again (an unsupported COPY,
+        /// a statement only partly queued).
+        var isUnusable = false
+        /// The `BEGIN` of a transaction not yet sent: it leaves with the transaction's first
+        /// statement, which saves the transaction a round trip.
+        var deferredBegin: String?
+    }
 
     private struct StatementKey: Hashable {
         let sql: String
@@ -35,8 +52,13 @@ public final class PostgresConnection: @unchecked Sendable {
     /// A statement sent and not yet answered in full.
     private struct Pending {
         let continuation: CheckedContinuation<[PostgresResult], any Error>
-        var results: [PostgresResult] = []
+        /// A statement sent in pipeline mode, whose results end with its sync; otherwise a script,
+        /// whose results end where libpq returns no further result.
+        let endsWithSync: Bool
     }
+
+    /// A caller to resume, with what it gets; resumed outside the lock.
+    private typealias Completion = (CheckedContinuation<[PostgresResult], any Error>, Result<[PostgresResult], any Error>)
 
     private init(
         handle: OpaquePointer, reactor: PostgresReactor, logger: Logger, statementCacheSize: Int
@@ -53,11 +75,12 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Ends the session (libpq sends a Terminate message without waiting) and stops watching the
-    /// socket. The pool calls it for connections it discards and at shutdown.
+    /// socket. The pool calls it for connections it discards and at shutdown, when none of its
+    /// statements is in flight.
     func close() {
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         reactor.unregister(self)
-        PQfinish(handle)
+        state.withLock { _ in PQfinish(handle) }
     }
 
     /// Opens a connection; blocks for up to the connect timeout, so callers run it on a thread
@@ -123,65 +146,107 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Runs SQL without parameters through the simple protocol, which allows several statements
-    /// in one string (migrations) and works in an aborted transaction (`ROLLBACK`).
+    /// in one string (migrations) and works in an aborted transaction (`ROLLBACK`). Only on a
+    /// connection lent whole: the simple protocol needs pipeline mode off, so nothing in flight.
     func executeScript(_ sql: String) async throws {
         try checkOpen()
         try checkSQL(sql)
-        let results = try await roundTrip { PQsendQuery($0, sql) }
+        let results = try await roundTrip(endsWithSync: false) { handle, state in
+            // A deferred BEGIN goes first, in the same string: the simple protocol runs them in order.
+            let script = state.deferredBegin.map { "\($0);\n\(sql)" } ?? sql
+            guard PQpipelineStatus(handle) == PQ_PIPELINE_OFF || PQexitPipelineMode(handle) == 1,
+                PQsendQuery(handle, script) == 1
+            else { throw error(from: nil) }
+            state.deferredBegin = nil
+        }
         for result in results { _ = try check(result) }
     }
 
     /// Whether the connection is in an open transaction (including a failed one).
     var isInTransaction: Bool {
-        let status = PQtransactionStatus(handle)
+        let status = state.withLock { _ in PQtransactionStatus(handle) }
         return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
     }
 
     /// Whether the transaction this connection is in has failed, so only `ROLLBACK` is accepted.
-    var isInFailedTransaction: Bool { PQtransactionStatus(handle) == PQTRANS_INERROR }
+    var isInFailedTransaction: Bool { state.withLock { _ in PQtransactionStatus(handle) == PQTRANS_INERROR } }
 
     /// Checks, without blocking, that the server has not closed the connection while it sat idle
     /// (a restart sends a FATAL message and closes the socket, which `PQconsumeInput` reads).
     func isUsable() -> Bool {
-        guard !isClosed.load(ordering: .relaxed), !isUnusable, PQstatus(handle) == CONNECTION_OK
-        else { return false }
-        return PQconsumeInput(handle) == 1 && PQstatus(handle) == CONNECTION_OK
+        guard !isClosed.load(ordering: .relaxed) else { return false }
+        return state.withLock { state in
+            !state.isUnusable && PQstatus(handle) == CONNECTION_OK && PQconsumeInput(handle) == 1
+                && PQstatus(handle) == CONNECTION_OK
+        }
+    }
+
+    /// Whether the pool can take the connection back as it is: open, and outside any transaction.
+    var isIdle: Bool {
+        state.withLock { state in
+            !state.isUnusable && PQstatus(handle) == CONNECTION_OK
+                && PQtransactionStatus(handle) == PQTRANS_IDLE
+        }
     }
 
     /// Makes the connection fit for its next user: rolls back a transaction left open. False if it
     /// must be thrown away instead.
     func prepareForReuse() async -> Bool {
-        guard !isUnusable, PQstatus(handle) == CONNECTION_OK else { return false }
-        switch PQtransactionStatus(handle) {
+        let status = state.withLock { state in
+            state.isUnusable || PQstatus(handle) != CONNECTION_OK ? nil : PQtransactionStatus(handle)
+        }
+        switch status {
         case PQTRANS_IDLE:
             return true
         case PQTRANS_INTRANS, PQTRANS_INERROR:
             logger.debug("rolling back a transaction left open on a pooled connection")
-            return (try? await executeScript("ROLLBACK")) != nil
-                && PQtransactionStatus(handle) == PQTRANS_IDLE
+            return (try? await executeScript("ROLLBACK")) != nil && isIdle
         default:
             return false
         }
     }
 
+    /// Has `begin` sent with the next statement or script instead of on its own.
+    func deferBegin(_ begin: String) {
+        state.withLock { $0.deferredBegin = begin }
+    }
+
+    /// Drops a deferred `BEGIN` still unsent; true if there was one (no statement ran since).
+    func cancelDeferredBegin() -> Bool {
+        state.withLock { $0.deferredBegin.take() != nil }
+    }
+
     // MARK: - Waiting for answers
 
-    /// Sends a statement with `send` (a libpq `PQsend…` call) and waits, without blocking, for all
-    /// the results it answers with.
-    private func roundTrip(_ send: (OpaquePointer) -> Int32) async throws -> [PostgresResult] {
+    /// Sends a statement with `send` (libpq `PQsend…` calls; it throws if one fails) and waits,
+    /// without blocking, for all the results it answers with.
+    private func roundTrip(
+        endsWithSync: Bool, _ send: (OpaquePointer, inout State) throws -> Void
+    ) async throws -> [PostgresResult] {
         try await withCheckedThrowingContinuation { continuation in
             // The lock is released before the socket is armed: the reactor, which takes it when the
             // answer comes, then finds it free.
-            let next = pending.withLock { pending -> Step in
-                guard send(handle) == 1 else {
-                    continuation.resume(throwing: error(from: nil))
-                    return .finished
+            let arm = state.withLock { state -> Bool? in
+                do {
+                    try send(handle, &state)
+                } catch {
+                    continuation.resume(throwing: error)
+                    return nil
                 }
-                pending = Pending(continuation: continuation)
-                return advance(&pending, readSocket: false)
+                state.inFlight.append(Pending(continuation: continuation, endsWithSync: endsWithSync))
+                let flushed = PQflush(handle)
+                guard flushed >= 0 else {
+                    // The reactor finds the connection broken and fails what is in flight.
+                    return true
+                }
+                // The first statement in flight arms the socket; later ones find it armed, unless
+                // part of what they queued is still unsent.
+                return state.inFlight.count == 1 || flushed == 1 ? flushed == 1 : nil
             }
-            if case .wait(let writable) = next, !reactor.arm(socket, writable: writable) {
-                pending.withLock { finish(&$0, .failure(Self.unwatchable)) }
+            if let writable = arm, !reactor.arm(socket, writable: writable) {
+                for (waiter, outcome) in state.withLock({ failAll(&$0, Self.unwatchable) }) {
+                    waiter.resume(with: outcome)
+                }
             }
         }
     }
@@ -189,118 +254,181 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Called by the reactor when the socket is readable or, while a statement is being sent,
     /// writable.
     func socketIsReady() {
-        pending.withLock { pending in
-            if case .wait(let writable) = advance(&pending, readSocket: true),
+        let completions = state.withLock { state in
+            var completions: [Completion] = []
+            if case .wait(let writable) = advance(&state, completions: &completions),
                 !reactor.arm(socket, writable: writable)
             {
-                finish(&pending, .failure(Self.unwatchable))
+                completions += failAll(&state, Self.unwatchable)
             }
+            return completions
         }
+        for (waiter, outcome) in completions { waiter.resume(with: outcome) }
     }
 
-    /// What a statement waits for after `advance`.
+    /// What the statements in flight wait for after `advance`.
     private enum Step {
         case finished
-        /// The socket to be readable, and writable too when part of the statement is unsent.
+        /// The socket to be readable, and writable too when part of a statement is unsent.
         case wait(writable: Bool)
     }
 
-    /// Takes the statement in `pending` as far as it goes without blocking: sends what is left of
-    /// it, reads what arrived (with `readSocket`; right after sending there is nothing yet), and
-    /// finishes it once its last result is in.
-    private func advance(_ pending: inout Pending?, readSocket: Bool) -> Step {
-        guard pending != nil else { return .finished }
+    /// Sends what is left of the statements in flight, reads what arrived, and finishes each
+    /// statement whose last result is in.
+    private func advance(_ state: inout State, completions: inout [Completion]) -> Step {
+        guard !state.inFlight.isEmpty else { return .finished }
         let flushed = PQflush(handle)
-        guard flushed >= 0, !readSocket || PQconsumeInput(handle) == 1 else {
-            finish(&pending, .failure(error(from: nil)))
+        guard flushed >= 0, PQconsumeInput(handle) == 1 else {
+            completions += failAll(&state, error(from: nil))
             return .finished
         }
-        while PQisBusy(handle) == 0 {
+        // In pipeline mode libpq ends each statement's results with a null; two in a row mean
+        // nothing more is in yet.
+        var nulls = 0
+        while !state.inFlight.isEmpty, PQisBusy(handle) == 0 {
+            let endsWithSync = state.inFlight[state.inFlight.startIndex].endsWithSync
             guard let pointer = PQgetResult(handle) else {
-                let results = pending?.results ?? []
-                finish(&pending, .success(results))
-                return .finished
+                if endsWithSync {
+                    nulls += 1
+                    if nulls > 1 { break }
+                } else {
+                    completions.append(finishOldest(&state))
+                }
+                continue
             }
+            nulls = 0
             let result = PostgresResult(pointer)
             switch result.status {
+            case PGRES_PIPELINE_SYNC:
+                completions.append(finishOldest(&state))
             case PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_COPY_BOTH:
-                isUnusable = true
-                finish(&pending, .failure(PostgresError(code: .queryFailed, reason: "COPY is not supported")))
+                state.isUnusable = true
+                completions += failAll(&state, PostgresError(code: .queryFailed, reason: "COPY is not supported"))
                 return .finished
             default:
-                pending?.results.append(result)
+                state.oldestResults.append(result)
             }
         }
-        return .wait(writable: flushed == 1)
+        return state.inFlight.isEmpty ? .finished : .wait(writable: flushed == 1)
     }
 
     private static let unwatchable = PostgresError(
         code: .connectionFailed, reason: "cannot watch the connection's socket")
 
-    private func finish(_ pending: inout Pending?, _ outcome: Result<[PostgresResult], any Error>) {
-        pending.take()?.continuation.resume(with: outcome)
+    /// Takes the oldest statement in flight, to succeed with its results.
+    private func finishOldest(_ state: inout State) -> Completion {
+        let finished = state.inFlight.removeFirst()
+        defer { state.oldestResults = [] }
+        return (finished.continuation, .success(state.oldestResults))
+    }
+
+    /// Empties the statements in flight, each to fail with `error`.
+    private func failAll(_ state: inout State, _ error: any Error) -> [Completion] {
+        defer {
+            state.inFlight.removeAll()
+            state.oldestResults = []
+        }
+        return state.inFlight.map { ($0.continuation, Result.failure(error)) }
     }
 
     // MARK: - Running statements
 
-    /// Runs one statement through a cached prepared statement (or unnamed when caching is off)
-    /// and returns its successful result.
+    /// Runs one statement in pipeline mode, through a cached prepared statement (prepared in the
+    /// same round trip on first use, or unnamed when caching is off), and returns its successful
+    /// result.
     private func run(_ sql: String, _ parameters: [any PostgresEncodable]) async throws
         -> PostgresResult
     {
         try checkOpen()
         let bindings = try PostgresBindings(parameters)
-        guard statementCacheSize > 0 else {
-            try checkSQL(sql)
-            return try check(
-                await roundTrip { handle in
-                    bindings.withParameters { values, lengths, formats in
-                        PQsendQueryParams(
-                            handle, sql, Int32(bindings.count), bindings.types, values, lengths,
-                            formats, 0)
-                    }
-                })
-        }
         let key = StatementKey(sql: sql, types: bindings.types)
-        let name = try await preparedStatement(for: key)
-        let results = try await roundTrip { handle in
-            bindings.withParameters { values, lengths, formats in
-                PQsendQueryPrepared(handle, name, Int32(bindings.count), values, lengths, formats, 0)
-            }
-        }
-        guard let first = results.first, first.isStalePlan else { return try check(results) }
+        let (name, results) = try await runOnce(key, bindings)
+        guard let name, let failed = results.first(where: { !$0.isSuccess }), failed.isStalePlan
+        else { return try check(results) }
         // A table the statement reads changed shape since it was prepared. Forget the statement;
         // run it again at once unless that error has just aborted the caller's transaction.
-        statements[key] = nil
-        guard PQtransactionStatus(handle) == PQTRANS_IDLE else { return try check(results) }
+        let inTransaction = state.withLock { state in
+            forget(key, named: name, in: &state)
+            let status = PQtransactionStatus(handle)
+            return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
+        }
+        guard !inTransaction else { return try check(results) }
         logger.debug(
             "re-preparing a statement whose plan went stale",
             metadata: ["db.statement.name": "\(name)"])
-        let fresh = try await preparedStatement(for: key)
-        return try check(
-            await roundTrip { handle in
-                bindings.withParameters { values, lengths, formats in
-                    PQsendQueryPrepared(
-                        handle, fresh, Int32(bindings.count), values, lengths, formats, 0)
-                }
-            })
+        return try check(await runOnce(key, bindings).results)
     }
 
-    /// The name of the prepared statement for `key`, preparing it on first use.
-    private func preparedStatement(for key: StatementKey) async throws -> String {
-        if let name = statements[key] { return name }
-        if statements.count >= statementCacheSize {
-            // Dynamic SQL would otherwise grow the cache without bound.
-            try await executeScript("DEALLOCATE ALL")
-            statements.removeAll()
+    /// Sends a statement and returns its prepared statement's name with its results. A statement
+    /// whose `Parse` failed is forgotten: its name names nothing on the server.
+    private func runOnce(_ key: StatementKey, _ bindings: PostgresBindings) async throws
+        -> (name: String?, results: [PostgresResult])
+    {
+        var sent: (name: String?, prepared: Bool) = (nil, false)
+        let results = try await roundTrip(endsWithSync: true) { handle, state in
+            sent = try send(key, bindings, handle, &state)
         }
-        try checkSQL(key.sql)
-        statementCounter += 1
-        let name = "aviary_\(statementCounter)"
-        _ = try check(
-            await roundTrip { PQsendPrepare($0, name, key.sql, Int32(key.types.count), key.types) })
-        statements[key] = name
-        return name
+        // The `Parse` answers just before the statement itself.
+        if let name = sent.name, sent.prepared, results.count >= 2, !results[results.count - 2].isSuccess {
+            state.withLock { forget(key, named: name, in: &$0) }
+        }
+        return (sent.name, results)
+    }
+
+    private func forget(_ key: StatementKey, named name: String, in state: inout State) {
+        if state.statements[key] == name { state.statements[key] = nil }
+    }
+
+    /// Queues a statement and its sync, after a deferred `BEGIN` if there is one, preparing it first
+    /// when it is not cached yet (emptying a full cache first). Returns the prepared statement's
+    /// name (nil when caching is off), and whether it was prepared now. A statement only partly queued
+    /// leaves the pipeline out of step, so the connection is then marked unusable.
+    private func send(
+        _ key: StatementKey, _ bindings: PostgresBindings, _ handle: OpaquePointer,
+        _ state: inout State
+    ) throws -> (name: String?, prepared: Bool) {
+        guard !state.isUnusable else {
+            throw PostgresError(code: .connectionFailed, reason: "the connection is unusable")
+        }
+        guard PQpipelineStatus(handle) != PQ_PIPELINE_OFF || PQenterPipelineMode(handle) == 1 else {
+            throw error(from: nil)
+        }
+        // Everything that can refuse the statement comes before anything is queued.
+        var name = statementCacheSize > 0 ? state.statements[key] : nil
+        let prepares = statementCacheSize > 0 && name == nil
+        if name == nil { try checkSQL(key.sql) }
+        var queued = true
+        if let begin = state.deferredBegin {
+            queued = PQsendQueryParams(handle, begin, 0, nil, nil, nil, nil, 0) == 1
+            state.deferredBegin = nil
+        }
+        if queued, prepares {
+            if state.statements.count >= statementCacheSize {
+                // Dynamic SQL would otherwise grow the cache without bound.
+                queued = PQsendQueryParams(handle, "DEALLOCATE ALL", 0, nil, nil, nil, nil, 0) == 1
+                state.statements.removeAll()
+            }
+            state.statementCounter += 1
+            let fresh = "aviary_\(state.statementCounter)"
+            queued = queued && PQsendPrepare(handle, fresh, key.sql, Int32(key.types.count), key.types) == 1
+            state.statements[key] = fresh
+            name = fresh
+        }
+        if queued {
+            queued = bindings.withParameters { values, lengths, formats in
+                if let name {
+                    PQsendQueryPrepared(handle, name, Int32(bindings.count), values, lengths, formats, 0)
+                } else {
+                    PQsendQueryParams(
+                        handle, key.sql, Int32(bindings.count), bindings.types, values, lengths, formats, 0)
+                }
+            } == 1
+        }
+        guard queued, PQpipelineSync(handle) == 1 else {
+            state.isUnusable = true
+            throw error(from: nil)
+        }
+        return (name, prepares)
     }
 
     /// A connection kept past its lending may have been closed by the pool since.
@@ -317,23 +445,25 @@ public final class PostgresConnection: @unchecked Sendable {
         }
     }
 
-    /// The one result of a statement, if it succeeded; otherwise the error it carries.
+    /// The statement's own result (the last one: a `BEGIN`, `DEALLOCATE` or `Parse` sent with it comes
+    /// first), if every result succeeded; otherwise the error of the first that failed.
     private func check(_ results: [PostgresResult]) throws -> PostgresResult {
-        guard let result = results.first else { throw error(from: nil) }
-        return try check(result)
+        guard let last = results.last else { throw state.withLock { _ in error(from: nil) } }
+        if let failed = results.first(where: { !$0.isSuccess }) {
+            throw state.withLock { _ in error(from: failed) }
+        }
+        return last
     }
 
     /// `result` if it is a success; otherwise the error it carries.
     private func check(_ result: PostgresResult) throws -> PostgresResult {
-        switch result.status {
-        case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
-            return result
-        default:
-            throw error(from: result)
-        }
+        guard result.isSuccess else { throw state.withLock { _ in error(from: result) } }
+        return result
     }
 
-    /// The error a failed result (or, without one, the connection) reports.
+
+    /// The error a failed result (or, without one, the connection) reports. Call it under the lock:
+    /// it reads the connection's status and message.
     private func error(from result: PostgresResult?) -> PostgresError {
         func field(_ code: Character) -> String? { result?.errorField(code) }
         let sqlState = field("C")
@@ -377,6 +507,14 @@ final class PostgresResult: @unchecked Sendable {
     }
 
     var status: ExecStatusType { PQresultStatus(pointer) }
+
+    /// Whether it reports success rather than an error (or a statement skipped after one).
+    var isSuccess: Bool {
+        switch status {
+        case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY: true
+        default: false
+        }
+    }
 
     /// A field of the error it reports (`C` SQLSTATE, `M` message, `n` constraint, …).
     func errorField(_ code: Character) -> String? {

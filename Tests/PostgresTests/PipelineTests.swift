@@ -1,0 +1,116 @@
+import NIOPosix
+import Postgres
+import RPC
+import Testing
+
+@Suite("Pipelined statements")
+struct PipelineTests {
+    /// Runs `body` in a task on one event loop, as a call's handler runs.
+    private func onEventLoop<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let executor = EventLoopTaskExecutor(eventLoop: MultiThreadedEventLoopGroup.singleton.next())
+        return try await Task(executorPreference: executor) { try await body() }.value
+    }
+
+    @Test func statementsOfOneTickShareAConnectionAndFailAlone() async throws {
+        try await withTestClient(poolSize: 4) { client in
+            let outcomes = try await onEventLoop {
+                // An idle connection is open already: the first caller takes it without waiting.
+                try await client.execute("SELECT 1")
+                // Added from the loop, the callers all start within one tick.
+                return await withTaskGroup(of: (Int, Result<Int32, any Error>).self) { group in
+                    for caller in 0..<16 {
+                        group.addTask {
+                            do {
+                                // Caller 5 divides by zero; the others are untouched by its failure.
+                                let rows = try await client.query(
+                                    "SELECT pg_backend_pid() + 0 / $1::int", [caller == 5 ? 0 : 1])
+                                return (caller, .success(try rows[0].decode(Int32.self, at: 0)))
+                            } catch {
+                                return (caller, .failure(error))
+                            }
+                        }
+                    }
+                    var outcomes: [Int: Result<Int32, any Error>] = [:]
+                    for await (caller, outcome) in group { outcomes[caller] = outcome }
+                    return outcomes
+                }
+            }
+            let pids = Set(outcomes.values.compactMap { try? $0.get() })
+            #expect(pids.count == 1, "the statements of one tick ran on \(pids.count) connections")
+            #expect(outcomes.values.filter { (try? $0.get()) != nil }.count == 15)
+            guard case .failure(let error) = outcomes[5] else {
+                Issue.record("the division by zero succeeded")
+                return
+            }
+            #expect((error as? PostgresError)?.sqlState == "22012")
+        }
+    }
+
+    @Test func aStatementDoesNotWaitBehindOneSentInAnEarlierTick() async throws {
+        try await withTestClient(poolSize: 4) { client in
+            let (slowPid, quickPid, quickTook) = try await onEventLoop {
+                let slow = Task(executorPreference: EventLoopTaskExecutor.current) {
+                    try await client.query("SELECT pg_backend_pid(), pg_sleep(1)")[0].decode(Int32.self, at: 0)
+                }
+                try await Task.sleep(for: .milliseconds(100))
+                let began = ContinuousClock.now
+                let quick = try await client.query("SELECT pg_backend_pid()")[0].decode(Int32.self, at: 0)
+                let took = ContinuousClock.now - began
+                return (try await slow.value, quick, took)
+            }
+            #expect(slowPid != quickPid)
+            #expect(quickTook < .milliseconds(800))
+        }
+    }
+
+    @Test func aStatementWhosePreparationFailedIsPreparedAgain() async throws {
+        try await withTestClient(poolSize: 1) { client in
+            // Prepared with its first run, in the same round trip, on the pool's one connection.
+            let missing = await postgresError { _ = try await client.query("SELECT count(*) FROM later") }
+            #expect(missing?.sqlState == "42P01")
+            let inTransaction = await postgresError {
+                try await client.transaction { connection in
+                    _ = try await connection.query("SELECT count(*) FROM later")
+                }
+            }
+            #expect(inTransaction?.sqlState == "42P01")
+            try await client.execute("CREATE TABLE later (id bigint)")
+            #expect(try await client.query("SELECT count(*) FROM later")[0].decode(Int.self, at: 0) == 0)
+            let counted = try await client.transaction { connection in
+                try await connection.query("SELECT count(*) FROM later")[0].decode(Int.self, at: 0)
+            }
+            #expect(counted == 0)
+        }
+    }
+
+    @Test func aTransactionSendsItsBeginWithItsFirstStatement() async throws {
+        try await withTestClient(poolSize: 1) { client in
+            // The first statement runs inside the transaction: both see one transaction id.
+            let ids = try await client.transaction { connection in
+                let first = try await connection.query("SELECT txid_current()")[0].decode(Int64.self, at: 0)
+                let second = try await connection.query("SELECT txid_current()")[0].decode(Int64.self, at: 0)
+                return (first, second)
+            }
+            #expect(ids.0 == ids.1)
+            // The isolation level leaves with it too.
+            let level = try await client.transaction(isolation: .serializable) { connection in
+                try await connection.query("SHOW transaction_isolation")[0].decode(String.self, at: 0)
+            }
+            #expect(level == "serializable")
+            // A body that runs nothing sends nothing, and leaves the connection outside a transaction.
+            #expect(try await client.transaction { _ in 7 } == 7)
+            // So does a first statement that fails: its transaction is rolled back.
+            try await client.execute("CREATE TABLE items (id bigint PRIMARY KEY)")
+            let error = await postgresError {
+                try await client.transaction { connection in
+                    _ = try await connection.execute("INSERT INTO items VALUES (1 / 0)")
+                }
+            }
+            #expect(error?.sqlState == "22012")
+            let outside = try await client.withConnection { connection in
+                try await connection.query("SELECT txid_current_if_assigned() IS NULL, now() = statement_timestamp()")
+            }
+            #expect(try outside[0].decode(Bool.self, at: 0))
+        }
+    }
+}
