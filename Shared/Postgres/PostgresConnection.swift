@@ -234,14 +234,13 @@ public final class PostgresConnection: @unchecked Sendable {
                     return nil
                 }
                 state.inFlight.append(Pending(continuation: continuation, endsWithSync: endsWithSync))
-                let flushed = PQflush(handle)
-                guard flushed >= 0 else {
-                    // The reactor finds the connection broken and fails what is in flight.
-                    return true
-                }
+                // A failed flush arms the socket too: the reactor then finds the connection broken
+                // and fails what is in flight.
+                let unsent = PQflush(handle) != 0
                 // The first statement in flight arms the socket; later ones find it armed, unless
                 // part of what they queued is still unsent.
-                return state.inFlight.count == 1 || flushed == 1 ? flushed == 1 : nil
+                guard state.inFlight.count == 1 || unsent else { return nil }
+                return unsent
             }
             if let writable = arm, !reactor.arm(socket, writable: writable) {
                 for (waiter, outcome) in state.withLock({ failAll(&$0, Self.unwatchable) }) {
