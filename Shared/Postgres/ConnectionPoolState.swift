@@ -120,7 +120,7 @@ struct ConnectionPoolState {
     /// The connection gathering `loop`'s single statements in this tick, counting one more statement
     /// on it, if there is one with fewer than `limit` in flight.
     mutating func join(loop: ObjectIdentifier, limit: Int) -> PostgresConnection? {
-        guard let connection = gathering[loop],
+        guard !isClosed, let connection = gathering[loop],
             let lease = shared[ObjectIdentifier(connection)], lease.statements < limit
         else { return nil }
         shared[ObjectIdentifier(connection)]?.statements += 1

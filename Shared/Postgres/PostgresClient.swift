@@ -9,9 +9,9 @@ import Synchronization
 /// order (up to `poolWaitTimeout`). The single statements (`query`, `execute`) that callers on one
 /// event loop start in one tick share a connection and leave in one batch. Statements never block
 /// a thread: the caller sends with libpq in non-blocking mode and the client's `PostgresReactor`
-/// resumes it when the answer is in. Only opening a connection blocks, on NIO's shared thread pool. A connection found broken is
-/// discarded and replaced, so the client recovers by itself when the server restarts. Call
-/// `shutdown()` before dropping the client.
+/// resumes it when the answer is in. Only opening a connection blocks, on NIO's shared thread
+/// pool. A connection found broken is discarded and replaced, so the client recovers by itself
+/// when the server restarts. Call `shutdown()` before dropping the client.
 public final class PostgresClient: Sendable {
     private let settings: ConnectionSettings
     private let options: PostgresConfiguration.Options

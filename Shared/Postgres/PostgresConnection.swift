@@ -163,44 +163,39 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Whether the connection is in an open transaction (including a failed one).
-    var isInTransaction: Bool {
-        let status = state.withLock { _ in PQtransactionStatus(handle) }
-        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
-    }
+    var isInTransaction: Bool { [PQTRANS_INTRANS, PQTRANS_INERROR].contains(transactionStatus) }
 
     /// Whether the transaction this connection is in has failed, so only `ROLLBACK` is accepted.
-    var isInFailedTransaction: Bool { state.withLock { _ in PQtransactionStatus(handle) == PQTRANS_INERROR } }
+    var isInFailedTransaction: Bool { transactionStatus == PQTRANS_INERROR }
+
+    /// libpq's view of the session's transaction, as of the last answer read.
+    private var transactionStatus: PGTransactionStatusType {
+        state.withLock { _ in PQtransactionStatus(handle) }
+    }
+
+    /// Whether the session is up and the connection was not marked unusable.
+    private var isHealthy: Bool {
+        state.withLock { !$0.isUnusable && PQstatus(handle) == CONNECTION_OK }
+    }
 
     /// Checks, without blocking, that the server has not closed the connection while it sat idle
     /// (a restart sends a FATAL message and closes the socket, which `PQconsumeInput` reads).
     func isUsable() -> Bool {
-        guard !isClosed.load(ordering: .relaxed) else { return false }
-        return state.withLock { state in
-            !state.isUnusable && PQstatus(handle) == CONNECTION_OK && PQconsumeInput(handle) == 1
-                && PQstatus(handle) == CONNECTION_OK
-        }
-    }
-
-    /// Whether the pool can take the connection back as it is: open, and outside any transaction.
-    var isIdle: Bool {
-        state.withLock { state in
-            !state.isUnusable && PQstatus(handle) == CONNECTION_OK
-                && PQtransactionStatus(handle) == PQTRANS_IDLE
-        }
+        guard !isClosed.load(ordering: .relaxed), isHealthy else { return false }
+        return state.withLock { _ in PQconsumeInput(handle) == 1 && PQstatus(handle) == CONNECTION_OK }
     }
 
     /// Makes the connection fit for its next user: rolls back a transaction left open. False if it
     /// must be thrown away instead.
     func prepareForReuse() async -> Bool {
-        let status = state.withLock { state in
-            state.isUnusable || PQstatus(handle) != CONNECTION_OK ? nil : PQtransactionStatus(handle)
-        }
-        switch status {
+        guard isHealthy else { return false }
+        switch transactionStatus {
         case PQTRANS_IDLE:
             return true
         case PQTRANS_INTRANS, PQTRANS_INERROR:
             logger.debug("rolling back a transaction left open on a pooled connection")
-            return (try? await executeScript("ROLLBACK")) != nil && isIdle
+            return (try? await executeScript("ROLLBACK")) != nil && isHealthy
+                && transactionStatus == PQTRANS_IDLE
         default:
             return false
         }
@@ -346,12 +341,8 @@ public final class PostgresConnection: @unchecked Sendable {
         else { return try check(results) }
         // A table the statement reads changed shape since it was prepared. Forget the statement;
         // run it again at once unless that error has just aborted the caller's transaction.
-        let inTransaction = state.withLock { state in
-            forget(key, named: name, in: &state)
-            let status = PQtransactionStatus(handle)
-            return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
-        }
-        guard !inTransaction else { return try check(results) }
+        state.withLock { forget(key, named: name, in: &$0) }
+        guard !isInTransaction else { return try check(results) }
         logger.debug(
             "re-preparing a statement whose plan went stale",
             metadata: ["db.statement.name": "\(name)"])
