@@ -2,8 +2,9 @@ import Postgres
 import Redis
 
 extension OutboxRelay {
-    /// Moves one batch in one transaction; returns how many rows it moved (0 when the outbox is
-    /// empty or another relay holds this outbox).
+    /// Moves one batch in one transaction of two round trips (the deletion, then the commit, with
+    /// the `XADD` pipeline between them); returns how many rows it moved (0 when the outbox is empty
+    /// or another relay holds this outbox).
     func relayBatch() async throws -> Int {
         let schema = schema
         let redis = redis
@@ -11,36 +12,41 @@ extension OutboxRelay {
         let maxLength = RedisArgument(options.streamMaxLength)
         let lockKey = Self.lockKey(schema: schema)
         return try await postgres.transaction { connection in
-            let locked = try await connection.query("SELECT pg_try_advisory_xact_lock($1)", [lockKey])
-            guard try locked[0].decode(Bool.self, at: 0) else { return 0 }
+            // One round trip (with the transaction's BEGIN): take the relay's turn, then take and
+            // delete the oldest rows (by their ids: an `IN` would join against a scan of the whole
+            // table, dead rows and all). Without the turn the scan is empty. The deletion only commits
+            // once Redis has the events, so a failure below brings the rows back.
             let rows = try await connection.query(
-                "SELECT id, topic, type, payload::text FROM \(schema).outbox ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
-                [batchSize])
+                """
+                DELETE FROM \(schema).outbox WHERE id = ANY(ARRAY(
+                    SELECT id FROM \(schema).outbox WHERE (SELECT pg_try_advisory_xact_lock($1))
+                    ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED))
+                RETURNING id, topic, type, payload::text
+                """, [lockKey, batchSize])
             guard !rows.isEmpty else { return 0 }
-            var ids: [Int64] = []
-            var commands: [[RedisArgument]] = []
-            ids.reserveCapacity(rows.count)
-            commands.reserveCapacity(rows.count)
+            var events: [(id: Int64, topic: String, type: String, payload: String)] = []
+            events.reserveCapacity(rows.count)
             for row in rows {
-                let id = try row.decode(Int64.self, at: 0)
-                ids.append(id)
-                commands.append([
-                    "XADD", RedisArgument(EventStream.key(topic: try row.decode(String.self, at: 1))),
-                    "MAXLEN", "~", maxLength, "*",
-                    RedisArgument(EventStream.Field.type), RedisArgument(try row.decode(String.self, at: 2)),
-                    RedisArgument(EventStream.Field.payload), RedisArgument(try row.decode(String.self, at: 3)),
-                    RedisArgument(EventStream.Field.outboxID), RedisArgument(id),
-                    RedisArgument(EventStream.Field.source), RedisArgument(schema),
-                ])
+                events.append(
+                    (try row.decode(Int64.self, at: 0), try row.decode(String.self, at: 1), try row.decode(String.self, at: 2),
+                     try row.decode(String.self, at: 3)))
             }
-            // The rows stay locked until the events are in their streams, so they leave the outbox
-            // only once they are sent.
-            let replies = try await redis.pipeline(commands)
+            // RETURNING follows no order: the streams get the events in outbox order.
+            events.sort { $0.id < $1.id }
+            let replies = try await redis.pipeline(
+                events.map { event in
+                    [
+                        "XADD", RedisArgument(EventStream.key(topic: event.topic)), "MAXLEN", "~", maxLength, "*",
+                        RedisArgument(EventStream.Field.type), RedisArgument(event.type),
+                        RedisArgument(EventStream.Field.payload), RedisArgument(event.payload),
+                        RedisArgument(EventStream.Field.outboxID), RedisArgument(event.id),
+                        RedisArgument(EventStream.Field.source), RedisArgument(schema),
+                    ]
+                })
             for case .error(let message) in replies {
                 throw EventStreamFailure("Redis refused an XADD: \(message)")
             }
-            try await connection.execute("DELETE FROM \(schema).outbox WHERE id = ANY($1)", [ids])
-            return ids.count
+            return events.count
         }
     }
 

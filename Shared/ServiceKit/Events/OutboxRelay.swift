@@ -7,8 +7,8 @@ import ServiceLifecycle
 /// Moves a service's outbox rows (`<schema>.outbox`, see ``Outbox``) to the Redis streams of their
 /// topics (``EventStream``), oldest first, and deletes them once Redis has them.
 ///
-/// Each batch is one transaction: lock up to `batchSize` rows (`FOR UPDATE SKIP LOCKED`), `XADD`
-/// them all in one pipeline, delete them, commit. Nothing is lost: while Redis is down the rows stay
+/// Each batch is one transaction: delete up to `batchSize` rows (`FOR UPDATE SKIP LOCKED`), `XADD`
+/// them all in one pipeline, commit. Nothing is lost: while Redis is down the rows stay
 /// in Postgres and the relay backs off and retries. Delivery is **at least once**: a crash between the
 /// `XADD`s and the commit sends the batch again, so consumers deduplicate (``DeliveredEvent/deduplicationKey``).
 ///
@@ -20,7 +20,8 @@ import ServiceLifecycle
 ///
 /// Latency: the relay polls, every `busyDelay` while there is work, backing off to `idleDelay`
 /// when the outbox is empty. A handler that appended events may call ``nudge()`` after its
-/// transaction committed to have them relayed at once.
+/// transaction committed to have them relayed at once, or, within `gatherDelay` of the last batch,
+/// as soon as that delay is over.
 ///
 /// Metrics: `aviary_outbox_backlog` (gauge, rows waiting) and `aviary_outbox_relayed_total`
 /// (counter), both with the dimension `schema`.
@@ -104,6 +105,9 @@ public struct OutboxRelay: Service {
             // A full batch means more rows are probably waiting: go on at once.
             if moved == options.batchSize { continue }
             idleDelay = moved > 0 ? options.busyDelay : min(idleDelay * 2, options.idleDelay)
+            // Under a steady stream of nudges, let the next batch gather for a moment instead of
+            // running one small batch after another.
+            if moved > 0 { await pauseUnlessStopping(for: options.gatherDelay) }
             await withGracefulShutdownHandler {
                 await wakeup.wait(upTo: idleDelay)
             } onGracefulShutdown: {
