@@ -26,6 +26,7 @@ struct Messaging: Sendable {
             redis: resources.redis, postgres: resources.postgres, hub: hub, events: events, window: .milliseconds(window),
             logger: resources.logger)
         resources.addBackgroundService(presence)
+        resources.prepareOutboxEvents { events in try await nameOfflineRecipients(events, presence: presence) }
         Messaging(
             resources: resources, conversations: conversations, messages: MessageStore(postgres: resources.postgres),
             directory: UserDirectory(resources: resources), events: events, presence: presence,

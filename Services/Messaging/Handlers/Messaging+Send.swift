@@ -8,7 +8,9 @@ extension Messaging {
     /// The longest `clientMessageId`.
     static let clientMessageIDLimit = 128
 
-    /// Answers the Message, encoded once for both the answer and the members' live event.
+    /// Answers the Message, encoded once for both the answer and the members' live event. A text
+    /// message costs one statement (which checks membership) and one Redis round trip (the event,
+    /// with the caller's presence).
     @Sendable func send(_ params: SendParams, _ context: RPCContext) async throws -> RawJSON {
         let caller = try context.requireUser()
         let conversation = params.conversationId.value
@@ -16,46 +18,57 @@ extension Messaging {
         let clientMessageID = try params.clientMessageId.map { value throws(RPCError) in
             try TextRules.text(value, field: "clientMessageId", allowed: 1...Self.clientMessageIDLimit)
         }
-        let (members, earlier) = try await messages.prepareSend(conversation, sender: caller, clientMessageID: clientMessageID)
-        guard members.contains(caller) else { throw Self.unknownConversation(params.conversationId) }
-        if let earlier {
-            await recordCall(caller, context)
-            return try RawJSON(
-                encoding: try await hydrate([earlier], markers: try await messages.markers(of: conversation), context: context)[0])
-        }
         var media: Media?
         if let mediaId = params.mediaId {
+            // Membership first: a non-member learns nothing, not even whether the media would do.
+            guard try await conversations.isMember(conversation, user: caller) else {
+                throw Self.unknownConversation(params.conversationId)
+            }
             media = try await messageMedia(mediaId, conversation: conversation, sender: caller, context: context)
-        }
-        let others = members.filter { $0 != caller }
-        let subscribed: Set<Int64>
-        do {
-            subscribed = try await presence.record(caller, checking: others)
-        } catch {
-            // Without Redis nobody can be reached live: notifications will tell them all.
-            context.logger.warning("could not check live subscriptions", metadata: ["error": "\(error)"])
-            subscribed = []
         }
         let stored = NewMessageInput(text: text, media: media, clientMessageID: clientMessageID)
         let outcome = try await messages.send(
             MessageStore.NewMessage(
                 conversationID: conversation, senderID: caller, text: stored.text, media: try stored.mediaJSON(),
-                kind: stored.kind.rawValue, clientMessageID: clientMessageID,
-                offlineRecipients: others.filter { !subscribed.contains($0) }),
+                kind: stored.kind.rawValue, clientMessageID: clientMessageID),
             id: resources.ids.next())
         switch outcome {
         case .notMember:
             throw Self.unknownConversation(params.conversationId)
         case .duplicate(let row):
+            await recordCall(caller, context)
             return try RawJSON(encoding: try await hydrate([row], markers: try await messages.markers(of: conversation), context: context)[0])
-        case .sent(let row):
+        case .sent(let row, let members):
             OutboxRelay.nudge()
             let sender = try await directory.summaries([caller], context: context)
             let message = try RawJSON(
                 encoding: Self.message(row, summaries: sender, markers: [MemberMarker(userID: caller, readSeq: row.seq)]))
-            await publish(context) { try await events.message(message, to: members) }
+            await publish(context) { try await presence.record(caller, alongside: events.messageCommands(message, to: members)) }
             return message
         }
+    }
+
+    /// The outbox relay's preparation of messaging's events: each `message` event's `recipientIds`
+    /// become `offlineRecipientIds`, those without an open subscription at relay time (whom
+    /// notifications tells instead). One Redis round trip per batch.
+    @Sendable static func nameOfflineRecipients(_ events: [OutboxRelay.Event], presence: PresenceTracker) async throws
+        -> [OutboxRelay.Event]
+    {
+        // Each message event's payload, by its place in the batch, with its recipients.
+        var messages: [(index: Int, payload: [String: JSONValue], recipients: [Int64])] = []
+        for (index, event) in events.enumerated() where event.type == "message" {
+            guard case .object(var payload) = try RawJSON(unchecked: Array(event.payload.utf8)).decode(JSONValue.self) else { continue }
+            let recipients = (payload.removeValue(forKey: "recipientIds")?.arrayValue ?? []).compactMap { $0.stringValue.flatMap { Int64($0) } }
+            messages.append((index, payload, recipients))
+        }
+        guard !messages.isEmpty else { return events }
+        let subscribed = try await presence.subscribed(among: Set(messages.flatMap(\.recipients)).sorted())
+        var prepared = events
+        for var message in messages {
+            message.payload["offlineRecipientIds"] = .array(message.recipients.filter { !subscribed.contains($0) }.map { .string(String($0)) })
+            prepared[message.index].payload = String(decoding: try JSONCoding.encoder().encode(JSONValue.object(message.payload)), as: UTF8.self)
+        }
+        return prepared
     }
 
     /// The message's text: trimmed, at most 4,000 characters; nil when only media is sent.

@@ -1,6 +1,7 @@
 import AviaryAPI
 import Foundation
 import RPC
+import Redis
 import ServiceKit
 
 /// The events `messaging.subscribe` delivers, published through the live hub to each recipient's
@@ -14,13 +15,14 @@ struct MessagingEvents: Sendable {
     let hub: LiveHub
     let conversations: ConversationStore
 
-    /// `message` is the Message already encoded (as `messaging.send` answers it): it is spliced in.
-    func message(_ message: RawJSON, to members: [Int64]) async throws {
+    /// The commands that publish a `message` event, for the caller's pipeline. `message` is the
+    /// Message already encoded (as `messaging.send` answers it): it is spliced in.
+    func messageCommands(_ message: RawJSON, to members: [Int64]) -> [[RedisArgument]] {
         var event = Array(#"{"type":"message","message":"#.utf8)
         event.reserveCapacity(event.count + message.bytes.count + 1)
         event.append(contentsOf: message.bytes)
         event.append(UInt8(ascii: "}"))
-        try await hub.publish(to: members, event: RawJSON(unchecked: event))
+        return hub.publishCommands(to: members, event: RawJSON(unchecked: event))
     }
 
     private struct TypingEvent: Encodable {

@@ -53,9 +53,10 @@ final class PresenceTracker: Service, Sendable {
 
     // MARK: Calls
 
-    /// Records a messaging call by `user` and answers which of `others` hold an open subscription
-    /// somewhere, in one pipelined round trip.
-    func record(_ user: Int64, checking others: [Int64] = []) async throws -> Set<Int64> {
+    /// Records a messaging call by `user`, in one pipelined round trip with `commands` (whose
+    /// replies it answers).
+    @discardableResult
+    func record(_ user: Int64, alongside commands: [[RedisArgument]] = []) async throws -> [RESPValue] {
         let now = ContinuousClock.now
         let due = recorded.withLock { recorded in
             if let last = recorded[user], last.duration(to: now) < .seconds(1) { return false }
@@ -63,22 +64,29 @@ final class PresenceTracker: Service, Sendable {
             recorded[user] = now
             return true
         }
-        let milliseconds = Self.nowMilliseconds()
-        var commands: [[RedisArgument]] = others.map {
-            ["ZCOUNT", RedisArgument(Self.subscriptionsPrefix + String($0)), RedisArgument(String(milliseconds)), "+inf"]
-        }
+        var commands = commands
         if due {
+            let milliseconds = Self.nowMilliseconds()
             commands.append(["ZADD", RedisArgument(Self.activeKey), RedisArgument(String(milliseconds)), RedisArgument(String(user))])
             commands.append(["SADD", RedisArgument(Self.onlineKey), RedisArgument(String(user))])
         }
         guard !commands.isEmpty else { return [] }
-        let replies = try await redis.pipeline(commands)
-        var subscribed: Set<Int64> = []
-        for (index, other) in others.enumerated() where (replies[index].int ?? 0) > 0 { subscribed.insert(other) }
-        if due, replies.last?.int == 1 {
-            await announce(Presence(userId: EntityID(user), online: true, lastSeen: Date()))
+        var replies = try await redis.pipeline(commands)
+        if due {
+            let added = replies.removeLast()
+            replies.removeLast()
+            if added.int == 1 { await announce(Presence(userId: EntityID(user), online: true, lastSeen: Date())) }
         }
-        return subscribed
+        return replies
+    }
+
+    /// Which of `users` hold an open subscription somewhere, in one pipelined round trip.
+    func subscribed(among users: [Int64]) async throws -> Set<Int64> {
+        guard !users.isEmpty else { return [] }
+        let milliseconds = RedisArgument(String(Self.nowMilliseconds()))
+        let replies = try await redis.pipeline(
+            users.map { ["ZCOUNT", RedisArgument(Self.subscriptionsPrefix + String($0)), milliseconds, "+inf"] })
+        return Set(zip(users, replies).compactMap { user, reply in (reply.int ?? 0) > 0 ? user : nil })
     }
 
     /// Records that `user` holds a subscription on this instance (and is online).

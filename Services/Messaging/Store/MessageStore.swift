@@ -37,26 +37,14 @@ struct MessageStore: Sendable {
             .map(Self.row)
     }
 
-    /// Before a send: the conversation's current members, and the message `sender` already sent
-    /// with `clientMessageID` (when given).
-    func prepareSend(_ conversation: Int64, sender: Int64, clientMessageID: String?) async throws
-        -> (members: [Int64], earlier: MessageRow?)
-    {
-        let rows = try await postgres.query(
+    /// The message `sender` sent to `conversation` with `clientMessageID`, if any.
+    func earlierMessage(_ conversation: Int64, sender: Int64, clientMessageID: String) async throws -> MessageRow? {
+        try await postgres.query(
             """
-            SELECT user_id, NULL::bigint FROM messaging.members WHERE conversation_id = $1 AND left_at IS NULL
-            UNION ALL
-            SELECT NULL, id FROM messaging.messages
-            WHERE conversation_id = $1 AND sender_id = $2 AND client_message_id = $3 AND $3 IS NOT NULL
-            """, [conversation, sender, clientMessageID])
-        var members: [Int64] = []
-        var earlierID: Int64?
-        for row in rows {
-            if let member = try row.decode(Int64?.self, at: 0) { members.append(member) }
-            if let id = try row.decode(Int64?.self, at: 1) { earlierID = id }
-        }
-        guard let earlierID else { return (members, nil) }
-        return (members, try await messages([earlierID]).first)
+            SELECT \(Self.columns) FROM messaging.messages
+            WHERE conversation_id = $1 AND sender_id = $2 AND client_message_id = $3
+            """, [conversation, sender, clientMessageID]
+        ).first.map(Self.row)
     }
 
     /// What a send stores.
@@ -67,12 +55,12 @@ struct MessageStore: Sendable {
         var media: String?
         var kind: String
         var clientMessageID: String?
-        var offlineRecipients: [Int64]
     }
 
     /// How a send ended.
     enum SendOutcome: Sendable {
-        case sent(MessageRow)
+        /// Stored; `members` are the conversation's current members, the sender among them.
+        case sent(MessageRow, members: [Int64])
         /// The same `clientMessageId` was stored meanwhile (by a racing call): this is that message.
         case duplicate(MessageRow)
         /// The sender is not a current member.
@@ -82,18 +70,20 @@ struct MessageStore: Sendable {
     private struct DuplicateSend: Error {}
 
     /// Stores `message` as the conversation's next one (its `seq` drawn under the conversation's
-    /// row lock), moves the sender's read marker to it, and appends its `messaging`/`message` event
-    /// to the outbox: one statement, in a transaction that a `clientMessageId` already taken (by a
-    /// racing call) rolls back.
+    /// row lock) if the sender is a member, moves the sender's read marker to it, and appends its
+    /// `messaging`/`message` event to the outbox, naming the other members (`recipientIds`; the
+    /// relay narrows them to those offline, see ``Messaging/nameOfflineRecipients(_:)``): one
+    /// statement, in a transaction that a `clientMessageId` already taken (by a racing call) rolls
+    /// back. A `clientMessageId` the sender used before answers the message sent with it then.
     func send(_ message: NewMessage, id: Int64) async throws -> SendOutcome {
         let parameters: [any PostgresEncodable] = [
             id, message.conversationID, message.senderID, message.text, message.media, message.kind,
-            message.clientMessageID, message.offlineRecipients.map { String($0) },
+            message.clientMessageID,
         ]
-        @Sendable func stored(_ rows: PostgresRows) throws -> MessageRow? {
+        @Sendable func stored(_ rows: PostgresRows) throws -> (MessageRow, [Int64])? {
             guard let first = rows.first else { return nil }
             guard !first.isNull(at: 0) else { throw DuplicateSend() }
-            return try Self.row(first)
+            return (try Self.row(first), try first.decode([Int64].self, at: 8))
         }
         do {
             // Without a clientMessageId nothing can conflict: the statement is its own transaction.
@@ -103,24 +93,26 @@ struct MessageStore: Sendable {
                 } else {
                     try await postgres.transaction { connection in try stored(try await connection.query(Self.insertMessage, parameters)) }
                 }
-            guard let row else { return .notMember }
-            return .sent(row)
+            guard let (row, members) = row else { return .notMember }
+            return .sent(row, members: members)
         } catch is DuplicateSend {
-            let (_, earlier) = try await prepareSend(
-                message.conversationID, sender: message.senderID, clientMessageID: message.clientMessageID)
-            guard let earlier else { throw RPCError.unavailable("the message could not be stored; retry") }
+            guard let clientMessageID = message.clientMessageID,
+                let earlier = try await earlierMessage(message.conversationID, sender: message.senderID, clientMessageID: clientMessageID)
+            else { throw RPCError.unavailable("the message could not be stored; retry") }
             return .duplicate(earlier)
         }
     }
 
     /// No row: the sender is no member. A row of nulls: the conversation was locked but the
-    /// `clientMessageId` was taken, so the caller rolls back.
+    /// `clientMessageId` was taken, so the caller rolls back. Otherwise the message and the members.
     private static let insertMessage = """
-        WITH locked AS (
+        WITH current AS (
+            SELECT array_agg(user_id ORDER BY user_id) AS members FROM messaging.members
+            WHERE conversation_id = $2 AND left_at IS NULL
+        ), locked AS (
             UPDATE messaging.conversations
             SET last_seq = last_seq + 1, last_message_id = $1, activity_id = greatest(activity_id, $1), updated_at = now()
-            WHERE id = $2 AND EXISTS (
-                SELECT 1 FROM messaging.members WHERE conversation_id = $2 AND user_id = $3 AND left_at IS NULL)
+            FROM current WHERE id = $2 AND $3 = ANY(current.members)
             RETURNING last_seq, updated_at
         ), inserted AS (
             INSERT INTO messaging.messages (id, conversation_id, seq, sender_id, text, media, kind, client_message_id, created_at)
@@ -134,11 +126,12 @@ struct MessageStore: Sendable {
             INSERT INTO messaging.outbox (topic, type, payload)
             SELECT 'messaging', 'message', jsonb_build_object(
                 'messageId', inserted.id::text, 'conversationId', inserted.conversation_id::text,
-                'senderId', inserted.sender_id::text, 'offlineRecipientIds', to_jsonb($8::text[]),
+                'senderId', inserted.sender_id::text,
+                'recipientIds', (SELECT to_jsonb(array_agg(member::text)) FROM unnest(current.members) AS member WHERE member <> $3),
                 'createdAt', to_char(inserted.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
-            FROM inserted
+            FROM inserted, current
         )
-        SELECT inserted.* FROM locked LEFT JOIN inserted ON true
+        SELECT inserted.*, current.members FROM locked CROSS JOIN current LEFT JOIN inserted ON true
         """
 
     /// Up to `limit` messages of the conversation from `position` (exclusive) in `order`, plus

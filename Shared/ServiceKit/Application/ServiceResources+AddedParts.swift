@@ -14,6 +14,16 @@ extension ServiceResources {
         addedParts.withLock { $0.services.append(service) }
     }
 
+    /// Has the service's ``OutboxRelay`` pass each batch through `preparation` before it sends the
+    /// events on (messaging names who was offline this way). Call it from `register`.
+    public func prepareOutboxEvents(with preparation: @escaping OutboxRelay.Preparation) {
+        addedParts.withLock { $0.outboxPreparation = preparation }
+    }
+
+    var outboxPreparation: OutboxRelay.Preparation? {
+        addedParts.withLock { $0.outboxPreparation }
+    }
+
     var adminRoutes: [AdminRoute] {
         addedParts.withLock { $0.routes }
     }
@@ -27,4 +37,5 @@ extension ServiceResources {
 struct AddedParts: Sendable {
     var routes: [AdminRoute] = []
     var services: [any Service] = []
+    var outboxPreparation: OutboxRelay.Preparation?
 }

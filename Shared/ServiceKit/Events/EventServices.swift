@@ -13,7 +13,8 @@ struct EventServices {
         if let schema = definition.outboxSchema {
             relay = [
                 .init(service: OnEventLoop(OutboxRelay(
-                    schema: schema, postgres: resources.postgres, redis: resources.redis, logger: resources.logger)))
+                    schema: schema, postgres: resources.postgres, redis: resources.redis,
+                    preparation: resources.outboxPreparation, logger: resources.logger)))
             ]
         }
         let consumerName = EventStreamConsumer.consumerName(

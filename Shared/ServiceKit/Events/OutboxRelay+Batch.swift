@@ -11,6 +11,7 @@ extension OutboxRelay {
         let batchSize = options.batchSize
         let maxLength = RedisArgument(options.streamMaxLength)
         let lockKey = Self.lockKey(schema: schema)
+        let preparation = preparation
         return try await postgres.transaction { connection in
             // One round trip (with the transaction's BEGIN): take the relay's turn, then take and
             // delete the oldest rows (by their ids: an `IN` would join against a scan of the whole
@@ -24,15 +25,17 @@ extension OutboxRelay {
                 RETURNING id, topic, type, payload::text
                 """, [lockKey, batchSize])
             guard !rows.isEmpty else { return 0 }
-            var events: [(id: Int64, topic: String, type: String, payload: String)] = []
+            var events: [Event] = []
             events.reserveCapacity(rows.count)
             for row in rows {
                 events.append(
-                    (try row.decode(Int64.self, at: 0), try row.decode(String.self, at: 1), try row.decode(String.self, at: 2),
-                     try row.decode(String.self, at: 3)))
+                    Event(
+                        id: try row.decode(Int64.self, at: 0), topic: try row.decode(String.self, at: 1),
+                        type: try row.decode(String.self, at: 2), payload: try row.decode(String.self, at: 3)))
             }
             // RETURNING follows no order: the streams get the events in outbox order.
             events.sort { $0.id < $1.id }
+            if let preparation { events = try await preparation(events) }
             let replies = try await redis.pipeline(
                 events.map { event in
                     [

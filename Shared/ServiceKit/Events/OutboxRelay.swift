@@ -31,19 +31,40 @@ public struct OutboxRelay: Service {
     let postgres: PostgresClient
     let redis: RedisClient
     let options: Options
+    let preparation: Preparation?
     let logger: Logger
     private let relayed: Counter
     private let backlog: Gauge
 
+    /// An event on its way from the outbox to its topic's stream.
+    public struct Event: Sendable {
+        /// Its outbox row.
+        public let id: Int64
+        public let topic: String
+        public let type: String
+        /// The payload as JSON text.
+        public var payload: String
+    }
+
+    /// Completes a batch's events before they are sent on, from what only the producer knows at
+    /// sending time (it may change payloads, not drop or reorder events). Throwing fails the batch,
+    /// which stays in the outbox and is retried.
+    public typealias Preparation = @Sendable ([Event]) async throws -> [Event]
+
     /// - Parameters:
     ///   - schema: the producer's schema (a plain SQL identifier), whose `outbox` table exists.
     ///   - postgres, redis: the service's clients; a batch holds one connection of each briefly.
-    public init(schema: String, postgres: PostgresClient, redis: RedisClient, options: Options = .init(), logger: Logger) {
+    ///   - preparation: run on each batch before its `XADD`s.
+    public init(
+        schema: String, postgres: PostgresClient, redis: RedisClient, options: Options = .init(),
+        preparation: Preparation? = nil, logger: Logger
+    ) {
         precondition(Self.isPlainIdentifier(schema), "OutboxRelay: '\(schema)' is not a plain SQL identifier")
         self.schema = schema
         self.postgres = postgres
         self.redis = redis
         self.options = options
+        self.preparation = preparation
         var logger = logger
         logger[metadataKey: "outbox.schema"] = "\(schema)"
         self.logger = logger

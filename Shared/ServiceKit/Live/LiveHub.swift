@@ -156,8 +156,13 @@ public final class LiveHub: Service, Sendable {
     /// round trip to Redis. Events published by one caller reach a subscriber in publishing order.
     public func publish(to users: [Int64], event: RawJSON) async throws {
         guard !users.isEmpty else { return }
+        _ = try await redis.pipeline(publishCommands(to: users, event: event))
+    }
+
+    /// The commands ``publish(to:event:)`` sends, for a caller that pipelines them with its own.
+    public func publishCommands(to users: [Int64], event: RawJSON) -> [[RedisArgument]] {
         let payload = RedisArgument(event.bytes)
-        _ = try await redis.pipeline(users.map { ["PUBLISH", RedisArgument(channel(of: $0)), payload] })
+        return users.map { ["PUBLISH", RedisArgument(channel(of: $0)), payload] }
     }
 
     /// Sends different events to different users in one pipelined round trip.
