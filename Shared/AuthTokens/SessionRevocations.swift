@@ -1,25 +1,213 @@
+import Foundation
+import Logging
 import Redis
+import Synchronization
 
-/// Sessions ended by logout or a password change. A revoked session id is kept in Redis for as
-/// long as its tokens could still be valid, so every service checks it with one cheap lookup.
-public struct SessionRevocations: Sendable {
+/// Sessions ended by logout or a password change.
+///
+/// Redis keeps them in the sorted set `aviary:revoked-sessions`: each session id with the time its
+/// tokens have all expired (milliseconds since 1970), so a check is one `ZSCORE`. Each revocation is
+/// also announced on the channel of the same name.
+///
+/// A process that runs ``watch(logger:)`` keeps the set in memory and checks tokens without a round
+/// trip. It trusts its copy only while it can vouch that the copy is current:
+/// - after loading the set, which it does once its subscription is confirmed;
+/// - while the subscription stays up and has dropped nothing;
+/// - while its own heartbeat, published every `heartbeatInterval`, comes back through the
+///   subscription before the next one leaves (which catches a connection that died silently).
+/// Otherwise each check asks Redis, as a process without a watch always does. A revocation reaches
+/// the other processes as fast as Redis pub/sub carries it; the revoking process knows it at once.
+public final class SessionRevocations: Sendable {
+    static let key = "aviary:revoked-sessions"
+    static let channel = "aviary:revoked-sessions"
+
     private let redis: RedisClient
     private let tokenLifetime: Duration
+    private let heartbeatInterval: Duration
+    private let instance = UUID().uuidString
+    private let state = Mutex(State())
 
-    public init(redis: RedisClient, tokenLifetime: Duration) {
+    private struct State {
+        /// Revoked session → when its tokens have all expired (ms).
+        var revoked: [Int64: Int64] = [:]
+        /// Whether `revoked` is known to be current.
+        var trusted = false
+        /// Bumped whenever trust is lost, so a load that started before does not restore it.
+        var epoch = 0
+        /// The heartbeat sent and not yet seen back.
+        var pendingBeat: String?
+        var beats = 0
+    }
+
+    public init(redis: RedisClient, tokenLifetime: Duration, heartbeatInterval: Duration = .seconds(1)) {
         self.redis = redis
         self.tokenLifetime = tokenLifetime
+        self.heartbeatInterval = heartbeatInterval
     }
 
-    static func key(_ sessionID: Int64) -> String { "aviary:revoked-session:\(sessionID)" }
+    private static func nowMilliseconds() -> Int64 {
+        Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+    }
 
+    /// Ends `sessionIDs` everywhere: their tokens are refused from now on.
     public func revoke(sessionIDs: [Int64]) async throws {
         guard !sessionIDs.isEmpty else { return }
-        let seconds = Int(tokenLifetime.components.seconds) + 60
-        _ = try await redis.pipeline(sessionIDs.map { ["SET", RedisArgument(Self.key($0)), "1", "EX", RedisArgument(seconds)] })
+        let now = Self.nowMilliseconds()
+        let expiry = now + tokenLifetime.components.seconds * 1000 + 60_000
+        state.withLock { state in
+            for id in sessionIDs { state.revoked[id] = expiry }
+        }
+        let ids = sessionIDs.map { String($0) }
+        _ = try await redis.pipeline([
+            ["ZADD", RedisArgument(Self.key)] + ids.flatMap { [RedisArgument(expiry), RedisArgument($0)] },
+            ["ZREMRANGEBYSCORE", RedisArgument(Self.key), "-inf", RedisArgument(now)],
+            ["PUBLISH", RedisArgument(Self.channel), RedisArgument((["r", String(expiry)] + ids).joined(separator: " "))],
+        ])
     }
 
+    /// Whether `sessionID` was revoked: from memory while the watch vouches for it, else from Redis.
     public func isRevoked(sessionID: Int64) async throws -> Bool {
-        try await redis.send(["EXISTS", RedisArgument(Self.key(sessionID))]).int == 1
+        let now = Self.nowMilliseconds()
+        let known: Bool? = state.withLock { state in
+            guard state.trusted else { return nil }
+            return (state.revoked[sessionID] ?? 0) > now
+        }
+        if let known { return known }
+        let score = try await redis.send(["ZSCORE", RedisArgument(Self.key), RedisArgument(sessionID)])
+        return (score.string.flatMap { Double($0) } ?? 0) > Double(now)
+    }
+
+    /// Whether checks are answered from memory now (for tests and diagnostics).
+    public var isWatching: Bool {
+        state.withLock { $0.trusted }
+    }
+
+    // MARK: Watching
+
+    /// Keeps the in-memory copy current until the task is cancelled.
+    public func watch(logger: Logger) async {
+        let subscriber = RedisSubscriber(configuration: redis.configuration, logger: logger)
+        await withTaskCancellationHandler {
+            await withDiscardingTaskGroup { tasks in
+                tasks.addTask {
+                    for await event in subscriber.events() where event == .disconnected { self.distrust() }
+                }
+                tasks.addTask {
+                    guard let subscription = await self.subscribe(subscriber, logger: logger) else { return }
+                    var dropped = 0
+                    for await message in subscription {
+                        if subscription.droppedMessageCount != dropped {
+                            dropped = subscription.droppedMessageCount
+                            self.distrust()
+                        }
+                        await self.receive(message.payload, logger: logger)
+                    }
+                }
+                tasks.addTask {
+                    // Each beat is sent on its own, so that a Redis that holds one up cannot hold up the check.
+                    await withDiscardingTaskGroup { beats in
+                        while !Task.isCancelled {
+                            let beat = self.nextBeat()
+                            beats.addTask {
+                                _ = try? await self.redis.send(["PUBLISH", RedisArgument(Self.channel), RedisArgument("b " + beat)])
+                            }
+                            try? await Task.sleep(for: self.heartbeatInterval)
+                        }
+                    }
+                }
+            }
+        } onCancel: {
+            Task { await subscriber.shutdown() }
+        }
+        await subscriber.shutdown()
+        distrust()
+    }
+
+    private func subscribe(_ subscriber: RedisSubscriber, logger: Logger) async -> RedisSubscription? {
+        var delay = Duration.milliseconds(100)
+        while !Task.isCancelled {
+            do {
+                return try await subscriber.subscribe(Self.channel, bufferSize: 4096)
+            } catch let error as RedisError where error.code != .closed {
+                logger.warning("cannot watch session revocations yet; checking each in Redis", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            } catch {
+                return nil
+            }
+        }
+        return nil
+    }
+
+    private func distrust() {
+        state.withLock { state in
+            state.trusted = false
+            state.epoch += 1
+        }
+    }
+
+    /// The next heartbeat to send; one still missing means the subscription cannot be vouched for.
+    /// Also forgets revocations whose tokens have all expired.
+    private func nextBeat() -> String {
+        let now = Self.nowMilliseconds()
+        return state.withLock { state in
+            if state.pendingBeat != nil {
+                state.trusted = false
+                state.epoch += 1
+            }
+            state.revoked = state.revoked.filter { $0.value > now }
+            state.beats += 1
+            let beat = "\(instance):\(state.beats)"
+            state.pendingBeat = beat
+            return beat
+        }
+    }
+
+    /// Applies a message of the channel: a revocation (`r <expiry> <id>…`) or a heartbeat (`b <beat>`).
+    private func receive(_ payload: [UInt8], logger: Logger) async {
+        let words = String(decoding: payload, as: UTF8.self).split(separator: " ")
+        guard words.count >= 2 else { return }
+        switch words[0] {
+        case "r":
+            guard let expiry = Int64(words[1]) else { return }
+            state.withLock { state in
+                for id in words.dropFirst(2).compactMap({ Int64($0) }) { state.revoked[id] = max(state.revoked[id] ?? 0, expiry) }
+            }
+        case "b":
+            let epoch: Int? = state.withLock { state in
+                guard state.pendingBeat == String(words[1]) else { return nil }
+                state.pendingBeat = nil
+                return state.trusted ? nil : state.epoch
+            }
+            if let epoch { await load(since: epoch, logger: logger) }
+        default:
+            return
+        }
+    }
+
+    /// Loads the set from Redis and trusts the copy, unless trust was lost meanwhile. Every
+    /// revocation is in the set before it is announced, and the subscription was live when the
+    /// load began, so nothing falls between the two.
+    private func load(since epoch: Int, logger: Logger) async {
+        let now = Self.nowMilliseconds()
+        let reply: RESPValue
+        do {
+            reply = try await redis.send(["ZRANGEBYSCORE", RedisArgument(Self.key), RedisArgument(now), "+inf", "WITHSCORES"])
+        } catch {
+            logger.warning("cannot load session revocations; checking each in Redis", metadata: ["error": "\(error)"])
+            return
+        }
+        let values = reply.array ?? []
+        var loaded: [Int64: Int64] = [:]
+        for index in stride(from: 0, to: values.count - 1, by: 2) {
+            guard let id = values[index].string.flatMap({ Int64($0) }),
+                let expiry = values[index + 1].string.flatMap({ Double($0) })
+            else { continue }
+            loaded[id] = Int64(expiry)
+        }
+        state.withLock { state in
+            state.revoked.merge(loaded) { max($0, $1) }
+            if state.epoch == epoch { state.trusted = true }
+        }
     }
 }

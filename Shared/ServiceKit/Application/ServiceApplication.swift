@@ -103,7 +103,11 @@ public enum ServiceApplication {
             configuration: .init(
                 services: events.relay + resources.backgroundServices
                     + [.init(service: rpcServer), .init(service: adminServer)]
-                    + events.consumers + [.init(service: StoppingAnnouncer(notifier: notifier))],
+                    + events.consumers
+                    + [
+                        .init(service: OnEventLoop(RevocationWatch(revocations: resources.sessionRevocations, logger: logger))),
+                        .init(service: StoppingAnnouncer(notifier: notifier)),
+                    ],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
 

@@ -1,0 +1,91 @@
+import AuthTokens
+import Logging
+import Redis
+import Testing
+import TestSupport
+
+/// The in-memory copy of revoked sessions that every service keeps (``SessionRevocations/watch(logger:)``),
+/// on a Redis of its own: these tests cut the subscriptions of every client of the server.
+@Suite("Revocation watch", .serialized)
+struct RevocationWatchTests {
+    private static let logger = Logger(label: "revocation-watch-test")
+
+    private struct Setup {
+        let server: TestRedis
+        let redis: RedisClient
+        /// The revoking process (auth).
+        let revoker: SessionRevocations
+        /// Another process, watching.
+        let watcher: SessionRevocations
+        let watch: Task<Void, Never>
+
+        func close() async {
+            watch.cancel()
+            _ = await watch.value
+            await redis.shutdown()
+        }
+
+        /// How many ZSCOREs Redis has run: the lookups of processes that could not answer from memory.
+        func lookups() async throws -> Int {
+            let info = try await redis.send(["INFO", "commandstats"]).string ?? ""
+            guard let line = info.split(separator: "\r\n").first(where: { $0.hasPrefix("cmdstat_zscore:") }),
+                let calls = line.split(separator: ",").first?.split(separator: "=").last
+            else { return 0 }
+            return Int(calls) ?? 0
+        }
+    }
+
+    private func setUp(heartbeat: Duration) async throws -> Setup {
+        let server = try await TestServers.startPrivateRedis()
+        let redis = RedisClient(configuration: try RedisConfiguration(url: server.url, poolSize: 4), logger: Self.logger)
+        let revoker = SessionRevocations(redis: redis, tokenLifetime: .seconds(900))
+        let watcher = SessionRevocations(redis: redis, tokenLifetime: .seconds(900), heartbeatInterval: heartbeat)
+        let watch = Task { await watcher.watch(logger: Self.logger) }
+        let setup = Setup(server: server, redis: redis, revoker: revoker, watcher: watcher, watch: watch)
+        #expect(await eventually { watcher.isWatching }, "the watcher loads the set and trusts it")
+        return setup
+    }
+
+    @Test("a revocation reaches a watching process, which then answers from memory")
+    func revocationReachesAWatcher() async throws {
+        let setup = try await setUp(heartbeat: .seconds(1))
+        try await setup.revoker.revoke(sessionIDs: [41, 42])
+        #expect(try await eventually { try await setup.watcher.isRevoked(sessionID: 42) })
+        let before = try await setup.lookups()
+        #expect(try await setup.watcher.isRevoked(sessionID: 41))
+        #expect(try await !setup.watcher.isRevoked(sessionID: 43))
+        #expect(try await setup.lookups() == before, "answered without asking Redis")
+        // The revoking process knows at once.
+        try await setup.revoker.revoke(sessionIDs: [44])
+        #expect(try await setup.revoker.isRevoked(sessionID: 44))
+        await setup.close()
+    }
+
+    @Test("a revocation announced while the watcher's subscription was down is loaded when it is back")
+    func revocationMissedWhileDisconnected() async throws {
+        let setup = try await setUp(heartbeat: .milliseconds(200))
+        // The subscriber reconnects after 100 ms at the earliest: the announcement reaches nobody.
+        _ = try await setup.redis.send(["CLIENT", "KILL", "TYPE", "pubsub"])
+        try await setup.revoker.revoke(sessionIDs: [7])
+        // Revoked when the watcher trusts its copy again (only its load can have told it), and
+        // answered from that copy.
+        #expect(await eventually(timeout: .seconds(10)) { setup.watcher.isWatching })
+        let before = try await setup.lookups()
+        #expect(try await setup.watcher.isRevoked(sessionID: 7))
+        #expect(try await setup.lookups() == before)
+        await setup.close()
+    }
+
+    @Test("a watcher whose heartbeat does not come back asks Redis until it does")
+    func silentSubscriptionIsDistrusted() async throws {
+        let setup = try await setUp(heartbeat: .milliseconds(200))
+        // Redis holds every PUBLISH for a while: the subscription is up but carries nothing.
+        _ = try await setup.redis.send(["CLIENT", "PAUSE", "1500", "WRITE"])
+        #expect(await eventually(timeout: .seconds(1), interval: .milliseconds(10)) { !setup.watcher.isWatching })
+        let before = try await setup.lookups()
+        #expect(try await !setup.watcher.isRevoked(sessionID: 8))
+        #expect(try await setup.lookups() == before + 1, "asked Redis")
+        #expect(await eventually(timeout: .seconds(10)) { setup.watcher.isWatching })
+        await setup.close()
+    }
+}
