@@ -100,7 +100,7 @@ struct Messaging: Sendable {
     /// Records the call for presence; presence is secondary, so a Redis failure does not fail the call.
     func recordCall(_ user: Int64, _ context: RPCContext) async {
         do {
-            _ = try await presence.record(user)
+            try await presence.record(user)
         } catch {
             context.logger.warning("could not record presence", metadata: ["error": "\(error)"])
         }

@@ -43,7 +43,9 @@ extension Messaging {
             let sender = try await directory.summaries([caller], context: context)
             let message = try RawJSON(
                 encoding: Self.message(row, summaries: sender, markers: [MemberMarker(userID: caller, readSeq: row.seq)]))
-            await publish(context) { try await presence.record(caller, alongside: events.messageCommands(message, to: members)) }
+            await publish(context) {
+                try await presence.record(caller, alongside: events.messageCommands(message, to: members))
+            }
             return message
         }
     }
@@ -54,19 +56,23 @@ extension Messaging {
     @Sendable static func nameOfflineRecipients(_ events: [OutboxRelay.Event], presence: PresenceTracker) async throws
         -> [OutboxRelay.Event]
     {
-        // Each message event's payload, by its place in the batch, with its recipients.
+        // Each message event's payload, by its place in the batch, with its recipients (an event
+        // stored before recipientIds existed already names those offline).
         var messages: [(index: Int, payload: [String: JSONValue], recipients: [Int64])] = []
         for (index, event) in events.enumerated() where event.type == "message" {
-            guard case .object(var payload) = try RawJSON(unchecked: Array(event.payload.utf8)).decode(JSONValue.self) else { continue }
-            let recipients = (payload.removeValue(forKey: "recipientIds")?.arrayValue ?? []).compactMap { $0.stringValue.flatMap { Int64($0) } }
-            messages.append((index, payload, recipients))
+            guard case .object(var payload) = try RawJSON(unchecked: Array(event.payload.utf8)).decode(JSONValue.self),
+                let recipients = payload.removeValue(forKey: "recipientIds")
+            else { continue }
+            messages.append((index, payload, (recipients.arrayValue ?? []).compactMap { $0.stringValue.flatMap { Int64($0) } }))
         }
         guard !messages.isEmpty else { return events }
         let subscribed = try await presence.subscribed(among: Set(messages.flatMap(\.recipients)).sorted())
         var prepared = events
         for var message in messages {
-            message.payload["offlineRecipientIds"] = .array(message.recipients.filter { !subscribed.contains($0) }.map { .string(String($0)) })
-            prepared[message.index].payload = String(decoding: try JSONCoding.encoder().encode(JSONValue.object(message.payload)), as: UTF8.self)
+            let offline = message.recipients.filter { !subscribed.contains($0) }
+            message.payload["offlineRecipientIds"] = .array(offline.map { .string(String($0)) })
+            let encoded = try JSONCoding.encoder().encode(JSONValue.object(message.payload))
+            prepared[message.index].payload = String(decoding: encoded, as: UTF8.self)
         }
         return prepared
     }

@@ -54,9 +54,8 @@ final class PresenceTracker: Service, Sendable {
     // MARK: Calls
 
     /// Records a messaging call by `user`, in one pipelined round trip with `commands` (whose
-    /// replies it answers).
-    @discardableResult
-    func record(_ user: Int64, alongside commands: [[RedisArgument]] = []) async throws -> [RESPValue] {
+    /// replies are not looked at).
+    func record(_ user: Int64, alongside commands: [[RedisArgument]] = []) async throws {
         let now = ContinuousClock.now
         let due = recorded.withLock { recorded in
             if let last = recorded[user], last.duration(to: now) < .seconds(1) { return false }
@@ -70,14 +69,11 @@ final class PresenceTracker: Service, Sendable {
             commands.append(["ZADD", RedisArgument(Self.activeKey), RedisArgument(String(milliseconds)), RedisArgument(String(user))])
             commands.append(["SADD", RedisArgument(Self.onlineKey), RedisArgument(String(user))])
         }
-        guard !commands.isEmpty else { return [] }
-        var replies = try await redis.pipeline(commands)
-        if due {
-            let added = replies.removeLast()
-            replies.removeLast()
-            if added.int == 1 { await announce(Presence(userId: EntityID(user), online: true, lastSeen: Date())) }
+        guard !commands.isEmpty else { return }
+        let replies = try await redis.pipeline(commands)
+        if due, replies.last?.int == 1 {
+            await announce(Presence(userId: EntityID(user), online: true, lastSeen: Date()))
         }
-        return replies
     }
 
     /// Which of `users` hold an open subscription somewhere, in one pipelined round trip.
@@ -96,7 +92,7 @@ final class PresenceTracker: Service, Sendable {
             "ZADD", RedisArgument(Self.subscriptionsPrefix + String(user)), RedisArgument(String(expiry)), RedisArgument(instance),
         ])
         recorded.withLock { _ = $0.removeValue(forKey: user) }
-        _ = try await record(user)
+        try await record(user)
     }
 
     /// `user`'s last subscription on this instance closed: they were last seen now.
