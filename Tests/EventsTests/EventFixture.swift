@@ -71,8 +71,12 @@ struct EventFixture {
         try await postgres.query("SELECT count(*) FROM \(Self.schema).outbox")[0].decode(Int64.self, at: 0)
     }
 
-    func relay(options: OutboxRelay.Options = .init(), postgres: PostgresClient? = nil) -> OutboxRelay {
-        OutboxRelay(schema: Self.schema, postgres: postgres ?? self.postgres, redis: redis, options: options, logger: Self.logger)
+    func relay(
+        options: OutboxRelay.Options = .init(), postgres: PostgresClient? = nil, preparation: OutboxRelay.Preparation? = nil
+    ) -> OutboxRelay {
+        OutboxRelay(
+            schema: Self.schema, postgres: postgres ?? self.postgres, redis: redis, options: options, preparation: preparation,
+            logger: Self.logger)
     }
 
     func consumer(

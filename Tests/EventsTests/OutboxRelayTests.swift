@@ -4,6 +4,7 @@ import RPC
 import Redis
 import ServiceKit
 import TestSupport
+import Synchronization
 import Testing
 
 @Suite("Outbox relay", .timeLimit(.minutes(2)))
@@ -54,6 +55,36 @@ struct OutboxRelayTests {
         #expect(first.deduplicationKey == "\(EventFixture.schema):\(first.outboxID)")
         let outboxIDs = inboxA.events.map(\.outboxID)
         #expect(outboxIDs == outboxIDs.sorted() && Set(outboxIDs).count == outboxIDs.count)
+        #expect(try await fixture.outboxCount() == 0)
+        await fixture.shutdown()
+    }
+
+    @Test func aPreparationCompletesPayloadsAndOneThatFailsKeepsTheBatch() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("prepared")
+        let inbox = Inbox()
+        let calls = Mutex(0)
+        let preparation: OutboxRelay.Preparation = { events in
+            struct Refused: Error {}
+            // The first batch fails: its rows must stay in the outbox and come round again.
+            guard calls.withLock({ calls in
+                calls += 1
+                return calls > 1
+            }) else { throw Refused() }
+            return events.map { event in
+                var event = event
+                event.payload = #"{"prepared":true,"was":\#(event.payload)}"#
+                return event
+            }
+        }
+        try await withServices([fixture.relay(preparation: preparation), fixture.consumer(topic: topic) { inbox.add($0) }]) {
+            try await fixture.append(numberedEvents(topic: topic, 0..<5))
+            OutboxRelay.nudge()
+            #expect(await inbox.wait { $0.count >= 5 })
+        }
+        #expect(calls.withLock { $0 } >= 2)
+        #expect(inbox.events.map { $0.event.payload["prepared"] } == Array(repeating: .bool(true), count: 5))
+        #expect(inbox.events.compactMap { $0.event.payload["was"]?["n"]?.intValue } == Array(0..<5))
         #expect(try await fixture.outboxCount() == 0)
         await fixture.shutdown()
     }
