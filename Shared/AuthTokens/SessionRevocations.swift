@@ -93,26 +93,22 @@ public final class SessionRevocations: Sendable {
                     for await event in subscriber.events() where event == .disconnected { self.distrust() }
                 }
                 tasks.addTask {
-                    guard let subscription = await self.subscribe(subscriber, logger: logger) else { return }
-                    var dropped = 0
-                    for await message in subscription {
-                        if subscription.droppedMessageCount != dropped {
-                            dropped = subscription.droppedMessageCount
-                            self.distrust()
-                        }
-                        await self.receive(message.payload, logger: logger)
-                    }
-                }
-                tasks.addTask {
-                    // Each beat is sent on its own, so that a Redis that holds one up cannot hold up the check.
-                    await withDiscardingTaskGroup { beats in
-                        while !Task.isCancelled {
-                            let beat = self.nextBeat()
-                            beats.addTask {
-                                _ = try? await self.redis.send(["PUBLISH", RedisArgument(Self.channel), RedisArgument("b " + beat)])
+                    guard
+                        let subscription = await subscriber.subscribeRetrying(Self.channel, bufferSize: 4096, onRetry: { error in
+                            logger.warning("cannot watch session revocations yet; checking each in Redis", metadata: ["error": "\(error)"])
+                        })
+                    else { return }
+                    await withDiscardingTaskGroup { work in
+                        work.addTask { await self.sendHeartbeats() }
+                        var dropped = 0
+                        for await message in subscription {
+                            if subscription.droppedMessageCount != dropped {
+                                dropped = subscription.droppedMessageCount
+                                self.distrust()
                             }
-                            try? await Task.sleep(for: self.heartbeatInterval)
+                            await self.receive(message.payload, logger: logger)
                         }
+                        work.cancelAll()
                     }
                 }
             }
@@ -123,20 +119,18 @@ public final class SessionRevocations: Sendable {
         distrust()
     }
 
-    private func subscribe(_ subscriber: RedisSubscriber, logger: Logger) async -> RedisSubscription? {
-        var delay = Duration.milliseconds(100)
-        while !Task.isCancelled {
-            do {
-                return try await subscriber.subscribe(Self.channel, bufferSize: 4096)
-            } catch let error as RedisError where error.code != .closed {
-                logger.warning("cannot watch session revocations yet; checking each in Redis", metadata: ["error": "\(error)"])
-                try? await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(5))
-            } catch {
-                return nil
+    /// Publishes a heartbeat every `heartbeatInterval` until cancelled. Each is sent on its own, so
+    /// that a Redis that holds one up cannot hold up the check of the next.
+    private func sendHeartbeats() async {
+        await withDiscardingTaskGroup { beats in
+            while !Task.isCancelled {
+                let beat = nextBeat()
+                beats.addTask {
+                    _ = try? await self.redis.send(["PUBLISH", RedisArgument(Self.channel), RedisArgument("b " + beat)])
+                }
+                try? await Task.sleep(for: heartbeatInterval)
             }
         }
-        return nil
     }
 
     private func distrust() {

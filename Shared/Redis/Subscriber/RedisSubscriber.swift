@@ -63,6 +63,27 @@ public final class RedisSubscriber: Sendable {
         try await registry.subscribe(.pattern(pattern), bufferSize: bufferSize)
     }
 
+    /// Subscribes to `channel` (or, with `pattern`, to every channel it matches), retrying with
+    /// backoff (100 ms, doubling up to 5 s) while Redis cannot confirm; `onRetry` hears each failure.
+    /// Nil once the subscriber is shut down or the task is cancelled.
+    public func subscribeRetrying(
+        _ channel: String, pattern: Bool = false, bufferSize: Int, onRetry: (RedisError) -> Void
+    ) async -> RedisSubscription? {
+        var delay = Duration.milliseconds(100)
+        while !Task.isCancelled {
+            do {
+                return try await pattern ? psubscribe(channel, bufferSize: bufferSize) : subscribe(channel, bufferSize: bufferSize)
+            } catch let error as RedisError where error.code != .closed {
+                onRetry(error)
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            } catch {
+                return nil
+            }
+        }
+        return nil
+    }
+
     /// A new stream of connection events (each call returns its own stream; it keeps the 16 latest
     /// events when not consumed). It finishes on `shutdown()`.
     public func events() -> AsyncStream<Event> {

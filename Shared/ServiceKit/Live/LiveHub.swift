@@ -238,19 +238,9 @@ public final class LiveHub: Service, Sendable {
 
     /// Subscribes to the service's pattern, retrying while Redis is unreachable; nil once shut down.
     private func patternSubscription(_ subscriber: RedisSubscriber) async -> RedisSubscription? {
-        var delay = Duration.milliseconds(100)
-        while !Task.isCancelled {
-            do {
-                return try await subscriber.psubscribe(channelPrefix + "*", bufferSize: options.bufferSize)
-            } catch let error as RedisError where error.code != .closed {
-                logger.warning("live delivery cannot subscribe yet", metadata: ["error": "\(error)"])
-                try? await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(5))
-            } catch {
-                return nil
-            }
+        await subscriber.subscribeRetrying(channelPrefix + "*", pattern: true, bufferSize: options.bufferSize) { error in
+            logger.warning("live delivery cannot subscribe yet", metadata: ["error": "\(error)"])
         }
-        return nil
     }
 }
 
