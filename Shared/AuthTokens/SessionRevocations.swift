@@ -7,7 +7,8 @@ import Synchronization
 ///
 /// Redis keeps them in the sorted set `aviary:revoked-sessions`: each session id with the time its
 /// tokens have all expired (milliseconds since 1970), so a check is one `ZSCORE`. Each revocation is
-/// also announced on the channel of the same name.
+/// also announced on the channel `aviary:revoked-sessions:<database>` (channels are shared by every
+/// database of a server, and session ids of two deployments on one server may coincide).
 ///
 /// A process that runs ``watch(logger:)`` keeps the set in memory and checks tokens without a round
 /// trip. It trusts its copy only while it can vouch that the copy is current:
@@ -19,7 +20,7 @@ import Synchronization
 /// the other processes as fast as Redis pub/sub carries it; the revoking process knows it at once.
 public final class SessionRevocations: Sendable {
     static let key = "aviary:revoked-sessions"
-    static let channel = "aviary:revoked-sessions"
+    private let channel: String
 
     private let redis: RedisClient
     private let tokenLifetime: Duration
@@ -43,6 +44,7 @@ public final class SessionRevocations: Sendable {
         self.redis = redis
         self.tokenLifetime = tokenLifetime
         self.heartbeatInterval = heartbeatInterval
+        channel = "\(Self.key):\(redis.configuration.database)"
     }
 
     private static func nowMilliseconds() -> Int64 {
@@ -61,7 +63,7 @@ public final class SessionRevocations: Sendable {
         _ = try await redis.pipeline([
             ["ZADD", RedisArgument(Self.key)] + ids.flatMap { [RedisArgument(expiry), RedisArgument($0)] },
             ["ZREMRANGEBYSCORE", RedisArgument(Self.key), "-inf", RedisArgument(now)],
-            ["PUBLISH", RedisArgument(Self.channel), RedisArgument((["r", String(expiry)] + ids).joined(separator: " "))],
+            ["PUBLISH", RedisArgument(channel), RedisArgument((["r", String(expiry)] + ids).joined(separator: " "))],
         ])
     }
 
@@ -94,7 +96,7 @@ public final class SessionRevocations: Sendable {
                 }
                 tasks.addTask {
                     guard
-                        let subscription = await subscriber.subscribeRetrying(Self.channel, bufferSize: 4096, onRetry: { error in
+                        let subscription = await subscriber.subscribeRetrying(self.channel, bufferSize: 4096, onRetry: { error in
                             logger.warning("cannot watch session revocations yet; checking each in Redis", metadata: ["error": "\(error)"])
                         })
                     else { return }
@@ -126,7 +128,7 @@ public final class SessionRevocations: Sendable {
             while !Task.isCancelled {
                 let beat = nextBeat()
                 beats.addTask {
-                    _ = try? await self.redis.send(["PUBLISH", RedisArgument(Self.channel), RedisArgument("b " + beat)])
+                    _ = try? await self.redis.send(["PUBLISH", RedisArgument(self.channel), RedisArgument("b " + beat)])
                 }
                 try? await Task.sleep(for: heartbeatInterval)
             }

@@ -27,4 +27,24 @@ import Testing
             "auth", "auth.getUsers", ["usernames": .array([.string(users[2].username.uppercased()), "nobody_here"])])
         #expect(summaries.arrayValue?.map { $0["id"] } == [users[2].idValue])
     }
+
+    @Test func aSessionEndedAtAuthIsRefusedByAnotherService() async throws {
+        let stack = try await ServiceStack.start(["auth", "social-graph"], redisDatabase: 13)
+        let users = try await stack.makeUsers(2, "revoked")
+        // Verified once, so social-graph remembers the signature.
+        let _: JSONValue = try await stack.call("social-graph", "graph.relationship", ["userId": users[1].idValue], as: users[0])
+        let _: JSONValue = try await stack.call("auth", "auth.logout", as: users[0])
+        // social-graph hears of the logout through Redis pub/sub, well within this bound.
+        let refused = try await eventually(timeout: .seconds(2), interval: .milliseconds(5)) {
+            do {
+                let _: JSONValue = try await stack.call("social-graph", "graph.relationship", ["userId": users[1].idValue], as: users[0])
+                return false
+            } catch let error as RPCError {
+                return error.reason == "unauthenticated"
+            }
+        }
+        #expect(refused)
+        // The other user's session is untouched.
+        let _: JSONValue = try await stack.call("social-graph", "graph.relationship", ["userId": users[0].idValue], as: users[1])
+    }
 }
