@@ -10,6 +10,25 @@ import TestSupport
 /// The live-delivery hub against a real Redis: two hubs stand for two instances of a service, each
 /// behind a real RPC server that clients subscribe to over TCP.
 @Suite struct LiveHubTests {
+    @Test func deploymentsOnTwoDatabasesOfOneServerDoNotHearEachOther() async throws {
+        let server = try await TestServers.redis()
+        let logger = Logger(label: "LiveHubTests")
+        let clients = try [11, 12].map {
+            RedisClient(configuration: try RedisConfiguration(url: server.url + "/\($0)", poolSize: 2), logger: logger)
+        }
+        let service = "hubdb\(UInt32.random(in: 0...UInt32.max))"
+        let (first, second) = (LiveHub(service: service, redis: clients[0], logger: logger), LiveHub(service: service, redis: clients[1], logger: logger))
+        let subscriber = RedisSubscriber(configuration: clients[1].configuration, logger: logger)
+        let heard = try await subscriber.subscribe(second.channel(of: 5))
+        // The same service and user id on the other database reaches nobody here; its own does.
+        try await first.publish(to: [5], event: RawJSON(unchecked: Array(#"{"from":"first"}"#.utf8)))
+        try await second.publish(to: [5], event: RawJSON(unchecked: Array(#"{"from":"second"}"#.utf8)))
+        var messages = heard.makeAsyncIterator()
+        #expect(await messages.next()?.payload == Array(#"{"from":"second"}"#.utf8))
+        await subscriber.shutdown()
+        for client in clients { await client.shutdown() }
+    }
+
     @Test func eventsReachSubscribersOnAnotherInstanceInOrder() async throws {
         try await withHubs { first, second in
             let connection = try await second.connect()

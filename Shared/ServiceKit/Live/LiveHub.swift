@@ -6,9 +6,11 @@ import ServiceLifecycle
 
 /// Live delivery of one service's events to its users' open subscriptions, on every instance.
 ///
-/// - Each user has a Redis channel `aviary:live:<service>:<userId>`. ``publish(to:event:)`` sends an
-///   event to those channels (one pipelined round trip); every instance reads all of them through ONE
-///   pattern subscription (`PSUBSCRIBE aviary:live:<service>:*` on a dedicated connection) and pushes
+/// - Each user has a Redis channel `aviary:live:<database>:<service>:<userId>` (channels span every
+///   database of a server: without the number, two deployments sharing one would see each other's
+///   users of the same id). ``publish(to:event:)`` sends an event to those channels (one pipelined
+///   round trip); every instance reads all of them through ONE pattern subscription
+///   (`PSUBSCRIBE aviary:live:<database>:<service>:*` on a dedicated connection) and pushes
 ///   each event to the subscriptions of that user it holds, as the notification `<service>.event` with
 ///   params `{"subscription": "<id>", "event": <event>}` (contract §1).
 /// - Subscriptions live in a local registry (user → connection + subscription id) and leave it when
@@ -67,7 +69,7 @@ public final class LiveHub: Service, Sendable {
         self.logger = logger
         self.options = options
         self.registry = LiveRegistry(holdLimit: options.holdLimit)
-        self.channelPrefix = "aviary:live:\(service):"
+        self.channelPrefix = "aviary:live:\(redis.configuration.database):\(service):"
     }
 
     /// The Redis channel of `user`'s events.
