@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import RPC
 import Redis
 import Synchronization
 
@@ -47,14 +48,10 @@ public final class SessionRevocations: Sendable {
         channel = "\(Self.key):\(redis.configuration.database)"
     }
 
-    private static func nowMilliseconds() -> Int64 {
-        Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
-    }
-
     /// Ends `sessionIDs` everywhere: their tokens are refused from now on.
     public func revoke(sessionIDs: [Int64]) async throws {
         guard !sessionIDs.isEmpty else { return }
-        let now = Self.nowMilliseconds()
+        let now = Date().millisecondsSince1970
         let expiry = now + tokenLifetime.components.seconds * 1000 + 60_000
         state.withLock { state in
             for id in sessionIDs { state.revoked[id] = expiry }
@@ -69,7 +66,7 @@ public final class SessionRevocations: Sendable {
 
     /// Whether `sessionID` was revoked: from memory while the watch vouches for it, else from Redis.
     public func isRevoked(sessionID: Int64) async throws -> Bool {
-        let now = Self.nowMilliseconds()
+        let now = Date().millisecondsSince1970
         let known: Bool? = state.withLock { state in
             guard state.trusted else { return nil }
             return (state.revoked[sessionID] ?? 0) > now
@@ -145,7 +142,7 @@ public final class SessionRevocations: Sendable {
     /// The next heartbeat to send; one still missing means the subscription cannot be vouched for.
     /// Also forgets revocations whose tokens have all expired.
     private func nextBeat() -> String {
-        let now = Self.nowMilliseconds()
+        let now = Date().millisecondsSince1970
         return state.withLock { state in
             if state.pendingBeat != nil {
                 state.trusted = false
@@ -167,7 +164,9 @@ public final class SessionRevocations: Sendable {
         case "r":
             guard let expiry = Int64(words[1]) else { return }
             state.withLock { state in
-                for id in words.dropFirst(2).compactMap({ Int64($0) }) { state.revoked[id] = max(state.revoked[id] ?? 0, expiry) }
+                for id in words.dropFirst(2).compactMap({ Int64($0) }) {
+                    state.revoked[id] = max(state.revoked[id] ?? 0, expiry)
+                }
             }
         case "b":
             let epoch: Int? = state.withLock { state in
@@ -185,7 +184,7 @@ public final class SessionRevocations: Sendable {
     /// revocation is in the set before it is announced, and the subscription was live when the
     /// load began, so nothing falls between the two.
     private func load(since epoch: Int, logger: Logger) async {
-        let now = Self.nowMilliseconds()
+        let now = Date().millisecondsSince1970
         let reply: RESPValue
         do {
             reply = try await redis.send(["ZRANGEBYSCORE", RedisArgument(Self.key), RedisArgument(now), "+inf", "WITHSCORES"])

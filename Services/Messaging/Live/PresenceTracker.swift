@@ -45,10 +45,6 @@ final class PresenceTracker: Service, Sendable {
         self.logger = logger
     }
 
-    private static func nowMilliseconds() -> Int64 {
-        Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
-    }
-
     private var windowMilliseconds: Int64 { window.components.seconds * 1000 + window.components.attoseconds / 1_000_000_000_000_000 }
 
     // MARK: Calls
@@ -65,7 +61,7 @@ final class PresenceTracker: Service, Sendable {
         }
         var commands = commands
         if due {
-            let milliseconds = Self.nowMilliseconds()
+            let milliseconds = Date().millisecondsSince1970
             commands.append(["ZADD", RedisArgument(Self.activeKey), RedisArgument(String(milliseconds)), RedisArgument(String(user))])
             commands.append(["SADD", RedisArgument(Self.onlineKey), RedisArgument(String(user))])
         }
@@ -79,7 +75,7 @@ final class PresenceTracker: Service, Sendable {
     /// Which of `users` hold an open subscription somewhere, in one pipelined round trip.
     func subscribed(among users: [Int64]) async throws -> Set<Int64> {
         guard !users.isEmpty else { return [] }
-        let milliseconds = RedisArgument(String(Self.nowMilliseconds()))
+        let milliseconds = RedisArgument(String(Date().millisecondsSince1970))
         let replies = try await redis.pipeline(
             users.map { ["ZCOUNT", RedisArgument(Self.subscriptionsPrefix + String($0)), milliseconds, "+inf"] })
         return Set(zip(users, replies).compactMap { user, reply in (reply.int ?? 0) > 0 ? user : nil })
@@ -87,7 +83,7 @@ final class PresenceTracker: Service, Sendable {
 
     /// Records that `user` holds a subscription on this instance (and is online).
     func subscriptionOpened(_ user: Int64) async throws {
-        let expiry = Self.nowMilliseconds() + Self.claimLifetime
+        let expiry = Date().millisecondsSince1970 + Self.claimLifetime
         _ = try await redis.send([
             "ZADD", RedisArgument(Self.subscriptionsPrefix + String(user)), RedisArgument(String(expiry)), RedisArgument(instance),
         ])
@@ -97,7 +93,7 @@ final class PresenceTracker: Service, Sendable {
 
     /// `user`'s last subscription on this instance closed: they were last seen now.
     private func subscriptionClosed(_ user: Int64) async throws {
-        let now = Self.nowMilliseconds()
+        let now = Date().millisecondsSince1970
         _ = try await redis.pipeline([
             ["ZREM", RedisArgument(Self.subscriptionsPrefix + String(user)), RedisArgument(instance)],
             ["ZADD", RedisArgument(Self.activeKey), RedisArgument(String(now)), RedisArgument(String(user))],
@@ -109,7 +105,7 @@ final class PresenceTracker: Service, Sendable {
     /// The presence of each of `users`, in that order.
     func presence(of users: [Int64]) async throws -> [Presence] {
         guard !users.isEmpty else { return [] }
-        let now = Self.nowMilliseconds()
+        let now = Date().millisecondsSince1970
         var commands: [[RedisArgument]] = []
         for user in users {
             commands.append(["ZSCORE", RedisArgument(Self.activeKey), RedisArgument(String(user))])
@@ -183,7 +179,7 @@ final class PresenceTracker: Service, Sendable {
     private func renewClaims() async throws {
         let users = hub.connectedUsersHere
         guard !users.isEmpty else { return }
-        let expiry = RedisArgument(String(Self.nowMilliseconds() + Self.claimLifetime))
+        let expiry = RedisArgument(String(Date().millisecondsSince1970 + Self.claimLifetime))
         for start in stride(from: 0, to: users.count, by: 1000) {
             _ = try await redis.pipeline(
                 users[start..<min(users.count, start + 1000)].map {
@@ -219,7 +215,7 @@ final class PresenceTracker: Service, Sendable {
     private func sweep() async throws {
         let reply = try await redis.evaluate(
             Self.sweepScript, keys: [Self.activeKey, Self.onlineKey],
-            arguments: [RedisArgument(Self.nowMilliseconds()), RedisArgument(windowMilliseconds), RedisArgument(Self.subscriptionsPrefix)])
+            arguments: [RedisArgument(Date().millisecondsSince1970), RedisArgument(windowMilliseconds), RedisArgument(Self.subscriptionsPrefix)])
         let values = reply.array ?? []
         guard values.count >= 2 else { return }
         var users: [Int64] = []

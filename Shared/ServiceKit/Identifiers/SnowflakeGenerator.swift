@@ -1,4 +1,5 @@
 import Foundation
+import RPC
 import Synchronization
 
 /// Issues unique, time-ordered 64-bit ids: 41 bits of milliseconds since ``SnowflakeGenerator/epoch``,
@@ -83,6 +84,6 @@ public final class SnowflakeGenerator: Sendable {
     /// The current wall-clock time in milliseconds since 1970.
     @Sendable
     public static func wallClockMilliseconds() -> Int64 {
-        Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+        Date().millisecondsSince1970
     }
 }
