@@ -17,14 +17,17 @@ import TestSupport
             RedisClient(configuration: try RedisConfiguration(url: server.url + "/\($0)", poolSize: 2), logger: logger)
         }
         let service = "hubdb\(UInt32.random(in: 0...UInt32.max))"
-        let (first, second) = (LiveHub(service: service, redis: clients[0], logger: logger), LiveHub(service: service, redis: clients[1], logger: logger))
+        let hubs = clients.map { LiveHub(service: service, redis: $0, logger: logger) }
         let subscriber = RedisSubscriber(configuration: clients[1].configuration, logger: logger)
-        let heard = try await subscriber.subscribe(second.channel(of: 5))
+        let heard = try await subscriber.subscribe(hubs[1].channel(of: 5))
         // The same service and user id on the other database reaches nobody here; its own does.
-        try await first.publish(to: [5], event: RawJSON(unchecked: Array(#"{"from":"first"}"#.utf8)))
-        try await second.publish(to: [5], event: RawJSON(unchecked: Array(#"{"from":"second"}"#.utf8)))
-        var messages = heard.makeAsyncIterator()
-        #expect(await messages.next()?.payload == Array(#"{"from":"second"}"#.utf8))
+        try await hubs[0].publish(to: [5], event: RawJSON(unchecked: Array(#"{"from":"first"}"#.utf8)))
+        try await hubs[1].publish(to: [5], event: RawJSON(unchecked: Array(#"{"from":"second"}"#.utf8)))
+        let first = await outcome(within: .seconds(5)) {
+            var messages = heard.makeAsyncIterator()
+            return await messages.next()?.payload
+        }
+        #expect(try first?.get() == Array(#"{"from":"second"}"#.utf8))
         await subscriber.shutdown()
         for client in clients { await client.shutdown() }
     }
