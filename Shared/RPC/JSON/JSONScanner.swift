@@ -164,7 +164,7 @@ struct JSONScanner {
     }
 
     /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, and whether it is an integer.
-    private mutating func number() throws(Failure) -> (Range<Int>, isInteger: Bool) {
+    mutating func number() throws(Failure) -> (Range<Int>, isInteger: Bool) {
         let start = index
         if current == 0x2D { index += 1 }  // -
         if current == 0x30 {
@@ -190,7 +190,7 @@ struct JSONScanner {
         return (start..<index, isInteger)
     }
 
-    private mutating func literal(_ word: StaticString) throws(Failure) {
+    mutating func literal(_ word: StaticString) throws(Failure) {
         let count = word.utf8CodeUnitCount
         guard index + count <= bytes.count else { throw .malformed }
         for offset in 0..<count where bytes[index + offset] != word.utf8Start[offset] {

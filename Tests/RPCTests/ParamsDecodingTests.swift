@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+
+@testable import RPC
+
+@Suite("Decoding params")
+struct ParamsDecodingTests {
+    struct Inner: Codable, Equatable, Sendable {
+        var name: String
+        var tags: [String]?
+    }
+
+    /// Params shaped like the services' own: nested objects, optionals, arrays of strings and numbers.
+    struct Params: Codable, Equatable, Sendable {
+        var ids: [String]
+        var limit: Int?
+        var cursor: String?
+        var flag: Bool?
+        var score: Double?
+        var small: Int8?
+        var counts: [Int64]?
+        var inner: Inner?
+        var items: [Inner]?
+        var maybe: [String?]?
+    }
+
+    /// A type whose decoding catches a failure and goes on another way, as a wire type may.
+    struct Lenient: Decodable, Equatable, Sendable {
+        var value: String
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let text = try? container.decode(String.self) {
+                value = "text:" + text
+            } else if let number = try? container.decode(Int.self) {
+                value = "int:\(number)"
+            } else {
+                value = "other"
+            }
+        }
+    }
+
+    struct LenientParams: Decodable, Equatable, Sendable {
+        var a: Lenient
+    }
+
+    /// What Foundation's decoder makes of `json`: the value or the error, as text.
+    private func foundation<T: Decodable>(_ type: T.Type, _ json: String) -> String {
+        outcome { try JSONCoding.decoder().decode(type, from: Data(json.utf8)) }
+    }
+
+    private func ours<T: Decodable>(_ type: T.Type, _ json: String) -> String {
+        outcome { try ParamsDecoding.decode(type, from: Data(json.utf8)) }
+    }
+
+    private func outcome<T>(_ body: () throws -> T) -> String {
+        do { return "value: \(try body())" } catch { return "error: \(error)" }
+    }
+
+    /// The params the services receive take the fast path and decode as Foundation decodes them.
+    @Test(arguments: [
+        #"{"ids":["1","22","333"]}"#,
+        #"{"ids":[],"limit":20,"cursor":"abc\n\u00e9\ud83d\ude00","flag":true,"score":-1.5e3,"small":-128}"#,
+        #"{"ids":["x"],"counts":[0,-9223372036854775808,9223372036854775807],"_meta":{"token":"t","timeoutMs":100}}"#,
+        #"{"ids":["x"],"inner":{"name":"n","tags":null},"items":[{"name":"a"},{"name":"b","tags":["c"]}]}"#,
+        #" { "ids" : [ "a" , "b" ] , "maybe" : [ null , "m" ] , "limit" : null } "#,
+        #"{"ids":["'; DROP TABLE users; --","\u0000","\u202e"],"extra":[1,{"deep":[true]}]}"#,
+    ])
+    func commonParamsTakeTheFastPathAndMatchFoundation(json: String) throws {
+        let fast = try #require(ParamsDecoder.decode(Params.self, from: Data(json.utf8)))
+        #expect(fast == (try JSONCoding.decoder().decode(Params.self, from: Data(json.utf8))))
+    }
+
+    /// Whatever the fast path leaves to Foundation (or gets wrong and gives up on), the caller gets
+    /// exactly what Foundation gives: the same value, or the same error.
+    @Test(arguments: [
+        #"{"ids":"1"}"#,  // a type mismatch
+        #"{"limit":1}"#,  // a missing key
+        #"{"ids":null}"#,  // null where a value must be
+        #"{"ids":[1]}"#,  // a number where a string must be
+        #"{"ids":[],"limit":1.0}"#,  // an integer written as a fraction
+        #"{"ids":[],"limit":1e2}"#,  // and with an exponent
+        #"{"ids":[],"limit":1.5}"#,
+        #"{"ids":[],"limit":99999999999999999999}"#,  // overflow
+        #"{"ids":[],"small":200}"#,  // overflow of a narrow type
+        #"{"ids":[],"score":1e999}"#,
+        #"{"ids":[],"ids":["dup"]}"#,  // a key twice
+        #"{"ids":[],"inner":{"name":1}}"#,
+        #"{"ids":[],"items":[{"name":"a"},{}]}"#,
+        #"{"ids":[],"flag":"true"}"#,
+        #"{"ids":[]"#,  // malformed
+        #"{"ids":["\ud800"]}"#,  // a lone surrogate
+        #"[1]"#,
+        #"null"#,
+    ])
+    func everyOtherCaseIsFoundations(json: String) {
+        #expect(ours(Params.self, json) == foundation(Params.self, json))
+    }
+
+    /// A type that catches a failure must see the failures Foundation would show it: the fast path
+    /// gives up rather than let it take another branch.
+    @Test(arguments: [#"{"a":"s"}"#, #"{"a":7}"#, #"{"a":7.0}"#, #"{"a":true}"#, #"{"a":null}"#])
+    func aTypeThatRecoversFromAFailureDecodesAsWithFoundation(json: String) {
+        #expect(ours(LenientParams.self, json) == foundation(LenientParams.self, json))
+    }
+
+    @Test func datesAreLeftToFoundationsStrategy() throws {
+        struct Dated: Decodable, Sendable { var at: Date }
+        let json = #"{"at":"2026-11-25T10:00:00.000Z"}"#
+        #expect(ParamsDecoder.decode(Dated.self, from: Data(json.utf8)) == nil)
+        #expect(ours(Dated.self, json) == foundation(Dated.self, json))
+        #expect(ours(Dated.self, json).hasPrefix("value"))
+    }
+
+    @Test func nestingDeeperThanTheLimitIsRefused() {
+        let json = "{\"ids\":[],\"x\":" + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "}"
+        #expect(ParamsDecoder.decode(Params.self, from: Data(json.utf8)) == nil)
+        #expect(ours(Params.self, json) == foundation(Params.self, json))
+    }
+}
