@@ -65,7 +65,8 @@ extension JSONScanner {
             }
         case 0x22:
             let text = try string()
-            return text.unicodeScalars.contains("\u{FFFD}") ? nil : .string(text)
+            // U+FFFD is EF BF BD in UTF-8: most strings are ruled out by one byte scan.
+            return text.utf8.contains(0xEF) && text.unicodeScalars.contains("\u{FFFD}") ? nil : .string(text)
         case 0x74: try literal("true"); return .bool(true)
         case 0x66: try literal("false"); return .bool(false)
         case 0x6E: try literal("null"); return .null
@@ -77,26 +78,24 @@ extension JSONScanner {
     }
 }
 
-/// The `Decoder` of ``ParamsDecoding``. A value it cannot vouch for sets `run.gaveUp`, and the
-/// caller then ignores whatever the decoding returned or threw: a type's `init(from:)` might catch
-/// the failure and go on differently from how it would with Foundation.
-struct ParamsDecoder: Decoder {
-    /// One decoding's shared flag.
-    final class Run {
-        var gaveUp = false
-    }
-
-    /// Thrown for a value this decoder leaves to Foundation; the run has given up by then.
+/// The `Decoder` of ``ParamsDecoding``: one object for the whole decoding, as Foundation's is,
+/// which points at the value being decoded and keeps the path to it as a stack, so a nested value
+/// costs no allocation. A value it cannot vouch for sets `gaveUp`, and the caller then ignores
+/// whatever the decoding returned or threw: a type's `init(from:)` might catch the failure and go
+/// on differently from how it would with Foundation.
+final class ParamsDecoder: Decoder, SingleValueDecodingContainer {
+    /// Thrown for a value this decoder leaves to Foundation; `gaveUp` is set by then.
     struct Unsupported: Error {}
 
-    let node: ParamsNode
-    let run: Run
-    /// The path of the container this value is in; `key` names the value within it.
-    let parentPath: [any CodingKey]
-    let key: (any CodingKey)?
-
-    var codingPath: [any CodingKey] { key.map { parentPath + [$0] } ?? parentPath }
+    private(set) var node: ParamsNode
+    private(set) var codingPath: [any CodingKey] = []
+    private(set) var gaveUp = false
     var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    private init(node: ParamsNode) {
+        self.node = node
+        codingPath.reserveCapacity(8)
+    }
 
     /// The params of `json`, or nil when Foundation's decoder must decide.
     static func decode<T: Decodable>(_ type: T.Type, from json: Data) -> T? {
@@ -106,14 +105,13 @@ struct ParamsDecoder: Decoder {
             return node
         }
         guard let root else { return nil }
-        let run = Run()
-        let decoder = ParamsDecoder(node: root, run: run, parentPath: [], key: nil)
-        guard let value = try? decoder.decodeValue(T.self), !run.gaveUp else { return nil }
+        let decoder = ParamsDecoder(node: root)
+        guard let value = try? decoder.decodeValue(T.self), !decoder.gaveUp else { return nil }
         return value
     }
 
     func giveUp() -> Unsupported {
-        run.gaveUp = true
+        gaveUp = true
         return Unsupported()
     }
 
@@ -122,8 +120,20 @@ struct ParamsDecoder: Decoder {
         DecodingError.typeMismatch(type, .init(codingPath: codingPath, debugDescription: "mismatch"))
     }
 
-    /// Decodes a nested value. Foundation decodes these types in ways of its own (a date strategy,
-    /// base64, URL checks), so they are left to it.
+    /// Decodes `node`, found under `key` in the value being decoded now.
+    func decode<T: Decodable>(_ type: T.Type, node nested: ParamsNode, key: any CodingKey) throws -> T {
+        let outer = node
+        node = nested
+        codingPath.append(key)
+        defer {
+            codingPath.removeLast()
+            node = outer
+        }
+        return try decodeValue(type)
+    }
+
+    /// Decodes the value being decoded now. Foundation decodes dates, data, URLs, decimals and
+    /// floats in ways of its own (a date strategy, base64, range checks), so they are left to it.
     func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
         if T.self == String.self { return try decodeString() as! T }
         if T.self == Bool.self { return try decodeBool() as! T }
@@ -163,18 +173,18 @@ struct ParamsDecoder: Decoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard case .object(let members) = node else { throw mismatch([String: Any].self) }
-        return KeyedDecodingContainer(Keyed<Key>(members: members, run: run, codingPath: codingPath))
+        return KeyedDecodingContainer(Keyed<Key>(members: members, decoder: self, codingPath: codingPath))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         guard case .array(let elements) = node else { throw mismatch([Any].self) }
-        return Unkeyed(elements: elements, run: run, codingPath: codingPath)
+        return Unkeyed(elements: elements, decoder: self, codingPath: codingPath)
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
-}
 
-extension ParamsDecoder: SingleValueDecodingContainer {
+    // MARK: SingleValueDecodingContainer
+
     func decodeNil() -> Bool {
         if case .null = node { return true }
         return false
@@ -201,72 +211,78 @@ extension ParamsDecoder {
     /// An object's members.
     struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
         let members: [(key: String, value: ParamsNode)]
-        let run: Run
+        let decoder: ParamsDecoder
         let codingPath: [any CodingKey]
 
         var allKeys: [Key] { members.compactMap { Key(stringValue: $0.key) } }
 
         func contains(_ key: Key) -> Bool { members.contains { $0.key == key.stringValue } }
 
-        private func decoder(for key: Key) throws -> ParamsDecoder {
-            guard let member = members.first(where: { $0.key == key.stringValue }) else {
+        private func member(_ key: Key) throws -> ParamsNode {
+            let name = key.stringValue
+            guard let member = members.first(where: { $0.key == name }) else {
                 throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "missing"))
             }
-            return ParamsDecoder(node: member.value, run: run, parentPath: codingPath, key: key)
+            return member.value
         }
 
-        func decodeNil(forKey key: Key) throws -> Bool { try decoder(for: key).decodeNil() }
+        func decodeNil(forKey key: Key) throws -> Bool {
+            if case .null = try member(key) { return true }
+            return false
+        }
 
         func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-            try decoder(for: key).decodeValue(type)
+            try decoder.decode(type, node: member(key), key: key)
         }
 
         func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
             -> KeyedDecodingContainer<NestedKey>
         {
-            try decoder(for: key).container(keyedBy: type)
+            guard case .object(let members) = try member(key) else { throw decoder.mismatch([String: Any].self) }
+            return KeyedDecodingContainer(Keyed<NestedKey>(members: members, decoder: decoder, codingPath: codingPath + [key]))
         }
 
         func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-            try decoder(for: key).unkeyedContainer()
+            guard case .array(let elements) = try member(key) else { throw decoder.mismatch([Any].self) }
+            return Unkeyed(elements: elements, decoder: decoder, codingPath: codingPath + [key])
         }
 
-        func superDecoder() throws -> any Decoder { throw ParamsDecoder(node: .null, run: run, parentPath: [], key: nil).giveUp() }
-        func superDecoder(forKey key: Key) throws -> any Decoder { try superDecoder() }
+        func superDecoder() throws -> any Decoder { throw decoder.giveUp() }
+        func superDecoder(forKey key: Key) throws -> any Decoder { throw decoder.giveUp() }
     }
 
     /// An array's elements, in order.
     struct Unkeyed: UnkeyedDecodingContainer {
         let elements: [ParamsNode]
-        let run: Run
+        let decoder: ParamsDecoder
         let codingPath: [any CodingKey]
         private(set) var currentIndex = 0
 
-        init(elements: [ParamsNode], run: Run, codingPath: [any CodingKey]) {
+        init(elements: [ParamsNode], decoder: ParamsDecoder, codingPath: [any CodingKey]) {
             self.elements = elements
-            self.run = run
+            self.decoder = decoder
             self.codingPath = codingPath
         }
 
         var count: Int? { elements.count }
         var isAtEnd: Bool { currentIndex >= elements.count }
 
-        /// The next element's decoder; the index moves on only once it decoded.
-        private func next(_ type: Any.Type) throws -> ParamsDecoder {
+        /// The next element; the index moves on only once it decoded.
+        private func next(_ type: Any.Type) throws -> ParamsNode {
             guard !isAtEnd else {
                 throw DecodingError.valueNotFound(type, .init(codingPath: codingPath, debugDescription: "at end"))
             }
-            return ParamsDecoder(node: elements[currentIndex], run: run, parentPath: codingPath, key: Index(currentIndex))
+            return elements[currentIndex]
         }
 
         mutating func decodeNil() throws -> Bool {
-            guard try next(Never.self).decodeNil() else { return false }
+            guard case .null = try next(Never.self) else { return false }
             currentIndex += 1
             return true
         }
 
         mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
-            let value = try next(type).decodeValue(type)
+            let value = try decoder.decode(type, node: next(type), key: Index(currentIndex))
             currentIndex += 1
             return value
         }
@@ -274,20 +290,20 @@ extension ParamsDecoder {
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws
             -> KeyedDecodingContainer<NestedKey>
         {
-            let container = try next(type).container(keyedBy: type)
+            guard case .object(let members) = try next(type) else { throw decoder.mismatch([String: Any].self) }
+            let container = Keyed<NestedKey>(members: members, decoder: decoder, codingPath: codingPath + [Index(currentIndex)])
             currentIndex += 1
-            return container
+            return KeyedDecodingContainer(container)
         }
 
         mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
-            let container = try next([Any].self).unkeyedContainer()
+            guard case .array(let elements) = try next([Any].self) else { throw decoder.mismatch([Any].self) }
+            let container = Unkeyed(elements: elements, decoder: decoder, codingPath: codingPath + [Index(currentIndex)])
             currentIndex += 1
             return container
         }
 
-        mutating func superDecoder() throws -> any Decoder {
-            throw ParamsDecoder(node: .null, run: run, parentPath: [], key: nil).giveUp()
-        }
+        mutating func superDecoder() throws -> any Decoder { throw decoder.giveUp() }
     }
 
     /// An array element's place in a coding path.
