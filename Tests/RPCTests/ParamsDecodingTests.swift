@@ -103,6 +103,20 @@ struct ParamsDecodingTests {
         #expect(ours(LenientParams.self, json) == foundation(LenientParams.self, json))
     }
 
+    /// The scanner steps over plain string bytes eight at a time: a quote, an escape, a control
+    /// character or a non-ASCII character at any place around those words is still seen.
+    @Test(arguments: [#"\""#, #"\\"#, #"\n"#, #"\u00e9"#, "é", "😀", "\u{7F}", "\u{1F}", "\"", "\n"])
+    func everyByteOfALongStringIsSeen(special: String) {
+        for length in [7, 8, 9, 15, 16, 17, 24] {
+            for place in 0...length {
+                let plain = String(repeating: "a", count: length)
+                let text = String(plain.prefix(place)) + special + String(plain.dropFirst(place))
+                let json = #"{"ids":[""# + text + #""]}"#
+                #expect(ours(Params.self, json) == foundation(Params.self, json), "\(special) at \(place) of \(length)")
+            }
+        }
+    }
+
     @Test func datesAreLeftToFoundationsStrategy() throws {
         struct Dated: Decodable, Sendable { var at: Date }
         let json = #"{"at":"2026-11-25T10:00:00.000Z"}"#

@@ -30,8 +30,8 @@ enum ParamsNode {
 
 extension JSONScanner {
     /// Reads the value that starts here into a tree; nil where Foundation's decoder must decide: an
-    /// object with a key twice, or a string holding U+FFFD (which the scanner also puts in place of
-    /// an escaped lone surrogate, which Foundation refuses).
+    /// object with a key twice, or a string with escapes that holds U+FFFD (which the scanner puts
+    /// in place of an escaped lone surrogate, which Foundation refuses).
     mutating func node(depth: Int) throws(Failure) -> ParamsNode? {
         switch peek() {
         case 0x7B:  // {
@@ -64,9 +64,8 @@ extension JSONScanner {
                 }
             }
         case 0x22:
-            let text = try string()
-            // U+FFFD is EF BF BD in UTF-8: most strings are ruled out by one byte scan.
-            return text.utf8.contains(0xEF) && text.unicodeScalars.contains("\u{FFFD}") ? nil : .string(text)
+            let (text, escaped) = try escapedString()
+            return escaped && text.unicodeScalars.contains("\u{FFFD}") ? nil : .string(text)
         case 0x74: try literal("true"); return .bool(true)
         case 0x66: try literal("false"); return .bool(false)
         case 0x6E: try literal("null"); return .null
