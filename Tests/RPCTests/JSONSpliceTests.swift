@@ -12,6 +12,22 @@ struct JSONSpliceTests {
         #expect(JSONSplice.elements(of: Array(#"{"a":1}"#.utf8)) == nil)
     }
 
+    /// Strings are passed over a word at a time: an escaped quote or backslash, or a bracket or a
+    /// comma inside a string, at any place around those words, still splits right.
+    @Test func splitsRightWhateverStandsWhereInItsStrings() throws {
+        for special in [#"\""#, #"\\"#, #"\u0022"#, "]", ",", "}", "é"] {
+            for length in [7, 8, 9, 16, 17] {
+                let elements = (0...length).map { place -> String in
+                    let plain = String(repeating: "a", count: length)
+                    return #"{"t":""# + plain.prefix(place) + special + plain.dropFirst(place) + #""}"#
+                }
+                let bytes = Array(("[" + elements.joined(separator: ",") + "]").utf8)
+                let split = try #require(JSONSplice.elements(of: bytes)).map { String(decoding: bytes[$0], as: UTF8.self) }
+                #expect(split == elements, "\(special) in strings of \(length)")
+            }
+        }
+    }
+
     /// A peer's answer that is not an array is the peer misbehaving: `unavailable`, naming the method.
     @Test func anAnswerThatIsNotAnArrayIsUnavailable() throws {
         let logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }

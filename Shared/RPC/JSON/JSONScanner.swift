@@ -147,21 +147,28 @@ struct JSONScanner {
         throw .malformed
     }
 
-    /// Steps over the bytes inside a string that need no look (ASCII, not a quote, a backslash or a
-    /// control character) eight at a time: a base64 upload chunk is megabytes of them.
     private mutating func skipPlainBytes() {
+        index = Self.endOfPlainBytes(in: bytes, from: index)
+    }
+
+    /// Where the run of string bytes that need no look (ASCII, not a quote, a backslash or a control
+    /// character) that starts at `index` ends, give or take its last seven bytes: it steps eight at a
+    /// time, as a base64 upload chunk is megabytes of such bytes.
+    static func endOfPlainBytes(in bytes: UnsafeRawBufferPointer, from index: Int) -> Int {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         /// High bit set in each byte of `word` that is zero (and maybe in bytes after one that is).
         func zeroBytes(_ word: UInt64) -> UInt64 { (word &- ones) & ~word & highs }
+        var index = index
         while index + 8 <= bytes.count {
             let word = bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)
             let special =
                 zeroBytes(word ^ (ones &* 0x22)) | zeroBytes(word ^ (ones &* 0x5C))
                 | ((word &- ones &* 0x20) & ~word & highs) | (word & highs)
-            guard special == 0 else { return }
+            guard special == 0 else { return index }
             index += 8
         }
+        return index
     }
 
     /// Checks the multi-byte UTF-8 sequence that starts here (no overlong forms, no surrogates,
