@@ -6,7 +6,7 @@ enum RequestEncoding {
         var frame = Array(#"{"jsonrpc":"2.0","#.utf8)
         if let id { frame += Array(#""id":\#(id),"#.utf8) }
         frame += Array(#""method":"#.utf8)
-        frame += (try? Array(JSONEncoder().encode(method))) ?? []
+        JSONText.appendString(method, to: &frame)
         frame += Array(#","params":"#.utf8)
         frame += try withMeta(params, meta)
         frame.append(UInt8(ascii: "}"))
@@ -22,11 +22,39 @@ enum RequestEncoding {
         }
         if meta.isEmpty { return params.bytes }
         var bytes = Array(#"{"_meta":"#.utf8)
-        bytes += (try? Array(JSONEncoder().encode(meta))) ?? Array("{}".utf8)
+        bytes.reserveCapacity(params.bytes.count + 256)
+        append(meta, to: &bytes)
         let rest = params.bytes[(open + 1)...]
         let isEmptyObject = rest.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "}")
         if !isEmptyObject { bytes.append(UInt8(ascii: ",")) }
         bytes += rest
         return bytes
+    }
+
+    /// `meta` as a JSON object of the members it has, written by hand: it goes out with every call
+    /// one service makes to another.
+    private static func append(_ meta: RequestMeta, to bytes: inout [UInt8]) {
+        var separator = UInt8(ascii: "{")
+        func key(_ name: String) {
+            bytes.append(separator)
+            separator = UInt8(ascii: ",")
+            bytes.append(UInt8(ascii: "\""))
+            bytes += name.utf8
+            bytes += #"":"#.utf8
+        }
+        func member(_ name: String, _ value: String?) {
+            guard let value else { return }
+            key(name)
+            JSONText.appendString(value, to: &bytes)
+        }
+        member("token", meta.token)
+        member("service", meta.service)
+        member("traceparent", meta.traceparent)
+        if let timeoutMs = meta.timeoutMs {
+            key("timeoutMs")
+            bytes += String(timeoutMs).utf8
+        }
+        if separator == UInt8(ascii: "{") { bytes.append(separator) }
+        bytes.append(UInt8(ascii: "}"))
     }
 }

@@ -27,9 +27,7 @@ struct LogLine {
     /// A JSON string literal: quotes, backslashes and control characters escaped; everything else,
     /// including non-ASCII text, copied as UTF-8 (Swift strings are always valid UTF-8).
     mutating func appendJSONString(_ string: String) {
-        self.append(ascii: "\"")
-        self.appendEscaped(string, escapingQuotes: true)
-        self.append(ascii: "\"")
+        JSONText.appendString(string, to: &self.bytes)
     }
 
     /// A value in the text format: bare when it is one plain word, otherwise a quoted string with
@@ -51,40 +49,8 @@ struct LogLine {
     /// The free-text message of the text format: unquoted, but control characters escaped so the
     /// line stays one line.
     mutating func appendTextMessage(_ string: String) {
-        self.appendEscaped(string, escapingQuotes: false)
+        JSONText.appendEscaped(string, to: &self.bytes, escapingQuotes: false)
     }
-
-    /// Copies `string`, replacing control characters (and, for JSON, `"` and `\`) with escapes;
-    /// runs of plain bytes are copied at once.
-    private mutating func appendEscaped(_ string: String, escapingQuotes: Bool) {
-        var string = string
-        string.withUTF8 { utf8 in
-            var runStart = 0
-            for index in utf8.indices {
-                let byte = utf8[index]
-                let needsEscape =
-                    byte < 0x20 || byte == 0x7F
-                    || (escapingQuotes && (byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")))
-                guard needsEscape else { continue }
-                self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
-                switch byte {
-                case UInt8(ascii: "\""): self.append("\\\"")
-                case UInt8(ascii: "\\"): self.append("\\\\")
-                case 0x0A: self.append("\\n")
-                case 0x0D: self.append("\\r")
-                case 0x09: self.append("\\t")
-                default:
-                    self.append("\\u00")
-                    self.bytes.append(Self.hexDigits[Int(byte >> 4)])
-                    self.bytes.append(Self.hexDigits[Int(byte & 0xF)])
-                }
-                runStart = index + 1
-            }
-            self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
-        }
-    }
-
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 }
 
 extension LogLine {

@@ -1,0 +1,44 @@
+/// Writing JSON text by hand, for values small enough that Foundation's encoder would cost more
+/// than the value itself (a request's method and `_meta`, every log line).
+public enum JSONText {
+    /// Appends `string` as a JSON string literal: quotes, backslashes and control characters
+    /// escaped; everything else, non-ASCII text included, copied as UTF-8 (Swift strings are always
+    /// valid UTF-8).
+    public static func appendString(_ string: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        appendEscaped(string, to: &bytes, escapingQuotes: true)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends `string` with control characters (and DEL) escaped, and with `escapingQuotes` also
+    /// `"` and `\`; runs of plain bytes are copied at once.
+    public static func appendEscaped(_ string: String, to bytes: inout [UInt8], escapingQuotes: Bool) {
+        var string = string
+        string.withUTF8 { utf8 in
+            var runStart = 0
+            for index in utf8.indices {
+                let byte = utf8[index]
+                let needsEscape =
+                    byte < 0x20 || byte == 0x7F
+                    || (escapingQuotes && (byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")))
+                guard needsEscape else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                switch byte {
+                case UInt8(ascii: "\""): bytes.append(contentsOf: #"\""#.utf8)
+                case UInt8(ascii: "\\"): bytes.append(contentsOf: #"\\"#.utf8)
+                case 0x0A: bytes.append(contentsOf: #"\n"#.utf8)
+                case 0x0D: bytes.append(contentsOf: #"\r"#.utf8)
+                case 0x09: bytes.append(contentsOf: #"\t"#.utf8)
+                default:
+                    bytes.append(contentsOf: #"\u00"#.utf8)
+                    bytes.append(hexDigits[Int(byte >> 4)])
+                    bytes.append(hexDigits[Int(byte & 0xF)])
+                }
+                runStart = index + 1
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+        }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+}
