@@ -64,6 +64,7 @@ struct ParamsDecodingTests {
         #"{"ids":["x"],"inner":{"name":"n","tags":null},"items":[{"name":"a"},{"name":"b","tags":["c"]}]}"#,
         #" { "ids" : [ "a" , "b" ] , "maybe" : [ null , "m" ] , "limit" : null } "#,
         #"{"ids":["'; DROP TABLE users; --","\u0000","\u202e"],"extra":[1,{"deep":[true]}]}"#,
+        #"{"ids":["\ufffd","�"]}"#,  // U+FFFD itself, escaped or not, is no lone surrogate
     ])
     func commonParamsTakeTheFastPathAndMatchFoundation(json: String) throws {
         let fast = try #require(ParamsDecoder.decode(Params.self, from: Data(json.utf8)))

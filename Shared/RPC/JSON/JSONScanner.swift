@@ -93,16 +93,18 @@ struct JSONScanner {
         return start..<index
     }
 
-    /// Reads a string value (with its escapes resolved).
+    /// Reads a string value (with its escapes resolved); an escaped lone surrogate becomes U+FFFD.
     mutating func string() throws(Failure) -> String {
-        try escapedString().text
+        try string(refusingLoneSurrogates: false)!
     }
 
-    /// Reads a string value (with its escapes resolved), and whether it had escapes.
-    mutating func escapedString() throws(Failure) -> (text: String, escaped: Bool) {
+    /// Reads a string value (with its escapes resolved); nil, with `refusingLoneSurrogates`, for one
+    /// that escapes a lone surrogate (which Foundation's decoder refuses), after it is consumed.
+    mutating func string(refusingLoneSurrogates: Bool) throws(Failure) -> String? {
         let (range, escaped) = try stringRange()
         let content = UnsafeRawBufferPointer(rebasing: bytes[range])
-        return (escaped ? Self.unescape(content) : String(decoding: content, as: UTF8.self), escaped)
+        guard escaped else { return String(decoding: content, as: UTF8.self) }
+        return Self.unescape(content, refusingLoneSurrogates: refusingLoneSurrogates)
     }
 
     /// Reads a number and returns it as JSON-RPC ids and `_meta` carry numbers: whole numbers that
@@ -122,7 +124,7 @@ struct JSONScanner {
         let start = index
         var escaped = false
         while index < bytes.count {
-            skipPlainBytes()
+            index = Self.endOfPlainBytes(in: bytes, from: index)
             guard index < bytes.count else { break }
             let byte = bytes[index]
             switch byte {
@@ -145,10 +147,6 @@ struct JSONScanner {
             }
         }
         throw .malformed
-    }
-
-    private mutating func skipPlainBytes() {
-        index = Self.endOfPlainBytes(in: bytes, from: index)
     }
 
     /// Where the run of string bytes that need no look (ASCII, not a quote, a backslash or a control
@@ -258,8 +256,8 @@ struct JSONScanner {
     }
 
     /// Resolves the escapes of a string's content that the lexer already checked; a lone surrogate
-    /// becomes U+FFFD.
-    private static func unescape(_ content: UnsafeRawBufferPointer) -> String {
+    /// becomes U+FFFD, or with `refusingLoneSurrogates` makes the result nil.
+    private static func unescape(_ content: UnsafeRawBufferPointer, refusingLoneSurrogates: Bool) -> String? {
         var scalars = String.UnicodeScalarView()
         var utf8: [UInt8] = []
         var index = 0
@@ -292,7 +290,12 @@ struct JSONScanner {
                     index += 6
                 }
                 flush()
-                scalars.append(Unicode.Scalar(code) ?? "\u{FFFD}")
+                guard let scalar = Unicode.Scalar(code) else {
+                    if refusingLoneSurrogates { return nil }
+                    scalars.append("\u{FFFD}")
+                    continue
+                }
+                scalars.append(scalar)
             default: utf8.append(escape)  // " \ /
             }
         }

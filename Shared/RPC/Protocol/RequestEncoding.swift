@@ -1,5 +1,3 @@
-import Foundation
-
 /// Builds request frames, putting `_meta` into the params object.
 enum RequestEncoding {
     static func request(id: Int64?, method: String, params: RawJSON, meta: RequestMeta) throws(RPCError) -> [UInt8] {
@@ -31,13 +29,13 @@ enum RequestEncoding {
         return bytes
     }
 
-    /// `meta` as a JSON object of the members it has, written by hand: it goes out with every call
-    /// one service makes to another.
+    /// `meta` (not empty) as a JSON object of the members it has, written by hand: it goes out with
+    /// every call one service makes to another.
     private static func append(_ meta: RequestMeta, to bytes: inout [UInt8]) {
-        var separator = UInt8(ascii: "{")
+        bytes.append(UInt8(ascii: "{"))
         func key(_ name: String) {
-            bytes.append(separator)
-            separator = UInt8(ascii: ",")
+            // No value ends in `{`: only the first member follows it.
+            if bytes.last != UInt8(ascii: "{") { bytes.append(UInt8(ascii: ",")) }
             bytes.append(UInt8(ascii: "\""))
             bytes += name.utf8
             bytes += #"":"#.utf8
@@ -54,7 +52,6 @@ enum RequestEncoding {
             key("timeoutMs")
             bytes += String(timeoutMs).utf8
         }
-        if separator == UInt8(ascii: "{") { bytes.append(separator) }
         bytes.append(UInt8(ascii: "}"))
     }
 }
