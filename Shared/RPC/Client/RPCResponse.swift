@@ -32,7 +32,7 @@ public struct RPCResponse: Sendable {
     public func decode<Result: Decodable>(_ type: Result.Type) throws -> Result {
         if type == RawJSON.self, let raw = try result() as? Result { return raw }
         if let resultOffset {
-            return try JSONCoding.decoder().decode(type, from: frame[(frame.startIndex + resultOffset)..<(frame.endIndex - 1)])
+            return try WireDecoding.decode(type, from: frame[(frame.startIndex + resultOffset)..<(frame.endIndex - 1)])
         }
         let envelope = try JSONCoding.decoder().decode(TypedResponse<Result>.self, from: frame)
         if let error = envelope.error { throw error }

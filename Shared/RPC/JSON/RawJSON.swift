@@ -11,7 +11,7 @@ public struct RawJSON: Sendable, Hashable {
     }
 
     public init(encoding value: some Encodable) throws {
-        self.bytes = Array(try JSONCoding.encoder().encode(value))
+        self.bytes = try WireEncoding.encode(value)
     }
 
     public static let null = RawJSON(unchecked: Array("null".utf8))
@@ -30,7 +30,7 @@ public struct RawJSON: Sendable, Hashable {
     }
 
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try JSONCoding.decoder().decode(type, from: Data(bytes))
+        try WireDecoding.decode(type, from: Data(bytes))
     }
 }
 

@@ -50,7 +50,7 @@ public struct RPCRouter: Sendable {
             invoke: { json, context in
                 let params: Params
                 do {
-                    params = try ParamsDecoding.decode(Params.self, from: json)
+                    params = try WireDecoding.decode(Params.self, from: json)
                 } catch let error as DecodingError {
                     let (message, field) = error.parameterMessage
                     throw RPCError.invalidParams(message, field: field)

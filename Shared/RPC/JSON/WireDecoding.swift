@@ -1,40 +1,42 @@
 import Foundation
 
-/// Decodes a request's params. Foundation's `JSONDecoder` spends most of its time on bookkeeping
-/// per value (about 10 µs for `tweets.getMany`'s 20 ids, and about a sixth of the tweets service's
-/// CPU under home-timeline reads), so params are first decoded by `ParamsDecoder`: one pass of
-/// ``JSONScanner`` into a small tree, read through a `Decoder` that keeps no state per value.
+/// Decodes JSON off the wire: a request's params, and the result of a call to another service.
+/// Foundation's `JSONDecoder` spends most of its time on bookkeeping per value (about 10 µs for
+/// `tweets.getMany`'s 20 ids, and about a sixth of the tweets service's CPU under home-timeline
+/// reads), so values are first decoded by `WireDecoder`: one pass of ``JSONScanner`` into a small
+/// tree, read through a `Decoder` that keeps no state per value.
 ///
-/// That decoder takes only what it can decode exactly as Foundation would. Anything else (a
-/// failure of any kind, a number that is not a plain integer where an integer is asked for, a
-/// `Date`, a duplicated key, …) sends the whole frame to Foundation's decoder instead, so what a
-/// caller sees, a value or an error message naming the field, is Foundation's in every case.
-public enum ParamsDecoding {
+/// That decoder takes only what it can decode exactly as Foundation's (as ``JSONCoding``
+/// configures it) would. Anything else (a failure of any kind, a number that is not a plain integer
+/// where an integer is asked for, a duplicated key, …) sends the whole text to Foundation's decoder
+/// instead, so what a caller sees, a value or an error message naming the field, is Foundation's in
+/// every case.
+public enum WireDecoding {
     public static func decode<T: Decodable>(_ type: T.Type, from json: Data) throws -> T {
-        if let value = ParamsDecoder.decode(type, from: json) { return value }
+        if let value = WireDecoder.decode(type, from: json) { return value }
         return try JSONCoding.decoder().decode(type, from: json)
     }
 }
 
-/// A parsed JSON value; objects keep their members in order (params have few, so finding one by
-/// a linear search costs less than hashing).
-enum ParamsNode {
+/// A parsed JSON value; objects keep their members in order (they have few, so finding one by a
+/// linear search costs less than hashing).
+enum JSONNode {
     case null
     case bool(Bool)
     /// The number's text, and whether it is a plain integer (no fraction, no exponent).
     case number(String, isInteger: Bool)
     case string(String)
-    case array([ParamsNode])
-    case object([(key: String, value: ParamsNode)])
+    case array([JSONNode])
+    case object([(key: String, value: JSONNode)])
 }
 
 extension JSONScanner {
     /// Reads the value that starts here into a tree; nil where Foundation's decoder must decide: an
     /// object with a key twice, or a string that escapes a lone surrogate.
-    mutating func node(depth: Int) throws(Failure) -> ParamsNode? {
+    mutating func node(depth: Int) throws(Failure) -> JSONNode? {
         switch peek() {
         case 0x7B:  // {
-            var members: [(key: String, value: ParamsNode)] = []
+            var members: [(key: String, value: JSONNode)] = []
             var duplicated = false
             try object(depth: depth) { (key, scanner: inout JSONScanner) throws(Failure) in
                 guard let value = try scanner.node(depth: depth + 1) else {
@@ -48,7 +50,7 @@ extension JSONScanner {
         case 0x5B:  // [
             guard depth < Self.maximumDepth else { throw .malformed }
             try expect(0x5B)
-            var elements: [ParamsNode] = []
+            var elements: [JSONNode] = []
             if peek() == 0x5D {
                 try expect(0x5D)
                 return .array(elements)
@@ -62,7 +64,7 @@ extension JSONScanner {
                 default: throw .malformed
                 }
             }
-        case 0x22: return try string(refusingLoneSurrogates: true).map(ParamsNode.string)
+        case 0x22: return try string(refusingLoneSurrogates: true).map(JSONNode.string)
         case 0x74: try literal("true"); return .bool(true)
         case 0x66: try literal("false"); return .bool(false)
         case 0x6E: try literal("null"); return .null
@@ -74,34 +76,34 @@ extension JSONScanner {
     }
 }
 
-/// The `Decoder` of ``ParamsDecoding``: one object for the whole decoding, as Foundation's is,
+/// The `Decoder` of ``WireDecoding``: one object for the whole decoding, as Foundation's is,
 /// which points at the value being decoded and keeps the path to it as a stack, so a nested value
 /// costs no allocation. A value it cannot vouch for sets `gaveUp`, and the caller then ignores
 /// whatever the decoding returned or threw: a type's `init(from:)` might catch the failure and go
 /// on differently from how it would with Foundation.
-final class ParamsDecoder: Decoder, SingleValueDecodingContainer {
+final class WireDecoder: Decoder, SingleValueDecodingContainer {
     /// Thrown for a value this decoder leaves to Foundation; `gaveUp` is set by then.
     struct Unsupported: Error {}
 
-    private(set) var node: ParamsNode
+    private(set) var node: JSONNode
     private(set) var codingPath: [any CodingKey] = []
     private(set) var gaveUp = false
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    private init(node: ParamsNode) {
+    private init(node: JSONNode) {
         self.node = node
         codingPath.reserveCapacity(8)
     }
 
-    /// The params of `json`, or nil when Foundation's decoder must decide.
+    /// The value `json` holds, or nil when Foundation's decoder must decide.
     static func decode<T: Decodable>(_ type: T.Type, from json: Data) -> T? {
-        let root: ParamsNode? = json.withUnsafeBytes { bytes in
+        let root: JSONNode? = json.withUnsafeBytes { bytes in
             var scanner = JSONScanner(bytes)
             guard let node = try? scanner.node(depth: 0), (try? scanner.expectEnd()) != nil else { return nil }
             return node
         }
         guard let root else { return nil }
-        let decoder = ParamsDecoder(node: root)
+        let decoder = WireDecoder(node: root)
         guard let value = try? decoder.decodeValue(T.self), !decoder.gaveUp else { return nil }
         return value
     }
@@ -117,7 +119,7 @@ final class ParamsDecoder: Decoder, SingleValueDecodingContainer {
     }
 
     /// Decodes `node`, found under `key` in the value being decoded now.
-    func decode<T: Decodable>(_ type: T.Type, node nested: ParamsNode, key: any CodingKey) throws -> T {
+    func decode<T: Decodable>(_ type: T.Type, node nested: JSONNode, key: any CodingKey) throws -> T {
         let outer = node
         node = nested
         codingPath.append(key)
@@ -128,24 +130,29 @@ final class ParamsDecoder: Decoder, SingleValueDecodingContainer {
         return try decodeValue(type)
     }
 
-    /// Decodes the value being decoded now. Foundation decodes dates, data, URLs and decimals in
-    /// ways of its own (a date strategy, base64, URL checks), so they are left to it, as floats are
-    /// (`decode(Float.self)`).
+    /// Decodes the value being decoded now. Dates are read as the strategy of ``JSONCoding`` reads
+    /// them; Foundation decodes data, URLs and decimals in ways of its own (base64, URL checks), so
+    /// they are left to it, as floats are (`decode(Float.self)`).
     func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
         if T.self == String.self { return try decodeString() as! T }
         if T.self == Bool.self { return try decodeBool() as! T }
         if T.self == Int.self { return try decodeInteger(Int.self) as! T }
         if T.self == Int64.self { return try decodeInteger(Int64.self) as! T }
         if T.self == Double.self { return try decodeDouble() as! T }
-        if T.self == Date.self || T.self == Data.self || T.self == URL.self || T.self == Decimal.self {
-            throw giveUp()
-        }
+        if T.self == Date.self { return try decodeDate() as! T }
+        if T.self == Data.self || T.self == URL.self || T.self == Decimal.self { throw giveUp() }
         return try T(from: self)
     }
 
     func decodeString() throws -> String {
         guard case .string(let text) = node else { throw mismatch(String.self) }
         return text
+    }
+
+    /// RFC 3339 text, as the date strategy of ``JSONCoding`` reads it; it has the error message.
+    func decodeDate() throws -> Date {
+        guard case .string(let text) = node, let date = RFC3339.parse(text) else { throw giveUp() }
+        return date
     }
 
     func decodeBool() throws -> Bool {
@@ -202,18 +209,18 @@ final class ParamsDecoder: Decoder, SingleValueDecodingContainer {
     func decode<T: Decodable>(_ type: T.Type) throws -> T { try decodeValue(type) }
 }
 
-extension ParamsDecoder {
+extension WireDecoder {
     /// An object's members.
     struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
-        let members: [(key: String, value: ParamsNode)]
-        let decoder: ParamsDecoder
+        let members: [(key: String, value: JSONNode)]
+        let decoder: WireDecoder
         let codingPath: [any CodingKey]
 
         var allKeys: [Key] { members.compactMap { Key(stringValue: $0.key) } }
 
         func contains(_ key: Key) -> Bool { members.contains { $0.key == key.stringValue } }
 
-        private func member(_ key: Key) throws -> ParamsNode {
+        private func member(_ key: Key) throws -> JSONNode {
             let name = key.stringValue
             guard let member = members.first(where: { $0.key == name }) else {
                 throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "missing"))
@@ -248,12 +255,12 @@ extension ParamsDecoder {
 
     /// An array's elements, in order.
     struct Unkeyed: UnkeyedDecodingContainer {
-        let elements: [ParamsNode]
-        let decoder: ParamsDecoder
+        let elements: [JSONNode]
+        let decoder: WireDecoder
         let codingPath: [any CodingKey]
         private(set) var currentIndex = 0
 
-        init(elements: [ParamsNode], decoder: ParamsDecoder, codingPath: [any CodingKey]) {
+        init(elements: [JSONNode], decoder: WireDecoder, codingPath: [any CodingKey]) {
             self.elements = elements
             self.decoder = decoder
             self.codingPath = codingPath
@@ -263,7 +270,7 @@ extension ParamsDecoder {
         var isAtEnd: Bool { currentIndex >= elements.count }
 
         /// The next element; the index moves on only once it decoded.
-        private func next(_ type: Any.Type) throws -> ParamsNode {
+        private func next(_ type: Any.Type) throws -> JSONNode {
             guard !isAtEnd else {
                 throw DecodingError.valueNotFound(type, .init(codingPath: codingPath, debugDescription: "at end"))
             }

@@ -3,8 +3,8 @@ import Testing
 
 @testable import RPC
 
-@Suite("Decoding params")
-struct ParamsDecodingTests {
+@Suite("Decoding JSON off the wire")
+struct WireDecodingTests {
     struct Inner: Codable, Equatable, Sendable {
         var name: String
         var tags: [String]?
@@ -49,7 +49,7 @@ struct ParamsDecodingTests {
     }
 
     private func ours<T: Decodable>(_ type: T.Type, _ json: String) -> String {
-        outcome { try ParamsDecoding.decode(type, from: Data(json.utf8)) }
+        outcome { try WireDecoding.decode(type, from: Data(json.utf8)) }
     }
 
     private func outcome<T>(_ body: () throws -> T) -> String {
@@ -67,7 +67,7 @@ struct ParamsDecodingTests {
         #"{"ids":["\ufffd","�"]}"#,  // U+FFFD itself, escaped or not, is no lone surrogate
     ])
     func commonParamsTakeTheFastPathAndMatchFoundation(json: String) throws {
-        let fast = try #require(ParamsDecoder.decode(Params.self, from: Data(json.utf8)))
+        let fast = try #require(WireDecoder.decode(Params.self, from: Data(json.utf8)))
         #expect(fast == (try JSONCoding.decoder().decode(Params.self, from: Data(json.utf8))))
     }
 
@@ -118,12 +118,19 @@ struct ParamsDecodingTests {
         }
     }
 
-    @Test func datesAreLeftToFoundationsStrategy() throws {
-        struct Dated: Decodable, Sendable { var at: Date }
-        let json = #"{"at":"2026-11-25T10:00:00.000Z"}"#
-        #expect(ParamsDecoder.decode(Dated.self, from: Data(json.utf8)) == nil)
-        #expect(ours(Dated.self, json) == foundation(Dated.self, json))
-        #expect(ours(Dated.self, json).hasPrefix("value"))
+    struct Dated: Decodable, Equatable, Sendable { var at: Date }
+
+    /// Dates are read as the wire's strategy reads them (RFC 3339); text that is no such time is left
+    /// to Foundation, whose error names the field.
+    @Test func datesAreReadAsTheWireStrategyReadsThem() throws {
+        let json = #"{"at":"2026-11-25T10:00:00.123Z"}"#
+        let fast = try #require(WireDecoder.decode(Dated.self, from: Data(json.utf8)))
+        #expect(fast == (try JSONCoding.decoder().decode(Dated.self, from: Data(json.utf8))))
+        for bad in [#"{"at":"yesterday"}"#, #"{"at":1764064800}"#, #"{"at":null}"#] {
+            #expect(WireDecoder.decode(Dated.self, from: Data(bad.utf8)) == nil)
+            #expect(ours(Dated.self, bad) == foundation(Dated.self, bad))
+            #expect(ours(Dated.self, bad).hasPrefix("error"))
+        }
     }
 
     /// Around Foundation's nesting limit the fast path may refuse more, never less.
@@ -131,6 +138,6 @@ struct ParamsDecodingTests {
     func nestingAtTheLimitIsDecidedAsFoundationDecidesIt(depth: Int) {
         let json = "{\"ids\":[],\"x\":" + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) + "}"
         #expect(ours(Params.self, json) == foundation(Params.self, json))
-        if depth >= 600 { #expect(ParamsDecoder.decode(Params.self, from: Data(json.utf8)) == nil) }
+        if depth >= 600 { #expect(WireDecoder.decode(Params.self, from: Data(json.utf8)) == nil) }
     }
 }
