@@ -52,7 +52,7 @@ struct SocialGraph: Sendable {
             access: .internal, handler: followingIDs)
         router.register(
             "graph.statsMany",
-            summary: "Internal. Follower and following counts of each of ids (at most 1,000), in the order asked.",
+            summary: "Internal. Follower and following counts of each of ids (at most 1,000), in the order asked; with viewerId, also viewerId's relation to each (isFollowed, followsYou; both false for viewerId itself), as graph.relationships gives it.",
             access: .internal, handler: statsMany)
         router.register(
             "graph.relationships",

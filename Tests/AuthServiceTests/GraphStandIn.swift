@@ -2,8 +2,9 @@ import Logging
 import RPC
 import Synchronization
 
-/// A tiny social-graph for the tests: answers `graph.statsMany` and `graph.relationships` from
-/// follows the tests set, and records every call, so tests can count how auth batches them.
+/// A tiny social-graph for the tests: answers `graph.statsMany` (with the relations when a viewer
+/// is named) and `graph.relationships` from follows the tests set, and records every call, so tests
+/// can count how auth batches them.
 final class GraphStandIn: Sendable {
     struct Call: Sendable {
         var method: String
@@ -13,11 +14,16 @@ final class GraphStandIn: Sendable {
         var service: String?
     }
 
-    private struct StatsParams: Codable, Sendable { var ids: [String] }
+    private struct StatsParams: Codable, Sendable {
+        var ids: [String]
+        var viewerId: String?
+    }
     private struct Stats: Codable, Sendable {
         var userId: String
         var followers: Int64
         var following: Int64
+        var isFollowed: Bool?
+        var followsYou: Bool?
     }
     private struct RelationsParams: Codable, Sendable {
         var viewerId: String
@@ -50,8 +56,16 @@ final class GraphStandIn: Sendable {
         var router = RPCRouter(service: "social-graph", version: "test", logger: Logger(label: "graph-stand-in"))
         router.register("graph.statsMany", summary: "Follower counts of many users.", access: .anonymous) {
             (params: StatsParams, context: RPCContext) in
-            state.record(Call(method: "graph.statsMany", ids: params.ids, viewerId: nil, service: context.meta.service))
-            return params.ids.map { Stats(userId: $0, followers: followers(of: $0), following: following(of: $0)) }
+            state.record(Call(method: "graph.statsMany", ids: params.ids, viewerId: params.viewerId, service: context.meta.service))
+            let follows = state.follows.withLock { $0 }
+            return params.ids.map { id in
+                var stats = Stats(userId: id, followers: followers(of: id), following: following(of: id))
+                if let viewer = params.viewerId {
+                    stats.isFollowed = follows[viewer]?.contains(id) ?? false
+                    stats.followsYou = follows[id]?.contains(viewer) ?? false
+                }
+                return stats
+            }
         }
         router.register("graph.relationships", summary: "A viewer's relations to many users.", access: .anonymous) {
             (params: RelationsParams, context: RPCContext) in

@@ -78,11 +78,12 @@ import Testing
         }
 
         let calls = graph.calls(involving: stranger.id).dropFirst(before)
+        // One call for the counts and the relations together.
         #expect(calls.filter { $0.method == "graph.statsMany" }.count == 1)
-        #expect(calls.filter { $0.method == "graph.relationships" }.count == 1)
+        #expect(calls.filter { $0.method == "graph.relationships" }.isEmpty)
         #expect(calls.allSatisfy { Set($0.ids) == Set([followed.id, follower.id, stranger.id]) })
         #expect(calls.allSatisfy { $0.service == AuthStack.serviceSecret })
-        #expect(calls.first { $0.method == "graph.relationships" }?.viewerId == viewer.id)
+        #expect(calls.first { $0.method == "graph.statsMany" }?.viewerId == viewer.id)
     }
 
     @Test func getUserAndMeShowCountsAndRelations() async throws {
@@ -96,8 +97,8 @@ import Testing
         #expect(seen.stats.followers == GraphStandIn.followers(of: other.id))
         let me = try await auth.me(viewer.token)
         #expect(me.stats.following == GraphStandIn.following(of: viewer.id) && !me.isFollowed && !me.followsYou)
-        // Asking about oneself needs no relations call.
-        #expect(!graph.calls(involving: viewer.id).contains { $0.method == "graph.relationships" && $0.viewerId == viewer.id })
+        // Asking about oneself asks for no relations.
+        #expect(!graph.calls(involving: viewer.id).contains { $0.viewerId == viewer.id })
     }
 
     @Test func searchRanksFollowedAccountsFirst() async throws {

@@ -224,11 +224,13 @@ struct StatsResult: Decodable, Equatable {
     var following: Int64
 }
 
-/// An element of `graph.statsMany`.
+/// An element of `graph.statsMany`; the relation only when a viewer was named.
 struct UserStatsResult: Decodable, Equatable {
     var userId: String
     var followers: Int64
     var following: Int64
+    var isFollowed: Bool? = nil
+    var followsYou: Bool? = nil
 }
 
 /// An element of `graph.relationships`.

@@ -153,6 +153,19 @@ struct ListTests {
             RelationResult(userId: nobody.description, isFollowed: false, followsYou: false),
             RelationResult(userId: hana.id.description, isFollowed: false, followsYou: false),
         ])
+        // With viewerId, statsMany gives the relations too (a profile read's one call), the same as above.
+        let both = try await stack.callInternal(
+            "graph.statsMany", ["ids": .ids([jo.id, ivan.id, nobody, hana.id]), "viewerId": .id(hana.id)],
+            decoding: [UserStatsResult].self)
+        #expect(both.map { RelationResult(userId: $0.userId, isFollowed: $0.isFollowed ?? true, followsYou: $0.followsYou ?? true) } == relations)
+        #expect(both[1] == UserStatsResult(userId: ivan.id.description, followers: 1, following: 0, isFollowed: true, followsYou: false))
+        let onlySelf = try await stack.callInternal(
+            "graph.statsMany", ["ids": .ids([hana.id]), "viewerId": .id(hana.id)], decoding: [UserStatsResult].self)
+        #expect(onlySelf == [UserStatsResult(userId: hana.id.description, followers: 1, following: 1, isFollowed: false, followsYou: false)])
+        let badViewer = await rpcError {
+            _ = try await stack.callInternal("graph.statsMany", ["ids": .ids([hana.id]), "viewerId": "me"], decoding: [UserStatsResult].self)
+        }
+        #expect(badViewer?.field == "viewerId")
         #expect(try await stack.callInternal("graph.statsMany", ["ids": []], decoding: [UserStatsResult].self).isEmpty)
     }
 

@@ -2,16 +2,20 @@ import AviaryAPI
 
 // The batch methods of social-graph and tweets that profile reads use (contract §3, internal).
 
-/// `graph.statsMany` params, and `tweets.statsMany` params too.
+/// `graph.statsMany` params (with `viewerId`, the relations come too), and `tweets.statsMany`
+/// params (without).
 struct GraphStatsManyParams: Encodable, Sendable {
     var ids: [EntityID]
+    var viewerId: EntityID?
 }
 
-/// One element of the `graph.statsMany` result.
+/// One element of the `graph.statsMany` result; the relation when a viewer was named.
 struct GraphUserStats: Decodable, Sendable {
     var userId: EntityID
     var followers: Int64
     var following: Int64
+    var isFollowed: Bool?
+    var followsYou: Bool?
 }
 
 /// `graph.relationships` params.

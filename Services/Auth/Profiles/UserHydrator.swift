@@ -5,8 +5,8 @@ import RPC
 import ServiceKit
 
 /// Turns account rows into the `User`s clients see: the one path every method that returns a User
-/// takes. Follower counts and the viewer's relations come from social-graph in at most two batched
-/// calls, and tweet counts from tweets in one, however many users there are, all at once. When one
+/// takes. Follower counts and the viewer's relations come from social-graph in one batched call,
+/// and tweet counts from tweets in one, however many users there are, both at once. When one
 /// of them cannot answer, profiles are still served, with zero counts and no relations, and a
 /// warning is logged: a profile read never fails for it.
 struct UserHydrator: Sendable {
@@ -46,14 +46,25 @@ struct UserHydrator: Sendable {
         var tweets: [Int64: Int64]
     }
 
-    /// The details of `ids` (all three calls at once); it needs only the ids, so a caller that
-    /// knows them can ask while it still reads the accounts.
+    /// The details of `ids` (both calls at once); it needs only the ids, so a caller that knows
+    /// them can ask while it still reads the accounts.
     func details(of ids: [Int64], viewer: Int64?, context: RPCContext?) async -> Details {
         let ids = Array(Set(ids)).sorted().map(EntityID.init)
-        async let stats = statsByUser(ids, context: context)
-        async let relations = relationsByUser(ids, viewer: viewer, context: context)
         async let tweets = tweetCountsByUser(ids, context: context)
-        return await Details(stats: stats, relations: relations, tweets: tweets)
+        // The relations only where there is someone else to relate to.
+        let relating = viewer.flatMap { viewer in ids.contains { $0.value != viewer } ? EntityID(viewer) : nil }
+        let stats: [GraphUserStats]? = await callPeer(
+            .socialGraph, outage: graphOutage, method: "graph.statsMany",
+            params: GraphStatsManyParams(ids: ids, viewerId: relating), context: context)
+        var details = Details(stats: [:], relations: [:], tweets: await tweets)
+        for entry in stats ?? [] {
+            details.stats[entry.userId.value] = entry
+            if let isFollowed = entry.isFollowed, let followsYou = entry.followsYou {
+                details.relations[entry.userId.value] = GraphRelation(
+                    userId: entry.userId, isFollowed: isFollowed, followsYou: followsYou)
+            }
+        }
+        return details
     }
 
     /// `records` as Users, in the same order, from their `details` as `viewer` sees them.
@@ -87,12 +98,6 @@ struct UserHydrator: Sendable {
             method: "graph.relationships", params: GraphRelationshipsParams(viewerId: EntityID(viewer), ids: others),
             context: context)
         return Dictionary((relations ?? []).map { ($0.userId.value, $0) }, uniquingKeysWith: { first, _ in first })
-    }
-
-    private func statsByUser(_ ids: [EntityID], context: RPCContext?) async -> [Int64: GraphUserStats] {
-        let stats: [GraphUserStats]? = await callPeer(
-            .socialGraph, outage: graphOutage, method: "graph.statsMany", params: GraphStatsManyParams(ids: ids), context: context)
-        return Dictionary((stats ?? []).map { ($0.userId.value, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// How many tweets each of `ids` has (one `tweets.statsMany` call).

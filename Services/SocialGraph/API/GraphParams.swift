@@ -46,9 +46,11 @@ struct IDPageLimit: Decodable, Sendable, JSONSchemaDescribing {
     static var jsonSchema: JSONValue { ["type": "integer", "minimum": 1, "maximum": 5000, "default": 1000] }
 }
 
-/// Params of a batch about several users (internal).
-struct UserBatchParams: Decodable, Sendable {
+/// Params of `graph.statsMany` (internal): with `viewerId`, each user's relation to the viewer
+/// comes with the counts, so a profile read asks social-graph once, not twice.
+struct StatsBatchParams: Decodable, Sendable {
     var ids: [EntityID]
+    var viewerId: EntityID?
 }
 
 /// Params of `graph.relationships` (internal).

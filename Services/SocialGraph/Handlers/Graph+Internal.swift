@@ -22,12 +22,19 @@ extension SocialGraph {
         return json.finish(nextCursor: page.next?.encoded)
     }
 
-    @Sendable func statsMany(_ params: UserBatchParams, _ context: RPCContext) async throws -> [UserFollowStats] {
+    /// The counts, and with a viewer the relations too, from one statement.
+    @Sendable func statsMany(_ params: StatsBatchParams, _ context: RPCContext) async throws -> [UserFollowStats] {
         let users = try UserBatch.values(params.ids)
-        let totals = try await store.totals(of: users)
+        let viewer = params.viewerId?.value
+        let summaries = try await store.summaries(of: users, viewer: viewer)
         return params.ids.map { id in
-            let found = totals[id.value] ?? .zero
-            return UserFollowStats(userId: id, followers: found.followers, following: found.following)
+            let found = summaries[id.value] ?? .none
+            var stats = UserFollowStats(userId: id, followers: found.totals.followers, following: found.totals.following)
+            if viewer != nil {
+                stats.isFollowed = found.isFollowed
+                stats.followsYou = found.followsYou
+            }
+            return stats
         }
     }
 

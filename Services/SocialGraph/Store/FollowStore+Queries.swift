@@ -8,6 +8,15 @@ struct FollowTotals: Sendable, Hashable {
     static let zero = FollowTotals(followers: 0, following: 0)
 }
 
+/// A user's totals, and their relation to a viewer (false without one).
+struct FollowSummary: Sendable, Hashable {
+    var totals: FollowTotals
+    var isFollowed: Bool
+    var followsYou: Bool
+
+    static let none = FollowSummary(totals: .zero, isFollowed: false, followsYou: false)
+}
+
 extension FollowStore {
     /// Whether `viewer` follows `user`, and whether `user` follows `viewer`.
     func relationship(of viewer: Int64, to user: Int64) async throws -> (isFollowed: Bool, followsYou: Bool) {
@@ -37,23 +46,36 @@ extension FollowStore {
         return (followed, followers)
     }
 
-    /// The totals of each of `users` that has any; users with no follows are absent. One statement,
-    /// so one snapshot: a compaction moving deltas into counts commits whole, before or after it.
+    /// The totals of each of `users` that has any; users with no follows are absent.
     func totals(of users: [Int64]) async throws -> [Int64: FollowTotals] {
+        try await summaries(of: users, viewer: nil).mapValues(\.totals)
+    }
+
+    /// The totals of each of `users`, and with a `viewer` their relations to the viewer; users with
+    /// no follows are absent. One statement, so one round trip and one snapshot: a compaction moving
+    /// deltas into counts commits whole, before or after it. The relation halves are primary-key
+    /// lookups, however many followers `viewer` has; without a viewer they find nothing.
+    func summaries(of users: [Int64], viewer: Int64?) async throws -> [Int64: FollowSummary] {
         let rows = try await postgres.query(
             """
-            SELECT user_id, sum(followers)::bigint, sum(following)::bigint FROM (
-                SELECT user_id, followers, following FROM social_graph.counts WHERE user_id = ANY($1)
+            SELECT user_id, sum(followers)::bigint, sum(following)::bigint, bool_or(followed), bool_or(follows_you) FROM (
+                SELECT user_id, followers, following, false AS followed, false AS follows_you
+                FROM social_graph.counts WHERE user_id = ANY($1)
                 UNION ALL
-                SELECT user_id, followers, following FROM social_graph.count_deltas WHERE user_id = ANY($1)
+                SELECT user_id, followers, following, false, false FROM social_graph.count_deltas WHERE user_id = ANY($1)
+                UNION ALL
+                SELECT followee_id, 0, 0, true, false FROM social_graph.follows WHERE follower_id = $2 AND followee_id = ANY($1)
+                UNION ALL
+                SELECT follower_id, 0, 0, false, true FROM social_graph.follows WHERE follower_id = ANY($1) AND followee_id = $2
             ) AS parts GROUP BY user_id
-            """, [users])
-        var totals: [Int64: FollowTotals] = [:]
+            """, [users, viewer])
+        var summaries: [Int64: FollowSummary] = [:]
         for row in rows {
-            totals[try row.decode(Int64.self, at: 0)] = FollowTotals(
-                followers: try row.decode(Int64.self, at: 1), following: try row.decode(Int64.self, at: 2))
+            summaries[try row.decode(Int64.self, at: 0)] = FollowSummary(
+                totals: FollowTotals(followers: try row.decode(Int64.self, at: 1), following: try row.decode(Int64.self, at: 2)),
+                isFollowed: try row.decode(Bool.self, at: 3), followsYou: try row.decode(Bool.self, at: 4))
         }
-        return totals
+        return summaries
     }
 
     /// Friends of friends: users followed by those `user` follows, minus `user` and whom `user`
