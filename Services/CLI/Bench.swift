@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NIOCore
 import NIOPosix
 import RPC
 import Synchronization
@@ -72,45 +73,90 @@ func runLoad(
 
 /// Starts `rate` calls a second for `duration` whatever the answers' pace (an open loop, so a slow
 /// answer does not hide the calls it delays); each latency runs from the moment its call was due.
+///
+/// Each event loop paces its share of the calls with its own timers and runs them where it fires,
+/// so starting a call wakes one thread, not three (a sleeping task on Swift's global pool, woken by
+/// Dispatch's timer thread, handing the call to a loop): on a 2-core machine shared with the
+/// services, the load generator's own wake-ups would otherwise be part of what it measures.
 func runAtRate(
     _ rate: Int, for duration: Duration, _ body: @escaping @Sendable (Int) async throws -> Void
 ) async throws -> LoadFigures {
-    let start = ContinuousClock.now
+    let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
     let total = Int(Double(rate) * (Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18))
-    let interval = Duration.seconds(1) / rate
-    let failures = BenchCounter()
-    let latencies = try await withThrowingTaskGroup(of: Duration?.self) { group in
-        var launched = 0
-        var latencies: [Duration] = []
-        latencies.reserveCapacity(total)
-        while launched < total {
-            let elapsed = (ContinuousClock.now - start).components
-            let due = min(total, Int(Double(rate) * (Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)) + 1)
-            while launched < due {
-                let index = launched
-                let scheduled = start + interval * index
-                let executor = EventLoopTaskExecutor(eventLoop: MultiThreadedEventLoopGroup.singleton.next())
-                group.addTask(executorPreference: executor) {
-                    do {
-                        try await body(index)
-                        return ContinuousClock.now - scheduled
-                    } catch {
-                        _ = failures.take()
-                        return nil
-                    }
+    let interval = TimeAmount.nanoseconds(Int64(1_000_000_000 / rate))
+    let start = NIODeadline.now() + .milliseconds(1)
+    let pace = Pace(total: total)
+    /// Starts call `index` on `loop` when it is due, and schedules the loop's next call.
+    @Sendable func schedule(call index: Int, on loop: any EventLoop, every stride: Int) {
+        let due = start + interval * Int64(index)
+        loop.scheduleTask(deadline: due) {
+            if index + stride < total { schedule(call: index + stride, on: loop, every: stride) }
+            Task(executorPreference: EventLoopTaskExecutor(eventLoop: loop)) {
+                do {
+                    try await body(index)
+                    pace.record(.nanoseconds((NIODeadline.now() - due).nanoseconds))
+                } catch {
+                    pace.record(nil)
                 }
-                launched += 1
             }
-            try await Task.sleep(for: .milliseconds(1))
         }
-        for try await latency in group { if let latency { latencies.append(latency) } }
-        return latencies
     }
-    let elapsed = ContinuousClock.now - start
-    if failures.count > 0 { print("  (\(failures.count) calls failed)") }
+    let began = ContinuousClock.now
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        pace.onFinish(done)
+        for (offset, loop) in loops.enumerated() where offset < total {
+            schedule(call: offset, on: loop, every: loops.count)
+        }
+        if total == 0 { pace.finishIfDone() }
+    }
+    let elapsed = (ContinuousClock.now - began).components
+    let failures = pace.failures
+    if failures > 0 { print("  (\(failures) calls failed)") }
     return LoadFigures(
-        calls: latencies.count, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
-        latencies: latencies)
+        calls: total - failures, seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18,
+        latencies: pace.latencies)
+}
+
+/// What the calls of ``runAtRate`` measured, and who to tell when the last one answers.
+private final class Pace: Sendable {
+    private struct State {
+        var latencies: [Duration] = []
+        var failures = 0
+        var done: CheckedContinuation<Void, Never>?
+    }
+    private let total: Int
+    private let state: Mutex<State>
+
+    init(total: Int) {
+        self.total = total
+        var initial = State()
+        initial.latencies.reserveCapacity(total)
+        state = Mutex(initial)
+    }
+
+    func onFinish(_ done: CheckedContinuation<Void, Never>) {
+        state.withLock { $0.done = done }
+    }
+
+    /// One call's latency; nil for a call that failed.
+    func record(_ latency: Duration?) {
+        state.withLock {
+            if let latency { $0.latencies.append(latency) } else { $0.failures += 1 }
+        }
+        finishIfDone()
+    }
+
+    func finishIfDone() {
+        let done: CheckedContinuation<Void, Never>? = state.withLock {
+            guard $0.latencies.count + $0.failures == total, let done = $0.done else { return nil }
+            $0.done = nil
+            return done
+        }
+        done?.resume()
+    }
+
+    var latencies: [Duration] { state.withLock { $0.latencies } }
+    var failures: Int { state.withLock { $0.failures } }
 }
 
 /// Hands out 0, 1, 2, … to concurrent tasks.
