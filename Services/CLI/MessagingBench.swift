@@ -153,7 +153,9 @@ private final class Receiver: Sendable {
         self.connection = connection
         let arrivals = Arrivals()
         self.arrivals = arrivals
-        reader = Task {
+        // On the connection's loop, as the services' own tasks run: a task on Swift's global pool
+        // would take a thread hop per event, and the arrival time would include it.
+        reader = Task(executorPreference: EventLoopTaskExecutor(eventLoop: connection.eventLoop)) {
             struct Params: Decodable {
                 struct Event: Decodable {
                     struct Body: Decodable { var text: String? }

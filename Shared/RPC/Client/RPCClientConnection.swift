@@ -40,6 +40,10 @@ public final class RPCClientConnection: Sendable {
 
     public var isActive: Bool { channel.isActive }
 
+    /// The loop the connection runs on, where `notifications` are yielded: a task that reads them
+    /// with this loop as its executor preference takes no thread hop per notification.
+    public var eventLoop: any EventLoop { channel.eventLoop }
+
     /// Sends a request whose params are `params` (a JSON object) with `meta` spliced in as `_meta`.
     public func send(
         _ method: String, params: RawJSON = .emptyObject, meta: RequestMeta = RequestMeta(),
