@@ -76,6 +76,25 @@ struct HomeTimelineTests {
         #expect(try await stack.homeMismatches([follower]) == 0)
     }
 
+    @Test("a read keeps the home set for the inactivity period, and writes its lease only once it runs low", .timeLimit(.minutes(1)))
+    func leaseRenewal() async throws {
+        let stack = try await TimelineStack.shared()
+        let reader = stack.users[stack.nodesByDegree[30]]
+        let key = RedisArgument("aviary:timeline:home:\(reader.id)")
+        let period = 30 * 86_400  // AVIARY_TIMELINE_INACTIVE_DAYS's default
+        func left() async throws -> Int { try await stack.stack.redis.send(["TTL", key]).int ?? -3 }
+        _ = try await stack.home(of: reader)
+        #expect(try await left() >= period)
+        // With more than the period left, a read leaves the lease alone: no write per read.
+        _ = try await stack.stack.redis.send(["EXPIRE", key, RedisArgument(period + 1000)])
+        _ = try await stack.home(of: reader)
+        #expect(((period + 990)...(period + 1000)).contains(try await left()))
+        // With less, the read renews it to the period and a tenth.
+        _ = try await stack.stack.redis.send(["EXPIRE", key, 60])
+        _ = try await stack.home(of: reader)
+        #expect(try await left() > period + period / 10 - 60)
+    }
+
     @Test("a deleted tweet leaves every timeline it reached", .timeLimit(.minutes(1)))
     func delete() async throws {
         let stack = try await TimelineStack.shared()

@@ -6,12 +6,12 @@ extension Timeline {
     /// when missing) merged with the user timelines of the celebrities they follow.
     func homeCandidates(of user: Int64, before: Int64?, count: Int) async throws -> TimelineIDs {
         let key = TimelineKeys.home(user)
-        // One round trip: the set's state, the page, a new lease of life (an active user's set
-        // never expires), and the cached list of followed celebrities.
+        // One round trip: the set's state, the page, how long it is kept (an active user's set never
+        // expires: a read renews it), and the cached list of followed celebrities.
         let commands: [[RedisArgument]] =
             [
                 ["ZRANGE", RedisArgument(key), 0, 0], TimelineCache.rangeCommand(key, before: before, count: count),
-                ["EXPIRE", RedisArgument(key), RedisArgument(settings.inactiveSeconds)],
+                ["TTL", RedisArgument(key)],
             ] + Celebrities.cacheCommands(for: user)
         var replies = try await cache.redis.pipeline(commands)
         var home = try TimelineCache.slices(of: replies, count: 1, stride: 3)[0]
@@ -21,6 +21,9 @@ extension Timeline {
             replies = try await cache.redis.pipeline(commands)
             home = try TimelineCache.slices(of: replies, count: 1, stride: 3)[0]
         }
+        // Kept for at least the inactivity period after this read, so fan-out skips only users
+        // inactive for longer.
+        try await cache.renewLeases([(key, replies[2])], lifetime: settings.inactiveSeconds)
         let followed = try await celebrities.followed(by: user, generation: replies[3], cached: replies[4])
         guard !followed.isEmpty else { return TimelineIDs(ids: home.ids, more: home.ids.count == count) }
 
