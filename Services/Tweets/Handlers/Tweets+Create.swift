@@ -48,7 +48,7 @@ extension TweetsService {
                 id: EntityID(id), author: summary(author), text: text, createdAt: createdAt,
                 replyTo: params.replyTo, replyToUser: replyToUserID.map(summary), mentions: mentions,
                 hashtags: parsed.hashtags, media: mediaIDs.compactMap { found[$0] }
-            ).open(with: JSONCoding.encoder())
+            ).open()
             // Followers' timelines read it next: have it cached already.
             if users[author] != nil && (replyToUserID.map { users[$0] != nil } ?? true) {
                 let cache = self.cache

@@ -4,9 +4,8 @@ import RPC
 extension TweetsService {
     @Sendable func getMany(_ params: GetManyParams, _ context: RPCContext) async throws -> RawJSON {
         let ids = try Batch.values(params.ids, maximum: Batch.tweets, field: "ids")
-        let tweets = try await hydrator.json(
+        return try await hydrator.jsonArray(
             ids, viewer: params.viewerId?.value, omitDeleted: params.omitDeleted ?? false, context: context)
-        return RawJSON.array(tweets)
     }
 
     @Sendable func recentIDs(_ params: RecentIDsParams, _ context: RPCContext) async throws -> RawJSON {
