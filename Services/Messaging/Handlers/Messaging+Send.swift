@@ -71,7 +71,7 @@ extension Messaging {
         for var message in messages {
             let offline = message.recipients.filter { !subscribed.contains($0) }
             message.payload["offlineRecipientIds"] = .array(offline.map { .string(String($0)) })
-            let encoded = try JSONCoding.encoder().encode(JSONValue.object(message.payload))
+            let encoded = try WireEncoding.encode(JSONValue.object(message.payload))
             prepared[message.index].payload = String(decoding: encoded, as: UTF8.self)
         }
         return prepared
@@ -129,6 +129,6 @@ private struct NewMessageInput {
     }
 
     func mediaJSON() throws -> String? {
-        try media.map { String(decoding: try JSONCoding.encoder().encode($0), as: UTF8.self) }
+        try media.map { String(decoding: try WireEncoding.encode($0), as: UTF8.self) }
     }
 }

@@ -10,7 +10,7 @@ struct NotificationItem: Codable, Sendable {
     var id: EntityID
     var type: NotificationKind
     var actor: UserSummary
-    /// The tweet as the tweets service encoded it (`Tweet`), spliced in undecoded by ``json(using:)``.
+    /// The tweet as the tweets service encoded it (`Tweet`); the wire encoder splices it in undecoded.
     var tweet: RawJSON?
     var conversationId: EntityID?
     var createdAt: Date
@@ -37,8 +37,8 @@ struct NotificationItem: Codable, Sendable {
         self.actors = actors
     }
 
-    /// Everything but `tweet`, which ``json(using:)`` splices in. An absent `conversationId` is
-    /// written as `null`; `count` and `actors` only in grouped lists.
+    /// An absent `tweet` or `conversationId` is written as `null`; `count` and `actors` only in
+    /// grouped lists.
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
@@ -49,27 +49,15 @@ struct NotificationItem: Codable, Sendable {
         try container.encode(read, forKey: .read)
         try container.encodeIfPresent(count, forKey: .count)
         try container.encodeIfPresent(actors, forKey: .actors)
+        try container.encode(tweet ?? .null, forKey: .tweet)
     }
 }
 
 extension NotificationItem {
-    /// The item as clients see it: its other members encoded with `encoder`, then `tweet` (`null`
-    /// without one) spliced in as the tweets service wrote it, so a tweet is never decoded here.
-    func json(using encoder: JSONEncoder) throws -> [UInt8] {
-        var bytes = Array(try encoder.encode(self))
-        guard bytes.last == UInt8(ascii: "}") else { throw EncodingError.invalidValue(self, .init(codingPath: [], debugDescription: "not an object")) }
-        bytes.removeLast()
-        bytes.append(contentsOf: #","tweet":"#.utf8)
-        bytes.append(contentsOf: tweet?.bytes ?? RawJSON.null.bytes)
-        bytes.append(UInt8(ascii: "}"))
-        return bytes
-    }
-
-    /// The page of `items`, each written by ``json(using:)``.
+    /// The page of `items`.
     static func page(_ items: [NotificationItem], nextCursor: String?) throws -> RawJSON {
-        let encoder = JSONCoding.encoder()
         var page = PageJSON()
-        for item in items { page.append(try item.json(using: encoder)) }
+        for item in items { page.append(try WireEncoding.encode(item)) }
         return page.finish(nextCursor: nextCursor)
     }
 }
@@ -88,7 +76,7 @@ struct SubscriptionResult: Codable, Sendable {
 enum NotificationEvent {
     static func json(_ item: NotificationItem) throws -> RawJSON {
         var bytes = Array(#"{"type":"notification","notification":"#.utf8)
-        bytes.append(contentsOf: try item.json(using: JSONCoding.encoder()))
+        bytes.append(contentsOf: try WireEncoding.encode(item))
         bytes.append(UInt8(ascii: "}"))
         return RawJSON(unchecked: bytes)
     }

@@ -1,10 +1,11 @@
-/// Writing JSON text by hand, for values small enough that Foundation's encoder would cost more
-/// than the value itself (a request's method and `_meta`, every log line).
+/// Writing JSON text by hand, for values small enough that an encoder would cost more than the
+/// value itself (a request's method and `_meta`, a pushed notification's method, every log line),
+/// into `[UInt8]` or `Data`; ``WireEncoder`` writes its strings with it too.
 public enum JSONText {
     /// Appends `string` as a JSON string literal: quotes, backslashes and control characters
     /// escaped; everything else, non-ASCII text included, copied as UTF-8 (Swift strings are always
     /// valid UTF-8).
-    public static func appendString(_ string: String, to bytes: inout [UInt8]) {
+    public static func appendString<Bytes: RangeReplaceableCollection<UInt8>>(_ string: String, to bytes: inout Bytes) {
         bytes.append(UInt8(ascii: "\""))
         appendEscaped(string, to: &bytes, escapingQuotes: true)
         bytes.append(UInt8(ascii: "\""))
@@ -12,7 +13,9 @@ public enum JSONText {
 
     /// Appends `string` with control characters (and DEL) escaped, and with `escapingQuotes` also
     /// `"` and `\`; runs of plain bytes are copied at once.
-    public static func appendEscaped(_ string: String, to bytes: inout [UInt8], escapingQuotes: Bool) {
+    public static func appendEscaped<Bytes: RangeReplaceableCollection<UInt8>>(
+        _ string: String, to bytes: inout Bytes, escapingQuotes: Bool
+    ) {
         var string = string
         string.withUTF8 { utf8 in
             var runStart = 0

@@ -17,18 +17,6 @@ public struct RawJSON: Sendable, Hashable {
     public static let null = RawJSON(unchecked: Array("null".utf8))
     public static let emptyObject = RawJSON(unchecked: Array("{}".utf8))
 
-    /// Joins already-encoded values into one JSON array.
-    public static func array(_ elements: [RawJSON]) -> RawJSON {
-        var bytes: [UInt8] = [UInt8(ascii: "[")]
-        bytes.reserveCapacity(elements.reduce(2) { $0 + $1.bytes.count + 1 })
-        for (index, element) in elements.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            bytes.append(contentsOf: element.bytes)
-        }
-        bytes.append(UInt8(ascii: "]"))
-        return RawJSON(unchecked: bytes)
-    }
-
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {
         try WireDecoding.decode(type, from: Data(bytes))
     }

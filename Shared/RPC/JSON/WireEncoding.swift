@@ -153,6 +153,14 @@ final class WireEncoder: Encoder, SingleValueEncodingContainer {
         }
     }
 
+    /// Starts a container as the next member or element of an open one, once `enter` has written
+    /// its place: its id, or nil (the encoder has given up) when that failed.
+    func startNested(isObject: Bool, after enter: () throws -> Void) -> Int? {
+        guard (try? enter()) != nil else { return nil }
+        written = false
+        return start(isObject: isObject)
+    }
+
     func keyed<Key: CodingKey>(_ type: Key.Type, id: Int?, codingPath: [any CodingKey]) -> KeyedEncodingContainer<Key> {
         KeyedEncodingContainer(Keyed<Key>(encoder: self, id: id, codingPath: codingPath))
     }
@@ -226,19 +234,13 @@ extension WireEncoder {
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
             -> KeyedEncodingContainer<NestedKey>
         {
-            guard (try? encoder.enter(id, key: key)) != nil else {
-                return encoder.keyed(keyType, id: nil, codingPath: codingPath)
-            }
-            encoder.written = false
-            return encoder.keyed(keyType, id: encoder.start(isObject: true), codingPath: codingPath + [key])
+            let nested = encoder.startNested(isObject: true) { [encoder, id] in try encoder.enter(id, key: key) }
+            return encoder.keyed(keyType, id: nested, codingPath: codingPath + [key])
         }
 
         mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-            guard (try? encoder.enter(id, key: key)) != nil else {
-                return Unkeyed(encoder: encoder, id: nil, codingPath: codingPath)
-            }
-            encoder.written = false
-            return Unkeyed(encoder: encoder, id: encoder.start(isObject: false), codingPath: codingPath + [key])
+            let nested = encoder.startNested(isObject: false) { [encoder, id] in try encoder.enter(id, key: key) }
+            return Unkeyed(encoder: encoder, id: nested, codingPath: codingPath + [key])
         }
 
         mutating func superEncoder() -> any Encoder {
@@ -280,19 +282,17 @@ extension WireEncoder {
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type)
             -> KeyedEncodingContainer<NestedKey>
         {
-            guard (try? encoder.enter(id)) != nil else { return encoder.keyed(keyType, id: nil, codingPath: codingPath) }
             let index = WireDecoder.Index(count)
             count += 1
-            encoder.written = false
-            return encoder.keyed(keyType, id: encoder.start(isObject: true), codingPath: codingPath + [index])
+            let nested = encoder.startNested(isObject: true) { [encoder, id] in try encoder.enter(id) }
+            return encoder.keyed(keyType, id: nested, codingPath: codingPath + [index])
         }
 
         mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-            guard (try? encoder.enter(id)) != nil else { return Unkeyed(encoder: encoder, id: nil, codingPath: codingPath) }
             let index = WireDecoder.Index(count)
             count += 1
-            encoder.written = false
-            return Unkeyed(encoder: encoder, id: encoder.start(isObject: false), codingPath: codingPath + [index])
+            let nested = encoder.startNested(isObject: false) { [encoder, id] in try encoder.enter(id) }
+            return Unkeyed(encoder: encoder, id: nested, codingPath: codingPath + [index])
         }
 
         mutating func superEncoder() -> any Encoder {

@@ -18,7 +18,7 @@ enum ResponseEncoding {
         data.append(contentsOf: #"{"jsonrpc":"2.0","id":"#.utf8)
         appendID(id, to: &data)
         data.append(contentsOf: #","error":"#.utf8)
-        data.append((try? JSONEncoder().encode(error)) ?? Data(#"{"code":-32603,"message":"internal error"}"#.utf8))
+        data.append(contentsOf: (try? WireEncoding.encode(error)) ?? Array(#"{"code":-32603,"message":"internal error"}"#.utf8))
         data.append(UInt8(ascii: "}"))
         return data
     }
@@ -38,14 +38,8 @@ enum ResponseEncoding {
         var data = Data()
         data.reserveCapacity(params.bytes.count + method.utf8.count + 40)
         data.append(contentsOf: #"{"jsonrpc":"2.0","method":"#.utf8)
-        // Method names are plain ASCII ("messaging.event"): written as they are, without an encoder.
-        if method.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x80 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
-            data.append(UInt8(ascii: "\""))
-            data.append(contentsOf: method.utf8)
-            data.append(UInt8(ascii: "\""))
-        } else {
-            data.append((try? JSONEncoder().encode(method)) ?? Data(#""""#.utf8))
-        }
+        // A plain method name ("messaging.event") is copied as it is, which the client's reader expects.
+        JSONText.appendString(method, to: &data)
         data.append(contentsOf: #","params":"#.utf8)
         data.append(contentsOf: params.bytes)
         data.append(UInt8(ascii: "}"))
@@ -56,7 +50,7 @@ enum ResponseEncoding {
         if case .int(let value) = id {
             data.append(contentsOf: String(value).utf8)
         } else {
-            data.append((try? JSONEncoder().encode(id)) ?? Data("null".utf8))
+            data.append(contentsOf: (try? WireEncoding.encode(id)) ?? Array("null".utf8))
         }
     }
 }

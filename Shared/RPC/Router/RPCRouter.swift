@@ -80,10 +80,9 @@ public struct RPCRouter: Sendable {
         if elements.isEmpty {
             return ResponseEncoding.error(RPCError.invalidRequest("an empty batch is not a request"), id: .null)
         }
-        let encoder = JSONEncoder()
         let responses = await withTaskGroup(of: (Int, Data?).self) { group in
             for (index, element) in elements.enumerated() {
-                let elementFrame = (try? encoder.encode(element)) ?? Data()
+                let elementFrame = Data((try? WireEncoding.encode(element)) ?? [])
                 group.addTask { (index, await respondToSingle(elementFrame, connection: connection)) }
             }
             var collected: [(Int, Data)] = []

@@ -41,7 +41,7 @@ public enum Outbox {
     /// topic's stream after the commit, within its poll delay; call ``OutboxRelay/nudge()`` after
     /// committing to have it sent at once.
     public static func append(_ event: DomainEvent, schema: String, on connection: PostgresConnection) async throws {
-        let payload = String(decoding: try JSONEncoder().encode(event.payload), as: UTF8.self)
+        let payload = String(decoding: try WireEncoding.encode(event.payload), as: UTF8.self)
         try await connection.execute(
             "INSERT INTO \(schema).outbox (topic, type, payload) VALUES ($1, $2, $3::jsonb)", [event.topic, event.type, payload])
     }
