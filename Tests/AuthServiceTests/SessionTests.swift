@@ -1,5 +1,7 @@
 import AviaryAPI
 import Foundation
+import Logging
+import Postgres
 import RPC
 import TestSupport
 import Testing
@@ -49,6 +51,26 @@ import Testing
         #expect(messages.count == 1)
         // Every attempt checked an Argon2id hash, a real one or the dummy: the same work either way.
         #expect(try passwordChecks(instance) - before == 6)
+    }
+
+    @Test func aFailedSignInLeavesNoSessionBehind() async throws {
+        // A sign-in starts its session while the password is checked; a wrong password must not keep it.
+        let instance = try await AuthStack.shared.main()
+        let account = try await instance.api.register()
+        let postgres = try PostgresClient(
+            configuration: PostgresConfiguration(url: instance.databaseURL), logger: Logger(label: "auth-tests"))
+        defer { Task { await postgres.shutdown() } }
+        func sessions() async throws -> Int64 {
+            try await postgres.query("SELECT count(*) FROM auth.sessions WHERE user_id = $1", [Int64(account.id)!])[0]
+                .decode(Int64.self, at: 0)
+        }
+        for attempt in 0..<5 {
+            await expectRPCError(Code.unauthenticated) { _ = try await instance.api.login(account.username, "wrong \(attempt)") }
+        }
+        #expect(try await eventually { try await sessions() == 1 }, "the registration's session only")
+        let signIn = try await instance.api.login(account.email, account.password)
+        #expect(try await sessions() == 2)
+        #expect(try await instance.api.refresh(signIn.refreshToken).refreshToken != signIn.refreshToken)
     }
 
     /// How many password verifications the instance has run (`auth_password_hash_seconds` on /metrics).

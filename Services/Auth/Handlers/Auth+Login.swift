@@ -29,28 +29,57 @@ extension AuthService {
         let credentials = try await lookup
         // A login that names no account (or one without a password) is checked against a dummy hash,
         // so that the answer takes as long as for a real account and tells nothing about which exist.
-        // The account limit, the password check and the profile the answer carries are independent:
-        // one wait, not three. Nothing is answered before the limit's verdict, so a limited caller
-        // learns nothing from the check; a wrong password costs one wasted profile lookup.
+        // While the hash runs: the account limit and then, for an account that exists, its new
+        // session (the row written and the access token signed), and the profile the answer
+        // carries. Only the answer waits for the hash. Nothing is written for a login the limit
+        // refuses, and a session started for a wrong password, never handed out, is deleted.
         let stored = credentials?.passwordHash
-        async let accountAllowed: Void = limits.checkLogin(
-            account: credentials.map { "user:\($0.user.id)" } ?? "login:\(login.lowercased())")
+        let user = credentials?.user
+        async let admitted = admit(user, login: login)
         async let checked = passwords.verify(params.password, against: stored ?? dummyHash)
-        async let profile = ownProfile(credentials?.user, context: context)
-        try await accountAllowed
-        let matches = try await checked
-        guard matches, let user = credentials?.user, let stored else {
+        async let profile = ownProfile(user, context: context)
+        let session = try await admitted
+        let matches: Bool
+        do {
+            matches = try await checked
+        } catch {
+            discard(session, context: context)
+            throw error
+        }
+        guard matches, let user, let stored, let session else {
+            discard(session, context: context)
             throw RPCError.unauthenticated("the login or the password is wrong")
         }
         if passwords.needsRehash(stored) {
             try await users.setPasswordHash(try await passwords.hash(params.password), userID: user.id)
             context.logger.info("upgraded a password hash to the current Argon2id parameters", metadata: ["user.id": "\(user.id)"])
         }
-        // The session is recorded while the profile is still coming in: one wait, not two.
-        async let tokens = issuer.start(userID: user.id)
         let own: User
         if let read = await profile { own = read } else { own = await profiles.user(user, viewer: user.id, context: context) }
-        return AuthResult(user: own, tokens: try await tokens)
+        return AuthResult(user: own, tokens: session)
+    }
+
+    /// Waits for the account's login limit, then starts `user`'s session; nil without a user.
+    private func admit(_ user: UserRecord?, login: String) async throws -> IssuedTokens? {
+        try await limits.checkLogin(account: user.map { "user:\($0.id)" } ?? "login:\(login.lowercased())")
+        guard let user else { return nil }
+        return try await issuer.start(userID: user.id)
+    }
+
+    /// Deletes a session a failed sign-in started, without waiting: the answer to a wrong password
+    /// takes no longer for an account that exists than for one that does not.
+    private func discard(_ session: IssuedTokens?, context: RPCContext) {
+        guard let session else { return }
+        let (issuer, logger) = (issuer, context.logger)
+        Task {
+            do {
+                try await issuer.discard(session)
+            } catch {
+                logger.warning(
+                    "could not delete the session of a failed sign-in; it was never handed out",
+                    metadata: ["session.id": "\(session.sessionID)", "error": "\(error)"])
+            }
+        }
     }
 
     /// `user`'s profile as they see it themselves; nil without a user.

@@ -8,8 +8,9 @@ struct NewSession: Sendable {
     let refreshToken: RefreshToken
 }
 
-/// The tokens a sign-in or a refresh hands out.
+/// The tokens a sign-in or a refresh hands out, and the session they belong to.
 struct IssuedTokens: Sendable {
+    var sessionID: Int64
     var accessToken: String
     var refreshToken: String
     var expiresAt: Date
@@ -36,8 +37,13 @@ struct SessionIssuer: Sendable {
         return try await issued
     }
 
+    /// Deletes a session started and never handed out (its sign-in failed after all).
+    func discard(_ session: IssuedTokens) async throws {
+        try await sessions.delete(sessionID: session.sessionID)
+    }
+
     func tokens(userID: Int64, sessionID: Int64, refreshToken: RefreshToken) async throws -> IssuedTokens {
         let access = try await accessTokens.issue(userID: userID, sessionID: sessionID)
-        return IssuedTokens(accessToken: access.token, refreshToken: refreshToken.token, expiresAt: access.expiresAt)
+        return IssuedTokens(sessionID: sessionID, accessToken: access.token, refreshToken: refreshToken.token, expiresAt: access.expiresAt)
     }
 }

@@ -52,6 +52,9 @@ struct SessionStore: Sendable {
             return .reused(sessionID: sessionID)
         }
     }
+    func delete(sessionID: Int64) async throws {
+        try await postgres.execute("DELETE FROM auth.sessions WHERE id = $1", [sessionID])
+    }
 
     /// Ends one session of `userID`; false when it was not theirs or already ended.
     @discardableResult
