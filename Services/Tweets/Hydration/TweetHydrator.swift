@@ -3,9 +3,9 @@ import Logging
 import RPC
 
 /// Turns tweet ids into the `Tweet`s clients see, in a constant number of round trips however many
-/// there are: one Postgres query (rows, counts, `likedByMe`) alongside one Redis `MGET` of cached
-/// bodies, and for the tweets not cached one `auth.getUsers` and one `media.getMany` call; the
-/// bodies built then are cached after the reply is on its way.
+/// there are: one Postgres query (counts and flags, `likedByMe`) alongside one Redis `MGET` of cached
+/// bodies, and for the tweets not cached one query of their rows, then one `auth.getUsers` and one
+/// `media.getMany` call; the bodies built then are cached after the reply is on its way.
 struct TweetHydrator: Sendable {
     let store: TweetStore
     let cache: TweetCache
@@ -45,15 +45,17 @@ struct TweetHydrator: Sendable {
         guard !ids.isEmpty else { return [] }
         var seen = Set<Int64>()
         let unique = ids.filter { seen.insert($0).inserted }
-        async let storedRows = store.storedTweets(unique, viewer: viewer)
+        async let storedStates = store.states(unique, viewer: viewer)
         async let cachedBodies = cache.bodies(unique)
-        let rows = try await storedRows
+        var states = try await storedStates
         var bodies = await cachedBodies
         // A deleted tweet's body is built every time: its cached one, if any, still has the text.
-        let missing = try unique.compactMap { rows[$0] }.filter { $0.deleted ? !omitDeleted : bodies[$0.id] == nil }
-            .map { try $0.full() }
+        let missing = unique.filter { id in states[id].map { $0.deleted ? !omitDeleted : bodies[id] == nil } ?? false }
         if !missing.isEmpty {
-            let built = try await build(missing, context: context)
+            // Read after the states: a tweet deleted in between shows as deleted, without its text.
+            let rows = try await store.tweets(missing, viewer: viewer)
+            for row in rows.values { states[row.id] = StoredTweet(row) }
+            let built = try await build(missing.compactMap { rows[$0] }, context: context)
             bodies.merge(built.bodies) { _, new in new }
             if !built.cacheable.isEmpty {
                 let cache = self.cache
@@ -61,8 +63,8 @@ struct TweetHydrator: Sendable {
             }
         }
         return ids.compactMap { id in
-            guard let row = rows[id], !(row.deleted && omitDeleted), let body = bodies[id] else { return nil }
-            return (body, row)
+            guard let state = states[id], !(state.deleted && omitDeleted), let body = bodies[id] else { return nil }
+            return (body, state)
         }
     }
 
