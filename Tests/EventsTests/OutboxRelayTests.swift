@@ -89,6 +89,29 @@ struct OutboxRelayTests {
         await fixture.shutdown()
     }
 
+    @Test func eventsAPreparationLeavesOutAreDeletedAndNotSent() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("narrowed")
+        let inbox = Inbox()
+        let preparation: OutboxRelay.Preparation = { events in
+            try events.filter { [3, 5].contains(try JSONDecoder().decode(JSONValue.self, from: Data($0.payload.utf8))["n"]?.intValue) }
+        }
+        try await withServices([fixture.relay(preparation: preparation), fixture.consumer(topic: topic) { inbox.add($0) }]) {
+            // A batch left out whole, then one left out in part.
+            try await fixture.append(numberedEvents(topic: topic, 0..<3))
+            OutboxRelay.nudge()
+            #expect(try await eventually { try await fixture.outboxCount() == 0 })
+            try await fixture.append(numberedEvents(topic: topic, 3..<7))
+            OutboxRelay.nudge()
+            #expect(await inbox.wait { $0.count >= 2 })
+            // Time for anything that should not be there to show up.
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        #expect(inbox.numbers == [3, 5])
+        #expect(try await fixture.outboxCount() == 0)
+        await fixture.shutdown()
+    }
+
     @Test func rolledBackEventsNeverArrive() async throws {
         let fixture = try await EventFixture.make()
         let topic = fixture.topic("rollback")

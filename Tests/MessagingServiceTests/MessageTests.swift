@@ -91,9 +91,25 @@ struct MessageTests {
         #expect(payload["createdAt"]?.stringValue == RFC3339.format(message.createdAt))
     }
 
+    @Test("a message whose recipients all had a subscription sends no event on to notifications")
+    func noEventWhenEveryoneIsOnline() async throws {
+        let fixture = try await MessagingStack.shared()
+        let users = try await fixture.users(3, "onl")
+        let direct = try await fixture.direct(users[0], users[1])
+        let live = try await fixture.subscribe(users[1], on: fixture.extra)
+        defer { Task { await live.close() } }
+        let heard = try await fixture.send("everyone is here", to: direct, as: users[0])
+        // A later message with someone offline: once its event is in the stream, the earlier one's
+        // would be too (the relay keeps the outbox's order).
+        let group = try await fixture.group("half here", by: users[0], with: [users[1], users[2]])
+        let unheard = try await fixture.send("someone is away", to: group, as: users[0])
+        _ = try await streamPayload(of: unheard.id, fixture: fixture)
+        await #expect(throws: RPCError.self) { _ = try await streamPayload(of: heard.id, fixture: fixture, attempts: 1) }
+    }
+
     /// The payload of the `messaging`/`message` event of `messageID`, once the relay moved it to its stream.
-    private func streamPayload(of messageID: EntityID, fixture: MessagingStack) async throws -> JSONValue {
-        for _ in 0..<200 {
+    private func streamPayload(of messageID: EntityID, fixture: MessagingStack, attempts: Int = 200) async throws -> JSONValue {
+        for _ in 0..<attempts {
             let reply = try await fixture.stack.redis.send(["XREVRANGE", "aviary:events:messaging", "+", "-", "COUNT", "500"])
             for entry in reply.array ?? [] {
                 let fields = entry.array?.last?.array ?? []

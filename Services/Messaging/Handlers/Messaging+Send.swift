@@ -52,7 +52,9 @@ extension Messaging {
 
     /// The outbox relay's preparation of messaging's events: each `message` event's `recipientIds`
     /// become `offlineRecipientIds`, those without an open subscription at relay time (whom
-    /// notifications tells instead). One Redis round trip per batch.
+    /// notifications tells instead), and an event whose recipients all have one is left out: the
+    /// subscriptions delivered it, and notifications would only read it to do nothing. One Redis
+    /// round trip per batch.
     @Sendable static func nameOfflineRecipients(_ events: [OutboxRelay.Event], presence: PresenceTracker) async throws
         -> [OutboxRelay.Event]
     {
@@ -67,14 +69,18 @@ extension Messaging {
         }
         guard !messages.isEmpty else { return events }
         let subscribed = try await presence.subscribed(among: Set(messages.flatMap(\.recipients)).sorted())
-        var prepared = events
+        var prepared: [OutboxRelay.Event?] = events
         for var message in messages {
             let offline = message.recipients.filter { !subscribed.contains($0) }
+            guard !offline.isEmpty else {
+                prepared[message.index] = nil
+                continue
+            }
             message.payload["offlineRecipientIds"] = .array(offline.map { .string(String($0)) })
             let encoded = try WireEncoding.encode(JSONValue.object(message.payload))
-            prepared[message.index].payload = String(decoding: encoded, as: UTF8.self)
+            prepared[message.index]?.payload = String(decoding: encoded, as: UTF8.self)
         }
-        return prepared
+        return prepared.compactMap { $0 }
     }
 
     /// The message's text: trimmed, at most 4,000 characters; nil when only media is sent.

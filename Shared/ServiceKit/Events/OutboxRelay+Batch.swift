@@ -3,8 +3,8 @@ import Redis
 
 extension OutboxRelay {
     /// Moves one batch in one transaction of two round trips (the deletion, then the commit, with
-    /// the `XADD` pipeline between them); returns how many rows it moved (0 when the outbox is empty
-    /// or another relay holds this outbox).
+    /// the `XADD` pipeline between them); returns how many rows it took (0 when the outbox is empty
+    /// or another relay holds this outbox), events the preparation left out included.
     func relayBatch() async throws -> Int {
         let schema = schema
         let redis = redis
@@ -36,6 +36,7 @@ extension OutboxRelay {
             // RETURNING follows no order: the streams get the events in outbox order.
             events.sort { $0.id < $1.id }
             if let preparation { events = try await preparation(events) }
+            guard !events.isEmpty else { return rows.count }
             let replies = try await redis.pipeline(
                 events.map { event in
                     [
@@ -49,7 +50,7 @@ extension OutboxRelay {
             for case .error(let message) in replies {
                 throw EventStreamFailure("Redis refused an XADD: \(message)")
             }
-            return events.count
+            return rows.count
         }
     }
 

@@ -47,8 +47,9 @@ public struct OutboxRelay: Service {
     }
 
     /// Completes a batch's events before they are sent on, from what only the producer knows at
-    /// sending time (it may change payloads, not drop or reorder events). Throwing fails the batch,
-    /// which stays in the outbox and is retried.
+    /// sending time: it may change payloads, and leave out events that no consumer needs any more
+    /// (their rows are deleted all the same), but not reorder them. Throwing fails the batch, which
+    /// stays in the outbox and is retried.
     public typealias Preparation = @Sendable ([Event]) async throws -> [Event]
 
     /// - Parameters:
