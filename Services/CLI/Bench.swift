@@ -35,6 +35,31 @@ struct LoadFigures {
     }
 }
 
+/// The load generators' random numbers: SplitMix64 over one shared counter. The system generator
+/// makes a system call for every number (`getrandom`), CPU taken from the services on the machine
+/// they share; pgbench and redis-benchmark draw theirs in user space too. Not for secrets.
+struct BenchRandom: RandomNumberGenerator {
+    private static let counter = Atomic<UInt64>(UInt64.random(in: .min ... .max))
+
+    mutating func next() -> UInt64 {
+        var z = Self.counter.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A number of `range`.
+    static func pick<T: FixedWidthInteger>(_ range: Range<T>) -> T {
+        var generator = BenchRandom()
+        return T.random(in: range, using: &generator)
+    }
+
+    static func pick<T: FixedWidthInteger>(_ range: ClosedRange<T>) -> T {
+        var generator = BenchRandom()
+        return T.random(in: range, using: &generator)
+    }
+}
+
 /// Runs `workers` loops of `body` for `duration`; each loop iteration counts `callsPerIteration` calls.
 func runLoad(
     workers: Int, duration: Duration, callsPerIteration: Int = 1, recordLatency: Bool = true,

@@ -38,7 +38,7 @@ struct PostgresBench: AsyncParsableCommand {
         let client = try PostgresClient(configuration: .init(url: url, options: options), logger: Logger(label: "bench"))
         let ours = try await runLoad(workers: clients, duration: .seconds(seconds)) { _ in
             let rows = try await client.query(
-                "SELECT abalance FROM pgbench_accounts WHERE aid = $1", [Int64.random(in: 1...100_000)])
+                "SELECT abalance FROM pgbench_accounts WHERE aid = $1", [BenchRandom.pick(Int64(1)...100_000)])
             _ = try rows[0].decode(Int32.self, at: 0)
         }
         await client.shutdown()

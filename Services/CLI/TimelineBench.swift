@@ -72,11 +72,11 @@ struct TimelineBench: AsyncParsableCommand {
 
         let duration = Duration.seconds(seconds)
         let reads = try await runLoad(workers: clients, duration: duration) { worker in
-            try await services.home(of: reed[Int.random(in: 0..<nodeCount)], limit: 20)
+            try await services.home(of: reed[BenchRandom.pick(0..<nodeCount)], limit: 20)
         }
         print("timeline.home of 20, \(clients) clients: \(reads.summary)   (target ≥ 5,000 reads/s)")
         let paced = try await runAtRate(2000, for: duration) { _ in
-            try await services.home(of: reed[Int.random(in: 0..<nodeCount)], limit: 20)
+            try await services.home(of: reed[BenchRandom.pick(0..<nodeCount)], limit: 20)
         }
         print("timeline.home of 20 at 2,000/s: \(paced.summary)   (target p99 < 10 ms)")
 
@@ -86,11 +86,11 @@ struct TimelineBench: AsyncParsableCommand {
         var best: Int?
         for rate in mixRates.split(separator: ",").compactMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) {
             let mix = try await runAtRate(rate, for: duration) { _ in
-                let user = reed[Int.random(in: 0..<nodeCount)]
-                switch Int.random(in: 0..<10) {
+                let user = reed[BenchRandom.pick(0..<nodeCount)]
+                switch BenchRandom.pick(0..<10) {
                 case 0..<6: try await services.home(of: user, limit: 10)
-                case 6..<9: try await services.userTimeline(of: reed[Int.random(in: 0..<nodeCount)], as: user, limit: 10)
-                default: try await services.post(as: user, "mixed words \(Int.random(in: 0..<1_000_000))")
+                case 6..<9: try await services.userTimeline(of: reed[BenchRandom.pick(0..<nodeCount)], as: user, limit: 10)
+                default: try await services.post(as: user, "mixed words \(BenchRandom.pick(0..<1_000_000))")
                 }
             }
             print("DeathStarBench mix (60% home, 30% user, 10% create) at \(rate)/s: \(mix.summary)")

@@ -75,7 +75,7 @@ struct TweetsBench: AsyncParsableCommand {
         let meta = RequestMeta(service: credential)
         let viewer = accounts[0].user.id
         let reads = try await runLoad(workers: clients, duration: .seconds(seconds)) { _ in
-            let start = Int.random(in: 0...(ids.count - batch))
+            let start = BenchRandom.pick(0...(ids.count - batch))
             let params = try RawJSON(
                 encoding: ["ids": JSONValue.array(ids[start..<start + batch].map { .string($0) }), "viewerId": .string(viewer)])
             let response = try await tweets.send("tweets.getMany", params: params, meta: meta)
