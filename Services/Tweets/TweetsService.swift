@@ -13,19 +13,24 @@ struct TweetsService: Sendable {
     let media: MediaLibrary
     let hydrator: TweetHydrator
 
-    init(resources: ServiceResources) {
+    init(resources: ServiceResources, localBodies: LocalBodies?) {
         self.resources = resources
         store = TweetStore(postgres: resources.postgres)
         likes = LikeStore(postgres: resources.postgres)
-        cache = TweetCache(redis: resources.redis, logger: resources.logger)
+        cache = TweetCache(redis: resources.redis, local: localBodies, logger: resources.logger)
         accounts = Accounts(resources: resources)
         media = MediaLibrary(resources: resources)
         hydrator = TweetHydrator(store: store, cache: cache, accounts: accounts, media: media, logger: resources.logger)
     }
 
-    /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its methods.
+    /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its
+    /// methods. The process keeps up to `AVIARY_TWEETS_LOCAL_BODIES` tweet bodies of its own (default
+    /// 20,000, about 10 MiB; 0 keeps none and reads every body from Redis).
     static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
-        TweetsService(resources: resources).registerMethods(with: &router)
+        let capacity = try resources.configuration.integer("AVIARY_TWEETS_LOCAL_BODIES", default: 20_000, in: 0...1_000_000)
+        let local = capacity > 0 ? LocalBodies(redis: resources.redis, capacity: capacity, logger: resources.logger) : nil
+        if let local { resources.addBackgroundService(local) }
+        TweetsService(resources: resources, localBodies: local).registerMethods(with: &router)
     }
 
     func registerMethods(with router: inout RPCRouter) {

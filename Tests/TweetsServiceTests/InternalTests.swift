@@ -1,5 +1,6 @@
 import AviaryAPI
 import Foundation
+import Logging
 import Postgres
 import RPC
 import Redis
@@ -99,6 +100,39 @@ struct InternalTests {
         ])
         try await poll { try await stack.getTweet(tweet.id).author.fullname == "Renamed Alice" }
         try await poll { try await stack.getTweet(mention.id).mentions.first?.fullname == "Renamed Alice" }
+    }
+}
+
+extension InternalTests {
+    @Test("an instance keeps the bodies it read, and a profile change reaches every instance's copy")
+    func localBodiesOnEveryInstance() async throws {
+        let stack = try await TweetsStack.shared()
+        let extra = try await stack.startExtraInstance("tweets")
+        defer { extra.kill() }
+        let client = RPCClient(configuration: .init(addresses: [extra.rpcAddress]), logger: Logger(label: "extra-tweets"))
+        defer { Task { await client.shutdown() } }
+        let carol = try await stack.makeUser("local")
+        let tweet = try await stack.tweet(carol, "read on another instance")
+        func readOnExtra() async throws -> Tweet {
+            try await client.call("tweets.get", params: ["tweetId": JSONValue.string(tweet.id.description)], meta: RequestMeta(), as: Tweet.self)
+        }
+        // Until the extra instance answers from its own copy (its subscription is up by then).
+        try await poll { _ = try await readOnExtra(); return try localHits(extra) > 0 }
+
+        _ = try await stack.call("auth", "auth.updateProfile", ["fullname": "Renamed Carol"], as: carol, decoding: JSONValue.self)
+        _ = try await stack.redis.send([
+            "XADD", "aviary:events:users", "*", "type", "updated", "payload", RedisArgument("{\"userId\":\"\(carol.id)\"}"),
+            "outbox_id", RedisArgument(Int64.random(in: 1...Int64.max)), "source", "tests",
+        ])
+        // Within the poll's 15 s, well inside the 30 s a held body would otherwise live.
+        try await poll { try await readOnExtra().author.fullname == "Renamed Carol" }
+    }
+
+    /// How many bodies `process` found in its own copy (`aviary_tweets_local_bodies_total`).
+    private func localHits(_ process: ServiceProcess) throws -> Int {
+        let metrics = try AdminHTTP.get("/metrics", port: process.adminPort).body
+        let line = metrics.split(separator: "\n").first { $0.hasPrefix("aviary_tweets_local_bodies_total") && $0.contains(#"result="hit""#) }
+        return line.flatMap { $0.split(separator: " ").last }.flatMap { Int(Double($0) ?? 0) } ?? 0
     }
 }
 

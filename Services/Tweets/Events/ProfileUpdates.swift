@@ -16,7 +16,8 @@ enum ProfileUpdates {
             })
         guard !users.isEmpty else { return }
         let store = TweetStore(postgres: resources.postgres)
-        let cache = TweetCache(redis: resources.redis, logger: resources.logger)
+        // Announcing what it forgets reaches this process's copy of the bodies too.
+        let cache = TweetCache(redis: resources.redis, local: nil, logger: resources.logger)
         for user in users {
             // Idempotent: a redelivered event only tombstones the same keys again.
             try await cache.forget(try await store.showing(user: user))

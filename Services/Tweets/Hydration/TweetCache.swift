@@ -10,9 +10,12 @@ import Redis
 /// holds changes only when the tweet is deleted or a user it shows edits their profile; then the
 /// key gets a short-lived tombstone instead of being deleted, and bodies are only ever written
 /// where no key exists (`SET … NX`), so a read that built a body from data older than the change
-/// cannot store it afterwards.
+/// cannot store it afterwards. Each process also holds the bodies it read lately (``LocalBodies``),
+/// which a tombstone's announcement reaches.
 struct TweetCache: Sendable {
     let redis: RedisClient
+    /// This process's copy of the bodies read lately, if it keeps one.
+    let local: LocalBodies?
     let logger: Logger
 
     /// How long an unread body stays.
@@ -23,25 +26,33 @@ struct TweetCache: Sendable {
 
     static func key(_ id: Int64) -> String { "aviary:tweets:body:\(id)" }
 
-    /// The cached bodies among `ids`, in one `MGET`. Redis being down is a miss for every id.
-    func bodies(_ ids: [Int64]) async -> [Int64: [UInt8]] {
-        guard !ids.isEmpty else { return [:] }
+    /// The cached bodies among `ids`: those this process holds, the others in one `MGET` (which
+    /// the process then holds too). Redis being down is a miss for every id it was asked for. The
+    /// epoch is for ``store(_:readSince:)``.
+    func bodies(_ ids: [Int64]) async -> (found: [Int64: [UInt8]], epoch: LocalBodies.Epoch?) {
+        guard !ids.isEmpty else { return ([:], nil) }
+        var (found, epoch) = local?.bodies(ids) ?? ([:], nil)
+        let asked = found.isEmpty ? ids : ids.filter { found[$0] == nil }
+        guard !asked.isEmpty else { return (found, epoch) }
         do {
-            let values = try await redis.send([RedisArgument("MGET")] + ids.map { RedisArgument(Self.key($0)) }).array ?? []
-            var found: [Int64: [UInt8]] = [:]
-            for (id, value) in zip(ids, values) {
-                if let bytes = value.bytes, bytes != Self.tombstone { found[id] = bytes }
+            let values = try await redis.send([RedisArgument("MGET")] + asked.map { RedisArgument(Self.key($0)) }).array ?? []
+            var fetched: [Int64: [UInt8]] = [:]
+            for (id, value) in zip(asked, values) {
+                if let bytes = value.bytes, bytes != Self.tombstone { fetched[id] = bytes }
             }
-            return found
+            local?.keep(fetched, since: epoch)
+            found.merge(fetched) { _, new in new }
         } catch {
             logger.warning("reading cached tweets failed", metadata: ["error": "\(error)"])
-            return [:]
         }
+        return (found, epoch)
     }
 
-    /// Stores `bodies` where no body or tombstone is, in one pipeline.
-    func store(_ bodies: [(id: Int64, body: [UInt8])]) async {
+    /// Stores `bodies` where no body or tombstone is, in one pipeline; with the epoch of the read
+    /// that built them, this process holds them too.
+    func store(_ bodies: [(id: Int64, body: [UInt8])], readSince epoch: LocalBodies.Epoch? = nil) async {
         guard !bodies.isEmpty else { return }
+        local?.keep(bodies.lazy.map { (key: $0.id, value: $0.body) }, since: epoch)
         let commands: [[RedisArgument]] = bodies.map { entry in
             ["SET", RedisArgument(Self.key(entry.id)), RedisArgument(entry.body), "EX", RedisArgument(Self.lifetime), "NX"]
         }
@@ -52,13 +63,16 @@ struct TweetCache: Sendable {
         }
     }
 
-    /// Replaces the bodies of `ids` with tombstones, in pipelines of 1,000. Throws when Redis fails,
-    /// so that an event consumer retries.
+    /// Replaces the bodies of `ids` with tombstones, in pipelines of 1,000, each followed by its
+    /// announcement to every process's ``LocalBodies``. Throws when Redis fails, so that an event
+    /// consumer retries.
     func forget(_ ids: [Int64]) async throws {
+        let channel = RedisArgument(LocalBodies.channel(database: redis.configuration.database))
         for start in stride(from: 0, to: ids.count, by: 1000) {
-            let commands: [[RedisArgument]] = ids[start..<min(start + 1000, ids.count)].map { id in
+            let batch = ids[start..<min(start + 1000, ids.count)]
+            let commands: [[RedisArgument]] = batch.map { id in
                 ["SET", RedisArgument(Self.key(id)), RedisArgument(Self.tombstone), "EX", RedisArgument(Self.tombstoneLifetime)]
-            }
+            } + [["PUBLISH", channel, RedisArgument(batch.map { String($0) }.joined(separator: " "))]]
             for reply in try await redis.pipeline(commands) {
                 if case .error = reply { throw RPCError.unavailable("Redis refused a tombstone; retry shortly") }
             }

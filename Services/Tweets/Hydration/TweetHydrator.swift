@@ -48,7 +48,7 @@ struct TweetHydrator: Sendable {
         async let storedStates = store.states(unique, viewer: viewer)
         async let cachedBodies = cache.bodies(unique)
         var states = try await storedStates
-        var bodies = await cachedBodies
+        var (bodies, epoch) = await cachedBodies
         // A deleted tweet's body is built every time: its cached one, if any, still has the text.
         let missing = unique.filter { id in states[id].map { $0.deleted ? !omitDeleted : bodies[id] == nil } ?? false }
         if !missing.isEmpty {
@@ -59,7 +59,7 @@ struct TweetHydrator: Sendable {
             bodies.merge(built.bodies) { _, new in new }
             if !built.cacheable.isEmpty {
                 let cache = self.cache
-                Task(executorPreference: EventLoopTaskExecutor.current) { await cache.store(built.cacheable) }
+                Task(executorPreference: EventLoopTaskExecutor.current) { await cache.store(built.cacheable, readSince: epoch) }
             }
         }
         return ids.compactMap { id in
