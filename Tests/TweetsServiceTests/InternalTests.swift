@@ -104,20 +104,22 @@ struct InternalTests {
 }
 
 extension InternalTests {
-    @Test("an instance keeps the bodies it read, and a profile change reaches every instance's copy")
+    @Test("an instance keeps up to its limit of the bodies it read, and a profile change reaches every instance's copy")
     func localBodiesOnEveryInstance() async throws {
         let stack = try await TweetsStack.shared()
-        let extra = try await stack.startExtraInstance("tweets")
+        let extra = try await stack.startExtraInstance("tweets", environment: ["AVIARY_TWEETS_LOCAL_BODIES": "4"])
         defer { extra.kill() }
         let client = RPCClient(configuration: .init(addresses: [extra.rpcAddress]), logger: Logger(label: "extra-tweets"))
         defer { Task { await client.shutdown() } }
         let carol = try await stack.makeUser("local")
         let tweet = try await stack.tweet(carol, "read on another instance")
-        func readOnExtra() async throws -> Tweet {
-            try await client.call("tweets.get", params: ["tweetId": JSONValue.string(tweet.id.description)], meta: RequestMeta(), as: Tweet.self)
+        func readOnExtra(_ id: EntityID = tweet.id) async throws -> Tweet {
+            try await client.call("tweets.get", params: ["tweetId": JSONValue.string(id.description)], meta: RequestMeta(), as: Tweet.self)
         }
         // Until the extra instance answers from its own copy (its subscription is up by then).
-        try await poll { _ = try await readOnExtra(); return try localHits(extra) > 0 }
+        try await poll { _ = try await readOnExtra(); return try localBodies(extra, #"_total{result="hit"}"#) > 0 }
+        for index in 0..<10 { _ = try await readOnExtra(try await stack.tweet(carol, "one of many \(index)").id) }
+        #expect(try localBodies(extra, " ") <= 4)
 
         _ = try await stack.call("auth", "auth.updateProfile", ["fullname": "Renamed Carol"], as: carol, decoding: JSONValue.self)
         _ = try await stack.redis.send([
@@ -128,10 +130,11 @@ extension InternalTests {
         try await poll { try await readOnExtra().author.fullname == "Renamed Carol" }
     }
 
-    /// How many bodies `process` found in its own copy (`aviary_tweets_local_bodies_total`).
-    private func localHits(_ process: ServiceProcess) throws -> Int {
+    /// The value of `process`'s metric `aviary_tweets_local_bodies` followed by `suffix`: the bodies it
+    /// holds (suffix " "), or found in its own copy (`_total{result="hit"}`).
+    private func localBodies(_ process: ServiceProcess, _ suffix: String) throws -> Int {
         let metrics = try AdminHTTP.get("/metrics", port: process.adminPort).body
-        let line = metrics.split(separator: "\n").first { $0.hasPrefix("aviary_tweets_local_bodies_total") && $0.contains(#"result="hit""#) }
+        let line = metrics.split(separator: "\n").first { $0.hasPrefix("aviary_tweets_local_bodies" + suffix) }
         return line.flatMap { $0.split(separator: " ").last }.flatMap { Int(Double($0) ?? 0) } ?? 0
     }
 }

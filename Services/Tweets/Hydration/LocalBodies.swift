@@ -17,7 +17,7 @@ import Synchronization
 /// which bounds how stale a silently dead subscription could leave them.
 ///
 /// Metrics: `aviary_tweets_local_bodies_total` (counter, `result` `hit` or `miss`: bodies asked for
-/// and found here or not).
+/// and found here or not) and `aviary_tweets_local_bodies` (gauge: bodies held).
 final class LocalBodies: Service, Sendable {
     /// When a read looked; what it fetched is kept only if nothing was forgotten since.
     struct Epoch: Equatable, Sendable {
@@ -33,6 +33,7 @@ final class LocalBodies: Service, Sendable {
     private let state = Mutex(State())
     private let hits = Counter(label: "aviary_tweets_local_bodies_total", dimensions: [("result", "hit")])
     private let misses = Counter(label: "aviary_tweets_local_bodies_total", dimensions: [("result", "miss")])
+    private let held = Gauge(label: "aviary_tweets_local_bodies")
 
     private struct State {
         var bodies: [Int64: Entry] = [:]
@@ -60,17 +61,18 @@ final class LocalBodies: Service, Sendable {
     /// the copy is not trusted: nothing is kept then).
     func bodies(_ ids: [Int64]) -> (found: [Int64: [UInt8]], epoch: Epoch?) {
         let now = ContinuousClock.now
-        let held: (found: [Int64: [UInt8]], epoch: Epoch?) = state.withLock { state in
+        let result: (found: [Int64: [UInt8]], epoch: Epoch?) = state.withLock { state in
             guard state.trusted else { return ([:], nil) }
             var found: [Int64: [UInt8]] = [:]
             for id in ids {
-                if let entry = state.bodies[id], entry.expires > now { found[id] = entry.body }
+                guard let entry = state.bodies[id] else { continue }
+                if entry.expires > now { found[id] = entry.body } else { state.bodies.removeValue(forKey: id) }
             }
             return (found, Epoch(value: state.epoch))
         }
-        if !held.found.isEmpty { hits.increment(by: held.found.count) }
-        if held.found.count < ids.count { misses.increment(by: ids.count - held.found.count) }
-        return held
+        if !result.found.isEmpty { hits.increment(by: result.found.count) }
+        if result.found.count < ids.count { misses.increment(by: ids.count - result.found.count) }
+        return result
     }
 
     /// Keeps `bodies`, fetched since `epoch`, unless something was forgotten since.
@@ -83,15 +85,14 @@ final class LocalBodies: Service, Sendable {
                 if state.bodies.count >= capacity { evict(&state) }
                 state.bodies[id] = Entry(body: body, expires: expires)
             }
+            held.record(state.bodies.count)
         }
     }
 
-    /// Makes room: drops the expired entries, or, if none is, an eighth of them (whichever come first).
+    /// Makes room: drops an eighth of the entries, whichever come first in the dictionary (an order
+    /// its per-process hash seed scatters). Expired ones go this way too, or when read.
     private func evict(_ state: inout State) {
-        let now = ContinuousClock.now
-        state.bodies = state.bodies.filter { $0.value.expires > now }
-        guard state.bodies.count >= capacity else { return }
-        for id in state.bodies.keys.prefix(max(1, capacity / 8)) { state.bodies[id] = nil }
+        for id in Array(state.bodies.keys.prefix(max(1, capacity / 8))) { state.bodies.removeValue(forKey: id) }
     }
 
     // MARK: Watching
@@ -144,6 +145,7 @@ final class LocalBodies: Service, Sendable {
         state.withLock { state in
             state.epoch += 1
             for id in ids { state.bodies[id] = nil }
+            held.record(state.bodies.count)
         }
     }
 
@@ -156,6 +158,7 @@ final class LocalBodies: Service, Sendable {
             state.trusted = false
             state.epoch += 1
             state.bodies = [:]
+            held.record(0)
         }
     }
 }
