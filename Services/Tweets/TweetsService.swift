@@ -13,24 +13,31 @@ struct TweetsService: Sendable {
     let media: MediaLibrary
     let hydrator: TweetHydrator
 
-    init(resources: ServiceResources, localBodies: LocalBodies?) {
+    init(resources: ServiceResources, bodies: LocalCopy<[UInt8]>?, users: LocalCopy<UserSummary>?) {
         self.resources = resources
         store = TweetStore(postgres: resources.postgres)
         likes = LikeStore(postgres: resources.postgres)
-        cache = TweetCache(redis: resources.redis, local: localBodies, logger: resources.logger)
-        accounts = Accounts(resources: resources)
+        cache = TweetCache(redis: resources.redis, local: bodies, logger: resources.logger)
+        accounts = Accounts(resources: resources, users: users)
         media = MediaLibrary(resources: resources)
         hydrator = TweetHydrator(store: store, cache: cache, accounts: accounts, media: media, logger: resources.logger)
     }
 
     /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its
-    /// methods. The process keeps up to `AVIARY_TWEETS_LOCAL_BODIES` tweet bodies of its own (default
-    /// 20,000, about 10 MiB; 0 keeps none and reads every body from Redis).
+    /// methods. The process keeps in memory up to `AVIARY_TWEETS_LOCAL_BODIES` tweet bodies (default
+    /// 20,000, about 10 MiB) and as many summaries of users who post (0 keeps none: every body is
+    /// read from Redis and every author asked of auth).
     static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
         let capacity = try resources.configuration.integer("AVIARY_TWEETS_LOCAL_BODIES", default: 20_000, in: 0...1_000_000)
-        let local = capacity > 0 ? LocalBodies(redis: resources.redis, capacity: capacity, logger: resources.logger) : nil
-        if let local { resources.addBackgroundService(local) }
-        TweetsService(resources: resources, localBodies: local).registerMethods(with: &router)
+        var bodies: LocalCopy<[UInt8]>?
+        var users: LocalCopy<UserSummary>?
+        if capacity > 0 {
+            bodies = LocalCopy(.bodies, redis: resources.redis, capacity: capacity, lifetime: .seconds(30), logger: resources.logger)
+            users = LocalCopy(.users, redis: resources.redis, capacity: capacity, lifetime: .seconds(60), logger: resources.logger)
+        }
+        if let bodies { resources.addBackgroundService(bodies) }
+        if let users { resources.addBackgroundService(users) }
+        TweetsService(resources: resources, bodies: bodies, users: users).registerMethods(with: &router)
     }
 
     func registerMethods(with router: inout RPCRouter) {

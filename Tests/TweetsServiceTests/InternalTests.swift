@@ -117,9 +117,9 @@ extension InternalTests {
             try await client.call("tweets.get", params: ["tweetId": JSONValue.string(id.description)], meta: RequestMeta(), as: Tweet.self)
         }
         // Until the extra instance answers from its own copy (its subscription is up by then).
-        try await poll { _ = try await readOnExtra(); return try localBodies(extra, #"_total{result="hit"}"#) > 0 }
+        try await poll { _ = try await readOnExtra(); return try metric(extra, #"aviary_tweets_local_bodies_total{result="hit"}"#) > 0 }
         for index in 0..<10 { _ = try await readOnExtra(try await stack.tweet(carol, "one of many \(index)").id) }
-        #expect(try localBodies(extra, " ") <= 4)
+        #expect(try metric(extra, "aviary_tweets_local_bodies ") <= 4)
 
         _ = try await stack.call("auth", "auth.updateProfile", ["fullname": "Renamed Carol"], as: carol, decoding: JSONValue.self)
         _ = try await stack.redis.send([
@@ -130,11 +130,30 @@ extension InternalTests {
         try await poll { try await readOnExtra().author.fullname == "Renamed Carol" }
     }
 
-    /// The value of `process`'s metric `aviary_tweets_local_bodies` followed by `suffix`: the bodies it
-    /// holds (suffix " "), or found in its own copy (`_total{result="hit"}`).
-    private func localBodies(_ process: ServiceProcess, _ suffix: String) throws -> Int {
+    @Test("a tweet posted right after its author's profile change shows the new name")
+    func authorSummaryAfterRename() async throws {
+        let stack = try await TweetsStack.shared()
+        let dave = try await stack.makeUser("author")
+        // Until posts take their author's summary from the instance's own copy.
+        try await poll {
+            _ = try await stack.tweet(dave, "warming up")
+            return try metric(stack.process("tweets"), #"aviary_tweets_local_users_total{result="hit"}"#) > 0
+        }
+        _ = try await stack.tweet(dave, "with the copy's summary")
+
+        _ = try await stack.call("auth", "auth.updateProfile", ["fullname": "Renamed Dave"], as: dave, decoding: JSONValue.self)
+        _ = try await stack.redis.send([
+            "XADD", "aviary:events:users", "*", "type", "updated", "payload", RedisArgument("{\"userId\":\"\(dave.id)\"}"),
+            "outbox_id", RedisArgument(Int64.random(in: 1...Int64.max)), "source", "tests",
+        ])
+        // Within the poll's 15 s, well inside the 60 s a held summary would otherwise live.
+        try await poll { try await stack.tweet(dave, "after the rename").author.fullname == "Renamed Dave" }
+    }
+
+    /// The value of the line of `process`'s metrics that starts with `prefix` (0 when there is none).
+    private func metric(_ process: ServiceProcess, _ prefix: String) throws -> Int {
         let metrics = try AdminHTTP.get("/metrics", port: process.adminPort).body
-        let line = metrics.split(separator: "\n").first { $0.hasPrefix("aviary_tweets_local_bodies" + suffix) }
+        let line = metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }
         return line.flatMap { $0.split(separator: " ").last }.flatMap { Int(Double($0) ?? 0) } ?? 0
     }
 }

@@ -1,10 +1,12 @@
 import AviaryAPI
 import RPC
+import Redis
 import ServiceKit
 
 /// The consumer of the `users` topic: when a user changes their profile (`updated`, `{userId}`),
-/// the cached bodies of every tweet that shows their summary (theirs, replies to them, mentions of
-/// them) get tombstones, so the next read builds them with the new name and picture.
+/// every process forgets its copy of their summary, and the cached bodies of every tweet that shows
+/// it (theirs, replies to them, mentions of them) get tombstones, so the next read builds them with
+/// the new name and picture.
 enum ProfileUpdates {
     static let consumer = EventConsumerDefinition(topic: "users") { batch, resources in
         let users = Set(
@@ -15,6 +17,10 @@ enum ProfileUpdates {
                 return EntityID(text)?.value
             })
         guard !users.isEmpty else { return }
+        // First every process's copy of their summaries: a tweet posted with an old one after the
+        // lookup below is then not cached (see `Accounts.isCurrent`).
+        let database = resources.redis.configuration.database
+        _ = try await resources.redis.send(LocalCopy<UserSummary>.Kind.users.announcement(of: users, database: database))
         let store = TweetStore(postgres: resources.postgres)
         // Announcing what it forgets reaches this process's copy of the bodies too.
         let cache = TweetCache(redis: resources.redis, local: nil, logger: resources.logger)

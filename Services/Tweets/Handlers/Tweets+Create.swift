@@ -13,7 +13,7 @@ extension TweetsService {
         let parsed = TweetText(text)
 
         // The author's summary is needed for the reply whatever happens; asked alongside the checks.
-        async let authorSummary = accounts.summaries([author], context: context)
+        async let authorSummary = accounts.author(author, context: context)
         async let mentioned = accounts.users(named: parsed.mentions, context: context)
         async let attached = media.media(mediaIDs, ownedBy: author, context: context)
         let (mentions, found) = try await (mentioned, attached)
@@ -37,7 +37,8 @@ extension TweetsService {
         case .created(let id, let createdAt, let replyToUserID):
             // The event reaches its stream at once rather than at the relay's next poll.
             OutboxRelay.nudge()
-            var users = try await authorSummary
+            let (authorUser, authorEpoch) = try await authorSummary
+            var users: [Int64: UserSummary] = authorUser.map { [author: $0] } ?? [:]
             if let replyToUserID, users[replyToUserID] == nil {
                 users.merge(try await accounts.summaries([replyToUserID], context: context)) { first, _ in first }
             }
@@ -49,8 +50,9 @@ extension TweetsService {
                 replyTo: params.replyTo, replyToUser: replyToUserID.map(summary), mentions: mentions,
                 hashtags: parsed.hashtags, media: mediaIDs.compactMap { found[$0] }
             ).open()
-            // Followers' timelines read it next: have it cached already.
-            if users[author] != nil && (replyToUserID.map { users[$0] != nil } ?? true) {
+            // Followers' timelines read it next: have it cached already, unless the author's profile
+            // changed meanwhile (its consumer may have looked for the tweets to forget before this one).
+            if users[author] != nil && (replyToUserID.map { users[$0] != nil } ?? true) && accounts.isCurrent(authorEpoch) {
                 let cache = self.cache
                 Task(executorPreference: EventLoopTaskExecutor.current) { await cache.store([(id, body)]) }
             }

@@ -7,6 +7,8 @@ import ServiceKit
 /// `@mentions` name.
 struct Accounts: Sendable {
     let resources: ServiceResources
+    /// This process's copy of the summaries of users who posted lately, if it keeps one.
+    let users: LocalCopy<UserSummary>?
 
     /// At most this many distinct mentions of one tweet are looked up; the rest stay plain text.
     static let mentionLimit = 10
@@ -23,6 +25,27 @@ struct Accounts: Sendable {
         let found = try await call(
             "auth.getUsers", GetUsers(ids: unique.map(EntityID.init)), context: context, as: [UserSummary].self)
         return Dictionary(found.map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The summary of `author`, for a tweet they post: from this process's copy when it holds it,
+    /// else from one `auth.getUsers` call (then held). Nil for an unknown user. The epoch is for
+    /// ``isCurrent(_:)``.
+    func author(_ author: Int64, context: RPCContext?) async throws
+        -> (summary: UserSummary?, epoch: LocalCopy<UserSummary>.Epoch?)
+    {
+        let (held, epoch) = users?.values([author]) ?? ([:], nil)
+        if let summary = held[author] { return (summary, epoch) }
+        let summary = try await summaries([author], context: context)[author]
+        if let summary { users?.keep([(key: author, value: summary)], since: epoch) }
+        return (summary, epoch)
+    }
+
+    /// Whether no profile change was announced since `epoch` (of ``author(_:context:)``), so that what
+    /// was built from that summary may be cached. True when the process keeps no copy (its epoch is
+    /// nil then, as while the copy is not trusted): the summary came from auth just now.
+    func isCurrent(_ epoch: LocalCopy<UserSummary>.Epoch?) -> Bool {
+        guard let users, let epoch else { return true }
+        return users.isCurrent(epoch)
     }
 
     /// The users named by `usernames` (lower-case, without `@`), in that order; names nobody has

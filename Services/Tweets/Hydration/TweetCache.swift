@@ -10,12 +10,12 @@ import Redis
 /// holds changes only when the tweet is deleted or a user it shows edits their profile; then the
 /// key gets a short-lived tombstone instead of being deleted, and bodies are only ever written
 /// where no key exists (`SET … NX`), so a read that built a body from data older than the change
-/// cannot store it afterwards. Each process also holds the bodies it read lately (``LocalBodies``),
+/// cannot store it afterwards. Each process also holds the bodies it read lately (``LocalCopy``),
 /// which a tombstone's announcement reaches.
 struct TweetCache: Sendable {
     let redis: RedisClient
     /// This process's copy of the bodies read lately, if it keeps one.
-    let local: LocalBodies?
+    let local: LocalCopy<[UInt8]>?
     let logger: Logger
 
     /// How long an unread body stays.
@@ -29,9 +29,9 @@ struct TweetCache: Sendable {
     /// The cached bodies among `ids`: those this process holds, the others in one `MGET` (which
     /// the process then holds too). Redis being down is a miss for every id it was asked for. The
     /// epoch is for ``store(_:readSince:)``.
-    func bodies(_ ids: [Int64]) async -> (found: [Int64: [UInt8]], epoch: LocalBodies.Epoch?) {
+    func bodies(_ ids: [Int64]) async -> (found: [Int64: [UInt8]], epoch: LocalCopy<[UInt8]>.Epoch?) {
         guard !ids.isEmpty else { return ([:], nil) }
-        var (found, epoch) = local?.bodies(ids) ?? ([:], nil)
+        var (found, epoch) = local?.values(ids) ?? ([:], nil)
         let asked = found.isEmpty ? ids : ids.filter { found[$0] == nil }
         guard !asked.isEmpty else { return (found, epoch) }
         do {
@@ -50,7 +50,7 @@ struct TweetCache: Sendable {
 
     /// Stores `bodies` where no body or tombstone is, in one pipeline; with the epoch of the read
     /// that built them, this process holds them too.
-    func store(_ bodies: [(id: Int64, body: [UInt8])], readSince epoch: LocalBodies.Epoch? = nil) async {
+    func store(_ bodies: [(id: Int64, body: [UInt8])], readSince epoch: LocalCopy<[UInt8]>.Epoch? = nil) async {
         guard !bodies.isEmpty else { return }
         local?.keep(bodies.lazy.map { (key: $0.id, value: $0.body) }, since: epoch)
         let commands: [[RedisArgument]] = bodies.map { entry in
@@ -64,15 +64,14 @@ struct TweetCache: Sendable {
     }
 
     /// Replaces the bodies of `ids` with tombstones, in pipelines of 1,000, each followed by its
-    /// announcement to every process's ``LocalBodies``. Throws when Redis fails, so that an event
+    /// announcement to every process's copy (``LocalCopy``). Throws when Redis fails, so that an event
     /// consumer retries.
     func forget(_ ids: [Int64]) async throws {
-        let channel = RedisArgument(LocalBodies.channel(database: redis.configuration.database))
         for start in stride(from: 0, to: ids.count, by: 1000) {
             let batch = ids[start..<min(start + 1000, ids.count)]
             let commands: [[RedisArgument]] = batch.map { id in
                 ["SET", RedisArgument(Self.key(id)), RedisArgument(Self.tombstone), "EX", RedisArgument(Self.tombstoneLifetime)]
-            } + [["PUBLISH", channel, RedisArgument(batch.map { String($0) }.joined(separator: " "))]]
+            } + [LocalCopy<[UInt8]>.Kind.bodies.announcement(of: batch, database: redis.configuration.database)]
             for reply in try await redis.pipeline(commands) {
                 if case .error = reply { throw RPCError.unavailable("Redis refused a tombstone; retry shortly") }
             }
