@@ -35,8 +35,10 @@ struct TweetsService: Sendable {
             bodies = LocalCopy(.bodies, redis: resources.redis, capacity: capacity, lifetime: .seconds(30), logger: resources.logger)
             users = LocalCopy(.users, redis: resources.redis, capacity: capacity, lifetime: .seconds(60), logger: resources.logger)
         }
-        if let bodies { resources.addBackgroundService(bodies) }
-        if let users { resources.addBackgroundService(users) }
+        if let bodies, let users {
+            resources.addBackgroundService(
+                LocalCopyWatch(redis: resources.redis, watches: [bodies.watch(on:), users.watch(on:)], logger: resources.logger))
+        }
         TweetsService(resources: resources, bodies: bodies, users: users).registerMethods(with: &router)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Postgres
 import RPC
 import TestSupport
 
@@ -9,6 +10,11 @@ struct AuthInstance: Sendable {
     let api: AuthAPI
     /// Its database, for the few tests that look at what is stored.
     let databaseURL: String
+
+    /// A client of its database; the caller shuts it down.
+    func database() throws -> PostgresClient {
+        try PostgresClient(configuration: PostgresConfiguration(url: databaseURL), logger: Logger(label: "auth-tests"))
+    }
 }
 
 /// The auth processes the tests share, each started on first use and kept for the whole run:

@@ -1,6 +1,5 @@
 import CArgon2
 import Foundation
-import Logging
 import Postgres
 import RPC
 import Testing
@@ -15,8 +14,7 @@ import Testing
     @Test func passwordsAreStoredAsArgon2idAndWeakHashesAreUpgraded() async throws {
         let instance = try await AuthStack.shared.main()
         let account = try await instance.api.register()
-        let postgres = try PostgresClient(
-            configuration: PostgresConfiguration(url: instance.databaseURL), logger: Logger(label: "auth-tests"))
+        let postgres = try instance.database()
         defer { Task { await postgres.shutdown() } }
 
         let stored = try await storedHash(postgres, userID: account.id)

@@ -1,6 +1,5 @@
 import AviaryAPI
 import Foundation
-import Logging
 import Postgres
 import RPC
 import TestSupport
@@ -57,8 +56,7 @@ import Testing
         // A sign-in starts its session while the password is checked; a wrong password must not keep it.
         let instance = try await AuthStack.shared.main()
         let account = try await instance.api.register()
-        let postgres = try PostgresClient(
-            configuration: PostgresConfiguration(url: instance.databaseURL), logger: Logger(label: "auth-tests"))
+        let postgres = try instance.database()
         defer { Task { await postgres.shutdown() } }
         func sessions() async throws -> Int64 {
             try await postgres.query("SELECT count(*) FROM auth.sessions WHERE user_id = $1", [Int64(account.id)!])[0]

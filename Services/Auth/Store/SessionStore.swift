@@ -52,6 +52,8 @@ struct SessionStore: Sendable {
             return .reused(sessionID: sessionID)
         }
     }
+
+    /// Deletes a session outright (one never handed out: see `SessionIssuer.discard`).
     func delete(sessionID: Int64) async throws {
         try await postgres.execute("DELETE FROM auth.sessions WHERE id = $1", [sessionID])
     }

@@ -19,7 +19,7 @@ import Synchronization
 ///
 /// Metrics: `aviary_tweets_local_<kind>_total` (counter, `result` `hit` or `miss`: values asked for
 /// and found here or not) and `aviary_tweets_local_<kind>` (gauge: values held).
-final class LocalCopy<Value: Sendable>: Service, Sendable {
+final class LocalCopy<Value: Sendable>: Sendable {
     /// When a read looked; what it fetched is kept only if nothing was forgotten since.
     struct Epoch: Equatable, Sendable {
         fileprivate let value: Int
@@ -128,49 +128,39 @@ final class LocalCopy<Value: Sendable>: Service, Sendable {
 
     // MARK: Watching
 
-    /// Listens for announcements until the service group stops.
-    func run() async throws {
-        await cancelWhenGracefulShutdown { await self.watch() }
-    }
-
-    private func watch() async {
-        let subscriber = RedisSubscriber(configuration: redis.configuration, logger: logger)
+    /// Listens for announcements on `subscriber` until it shuts down; the copy is distrusted then.
+    func watch(on subscriber: RedisSubscriber) async {
         let channel = kind.channel(database: redis.configuration.database)
-        await withTaskCancellationHandler {
-            await withDiscardingTaskGroup { tasks in
-                tasks.addTask {
-                    for await event in subscriber.events() {
-                        switch event {
-                        case .disconnected: self.distrust()
-                        case .reconnected: self.trust()
-                        }
-                    }
-                }
-                tasks.addTask {
-                    guard
-                        let subscription = await subscriber.subscribeRetrying(channel, bufferSize: 4096, onRetry: { error in
-                            self.logger.warning(
-                                "cannot hear which cached values change yet; reading them all afresh",
-                                metadata: ["local.kind": "\(self.kind.rawValue)", "error": "\(error)"])
-                        })
-                    else { return }
-                    self.state.withLock { $0.subscribed = true }
-                    self.trust()
-                    var dropped = 0
-                    for await message in subscription {
-                        if subscription.droppedMessageCount != dropped {
-                            dropped = subscription.droppedMessageCount
-                            self.distrust()
-                            self.trust()
-                        }
-                        self.forget(String(decoding: message.payload, as: UTF8.self).split(separator: " ").compactMap { Int64($0) })
+        await withDiscardingTaskGroup { tasks in
+            tasks.addTask {
+                for await event in subscriber.events() {
+                    switch event {
+                    case .disconnected: self.distrust()
+                    case .reconnected: self.trust()
                     }
                 }
             }
-        } onCancel: {
-            Task { await subscriber.shutdown() }
+            tasks.addTask {
+                guard
+                    let subscription = await subscriber.subscribeRetrying(channel, bufferSize: 4096, onRetry: { error in
+                        self.logger.warning(
+                            "cannot hear which cached values change yet; reading them all afresh",
+                            metadata: ["local.kind": "\(self.kind.rawValue)", "error": "\(error)"])
+                    })
+                else { return }
+                self.state.withLock { $0.subscribed = true }
+                self.trust()
+                var dropped = 0
+                for await message in subscription {
+                    if subscription.droppedMessageCount != dropped {
+                        dropped = subscription.droppedMessageCount
+                        self.distrust()
+                        self.trust()
+                    }
+                    self.forget(String(decoding: message.payload, as: UTF8.self).split(separator: " ").compactMap { Int64($0) })
+                }
+            }
         }
-        await subscriber.shutdown()
         distrust()
     }
 
@@ -192,6 +182,28 @@ final class LocalCopy<Value: Sendable>: Service, Sendable {
             state.epoch += 1
             state.values = [:]
             held.record(0)
+        }
+    }
+}
+
+/// Runs the watches of a process's copies (``LocalCopy/watch(on:)``) on one Redis subscriber, one
+/// connection and one thread for them all, until the service group stops.
+struct LocalCopyWatch: Service {
+    let redis: RedisClient
+    let watches: [@Sendable (RedisSubscriber) async -> Void]
+    let logger: Logger
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            let subscriber = RedisSubscriber(configuration: redis.configuration, logger: logger)
+            await withTaskCancellationHandler {
+                await withDiscardingTaskGroup { tasks in
+                    for watch in watches { tasks.addTask { await watch(subscriber) } }
+                }
+            } onCancel: {
+                Task { await subscriber.shutdown() }
+            }
+            await subscriber.shutdown()
         }
     }
 }

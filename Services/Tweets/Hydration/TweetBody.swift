@@ -50,6 +50,11 @@ enum TweetJSON {
         return RawJSON(unchecked: bytes)
     }
 
+    /// A whole tweet: `body` with the counts and flags of its stored `row`.
+    static func finish(_ body: [UInt8], _ row: StoredTweet) -> RawJSON {
+        finish(body, likes: row.likes, replies: row.replies, likedByMe: row.likedByMe, deleted: row.deleted)
+    }
+
     /// Appends the tweet of `body` with the counts and flags of its stored `row`.
     static func append(_ body: [UInt8], _ row: StoredTweet, to bytes: inout [UInt8]) {
         append(body, likes: row.likes, replies: row.replies, likedByMe: row.likedByMe, deleted: row.deleted, to: &bytes)

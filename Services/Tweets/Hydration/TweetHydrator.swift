@@ -16,12 +16,7 @@ struct TweetHydrator: Sendable {
     /// The tweets of `ids` as JSON, in that order, relative to `viewer`. Ids of no tweet are left
     /// out; deleted tweets are marked `deleted` without their content, or left out with `omitDeleted`.
     func json(_ ids: [Int64], viewer: Int64?, omitDeleted: Bool = false, context: RPCContext?) async throws -> [RawJSON] {
-        try await shown(ids, viewer: viewer, omitDeleted: omitDeleted, context: context).map { tweet in
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(tweet.body.count + 80)
-            TweetJSON.append(tweet.body, tweet.row, to: &bytes)
-            return RawJSON(unchecked: bytes)
-        }
+        try await shown(ids, viewer: viewer, omitDeleted: omitDeleted, context: context).map { TweetJSON.finish($0.body, $0.row) }
     }
 
     /// The same tweets as one JSON array, written straight into one buffer (`tweets.getMany`, which
