@@ -26,7 +26,7 @@ public final class RedisClient: Sendable {
     public init(configuration: RedisConfiguration, logger: Logger) {
         precondition(configuration.poolSize > 0, "RedisConfiguration.poolSize must be at least 1")
         var logger = logger
-        logger[metadataKey: "redis.server"] = "\(configuration.host):\(configuration.port)"
+        logger[metadataKey: "redis.server"] = "\(configuration.server)"
         self.configuration = configuration
         self.logger = logger
         self.pool = RedisConnectionPool(configuration: configuration, logger: logger)

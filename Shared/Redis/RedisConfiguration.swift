@@ -4,6 +4,9 @@ public struct RedisConfiguration: Sendable, Equatable {
     public var host: String
     /// TCP port. Default `6379`.
     public var port: Int
+    /// A Unix domain socket to connect through instead of `host` and `port`, for a Redis on the same
+    /// machine: a command then skips the TCP stack on both sides. Default `nil`.
+    public var socketPath: String?
     /// ACL user name for `AUTH username password` (Redis 6+); `nil` sends `AUTH password`. Default `nil`.
     public var username: String?
     /// Password sent with `AUTH` right after connecting; `nil` skips `AUTH`. Default `nil`.
@@ -23,6 +26,7 @@ public struct RedisConfiguration: Sendable, Equatable {
     public init(
         host: String = "127.0.0.1",
         port: Int = 6379,
+        socketPath: String? = nil,
         username: String? = nil,
         password: String? = nil,
         database: Int = 0,
@@ -32,6 +36,7 @@ public struct RedisConfiguration: Sendable, Equatable {
     ) {
         self.host = host
         self.port = port
+        self.socketPath = socketPath
         self.username = username
         self.password = password
         self.database = database
@@ -40,17 +45,23 @@ public struct RedisConfiguration: Sendable, Equatable {
         self.commandTimeout = commandTimeout
     }
 
-    /// Parses `redis://[[username]:password@]host[:port][/database]`; the port defaults to 6379 and the
-    /// database to 0. User name and password may be percent-encoded. Other settings keep their defaults.
+    /// Parses `redis://[[username]:password@]host[:port][/database]`, or
+    /// `unix://[[username]:password@]/path/to/redis.sock[?db=database]` for a Unix domain socket; the
+    /// port defaults to 6379 and the database to 0. User name and password may be percent-encoded.
+    /// Other settings keep their defaults.
     ///
     /// - Throws: `RedisError` with code `.invalidConfiguration`.
     public init(url: String, poolSize: Int = 8) throws {
-        let prefix = "redis://"
-        guard url.hasPrefix(prefix) else { throw Self.invalid("the URL must start with redis://") }
-        var rest = Substring(url.dropFirst(prefix.count))
+        let schemes = ["redis://", "unix://"]
+        guard let scheme = schemes.first(where: url.hasPrefix) else {
+            throw Self.invalid("the URL must start with redis:// or unix://")
+        }
+        var rest = Substring(url.dropFirst(scheme.count))
         var username: String?
         var password: String?
-        if let at = rest.lastIndex(of: "@") {
+        // A socket path may hold an @; credentials end before the path's first slash.
+        let authority = scheme == "unix://" ? rest.prefix { $0 != "/" } : rest
+        if let at = authority.lastIndex(of: "@") {
             let userInfo = rest[..<at]
             rest = rest[rest.index(after: at)...]
             guard let colon = userInfo.firstIndex(of: ":") else {
@@ -61,6 +72,10 @@ public struct RedisConfiguration: Sendable, Equatable {
             else { throw Self.invalid("the user name or password is badly percent-encoded") }
             username = decodedUser.isEmpty ? nil : decodedUser
             password = decodedSecret
+        }
+        if scheme == "unix://" {
+            try self.init(socketURLPath: rest, username: username, password: password, poolSize: poolSize)
+            return
         }
         var database = 0
         if let slash = rest.firstIndex(of: "/") {
@@ -106,6 +121,36 @@ public struct RedisConfiguration: Sendable, Equatable {
             poolSize: poolSize)
     }
 
+    /// The rest of a `unix://` URL after its credentials: an absolute path, then `?db=N` if any.
+    private init(
+        socketURLPath rest: Substring, username: String?, password: String?, poolSize: Int
+    ) throws {
+        var path = rest
+        var database = 0
+        if let question = rest.firstIndex(of: "?") {
+            path = rest[..<question]
+            let query = rest[rest.index(after: question)...]
+            guard query.hasPrefix("db="), let number = Int(query.dropFirst(3)), number >= 0 else {
+                throw Self.invalid("a unix:// URL takes only ?db= with a database number")
+            }
+            database = number
+        }
+        guard path.hasPrefix("/"), path.count > 1 else {
+            throw Self.invalid("a unix:// URL needs the socket's absolute path")
+        }
+        guard let decodedPath = String(path).removingPercentEncoding, !decodedPath.utf8.contains(0) else {
+            throw Self.invalid("the socket path is badly percent-encoded")
+        }
+        self.init(
+            socketPath: decodedPath, username: username, password: password, database: database,
+            poolSize: poolSize)
+    }
+
+    /// The server, for logs: the socket's path, or host and port.
+    public var server: String {
+        socketPath ?? "\(host):\(port)"
+    }
+
     /// What a new connection sends first: `AUTH` when there is a password, `SELECT` for a database
     /// other than 0.
     var handshakeCommands: [[RedisArgument]] {
@@ -128,8 +173,11 @@ public struct RedisConfiguration: Sendable, Equatable {
 extension RedisConfiguration: CustomStringConvertible {
     /// The configuration as a URL with the password masked, safe to log.
     public var description: String {
-        let hostPart = host.contains(":") ? "[\(host)]" : host
         let credentials = password == nil ? "" : "\(username ?? ""):***@"
+        if let socketPath {
+            return "unix://\(credentials)\(socketPath)?db=\(database) (poolSize: \(poolSize))"
+        }
+        let hostPart = host.contains(":") ? "[\(host)]" : host
         return "redis://\(credentials)\(hostPart):\(port)/\(database) (poolSize: \(poolSize))"
     }
 }

@@ -35,11 +35,14 @@ final class RedisConnection: @unchecked Sendable {
     /// Connects, sends `AUTH` and `SELECT` as configured, then sets the command timeout on the socket.
     static func connect(_ configuration: RedisConfiguration) throws(RedisError) -> RedisConnection {
         Posix.ignoreSIGPIPE
-        guard
-            let context = redisConnectWithTimeout(
-                configuration.host, Int32(configuration.port),
-                timeval(configuration.connectTimeout))
-        else { throw RedisError(.connectionFailed, detail: "hiredis could not allocate a context") }
+        let timeout = timeval(configuration.connectTimeout)
+        let context =
+            if let socketPath = configuration.socketPath {
+                redisConnectUnixWithTimeout(socketPath, timeout)
+            } else {
+                redisConnectWithTimeout(configuration.host, Int32(configuration.port), timeout)
+            }
+        guard let context else { throw RedisError(.connectionFailed, detail: "hiredis could not allocate a context") }
         let connection = RedisConnection(context: context)
         guard context.pointee.err == 0 else {
             throw RedisError(.connectionFailed, detail: connection.errorString)
@@ -49,7 +52,7 @@ final class RedisConnection: @unchecked Sendable {
             throw RedisError(
                 .connectionFailed, detail: "setting the socket timeout failed: \(connection.errorString)")
         }
-        _ = redisEnableKeepAlive(context)
+        if configuration.socketPath == nil { _ = redisEnableKeepAlive(context) }
 
         let handshake = configuration.handshakeCommands
         if !handshake.isEmpty {

@@ -263,6 +263,31 @@ import Testing
         }
     }
 
+    @Test func connectsThroughAUnixSocket() async throws {
+        let redis = try await TestServers.redis()
+        // A deep $TMPDIR leaves the test server without a socket.
+        guard let socketURL = redis.socketURL else { return }
+        var configuration = try RedisConfiguration(url: socketURL + "?db=1")
+        configuration.connectTimeout = .seconds(2)
+        let client = RedisClient(configuration: configuration, logger: testLogger)
+        let subscriber = RedisSubscriber(configuration: configuration, logger: testLogger)
+        let key = uniqueName("socket")
+        try await client.set(key, to: "over the socket")
+        // Flag U: a Unix-socket client.
+        let info = try await client.send(["CLIENT", "INFO"]).string ?? ""
+        #expect(info.contains(" flags=U ") && info.contains(" db=1 "))
+        try await withClient(redis) { tcp in
+            let replies = try await tcp.pipeline([["SELECT", "1"], ["GET", RedisArgument(key)]])
+            #expect(replies.last?.string == "over the socket")
+        }
+        let channel = uniqueName("socket-news")
+        let messages = Collector(try await subscriber.subscribe(channel))
+        #expect(try await client.publish("hello", to: channel) == 1)
+        #expect(try await messages.wait(for: 1).map(\.text) == ["hello"])
+        await subscriber.shutdown()
+        await client.shutdown()
+    }
+
     @Test func authenticatesAndSelectsTheDatabase() async throws {
         try await withPrivateRedis { redis in
             try await withClient(redis) { admin in

@@ -39,7 +39,22 @@ import Testing
         #expect(configuration.database == 1)
     }
 
+    @Test func parsesUnixSocketURLs() throws {
+        let plain = try RedisConfiguration(url: "unix:///run/redis/redis.sock")
+        #expect(plain.socketPath == "/run/redis/redis.sock")
+        #expect(plain.database == 0 && plain.password == nil)
+        #expect(plain.server == "/run/redis/redis.sock")
+        let full = try RedisConfiguration(url: "unix://app:p%40ss@/srv/a%20b/redis@1.sock?db=3", poolSize: 2)
+        #expect(full.socketPath == "/srv/a b/redis@1.sock")
+        #expect(full.username == "app" && full.password == "p@ss")
+        #expect(full.database == 3 && full.poolSize == 2)
+        #expect(!full.description.contains("p@ss") && full.description.hasPrefix("unix://app:***@/srv/a b/"))
+        #expect(try RedisConfiguration(url: "redis://10.0.0.7:6380").server == "10.0.0.7:6380")
+    }
+
     @Test(arguments: [
+        "unix://", "unix://relative/redis.sock", "unix:///", "unix:///r.sock?db=x", "unix:///r.sock?timeout=1",
+        "unix://pass@/r.sock", "unix:///r%zz.sock",
         "http://127.0.0.1:6379", "redis://", "redis://host:notaport", "redis://host:70000",
         "redis://host:6379/db", "redis://password@host", "redis://:bad%zz@host",
     ])

@@ -155,7 +155,7 @@ struct ServiceConfigurationTests {
         ),
         (
             "AVIARY_REDIS_URL", "127.0.0.1:6379",
-            "AVIARY_REDIS_URL must be a URL starting with redis:// (value not shown)"
+            "AVIARY_REDIS_URL must be a URL starting with redis:// or unix:// (value not shown)"
         ),
         (
             "AVIARY_MEDIA_ADDRESSES", "host:port",
@@ -202,6 +202,10 @@ struct ServiceConfigurationTests {
         #expect(text.contains("postgres=postgres://aviary:***@db:5432/aviary"))
         #expect(text.contains("redis=redis://:***@cache:6379/1"))
         #expect(text.contains("serviceSecret=<set>"))
+        let socket = try ServiceConfiguration.load(
+            service: .auth, environment: ["AVIARY_REDIS_URL": "unix://:s3cret@/run/redis/redis.sock?db=2"])
+        #expect(socket.redisURL == "unix://:s3cret@/run/redis/redis.sock?db=2")
+        #expect(socket.description.contains("redis=unix://:***@/run/redis/redis.sock?db=2"))
     }
 }
 

@@ -6,22 +6,29 @@ import Foundation
     import Darwin
 #endif
 
-/// A Redis server of the tests' own, in a temporary folder, on a random port of 127.0.0.1, with no
+/// A Redis server of the tests' own, in a temporary folder, on a random port of 127.0.0.1 and (when
+/// the folder's path is short enough for a socket address) on a Unix socket in that folder, with no
 /// persistence.
 public final class TestRedis: Sendable {
     /// Always "127.0.0.1".
     public let host = "127.0.0.1"
     /// Random, chosen at the first start and kept across `stop()`/`start()`.
     public let port: Int
+    /// The Unix socket the server also listens on, if any.
+    public let socketPath: String?
     private let lifecycle: ServerLifecycle
 
-    private init(port: Int, lifecycle: ServerLifecycle) {
+    private init(port: Int, socketPath: String?, lifecycle: ServerLifecycle) {
         self.port = port
+        self.socketPath = socketPath
         self.lifecycle = lifecycle
     }
 
     /// "redis://127.0.0.1:PORT".
     public var url: String { "redis://\(host):\(port)" }
+
+    /// "unix:///…/redis.sock": the same server through its Unix socket, if it has one.
+    public var socketURL: String? { socketPath.map { "unix://\($0)" } }
 
     static func launch() async throws -> TestRedis {
         guard let redisServer = findExecutable("redis-server") else {
@@ -31,14 +38,17 @@ public final class TestRedis: Sendable {
         let cleanupToken = ExitCleanup.register(folder)
         do {
             let port = try freePort()
-            let command = [
-                redisServer, "--port", String(port), "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "no", "--dir", folder.path,
-            ]
+            // A Unix socket path over 107 bytes is refused, so a deep $TMPDIR means TCP only.
+            let socketPath = folder.path.utf8.count < 90 ? folder.file("redis.sock") : nil
+            let command =
+                [
+                    redisServer, "--port", String(port), "--bind", "127.0.0.1", "--save", "",
+                    "--appendonly", "no", "--dir", folder.path,
+                ] + (socketPath.map { ["--unixsocket", $0, "--unixsocketperm", "700"] } ?? [])
             let lifecycle = ServerLifecycle(
                 name: "redis", command: command, folder: folder, cleanupToken: cleanupToken,
                 stopSignal: SIGTERM, isReady: { Self.answersPing(port: port) })
-            let redis = TestRedis(port: port, lifecycle: lifecycle)
+            let redis = TestRedis(port: port, socketPath: socketPath, lifecycle: lifecycle)
             try await lifecycle.start()
             return redis
         } catch {

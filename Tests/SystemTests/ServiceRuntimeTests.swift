@@ -7,19 +7,21 @@ import Testing
 /// A real service executable (social-graph; any would do) started against real Postgres and Redis: the
 /// runtime every service shares.
 @Suite struct ServiceRuntimeTests {
-    private func environment() async throws -> [String: String] {
+    /// With `redisThroughSocket`, Redis's Unix socket where it has one, as the local stack uses it.
+    private func environment(redisThroughSocket: Bool = false) async throws -> [String: String] {
         let postgres = try await TestServers.postgres()
         let redis = try await TestServers.redis()
         return [
             "AVIARY_POSTGRES_URL": try await postgres.makeDatabase(),
-            "AVIARY_REDIS_URL": redis.url,
+            "AVIARY_REDIS_URL": redisThroughSocket ? redis.socketURL ?? redis.url : redis.url,
             "AVIARY_RPC_PORT": "0",
             "AVIARY_ADMIN_PORT": "0",
         ]
     }
 
     @Test func answersDiscoverHealthAndAdminEndpoints() async throws {
-        let service = try await ServiceProcess.start(executable: "aviary-social-graph", environment: try await environment())
+        let service = try await ServiceProcess.start(
+            executable: "aviary-social-graph", environment: try await environment(redisThroughSocket: true))
         defer { service.kill() }
         let client = RPCClient(configuration: .init(addresses: [service.rpcAddress]), logger: Logger(label: "test"))
         let health = try await client.call("system.health", as: JSONValue.self)

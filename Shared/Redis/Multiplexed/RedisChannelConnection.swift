@@ -27,10 +27,8 @@ final class RedisChannelConnection: Sendable {
         let commandTimeout = TimeAmount(configuration.commandTimeout)
         let channel: any Channel
         do {
-            channel = try await ClientBootstrap(group: group)
+            let bootstrap = ClientBootstrap(group: group)
                 .connectTimeout(TimeAmount(configuration.connectTimeout))
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                .channelOption(.socketOption(.so_keepalive), value: 1)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandlers([
@@ -38,7 +36,14 @@ final class RedisChannelConnection: Sendable {
                         ])
                     }
                 }
-                .connect(host: configuration.host, port: configuration.port).get()
+            if let socketPath = configuration.socketPath {
+                channel = try await bootstrap.connect(unixDomainSocketPath: socketPath).get()
+            } else {
+                channel = try await bootstrap
+                    .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                    .channelOption(.socketOption(.so_keepalive), value: 1)
+                    .connect(host: configuration.host, port: configuration.port).get()
+            }
         } catch {
             throw RedisError(.connectionFailed, detail: "connecting failed: \(error)")
         }

@@ -28,7 +28,7 @@ public final class RedisSubscriber: Sendable {
     /// - Parameter logger: used for connection changes (warning/info) and overflowing buffers (warning).
     public init(configuration: RedisConfiguration, logger: Logger) {
         var logger = logger
-        logger[metadataKey: "redis.server"] = "\(configuration.host):\(configuration.port)"
+        logger[metadataKey: "redis.server"] = "\(configuration.server)"
         let registry = SubscriberRegistry(configuration: configuration, logger: logger)
         self.registry = registry
         self.thread = NIOThreadPool(numberOfThreads: 1)

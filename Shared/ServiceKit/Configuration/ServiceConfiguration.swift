@@ -13,7 +13,8 @@ public struct ServiceConfiguration: Sendable {
     public var postgresURL: String
     /// `AVIARY_POSTGRES_POOL_SIZE`: connections to Postgres, 1…1024. Default 8.
     public var postgresPoolSize: Int
-    /// `AVIARY_REDIS_URL`: `redis://[:password@]host:port[/db]`. Default `redis://127.0.0.1:6379`.
+    /// `AVIARY_REDIS_URL`: `redis://[:password@]host:port[/db]`, or `unix://[:password@]/path[?db=N]`
+    /// for a Unix socket. Default `redis://127.0.0.1:6379`.
     public var redisURL: String
     /// `AVIARY_REDIS_POOL_SIZE`: connections to Redis, 1…1024. Default 8.
     public var redisPoolSize: Int
@@ -90,7 +91,7 @@ extension ServiceConfiguration {
                 "AVIARY_POSTGRES_URL", default: "postgres://aviary@127.0.0.1:5432/aviary",
                 schemes: ["postgres", "postgresql"]),
             postgresPoolSize: try values.integer("AVIARY_POSTGRES_POOL_SIZE", default: 8, in: 1...1024),
-            redisURL: try values.url("AVIARY_REDIS_URL", default: "redis://127.0.0.1:6379", schemes: ["redis"]),
+            redisURL: try values.url("AVIARY_REDIS_URL", default: "redis://127.0.0.1:6379", schemes: ["redis", "unix"]),
             redisPoolSize: try values.integer("AVIARY_REDIS_POOL_SIZE", default: 8, in: 1...1024),
             host: host,
             rpcPort: try values.integer("AVIARY_RPC_PORT", default: service.defaultRPCPort, in: 0...65535),
