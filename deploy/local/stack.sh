@@ -111,6 +111,17 @@ postgres_pid() {
 # The port our running postmaster listens on (line 4 of postmaster.pid).
 postgres_port() { sed -n 4p "$PG_DIR/data/postmaster.pid"; }
 
+# The URL of database $1 on our postmaster listening on port $2: through its Unix socket when it
+# has one and its path needs no escaping in a URL (a loopback TCP round trip costs both sides
+# more CPU), else through 127.0.0.1.
+our_postgres_url() {
+    if [ -S "$PG_DIR/socket/.s.PGSQL.$2" ] && [[ "$PG_DIR" =~ ^[A-Za-z0-9/._-]+$ ]]; then
+        echo "postgresql://aviary@/$1?host=$PG_DIR/socket&port=$2"
+    else
+        echo "postgres://aviary@127.0.0.1:$2/$1"
+    fi
+}
+
 can_use_postgres() {
     "$PG_BIN/psql" -X -q -d "$1" -c 'SELECT 1' >/dev/null 2>&1
 }
@@ -148,9 +159,10 @@ start_postgres() {
         return
     fi
     PG_BIN="$(postgres_bin)"
-    local url="postgres://aviary@127.0.0.1:$PG_PORT/aviary" pid
+    local url="postgres://aviary@127.0.0.1:$PG_PORT/aviary" port="$PG_PORT" pid
     if pid="$(postgres_pid)"; then
-        url="postgres://aviary@127.0.0.1:$(postgres_port)/aviary"
+        port="$(postgres_port)"
+        url="$(our_postgres_url aviary "$port")"
         say "Postgres: ours already runs (pid $pid, $url)"
     elif port_in_use "$PG_PORT"; then
         "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" ||
@@ -173,8 +185,10 @@ start_postgres() {
             die "Postgres did not start, see $(short "$LOGS/postgres.log")"
         }
         say "Postgres: started on 127.0.0.1:$PG_PORT (pid $(postgres_pid))"
+        url="$(our_postgres_url aviary "$PG_PORT")"
     fi
-    local admin="${url%/aviary}/postgres"
+    local admin
+    admin="$(our_postgres_url postgres "$port")"
     if [ "$("$PG_BIN/psql" -X -At -d "$admin" -c "SELECT 1 FROM pg_database WHERE datname = 'aviary'")" != 1 ]; then
         "$PG_BIN/psql" -X -q -d "$admin" -c 'CREATE DATABASE aviary'
         say "Postgres: created the database aviary"
@@ -219,8 +233,15 @@ start_redis() {
         say "Redis: reusing the server that already answers on port $REDIS_PORT (down leaves it alone)"
     else
         mkdir -p "$REDIS_DIR"
+        # Also on a Unix socket, which the services then use (as they do Postgres's) when its path
+        # fits in a socket address (107 bytes) and needs no escaping in a URL.
+        local socket=()
+        if [ "${#REDIS_DIR}" -lt 90 ] && [[ "$REDIS_DIR" =~ ^[A-Za-z0-9/._-]+$ ]]; then
+            socket=(--unixsocket "$REDIS_DIR/redis.sock" --unixsocketperm 700)
+            url="unix://$REDIS_DIR/redis.sock"
+        fi
         redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$REDIS_DIR" --appendonly yes \
-            --daemonize yes --pidfile "$RUN/redis.pid" --logfile "$LOGS/redis.log"
+            "${socket[@]}" --daemonize yes --pidfile "$RUN/redis.pid" --logfile "$LOGS/redis.log"
         wait_for 15 redis_answers "$REDIS_PORT" || {
             tail -n 20 "$LOGS/redis.log" >&2
             die "Redis did not start, see $(short "$LOGS/redis.log")"
