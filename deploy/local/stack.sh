@@ -240,7 +240,7 @@ start_redis() {
             socket=(--unixsocket "$REDIS_DIR/redis.sock" --unixsocketperm 700)
             url="unix://$REDIS_DIR/redis.sock"
         fi
-        redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$REDIS_DIR" --appendonly yes \
+        redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$REDIS_DIR" --appendonly yes --save "" \
             "${socket[@]}" --daemonize yes --pidfile "$RUN/redis.pid" --logfile "$LOGS/redis.log"
         wait_for 15 redis_answers "$REDIS_PORT" || {
             tail -n 20 "$LOGS/redis.log" >&2
