@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import ServiceKit
 import Testing
 
@@ -32,6 +33,7 @@ struct ServiceConfigurationTests {
         #expect(config.logLevel == .info)
         #expect(config.logFormat == .text)
         #expect(config.maxFrameBytes == 1_048_576)
+        #expect(config.eventLoops == System.coreCount)
         #expect(config.addresses(of: .auth) == ["127.0.0.1:7101"])
         #expect(config.addresses(of: .socialGraph) == ["127.0.0.1:7103"])
         #expect(config.value("AVIARY_TIMELINE_CAPACITY") == nil)
@@ -53,6 +55,7 @@ struct ServiceConfigurationTests {
                 "AVIARY_LOG_LEVEL": "DEBUG",
                 "AVIARY_LOG_FORMAT": "json",
                 "AVIARY_MAX_FRAME_BYTES": "8388608",
+                "AVIARY_EVENT_LOOPS": "3",
                 "AVIARY_SOCIAL_GRAPH_ADDRESSES": "10.0.0.1:7103, 10.0.0.2:7203 ,graph.internal,[::1]:9,[fe80::1]",
                 "AVIARY_TIMELINE_CAPACITY": "800",
                 "PATH": "/usr/bin",
@@ -69,6 +72,7 @@ struct ServiceConfigurationTests {
         #expect(config.logLevel == .debug)
         #expect(config.logFormat == .json)
         #expect(config.maxFrameBytes == 8_388_608)
+        #expect(config.eventLoops == 3)
         #expect(
             config.addresses(of: .socialGraph) == [
                 "10.0.0.1:7103", "10.0.0.2:7203", "graph.internal:7103", "[::1]:9", "[fe80::1]:7103",
@@ -170,6 +174,7 @@ struct ServiceConfigurationTests {
             "AVIARY_TWEETS_ADDRESSES must be a comma-separated list of host:port (port 1...65535) or host names, got ' , '"
         ),
         ("AVIARY_HOST", "local host", "AVIARY_HOST must be an IP address or host name, got 'local host'"),
+        ("AVIARY_EVENT_LOOPS", "0", "AVIARY_EVENT_LOOPS must be an integer 1...256, got '0'"),
     ])
     func invalidValuesNameTheVariable(variable: String, value: String, message: String) {
         let error = #expect(throws: ConfigurationError.self) {

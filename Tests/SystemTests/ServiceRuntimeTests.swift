@@ -44,6 +44,22 @@ import Testing
         #expect(metrics.body.contains(#"rpc_method="system.health""#))
     }
 
+    @Test func servesOnTheConfiguredNumberOfEventLoops() async throws {
+        // One more than the default (one per core), so the setting is what the count shows.
+        let loops = ProcessInfo.processInfo.activeProcessorCount + 1
+        var environment = try await environment()
+        environment["AVIARY_EVENT_LOOPS"] = String(loops)
+        let service = try await ServiceProcess.start(executable: "aviary-social-graph", environment: environment)
+        defer { service.kill() }
+        let client = RPCClient(configuration: .init(addresses: [service.rpcAddress]), logger: Logger(label: "test"))
+        _ = try await client.call("system.health", as: JSONValue.self)
+        await client.shutdown()
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(service.pid)/task")
+        let names = tasks.compactMap { try? String(contentsOfFile: "/proc/\(service.pid)/task/\($0)/comm", encoding: .utf8) }
+        // SwiftNIO names the threads of its shared event-loop group NIO-SGLTN-<group>-#<loop>.
+        #expect(names.filter { $0.hasPrefix("NIO-SGLTN-") }.count == loops)
+    }
+
     @Test func sigtermWithAnIdleClientExitsLongBeforeTheDrainTimeout() async throws {
         let service = try await ServiceProcess.start(executable: "aviary-social-graph", environment: try await environment())
         defer { service.kill() }

@@ -17,6 +17,7 @@
 #   AVIARY_LOCAL_BIN         run the executables in this folder instead of building
 #   AVIARY_LOCAL_TIMEOUT     seconds to wait for each service to be ready (60)
 #   AVIARY_MEDIA_ROOT        where media keeps uploaded files (.aviary-local/media)
+#   AVIARY_EVENT_LOOPS       event-loop threads of each service (a quarter of the cores, at least 1)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -362,6 +363,9 @@ up() {
     # Uploaded media live with the rest of the local data unless told otherwise.
     export AVIARY_MEDIA_ROOT="${AVIARY_MEDIA_ROOT:-$STATE/media}"
     mkdir -p "$AVIARY_MEDIA_ROOT"
+    # Seven services share this machine: a loop per core each would wake more threads than there
+    # are cores, so each gets a quarter of them (one on a machine of up to seven cores).
+    export AVIARY_EVENT_LOOPS="${AVIARY_EVENT_LOOPS:-$(( $(nproc) / 4 > 1 ? $(nproc) / 4 : 1 ))}"
     say "Services (Postgres $AVIARY_POSTGRES_URL, Redis $AVIARY_REDIS_URL, media in $(short "$AVIARY_MEDIA_ROOT")):"
     local name
     for name in "${SERVICES[@]}"; do

@@ -28,6 +28,8 @@ public enum ServiceApplication {
             FileHandle.standardError.write(Data("\(definition.name.executableName): \(error)\n".utf8))
             exit(2)
         }
+        // Before anything starts the shared event loops, which then keep their number.
+        NIOSingletons.groupLoopCountSuggestion = configuration.eventLoops
         LoggingBootstrap.bootstrap(
             format: configuration.logFormat, level: configuration.logLevel, service: definition.name.rawValue)
         let registry = MetricsBootstrap.bootstrap()

@@ -8,7 +8,7 @@ extension ServiceConfiguration: CustomStringConvertible {
             + "postgres=\(Self.maskingPassword(self.postgresURL)) postgresPoolSize=\(self.postgresPoolSize) "
             + "redis=\(Self.maskingPassword(self.redisURL)) redisPoolSize=\(self.redisPoolSize) "
             + "nodeID=\(self.nodeID) serviceSecret=\(secret) logLevel=\(self.logLevel) "
-            + "logFormat=\(self.logFormat) maxFrameBytes=\(self.maxFrameBytes)"
+            + "logFormat=\(self.logFormat) maxFrameBytes=\(self.maxFrameBytes) eventLoops=\(self.eventLoops)"
     }
 
     /// Replaces the password of `scheme://user:password@host` (or `scheme://:password@host`) with `***`.

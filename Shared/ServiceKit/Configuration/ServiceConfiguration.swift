@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 
 /// Everything a service reads from its environment (and the optional `AVIARY_CONFIG_FILE`), typed,
 /// validated, and defaulted so that an executable started with no configuration runs on one machine.
@@ -35,6 +36,10 @@ public struct ServiceConfiguration: Sendable {
     public var logFormat: LogFormat
     /// `AVIARY_MAX_FRAME_BYTES`: the longest JSON-RPC frame accepted, 1 KiB…1 GiB. Default 1 MiB (media 4 MiB).
     public var maxFrameBytes: Int
+    /// `AVIARY_EVENT_LOOPS`: the threads that serve calls (SwiftNIO event loops), 1…256. Default one
+    /// per core, which suits a service with the machine to itself; services sharing a machine do
+    /// better with fewer each (each wake-up of a thread is a context switch some other process waits behind).
+    public var eventLoops: Int
 
     private var serviceAddresses: [ServiceName: [String]]
     private var values: ConfigurationValues
@@ -108,6 +113,7 @@ extension ServiceConfiguration {
             logFormat: try values.choice("AVIARY_LOG_FORMAT", default: .text, from: ["text": .text, "json": .json]),
             maxFrameBytes: try values.integer(
                 "AVIARY_MAX_FRAME_BYTES", default: service.defaultMaxFrameBytes, in: 1024...(1 << 30)),
+            eventLoops: try values.integer("AVIARY_EVENT_LOOPS", default: System.coreCount, in: 1...256),
             serviceAddresses: addresses,
             values: values
         )
