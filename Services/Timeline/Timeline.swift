@@ -26,7 +26,8 @@ struct Timeline: Sendable {
         accounts = AccountsPeer(resources: resources)
         celebrities = Celebrities(
             redis: resources.redis, graph: graph, threshold: settings.celebrityFollowers,
-            cacheLifetime: settings.celebrityCacheSeconds)
+            cacheLifetime: settings.celebrityCacheSeconds,
+            ordinary: OrdinaryAuthors(recount: .seconds(settings.recountSeconds)))
         logger = resources.logger
     }
 

@@ -115,6 +115,34 @@ struct HomeTimelineTests {
         #expect(try await stack.homeMismatches(followers + [author]) == 0)
     }
 
+    @Test("fan-out asks social-graph for an ordinary author's follower count once, not at every tweet", .timeLimit(.minutes(1)))
+    func ordinaryAuthorCountedOnce() async throws {
+        let stack = try await TimelineStack.shared()
+        let author = stack.users[stack.nodesByDegree[stack.nodesByDegree.count / 2]]
+        let followers = try await stack.followers(of: author)
+        try await stack.warmHomes(followers)
+        let before = try statsManyCalls(stack)
+        var ids: [Int64] = []
+        for round in 1...3 {
+            // One tweet at a time, each fanned out in a batch of its own.
+            ids += try await stack.post([(author, "ordinary words \(round)")])
+            try await stack.settle()
+        }
+        #expect(try statsManyCalls(stack) - before <= 1)
+        for follower in followers {
+            #expect(try await stack.storedHome(of: follower).isSuperset(of: ids), "\(follower.username) lacks a tweet")
+        }
+    }
+
+    /// `graph.statsMany` calls social-graph has served, from its metrics.
+    private func statsManyCalls(_ stack: TimelineStack) throws -> Int {
+        let metrics = try AdminHTTP.get("/metrics", port: stack.stack.process("social-graph").adminPort).body
+        let line = metrics.split(separator: "\n").first {
+            $0.hasPrefix("rpc_server_requests_total") && $0.contains(#"rpc_method="graph.statsMany""#)
+        }
+        return line.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) } ?? 0
+    }
+
     @Test("a celebrity's tweets are not fanned out but merged into their followers' timelines at read time", .timeLimit(.minutes(1)))
     func celebrity() async throws {
         let stack = try await TimelineStack.shared()

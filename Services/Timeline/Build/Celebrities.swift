@@ -1,4 +1,5 @@
 import Redis
+import Synchronization
 
 /// Authors with more followers than the threshold. Fan-out skips them (a tweet of theirs would
 /// mean writing to every follower's set); home reads merge their recent tweets instead, from their
@@ -15,6 +16,9 @@ struct Celebrities: Sendable {
     let threshold: Int
     /// Lifetime of a cached list of followed celebrities, in seconds.
     let cacheLifetime: Int
+    /// The authors lately found at or under the threshold, so that fan-out does not ask
+    /// social-graph for the count of the same author at every tweet.
+    let ordinary: OrdinaryAuthors
 
     /// Which of `authors` are celebrities: already in the set, or now over the threshold (then added).
     func classify(_ authors: [Int64]) async throws -> Set<Int64> {
@@ -29,9 +33,11 @@ struct Celebrities: Sendable {
                 if member.int == 1 { celebrities.insert(author) } else { unknown.append(author) }
             }
         }
-        guard !unknown.isEmpty else { return celebrities }
-        let counts = try await graph.followerCounts(of: unknown)
-        let newcomers = unknown.filter { (counts[$0] ?? 0) > Int64(threshold) }
+        let uncounted = ordinary.uncounted(among: unknown)
+        guard !uncounted.isEmpty else { return celebrities }
+        let counts = try await graph.followerCounts(of: uncounted)
+        let newcomers = uncounted.filter { (counts[$0] ?? 0) > Int64(threshold) }
+        ordinary.remember(uncounted.filter { (counts[$0] ?? 0) <= Int64(threshold) })
         if !newcomers.isEmpty {
             _ = try await redis.evaluate(
                 TimelineScripts.addCelebrities, keys: [TimelineKeys.celebrities, TimelineKeys.celebrityGeneration],
@@ -86,5 +92,40 @@ struct Celebrities: Sendable {
     /// The current generation.
     func generation() async throws -> Int {
         try await redis.send(["GET", RedisArgument(TimelineKeys.celebrityGeneration)]).int ?? 0
+    }
+}
+
+/// Authors counted at or under the celebrity threshold, each trusted for `recount` after its count.
+/// An author who crosses the threshold within that time is fanned out a little longer: correct
+/// (their earlier tweets are in their followers' sets already), only costlier.
+final class OrdinaryAuthors: Sendable {
+    private let recount: Duration
+    private let capacity: Int
+    private let counted = Mutex<[Int64: ContinuousClock.Instant]>([:])
+
+    init(recount: Duration, capacity: Int = 100_000) {
+        self.recount = recount
+        self.capacity = capacity
+    }
+
+    /// Those of `authors` not counted within `recount`.
+    func uncounted(among authors: [Int64]) -> [Int64] {
+        let now = ContinuousClock.now
+        return counted.withLock { counted in
+            authors.filter { author in counted[author].map { now - $0 >= recount } ?? true }
+        }
+    }
+
+    /// Notes that `authors` were just counted at or under the threshold.
+    func remember(_ authors: [Int64]) {
+        guard !authors.isEmpty else { return }
+        let now = ContinuousClock.now
+        counted.withLock { counted in
+            if counted.count + authors.count > capacity {
+                counted = counted.filter { now - $0.value < recount }
+                if counted.count + authors.count > capacity { counted.removeAll(keepingCapacity: true) }
+            }
+            for author in authors { counted[author] = now }
+        }
     }
 }

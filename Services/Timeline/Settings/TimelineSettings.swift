@@ -15,6 +15,9 @@ struct TimelineSettings: Sendable {
     /// Lifetime of a user's cached list of followed celebrities (`AVIARY_TIMELINE_CELEBRITY_CACHE_SECONDS`,
     /// default 1 hour); follows, unfollows and new celebrities invalidate it before that.
     var celebrityCacheSeconds: Int
+    /// How long an author counted at or under the celebrity threshold is taken to stay there before
+    /// fan-out asks social-graph again (`AVIARY_TIMELINE_RECOUNT_SECONDS`, default 60).
+    var recountSeconds: Int
     /// Timeline sets changed per Redis script call during fan-out (`AVIARY_TIMELINE_FANOUT_BATCH`, default 1,000).
     var fanOutBatch: Int
 
@@ -27,6 +30,7 @@ struct TimelineSettings: Sendable {
             "AVIARY_TIMELINE_USER_CACHE_SECONDS", default: 86_400, in: 1...31_536_000)
         celebrityCacheSeconds = try configuration.integer(
             "AVIARY_TIMELINE_CELEBRITY_CACHE_SECONDS", default: 3600, in: 1...604_800)
+        recountSeconds = try configuration.integer("AVIARY_TIMELINE_RECOUNT_SECONDS", default: 60, in: 0...86_400)
         fanOutBatch = try configuration.integer("AVIARY_TIMELINE_FANOUT_BATCH", default: 1000, in: 1...10_000)
     }
 }
