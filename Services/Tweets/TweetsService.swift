@@ -29,17 +29,14 @@ struct TweetsService: Sendable {
     /// read from Redis and every author asked of auth).
     static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
         let capacity = try resources.configuration.integer("AVIARY_TWEETS_LOCAL_BODIES", default: 20_000, in: 0...1_000_000)
-        var bodies: LocalCopy<[UInt8]>?
-        var users: LocalCopy<UserSummary>?
-        if capacity > 0 {
-            bodies = LocalCopy(.bodies, redis: resources.redis, capacity: capacity, lifetime: .seconds(30), logger: resources.logger)
-            users = LocalCopy(.users, redis: resources.redis, capacity: capacity, lifetime: .seconds(60), logger: resources.logger)
-        }
-        if let bodies, let users {
+        let copies = capacity == 0 ? nil : (
+            bodies: LocalCopy<[UInt8]>(.bodies, redis: resources.redis, capacity: capacity, lifetime: .seconds(30), logger: resources.logger),
+            users: LocalCopy<UserSummary>(.users, redis: resources.redis, capacity: capacity, lifetime: .seconds(60), logger: resources.logger))
+        if let copies {
             resources.addBackgroundService(
-                LocalCopyWatch(redis: resources.redis, watches: [bodies.watch(on:), users.watch(on:)], logger: resources.logger))
+                LocalCopyWatch(redis: resources.redis, watches: [copies.bodies.watch(on:), copies.users.watch(on:)], logger: resources.logger))
         }
-        TweetsService(resources: resources, bodies: bodies, users: users).registerMethods(with: &router)
+        TweetsService(resources: resources, bodies: copies?.bodies, users: copies?.users).registerMethods(with: &router)
     }
 
     func registerMethods(with router: inout RPCRouter) {

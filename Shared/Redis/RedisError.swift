@@ -40,6 +40,12 @@ public struct RedisError: Error, Sendable, CustomStringConvertible, CustomDebugS
     /// hiredis's error string or another internal detail; shown only by `debugDescription`.
     var detail: String?
 
+    /// Why a configuration was refused, for `.invalidConfiguration` (it never quotes the URL or a
+    /// password); nil for any other code.
+    public var configurationProblem: String? {
+        code == .invalidConfiguration ? detail : nil
+    }
+
     init(_ code: Code, serverMessage: String? = nil, detail: String? = nil) {
         self.code = code
         self.serverMessage = serverMessage

@@ -175,6 +175,14 @@ struct ServiceConfigurationTests {
         ),
         ("AVIARY_HOST", "local host", "AVIARY_HOST must be an IP address or host name, got 'local host'"),
         ("AVIARY_EVENT_LOOPS", "0", "AVIARY_EVENT_LOOPS must be an integer 1...256, got '0'"),
+        (
+            "AVIARY_REDIS_URL", "unix://run/redis.sock",
+            "AVIARY_REDIS_URL is not a usable Redis URL: a unix:// URL needs the socket's absolute path (value not shown)"
+        ),
+        (
+            "AVIARY_REDIS_URL", "redis://:secret@cache:99999",
+            "AVIARY_REDIS_URL is not a usable Redis URL: the port must be a number from 1 to 65535 (value not shown)"
+        ),
     ])
     func invalidValuesNameTheVariable(variable: String, value: String, message: String) {
         let error = #expect(throws: ConfigurationError.self) {

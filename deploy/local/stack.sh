@@ -112,11 +112,17 @@ postgres_pid() {
 # The port our running postmaster listens on (line 4 of postmaster.pid).
 postgres_port() { sed -n 4p "$PG_DIR/data/postmaster.pid"; }
 
+# Whether a Unix socket in folder $1 is worth having: its path fits in a socket address (107
+# bytes, with room for the socket's name) and needs no escaping in the URL the services get.
+# Through a socket, a round trip costs both sides less CPU than over loopback TCP.
+socket_folder_usable() {
+    [ "${#1}" -lt 90 ] && [[ "$1" =~ ^[A-Za-z0-9/._-]+$ ]]
+}
+
 # The URL of database $1 on our postmaster listening on port $2: through its Unix socket when it
-# has one and its path needs no escaping in a URL (a loopback TCP round trip costs both sides
-# more CPU), else through 127.0.0.1.
+# has one, else through 127.0.0.1.
 our_postgres_url() {
-    if [ -S "$PG_DIR/socket/.s.PGSQL.$2" ] && [[ "$PG_DIR" =~ ^[A-Za-z0-9/._-]+$ ]]; then
+    if [ -S "$PG_DIR/socket/.s.PGSQL.$2" ]; then
         echo "postgresql://aviary@/$1?host=$PG_DIR/socket&port=$2"
     else
         echo "postgres://aviary@127.0.0.1:$2/$1"
@@ -129,8 +135,8 @@ can_use_postgres() {
 
 create_cluster() {
     local socket="$PG_DIR/socket"
-    # A Unix socket path over 107 bytes is refused: a deep checkout gets TCP only.
-    [ "${#socket}" -lt 90 ] || socket=""
+    # A deep or oddly named checkout gets TCP only.
+    socket_folder_usable "$socket" || socket=""
     mkdir -p "$PG_DIR/socket"
     if is_root; then chown "$PG_USER" "$PG_DIR" "$PG_DIR/socket"; fi
     chmod 700 "$PG_DIR"
@@ -234,10 +240,9 @@ start_redis() {
         say "Redis: reusing the server that already answers on port $REDIS_PORT (down leaves it alone)"
     else
         mkdir -p "$REDIS_DIR"
-        # Also on a Unix socket, which the services then use (as they do Postgres's) when its path
-        # fits in a socket address (107 bytes) and needs no escaping in a URL.
+        # Also on a Unix socket, which the services then use, as they do Postgres's.
         local socket=()
-        if [ "${#REDIS_DIR}" -lt 90 ] && [[ "$REDIS_DIR" =~ ^[A-Za-z0-9/._-]+$ ]]; then
+        if socket_folder_usable "$REDIS_DIR"; then
             socket=(--unixsocket "$REDIS_DIR/redis.sock" --unixsocketperm 700)
             url="unix://$REDIS_DIR/redis.sock"
         fi

@@ -36,8 +36,12 @@ struct Celebrities: Sendable {
         let uncounted = ordinary.uncounted(among: unknown)
         guard !uncounted.isEmpty else { return celebrities }
         let counts = try await graph.followerCounts(of: uncounted)
-        let newcomers = uncounted.filter { (counts[$0] ?? 0) > Int64(threshold) }
-        ordinary.remember(uncounted.filter { (counts[$0] ?? 0) <= Int64(threshold) })
+        var newcomers: [Int64] = []
+        var stillOrdinary: [Int64] = []
+        for author in uncounted {
+            if (counts[author] ?? 0) > Int64(threshold) { newcomers.append(author) } else { stillOrdinary.append(author) }
+        }
+        ordinary.remember(stillOrdinary)
         if !newcomers.isEmpty {
             _ = try await redis.evaluate(
                 TimelineScripts.addCelebrities, keys: [TimelineKeys.celebrities, TimelineKeys.celebrityGeneration],

@@ -56,23 +56,24 @@ struct TweetStore: Sendable {
 
     /// The stored tweets among `ids` (any order), with `likedByMe` for `viewer`.
     func tweets(_ ids: [Int64], viewer: Int64?) async throws -> [Int64: TweetRow] {
-        try await rows(of: ids, viewer: viewer, columns: TweetRow.columns, TweetRow.init(row:))
+        try await rows(of: ids, viewer: viewer, columns: TweetRow.columns, id: \.id, TweetRow.init(row:))
     }
 
     /// The counts and flags of the stored tweets among `ids` (any order), relative to `viewer`.
     func states(_ ids: [Int64], viewer: Int64?) async throws -> [Int64: StoredTweet] {
-        try await rows(of: ids, viewer: viewer, columns: StoredTweet.columns, StoredTweet.init(row:))
+        try await rows(of: ids, viewer: viewer, columns: StoredTweet.columns, id: \.id, StoredTweet.init(row:))
     }
 
     private func rows<Row>(
-        of ids: [Int64], viewer: Int64?, columns: String, _ decode: (PostgresRow) throws -> Row
+        of ids: [Int64], viewer: Int64?, columns: String, id: KeyPath<Row, Int64>, _ decode: (PostgresRow) throws -> Row
     ) async throws -> [Int64: Row] {
         guard !ids.isEmpty else { return [:] }
         let rows = try await postgres.query("SELECT \(columns) FROM tweets.tweets AS t WHERE t.id = ANY($1)", [ids, viewer])
         var found: [Int64: Row] = [:]
         found.reserveCapacity(rows.count)
         for row in rows {
-            found[try row.decode(Int64.self, at: 0)] = try decode(row)
+            let tweet = try decode(row)
+            found[tweet[keyPath: id]] = tweet
         }
         return found
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOCore
+import Redis
 
 /// Everything a service reads from its environment (and the optional `AVIARY_CONFIG_FILE`), typed,
 /// validated, and defaulted so that an executable started with no configuration runs on one machine.
@@ -64,6 +65,20 @@ public struct ServiceConfiguration: Sendable {
 }
 
 extension ServiceConfiguration {
+    /// `AVIARY_REDIS_URL`, parsed once here so that a bad one stops the service naming the variable.
+    private static func redisURL(_ values: ConfigurationValues) throws -> String {
+        let key = "AVIARY_REDIS_URL"
+        let url = try values.url(key, default: "redis://127.0.0.1:6379", schemes: ["redis", "unix"])
+        do {
+            _ = try RedisConfiguration(url: url)
+        } catch let error as RedisError {
+            throw ConfigurationError(
+                variable: key,
+                message: "\(key) is not a usable Redis URL: \(error.configurationProblem ?? "\(error.code)") (value not shown)")
+        }
+        return url
+    }
+
     /// Reads and validates the configuration of `service`.
     ///
     /// When `AVIARY_CONFIG_FILE` is set, its `KEY=VALUE` lines are read first and the environment
@@ -96,7 +111,7 @@ extension ServiceConfiguration {
                 "AVIARY_POSTGRES_URL", default: "postgres://aviary@127.0.0.1:5432/aviary",
                 schemes: ["postgres", "postgresql"]),
             postgresPoolSize: try values.integer("AVIARY_POSTGRES_POOL_SIZE", default: 8, in: 1...1024),
-            redisURL: try values.url("AVIARY_REDIS_URL", default: "redis://127.0.0.1:6379", schemes: ["redis", "unix"]),
+            redisURL: try redisURL(values),
             redisPoolSize: try values.integer("AVIARY_REDIS_POOL_SIZE", default: 8, in: 1...1024),
             host: host,
             rpcPort: try values.integer("AVIARY_RPC_PORT", default: service.defaultRPCPort, in: 0...65535),
