@@ -58,29 +58,48 @@ extension Messaging {
     @Sendable static func nameOfflineRecipients(_ events: [OutboxRelay.Event], presence: PresenceTracker) async throws
         -> [OutboxRelay.Event]
     {
-        // Each message event's payload, by its place in the batch, with its recipients (an event
-        // stored before recipientIds existed already names those offline).
-        var messages: [(index: Int, payload: [String: JSONValue], recipients: [Int64])] = []
+        // Each message event's recipients, by its place in the batch: only that field is decoded,
+        // as most events are left out whole (an event stored before recipientIds existed already
+        // names those offline, and goes on as it is).
+        var messages: [(index: Int, recipients: [Int64])] = []
         for (index, event) in events.enumerated() where event.type == "message" {
-            guard case .object(var payload) = try RawJSON(unchecked: Array(event.payload.utf8)).decode(JSONValue.self),
-                let recipients = payload.removeValue(forKey: "recipientIds")
+            guard let recipients = try RawJSON(unchecked: Array(event.payload.utf8)).decode(Recipients.self).ids
             else { continue }
-            messages.append((index, payload, (recipients.arrayValue ?? []).compactMap { $0.stringValue.flatMap { Int64($0) } }))
+            messages.append((index, recipients))
         }
         guard !messages.isEmpty else { return events }
         let subscribed = try await presence.subscribed(among: Set(messages.flatMap(\.recipients)).sorted())
         var prepared: [OutboxRelay.Event?] = events
-        for var message in messages {
+        for message in messages {
             let offline = message.recipients.filter { !subscribed.contains($0) }
             guard !offline.isEmpty else {
                 prepared[message.index] = nil
                 continue
             }
-            message.payload["offlineRecipientIds"] = .array(offline.map { .string(String($0)) })
-            let encoded = try WireEncoding.encode(JSONValue.object(message.payload))
+            // Decoding `Recipients` found an object.
+            guard case .object(var payload) = try RawJSON(unchecked: Array(events[message.index].payload.utf8)).decode(JSONValue.self)
+            else { continue }
+            payload["recipientIds"] = nil
+            payload["offlineRecipientIds"] = .array(offline.map { .string(String($0)) })
+            let encoded = try WireEncoding.encode(JSONValue.object(payload))
             prepared[message.index]?.payload = String(decoding: encoded, as: UTF8.self)
         }
         return prepared.compactMap { $0 }
+    }
+
+    /// The one field of a `message` event's payload that the relay's preparation reads first.
+    private struct Recipients: Decodable {
+        /// `recipientIds` (null when no one else is in the conversation), or nil for an event
+        /// stored before the field existed.
+        var ids: [Int64]?
+
+        private enum CodingKeys: String, CodingKey { case recipientIds }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            guard container.contains(.recipientIds) else { return }
+            ids = try container.decodeIfPresent([String].self, forKey: .recipientIds)?.compactMap { Int64($0) } ?? []
+        }
     }
 
     /// The message's text: trimmed, at most 4,000 characters; nil when only media is sent.
