@@ -69,9 +69,7 @@ func runLoad(
     let deadline = start.advanced(by: duration)
     let results = try await withThrowingTaskGroup(of: (Int, [Duration]).self) { group in
         for worker in 0..<workers {
-            // On an event loop, as the services run their calls: no hop to Swift's global pool per call.
-            let executor = EventLoopTaskExecutor(eventLoop: MultiThreadedEventLoopGroup.singleton.next())
-            group.addTask(executorPreference: executor) {
+            group.addTask(executorPreference: loadWorkerExecutor()) {
                 var calls = 0
                 var latencies: [Duration] = []
                 while ContinuousClock.now < deadline {
@@ -94,6 +92,13 @@ func runLoad(
     let elapsed = (ContinuousClock.now - start).components
     return LoadFigures(
         calls: results.0, seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18, latencies: results.1)
+}
+
+/// Where a load generator's worker runs: on one of the event loops, taken in turn, as the services
+/// run their calls. A task on Swift's global pool would hop from the loop that read each answer to
+/// a pool thread and back at every call, CPU taken from the services on the machine they share.
+func loadWorkerExecutor() -> EventLoopTaskExecutor {
+    EventLoopTaskExecutor(eventLoop: MultiThreadedEventLoopGroup.singleton.next())
 }
 
 /// Starts `rate` calls a second for `duration` whatever the answers' pace (an open loop, so a slow

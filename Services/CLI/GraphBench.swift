@@ -272,7 +272,7 @@ private final class FollowRun: Sendable {
         let started = ContinuousClock.now
         let (calls, latencies) = try await withThrowingTaskGroup(of: (Int, [Duration]).self) { group in
             for _ in 0..<workers {
-                group.addTask {
+                group.addTask(executorPreference: loadWorkerExecutor()) {
                     var latencies: [Duration] = []
                     let calls = try await body(&latencies)
                     return (calls, latencies)

@@ -220,7 +220,7 @@ private struct BenchServices: Sendable {
         let started = ContinuousClock.now
         let latencies = try await withThrowingTaskGroup(of: [Duration].self) { group in
             for _ in 0..<workers {
-                group.addTask {
+                group.addTask(executorPreference: loadWorkerExecutor()) {
                     var latencies: [Duration] = []
                     while true {
                         let index = next.take()
