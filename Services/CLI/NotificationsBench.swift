@@ -14,7 +14,8 @@ struct NotificationsBench: AsyncParsableCommand {
         discussion: """
             Runs against running auth, social-graph, tweets and notifications services (a test stack: it registers
             users through auth.register, so raise AVIARY_AUTH_REGISTER_PER_ADDRESS_PER_HOUR). The idle subscribers are
-            synthetic users whose tokens the bench signs with the signing key (--signing-key or AVIARY_TOKEN_SIGNING_KEY),
+            synthetic users whose tokens the bench signs with the signing key (--signing-key, AVIARY_TOKEN_SIGNING_KEY, or
+            else the database where a default install keeps it),
             --per-connection of them on each connection. A real recipient subscribes among them; real users follow it
             and like its tweet one at a time, and the bench times each from the call to the push (the whole path:
             outbox, stream, consumer, storage, hydration, pub/sub). The memory figure is the service's resident set,
@@ -57,10 +58,11 @@ struct NotificationsBench: AsyncParsableCommand {
     func run() async throws {
         let configuration = try ServiceConfiguration.load(service: .notifications)
         let logger = Logger(label: "bench")
-        guard let key = signingKey ?? ProcessInfo.processInfo.environment["AVIARY_TOKEN_SIGNING_KEY"],
-            let seed = Data(base64Encoded: key), seed.count == 32
-        else { throw ValidationError("give the token signing key: --signing-key or AVIARY_TOKEN_SIGNING_KEY (base64 of 32 bytes)") }
-        let issuer = try await AccessTokenIssuer(keys: TokenKeys(signingSeed: Array(seed)), lifetime: .seconds(3600))
+        let secrets = try await BenchSecrets.resolve(
+            credential: ProcessInfo.processInfo.environment["AVIARY_SERVICE_SECRET"],
+            signingKey: signingKey ?? ProcessInfo.processInfo.environment["AVIARY_TOKEN_SIGNING_KEY"],
+            postgresURL: configuration.postgresURL)
+        let issuer = try await AccessTokenIssuer(keys: TokenKeys(signingSeed: secrets.signingSeed), lifetime: .seconds(3600))
         let address = self.address ?? configuration.addresses(of: .notifications)[0]
         let (host, port) = try Self.split(address)
         func client(_ address: String, connections: Int = 2) -> RPCClient {

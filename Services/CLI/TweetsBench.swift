@@ -14,8 +14,8 @@ struct TweetsBench: AsyncParsableCommand {
             Runs against running tweets and auth services. The authors are accounts the bench registers through \
             auth.register (auth allows 5 an hour from one address by default: raise \
             AVIARY_AUTH_REGISTER_PER_ADDRESS_PER_HOUR on a test stack); tweets.getMany needs the service credential \
-            (--service-credential or AVIARY_SERVICE_SECRET). The accounts and tweets it makes stay, with their \
-            events: run it against a test stack.
+            (--service-credential, AVIARY_SERVICE_SECRET, or else the database where a default install keeps it). \
+            The accounts and tweets it makes stay, with their events: run it against a test stack.
             """)
 
     @Option(help: "host:port of the tweets service (default: AVIARY_TWEETS_ADDRESSES or its default port).")
@@ -42,9 +42,10 @@ struct TweetsBench: AsyncParsableCommand {
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let configuration = try ServiceConfiguration.load(service: .tweets)
-        guard let credential = serviceCredential ?? environment["AVIARY_SERVICE_SECRET"] else {
-            throw ValidationError("set the service credential (--service-credential or AVIARY_SERVICE_SECRET)")
-        }
+        let credential = try await BenchSecrets.resolve(
+            credential: serviceCredential ?? environment["AVIARY_SERVICE_SECRET"],
+            signingKey: environment["AVIARY_TOKEN_SIGNING_KEY"], postgresURL: configuration.postgresURL
+        ).credential
         var clientConfiguration = RPCClient.Configuration(addresses: [address ?? configuration.addresses(of: .tweets)[0]])
         clientConfiguration.connectionsPerAddress = clients
         let tweets = RPCClient(configuration: clientConfiguration, logger: Logger(label: "bench"))
