@@ -12,6 +12,7 @@ struct TweetsService: Sendable {
     let accounts: Accounts
     let media: MediaLibrary
     let hydrator: TweetHydrator
+    let authorCounts: AuthorTweetCounts
 
     init(resources: ServiceResources, bodies: LocalCopy<[UInt8]>?, users: LocalCopy<UserSummary>?) {
         self.resources = resources
@@ -21,6 +22,7 @@ struct TweetsService: Sendable {
         accounts = Accounts(resources: resources, users: users)
         media = MediaLibrary(resources: resources)
         hydrator = TweetHydrator(store: store, cache: cache, accounts: accounts, media: media, logger: resources.logger)
+        authorCounts = AuthorTweetCounts(store: store, redis: resources.redis)
     }
 
     /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its
@@ -101,7 +103,7 @@ struct TweetsService: Sendable {
             access: .internal, handler: recentIDs)
         router.register(
             "tweets.statsMany",
-            summary: "Internal. How many live tweets each of ids (at most 1,000 user ids) has, in the order asked: [{userId, tweets}].",
+            summary: "Internal. How many live tweets each of ids (at most 1,000 user ids) has, in the order asked: [{userId, tweets}]. Exact up to 1,000; a larger count may lag the latest posts by up to 10 seconds.",
             access: .internal, handler: statsMany)
     }
 }

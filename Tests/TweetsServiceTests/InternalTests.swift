@@ -82,6 +82,46 @@ struct InternalTests {
         #expect(stats == [Stats(userId: alice.id, tweets: 2), Stats(userId: bob.id, tweets: 3), Stats(userId: EntityID(5), tweets: 0)])
     }
 
+    @Test("statsMany counts exactly up to 1,000 tweets, and shares a larger count through Redis for a few seconds")
+    func prolificAuthorCount() async throws {
+        let stack = try await TweetsStack.shared()
+        struct Stats: Decodable {
+            var userId: EntityID
+            var tweets: Int64
+        }
+        func count(_ author: Int64) async throws -> Int64? {
+            let stats = try await stack.callInternal(
+                "tweets", "tweets.statsMany", ["ids": .ids([EntityID(author)])], decoding: [Stats].self)
+            return stats.first?.tweets
+        }
+        func post(_ count: Int, as author: Int64, from first: Int) async throws {
+            try await stack.database.execute(
+                "INSERT INTO tweets.tweets (id, author_id, text) SELECT $1 * 10000 + g, $1, 'bulk' FROM generate_series($2::int, $3::int) AS g",
+                [author, Int64(first), Int64(first + count - 1)])
+        }
+        let (prolific, modest) = (Int64.random(in: 100_000...400_000), Int64.random(in: 500_000...900_000))
+        try await post(1_300, as: prolific, from: 1)
+        try await stack.database.execute(
+            "UPDATE tweets.tweets SET deleted_at = now(), text = NULL WHERE author_id = $1 AND id % 13 = 0", [prolific])
+        try await post(1_000, as: modest, from: 1)
+        let key = "aviary:tweets:count:\(prolific)"
+        _ = try await stack.redis.send(["DEL", RedisArgument(key)])
+
+        #expect(try await count(prolific) == 1_200)
+        #expect(try await count(modest) == 1_000)
+        let ttl = try await stack.redis.send(["TTL", RedisArgument(key)]).int
+        #expect(ttl.map { (1...10).contains($0) } == true)
+        #expect(try await stack.redis.send(["EXISTS", RedisArgument("aviary:tweets:count:\(modest)")]).int == 0)
+
+        // Within those seconds the shared count stands; once it is gone, the next view counts again.
+        try await post(5, as: prolific, from: 2_000)
+        try await post(1, as: modest, from: 2_000)
+        #expect(try await count(prolific) == 1_200)
+        #expect(try await count(modest) == 1_001)
+        _ = try await stack.redis.send(["DEL", RedisArgument(key)])
+        #expect(try await count(prolific) == 1_205)
+    }
+
     @Test("reads fill the cache; a users/updated event makes tweets show the new profile")
     func profileChange() async throws {
         let stack = try await TweetsStack.shared()

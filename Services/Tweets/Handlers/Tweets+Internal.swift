@@ -31,7 +31,7 @@ extension TweetsService {
 
     @Sendable func statsMany(_ params: StatsManyParams, _ context: RPCContext) async throws -> [UserTweetStats] {
         let users = try Batch.values(params.ids, maximum: Batch.users, field: "ids")
-        let counts = try await store.tweetCounts(of: users)
+        let counts = try await authorCounts.counts(of: users)
         return params.ids.map { UserTweetStats(userId: $0, tweets: counts[$0.value] ?? 0) }
     }
 }

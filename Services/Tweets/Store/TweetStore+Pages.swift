@@ -117,14 +117,18 @@ extension TweetStore {
         return try rows.map { (try $0.decode(Int64.self, at: 0), try $0.decode(Int64.self, at: 1)) }
     }
 
-    /// How many live tweets each of `users` has (users without any are left out).
-    func tweetCounts(of users: [Int64]) async throws -> [Int64: Int64] {
+    /// How many live tweets each of `users` has, counting each author's no further than `limit`
+    /// (nil: all of them). Users without any are left out.
+    func tweetCounts(of users: [Int64], upTo limit: Int64?) async throws -> [Int64: Int64] {
         guard !users.isEmpty else { return [:] }
         let rows = try await postgres.query(
             """
-            SELECT author_id, count(*) FROM tweets.tweets
-            WHERE author_id = ANY($1) AND deleted_at IS NULL GROUP BY author_id
-            """, [Array(Set(users))])
+            SELECT a.id, c.tweets FROM unnest($1::bigint[]) AS a(id) CROSS JOIN LATERAL (
+                SELECT count(*) AS tweets FROM (
+                    SELECT 1 FROM tweets.tweets WHERE author_id = a.id AND deleted_at IS NULL LIMIT $2
+                ) AS live
+            ) AS c WHERE c.tweets > 0
+            """, [Array(Set(users)), limit])
         var counts: [Int64: Int64] = [:]
         for row in rows { counts[try row.decode(Int64.self, at: 0)] = try row.decode(Int64.self, at: 1) }
         return counts
