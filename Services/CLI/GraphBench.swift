@@ -2,7 +2,6 @@ import ArgumentParser
 import AuthTokens
 import Foundation
 import Logging
-import Postgres
 import RPC
 import ServiceKit
 import Synchronization
@@ -58,11 +57,11 @@ struct GraphBench: AsyncParsableCommand {
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let configuration = try ServiceConfiguration.load(service: .socialGraph)
-        let secrets = try await BenchSecrets.resolve(
-            credential: serviceCredential ?? environment["AVIARY_SERVICE_SECRET"],
-            signingKey: signingKey ?? environment["AVIARY_TOKEN_SIGNING_KEY"],
-            postgresURL: postgresURL ?? configuration.postgresURL)
-        let issuer = try await AccessTokenIssuer(keys: TokenKeys(signingSeed: secrets.signingSeed), lifetime: .seconds(3600))
+        let secretsURL = postgresURL ?? configuration.postgresURL
+        let credential = try await BenchSecrets.credential(
+            serviceCredential ?? environment["AVIARY_SERVICE_SECRET"], postgresURL: secretsURL)
+        let seed = try await BenchSecrets.signingSeed(signingKey ?? environment["AVIARY_TOKEN_SIGNING_KEY"], postgresURL: secretsURL)
+        let issuer = try await AccessTokenIssuer(keys: TokenKeys(signingSeed: seed), lifetime: .seconds(3600))
 
         var clientConfiguration = RPCClient.Configuration(addresses: [address ?? configuration.addresses(of: .socialGraph)[0]])
         clientConfiguration.connectionsPerAddress = clients
@@ -82,7 +81,7 @@ struct GraphBench: AsyncParsableCommand {
         print("graph.follow, \(clients) clients, \(targets.count) followees:  \(follows.summary)   (target ≥ 3,000 calls/s)")
 
         try await run.topUp(followee: targets[0], toAtLeast: pageSize)
-        let meta = RequestMeta(service: secrets.credential)
+        let meta = RequestMeta(service: credential)
         let params = try RawJSON(encoding: ["userId": JSONValue.string(String(targets[0])), "limit": .int(Int64(pageSize))])
         var latencies: [Duration] = []
         let started = ContinuousClock.now

@@ -58,11 +58,9 @@ struct NotificationsBench: AsyncParsableCommand {
     func run() async throws {
         let configuration = try ServiceConfiguration.load(service: .notifications)
         let logger = Logger(label: "bench")
-        let secrets = try await BenchSecrets.resolve(
-            credential: ProcessInfo.processInfo.environment["AVIARY_SERVICE_SECRET"],
-            signingKey: signingKey ?? ProcessInfo.processInfo.environment["AVIARY_TOKEN_SIGNING_KEY"],
-            postgresURL: configuration.postgresURL)
-        let issuer = try await AccessTokenIssuer(keys: TokenKeys(signingSeed: secrets.signingSeed), lifetime: .seconds(3600))
+        let seed = try await BenchSecrets.signingSeed(
+            signingKey ?? ProcessInfo.processInfo.environment["AVIARY_TOKEN_SIGNING_KEY"], postgresURL: configuration.postgresURL)
+        let issuer = try await AccessTokenIssuer(keys: TokenKeys(signingSeed: seed), lifetime: .seconds(3600))
         let address = self.address ?? configuration.addresses(of: .notifications)[0]
         let (host, port) = try Self.split(address)
         func client(_ address: String, connections: Int = 2) -> RPCClient {

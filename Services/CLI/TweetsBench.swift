@@ -42,10 +42,8 @@ struct TweetsBench: AsyncParsableCommand {
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let configuration = try ServiceConfiguration.load(service: .tweets)
-        let credential = try await BenchSecrets.resolve(
-            credential: serviceCredential ?? environment["AVIARY_SERVICE_SECRET"],
-            signingKey: environment["AVIARY_TOKEN_SIGNING_KEY"], postgresURL: configuration.postgresURL
-        ).credential
+        let credential = try await BenchSecrets.credential(
+            serviceCredential ?? environment["AVIARY_SERVICE_SECRET"], postgresURL: configuration.postgresURL)
         var clientConfiguration = RPCClient.Configuration(addresses: [address ?? configuration.addresses(of: .tweets)[0]])
         clientConfiguration.connectionsPerAddress = clients
         let tweets = RPCClient(configuration: clientConfiguration, logger: Logger(label: "bench"))

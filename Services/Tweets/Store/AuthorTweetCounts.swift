@@ -13,15 +13,15 @@ struct AuthorTweetCounts: Sendable {
     let store: TweetStore
     let redis: RedisClient
 
-    static let exactUpTo = 1_000
+    static let exactUpTo: Int64 = 1_000
     static let sharedFor = 10
 
     static func key(_ author: Int64) -> String { "aviary:tweets:count:\(author)" }
 
     /// The counts of `authors` (those without a live tweet are left out).
     func counts(of authors: [Int64]) async throws -> [Int64: Int64] {
-        var counts = try await store.tweetCounts(of: authors, upTo: Int64(Self.exactUpTo) + 1)
-        let prolific = counts.filter { $0.value > Int64(Self.exactUpTo) }.keys.sorted()
+        var counts = try await store.tweetCounts(of: authors, upTo: Self.exactUpTo + 1)
+        let prolific = counts.filter { $0.value > Self.exactUpTo }.keys.sorted()
         guard !prolific.isEmpty else { return counts }
         // Redis only spares the full count: while it is unreachable, every such view counts in full.
         let shared = (try? await redis.send(["MGET"] + prolific.map { RedisArgument(Self.key($0)) }))?.array ?? []
