@@ -9,36 +9,42 @@ struct TweetsService: Sendable {
     let store: TweetStore
     let likes: LikeStore
     let cache: TweetCache
+    let states: TweetStates
     let accounts: Accounts
     let media: MediaLibrary
     let hydrator: TweetHydrator
     let authorCounts: AuthorTweetCounts
 
-    init(resources: ServiceResources, bodies: LocalCopy<[UInt8]>?, users: LocalCopy<UserSummary>?) {
+    init(resources: ServiceResources, bodies: LocalCopy<[UInt8]>?, users: LocalCopy<UserSummary>?, states: LocalCopy<TweetState>?) {
         self.resources = resources
         store = TweetStore(postgres: resources.postgres)
         likes = LikeStore(postgres: resources.postgres)
         cache = TweetCache(redis: resources.redis, local: bodies, logger: resources.logger)
+        self.states = TweetStates(store: store, redis: resources.redis, local: states, logger: resources.logger)
         accounts = Accounts(resources: resources, users: users)
         media = MediaLibrary(resources: resources)
-        hydrator = TweetHydrator(store: store, cache: cache, accounts: accounts, media: media, logger: resources.logger)
+        hydrator = TweetHydrator(store: store, states: self.states, cache: cache, accounts: accounts, media: media, logger: resources.logger)
         authorCounts = AuthorTweetCounts(store: store, redis: resources.redis)
     }
 
     /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its
     /// methods. The process keeps in memory up to `AVIARY_TWEETS_LOCAL_BODIES` tweet bodies (default
-    /// 20,000, about 10 MiB) and as many summaries of users who post (0 keeps none: every body is
-    /// read from Redis and every author asked of auth).
+    /// 20,000, about 10 MiB), as many tweet states and as many summaries of users who post (0 keeps
+    /// none: every body is read from Redis, every state from Postgres and every author asked of auth).
     static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
         let capacity = try resources.configuration.integer("AVIARY_TWEETS_LOCAL_BODIES", default: 20_000, in: 0...1_000_000)
         let copies = capacity == 0 ? nil : (
             bodies: LocalCopy<[UInt8]>(.bodies, redis: resources.redis, capacity: capacity, lifetime: .seconds(30), logger: resources.logger),
-            users: LocalCopy<UserSummary>(.users, redis: resources.redis, capacity: capacity, lifetime: .seconds(60), logger: resources.logger))
+            users: LocalCopy<UserSummary>(.users, redis: resources.redis, capacity: capacity, lifetime: .seconds(60), logger: resources.logger),
+            states: LocalCopy<TweetState>(.states, redis: resources.redis, capacity: capacity, lifetime: .seconds(10), logger: resources.logger))
         if let copies {
             resources.addBackgroundService(
-                LocalCopyWatch(redis: resources.redis, watches: [copies.bodies.watch(on:), copies.users.watch(on:)], logger: resources.logger))
+                LocalCopyWatch(
+                    redis: resources.redis, watches: [copies.bodies.watch(on:), copies.users.watch(on:), copies.states.watch(on:)],
+                    logger: resources.logger))
         }
-        TweetsService(resources: resources, bodies: copies?.bodies, users: copies?.users).registerMethods(with: &router)
+        TweetsService(resources: resources, bodies: copies?.bodies, users: copies?.users, states: copies?.states)
+            .registerMethods(with: &router)
     }
 
     func registerMethods(with router: inout RPCRouter) {

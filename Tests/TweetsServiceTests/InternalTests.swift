@@ -189,13 +189,13 @@ extension InternalTests {
         // Within the poll's 15 s, well inside the 60 s a held summary would otherwise live.
         try await poll { try await stack.tweet(dave, "after the rename").author.fullname == "Renamed Dave" }
     }
+}
 
-    /// The value of the line of `process`'s metrics that starts with `prefix` (0 when there is none).
-    private func metric(_ process: ServiceProcess, _ prefix: String) throws -> Int {
-        let metrics = try AdminHTTP.get("/metrics", port: process.adminPort).body
-        let line = metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }
-        return line.flatMap { $0.split(separator: " ").last }.flatMap { Int(Double($0) ?? 0) } ?? 0
-    }
+/// The value of the line of `process`'s metrics that starts with `prefix` (0 when there is none).
+func metric(_ process: ServiceProcess, _ prefix: String) throws -> Int {
+    let metrics = try AdminHTTP.get("/metrics", port: process.adminPort).body
+    let line = metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }
+    return line.flatMap { $0.split(separator: " ").last }.flatMap { Int(Double($0) ?? 0) } ?? 0
 }
 
 /// Waits until `condition` holds, for at most `timeout`.

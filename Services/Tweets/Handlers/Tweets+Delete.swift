@@ -12,13 +12,16 @@ extension TweetsService {
         case .notAuthor:
             throw RPCError.forbidden("only its author can delete a tweet")
         case .alreadyDeleted:
+            // A retry of a delete whose first call may have died before announcing it.
+            await states.changed([params.tweetId.value])
             return DeleteResult(deleted: true)
-        case .deleted:
+        case .deleted(let parent):
             OutboxRelay.nudge()
+            await states.changed([params.tweetId.value] + (parent.map { [$0] } ?? []))
             do {
                 try await cache.forget([params.tweetId.value])
             } catch {
-                // Reads take deletion from Postgres, never from the cache: a stale body is never shown.
+                // Reads take deletion from the states, never from the body: a stale body is not shown.
                 context.logger.warning("tombstoning a deleted tweet's cached body failed", metadata: ["error": "\(error)"])
             }
             return DeleteResult(deleted: true)

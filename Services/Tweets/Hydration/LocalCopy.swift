@@ -4,10 +4,11 @@ import Redis
 import ServiceLifecycle
 import Synchronization
 
-/// Values this process read lately, by id, kept in memory in front of Redis or another service,
-/// and dropped when some process announces that they changed. Two kinds are kept (``Kind``): tweet
-/// bodies, so that the tweets many people read cost no Redis `MGET` (a home timeline read asks for
-/// twenty), and the summaries of users who post, so that a new tweet costs no `auth.getUsers` call.
+/// Values this process read lately, by id, kept in memory in front of Redis, Postgres or another
+/// service, and dropped when some process announces that they changed. Three kinds are kept
+/// (``Kind``): tweet bodies, so that the tweets many people read cost no Redis `MGET` (a home
+/// timeline read asks for twenty); tweet states, so that they cost no Postgres query either; and
+/// the summaries of users who post, so that a new tweet costs no `auth.getUsers` call.
 ///
 /// Whoever changes what a value depends on announces the ids on the kind's channel
 /// (``Kind/announcement(of:database:)``), and every process drops what it hears of. A process
@@ -33,11 +34,15 @@ final class LocalCopy<Value: Sendable>: Sendable {
         /// User summaries (``Accounts/author(_:context:)``): the profile consumer announces users
         /// before it looks up the tweets that show them.
         case users
+        /// Tweet counts and flags (``TweetStates``): every write that changes them announces its
+        /// tweets once it has committed.
+        case states
 
         func channel(database: Int) -> String {
             switch self {
             case .bodies: "aviary:tweets:forget:\(database)"
             case .users: "aviary:tweets:forget-users:\(database)"
+            case .states: "aviary:tweets:forget-states:\(database)"
             }
         }
 
@@ -164,7 +169,8 @@ final class LocalCopy<Value: Sendable>: Sendable {
         distrust()
     }
 
-    private func forget(_ ids: [Int64]) {
+    /// Drops `ids` at once: a writer does so for its own process rather than wait for its announcement.
+    func forget(_ ids: [Int64]) {
         state.withLock { state in
             state.epoch += 1
             for id in ids { state.values[id] = nil }

@@ -3,11 +3,13 @@ import Logging
 import RPC
 
 /// Turns tweet ids into the `Tweet`s clients see, in a constant number of round trips however many
-/// there are: one Postgres query (counts and flags, `likedByMe`) alongside one Redis `MGET` of cached
-/// bodies, and for the tweets not cached one query of their rows, then one `auth.getUsers` and one
-/// `media.getMany` call; the bodies built then are cached after the reply is on its way.
+/// there are: the states (counts and flags, `likedByMe`: at most two Postgres queries, none for
+/// states this process holds) alongside one Redis `MGET` of the bodies it does not hold, and for the
+/// tweets not cached one query of their rows, then one `auth.getUsers` and one `media.getMany` call;
+/// the bodies built then are cached after the reply is on its way.
 struct TweetHydrator: Sendable {
     let store: TweetStore
+    let states: TweetStates
     let cache: TweetCache
     let accounts: Accounts
     let media: MediaLibrary
@@ -40,7 +42,7 @@ struct TweetHydrator: Sendable {
         guard !ids.isEmpty else { return [] }
         var seen = Set<Int64>()
         let unique = ids.filter { seen.insert($0).inserted }
-        async let storedStates = store.states(unique, viewer: viewer)
+        async let storedStates = states.states(unique, viewer: viewer)
         async let cachedBodies = cache.bodies(unique)
         var states = try await storedStates
         var (bodies, epoch) = await cachedBodies

@@ -48,9 +48,8 @@ struct TweetRow: Sendable {
 }
 
 /// What changes on every read of a tweet: its counts and flags, relative to a viewer. Reads take
-/// these from Postgres each time and the rest of a tweet from its cached body, so most reads never
-/// fetch the text, arrays and dates of ``TweetRow`` (a query of these columns alone costs Postgres
-/// about a third less than one of every column).
+/// these from ``TweetStates`` and the rest of a tweet from its cached body, so most reads never
+/// fetch the text, arrays and dates of ``TweetRow``.
 struct StoredTweet: Sendable {
     let id: Int64
     let likes: Int64
@@ -58,10 +57,38 @@ struct StoredTweet: Sendable {
     let deleted: Bool
     let likedByMe: Bool
 
-    /// The columns `init(row:)` reads, in order, from `tweets.tweets AS t`; `$2` is the viewer.
+    init(id: Int64, likes: Int64, replies: Int64, deleted: Bool, likedByMe: Bool) {
+        self.id = id
+        self.likes = likes
+        self.replies = replies
+        self.deleted = deleted
+        self.likedByMe = likedByMe
+    }
+
+    /// The counts and flags of a whole row.
+    init(_ tweet: TweetRow) {
+        self.init(id: tweet.id, likes: tweet.likes, replies: tweet.replies, deleted: tweet.deleted, likedByMe: tweet.likedByMe)
+    }
+}
+
+/// A tweet's counts and flags as every viewer shares them, with the users who like it while few do,
+/// so that whether a viewer likes it needs no query of its own.
+struct TweetState: Sendable, Equatable {
+    /// Up to how many likers a state lists.
+    static let listedLikers = 50
+
+    let id: Int64
+    let likes: Int64
+    let replies: Int64
+    let deleted: Bool
+    /// Who likes it, when at most ``listedLikers`` do; nil beyond.
+    let likers: [Int64]?
+
+    /// The columns `init(row:)` reads, in order, from `tweets.tweets AS t`.
     static let columns = """
         t.id, t.likes, t.replies, t.deleted_at IS NOT NULL,
-        EXISTS (SELECT 1 FROM tweets.likes AS l WHERE l.tweet_id = t.id AND l.user_id = $2::bigint)
+        CASE WHEN t.likes = 0 THEN '{}'::bigint[]
+            WHEN t.likes <= \(listedLikers) THEN ARRAY(SELECT l.user_id FROM tweets.likes AS l WHERE l.tweet_id = t.id) END
         """
 
     init(row: PostgresRow) throws {
@@ -69,15 +96,6 @@ struct StoredTweet: Sendable {
         likes = try row.decode(Int64.self, at: 1)
         replies = try row.decode(Int64.self, at: 2)
         deleted = try row.decode(Bool.self, at: 3)
-        likedByMe = try row.decode(Bool.self, at: 4)
-    }
-
-    /// The counts and flags of a whole row.
-    init(_ tweet: TweetRow) {
-        id = tweet.id
-        likes = tweet.likes
-        replies = tweet.replies
-        deleted = tweet.deleted
-        likedByMe = tweet.likedByMe
+        likers = try row.decode([Int64]?.self, at: 4)
     }
 }

@@ -56,24 +56,34 @@ struct TweetStore: Sendable {
 
     /// The stored tweets among `ids` (any order), with `likedByMe` for `viewer`.
     func tweets(_ ids: [Int64], viewer: Int64?) async throws -> [Int64: TweetRow] {
-        try await rows(of: ids, viewer: viewer, columns: TweetRow.columns, id: \.id, TweetRow.init(row:))
-    }
-
-    /// The counts and flags of the stored tweets among `ids` (any order), relative to `viewer`.
-    func states(_ ids: [Int64], viewer: Int64?) async throws -> [Int64: StoredTweet] {
-        try await rows(of: ids, viewer: viewer, columns: StoredTweet.columns, id: \.id, StoredTweet.init(row:))
-    }
-
-    private func rows<Row>(
-        of ids: [Int64], viewer: Int64?, columns: String, id: KeyPath<Row, Int64>, _ decode: (PostgresRow) throws -> Row
-    ) async throws -> [Int64: Row] {
         guard !ids.isEmpty else { return [:] }
-        let rows = try await postgres.query("SELECT \(columns) FROM tweets.tweets AS t WHERE t.id = ANY($1)", [ids, viewer])
+        return try await keyed(
+            postgres.query("SELECT \(TweetRow.columns) FROM tweets.tweets AS t WHERE t.id = ANY($1)", [ids, viewer]),
+            id: \.id, TweetRow.init(row:))
+    }
+
+    /// The counts and flags of the stored tweets among `ids` (any order).
+    func states(_ ids: [Int64]) async throws -> [Int64: TweetState] {
+        guard !ids.isEmpty else { return [:] }
+        return try await keyed(
+            postgres.query("SELECT \(TweetState.columns) FROM tweets.tweets AS t WHERE t.id = ANY($1)", [ids]),
+            id: \.id, TweetState.init(row:))
+    }
+
+    /// The tweets among `ids` that `user` likes.
+    func liked(_ ids: [Int64], by user: Int64) async throws -> Set<Int64> {
+        guard !ids.isEmpty else { return [] }
+        let rows = try await postgres.query(
+            "SELECT tweet_id FROM tweets.likes WHERE tweet_id = ANY($1) AND user_id = $2", [ids, user])
+        return Set(try rows.map { try $0.decode(Int64.self, at: 0) })
+    }
+
+    private func keyed<Row>(_ rows: PostgresRows, id: KeyPath<Row, Int64>, _ decode: (PostgresRow) throws -> Row) throws -> [Int64: Row] {
         var found: [Int64: Row] = [:]
         found.reserveCapacity(rows.count)
         for row in rows {
-            let tweet = try decode(row)
-            found[tweet[keyPath: id]] = tweet
+            let decoded = try decode(row)
+            found[decoded[keyPath: id]] = decoded
         }
         return found
     }
@@ -86,7 +96,8 @@ struct TweetStore: Sendable {
 
     /// What `delete` did.
     enum Deletion: Sendable, Equatable {
-        case deleted
+        /// Deleted now; it replied to `parent`, whose reply count fell.
+        case deleted(parent: Int64?)
         /// It was deleted before: nothing changed.
         case alreadyDeleted
         case notFound
@@ -100,7 +111,7 @@ struct TweetStore: Sendable {
         let rows = try await postgres.query(Self.deleteTweet, [tweet, author])
         guard let row = rows.first else { return .notFound }
         guard try row.decode(Int64.self, at: 0) == author else { return .notAuthor }
-        return try row.decode(Int64.self, at: 2) > 0 ? .deleted : .alreadyDeleted
+        return try row.decode(Int64.self, at: 2) > 0 ? .deleted(parent: try row.decode(Int64?.self, at: 3)) : .alreadyDeleted
     }
 
     /// The event payload fields every `tweets` event about `source` shares.
@@ -157,6 +168,7 @@ struct TweetStore: Sendable {
             SELECT 'tweets', 'deleted', jsonb_build_object(\(tweetFields("deleted")))
             FROM deleted
         )
-        SELECT target.author_id, target.deleted_at IS NOT NULL, (SELECT count(*) FROM deleted) FROM target
+        SELECT target.author_id, target.deleted_at IS NOT NULL, (SELECT count(*) FROM deleted), (SELECT reply_to FROM deleted)
+        FROM target
         """
 }

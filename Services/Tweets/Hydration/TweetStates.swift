@@ -1,0 +1,54 @@
+import Logging
+import RPC
+import Redis
+
+/// The counts and flags of tweets as a viewer sees them, for every read of a tweet.
+///
+/// Postgres has them (``TweetStore/states(_:)``), and this process holds those it read lately
+/// (``LocalCopy``), so that the tweets many people read cost no query: a home timeline read asks
+/// for twenty. A state lists the tweet's likers while there are few, which answers `likedByMe` for
+/// any viewer; only for tweets liked more widely is the viewer's own like looked up.
+///
+/// Every write that changes a state (a like, an unlike, a reply, a delete) calls ``changed(_:)``
+/// once it has committed and before it answers: the writer's process drops the state at once, and
+/// every other process when the announcement reaches it, a moment later. A writer that dies in
+/// between leaves other processes' copies stale for at most the copy's lifetime.
+struct TweetStates: Sendable {
+    let store: TweetStore
+    let redis: RedisClient
+    /// This process's copy of the states read lately, if it keeps one.
+    let local: LocalCopy<TweetState>?
+    let logger: Logger
+
+    /// The states of the stored tweets among `ids` (any order), relative to `viewer`.
+    func states(_ ids: [Int64], viewer: Int64?) async throws -> [Int64: StoredTweet] {
+        var (found, epoch) = local?.values(ids) ?? ([:], nil)
+        let asked = found.isEmpty ? ids : ids.filter { found[$0] == nil }
+        if !asked.isEmpty {
+            let fetched = try await store.states(asked)
+            local?.keep(fetched.lazy.map { (key: $0.key, value: $0.value) }, since: epoch)
+            found.merge(fetched) { _, new in new }
+        }
+        var likedWidely: Set<Int64> = []
+        if let viewer {
+            let unlisted = found.values.filter { $0.likers == nil }.map(\.id)
+            likedWidely = try await store.liked(unlisted, by: viewer)
+        }
+        return found.mapValues { state in
+            let likedByMe = viewer.map { viewer in state.likers?.contains(viewer) ?? likedWidely.contains(state.id) } ?? false
+            return StoredTweet(id: state.id, likes: state.likes, replies: state.replies, deleted: state.deleted, likedByMe: likedByMe)
+        }
+    }
+
+    /// Announces that the states of `ids` changed: call after the write commits, before answering.
+    /// Redis failing to carry the announcement leaves other processes' copies stale for at most
+    /// their lifetime; it does not fail the write, which stands.
+    func changed(_ ids: [Int64]) async {
+        local?.forget(ids)
+        do {
+            _ = try await redis.send(LocalCopy<TweetState>.Kind.states.announcement(of: ids, database: redis.configuration.database))
+        } catch {
+            logger.warning("announcing changed tweet states failed", metadata: ["error": "\(error)", "tweets": "\(ids)"])
+        }
+    }
+}
