@@ -36,7 +36,7 @@ struct TimelineBench: AsyncParsableCommand {
     var clients = 64
 
     @Option(help: "Comma-separated request rates of the mix, tried in order until p99 passes 50 ms.")
-    var mixRates = "1000,2000,3000,4000,5000,6000"
+    var mixRates = "1000,2000,3000,3500,4000,4500,5000,6000"
 
     func run() async throws {
         let configuration = try ServiceConfiguration.load(service: .timeline)
