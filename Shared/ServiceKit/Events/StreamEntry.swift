@@ -56,7 +56,7 @@ struct StreamEntry {
     func event(topic: String, deliveries: Int) -> DeliveredEvent? {
         guard let type = value(of: EventStream.Field.type),
             let payloadBytes = value(of: EventStream.Field.payload),
-            let payload = try? JSONDecoder().decode(JSONValue.self, from: Data(payloadBytes)),
+            let payload = try? WireDecoding.decode(JSONValue.self, from: Data(payloadBytes)),
             let outboxBytes = value(of: EventStream.Field.outboxID),
             let outboxID = Int64(String(decoding: outboxBytes, as: UTF8.self)),
             let source = value(of: EventStream.Field.source)
