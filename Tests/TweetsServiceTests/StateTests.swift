@@ -7,7 +7,7 @@ import Testing
 
 @Suite("tweet states held by each instance")
 struct StateTests {
-    @Test("a like, an unlike and a reply show at once on the instance that took them and on another that holds the tweet's state")
+    @Test("a like, an unlike, a reply and a delete show at once on the instance that took them and on another that holds the tweet's state")
     func changesReachEveryCopy() async throws {
         let stack = try await TweetsStack.shared()
         let extra = try await stack.startExtraInstance("tweets")
@@ -38,6 +38,8 @@ struct StateTests {
         try await poll(timeout: soon) { let theirs = try await readOnExtra(as: bob); return theirs.likes == 0 && !theirs.likedByMe }
         _ = try await stack.tweet(bob, "a reply", replyTo: tweet.id)
         try await poll(timeout: soon) { try await readOnExtra(as: alice).replies == 1 }
+        _ = try await stack.call("tweets", "tweets.delete", ["tweetId": .id(tweet.id)], as: alice, decoding: JSONValue.self)
+        try await poll(timeout: soon) { let gone = try await readOnExtra(as: bob); return gone.deleted && gone.text == nil }
     }
 
     @Test("likedByMe holds for a tweet liked by more users than a state lists, as for one liked by a few")
