@@ -1,6 +1,5 @@
 import AviaryAPI
 import Foundation
-import Logging
 import Postgres
 import RPC
 import Redis
@@ -147,15 +146,12 @@ extension InternalTests {
     @Test("an instance keeps up to its limit of the bodies it read, and a profile change reaches every instance's copy")
     func localBodiesOnEveryInstance() async throws {
         let stack = try await TweetsStack.shared()
-        let extra = try await stack.startExtraInstance("tweets", environment: ["AVIARY_TWEETS_LOCAL_BODIES": "4"])
+        let (extra, client) = try await stack.extraTweets(environment: ["AVIARY_TWEETS_LOCAL_BODIES": "4"])
         defer { extra.kill() }
-        let client = RPCClient(configuration: .init(addresses: [extra.rpcAddress]), logger: Logger(label: "extra-tweets"))
         defer { Task { await client.shutdown() } }
         let carol = try await stack.makeUser("local")
         let tweet = try await stack.tweet(carol, "read on another instance")
-        func readOnExtra(_ id: EntityID = tweet.id) async throws -> Tweet {
-            try await client.call("tweets.get", params: ["tweetId": JSONValue.string(id.description)], meta: RequestMeta(), as: Tweet.self)
-        }
+        func readOnExtra(_ id: EntityID = tweet.id) async throws -> Tweet { try await stack.getTweet(id, on: client) }
         // Until the extra instance answers from its own copy (its subscription is up by then).
         try await poll { _ = try await readOnExtra(); return try metric(extra, #"aviary_tweets_local_bodies_total{result="hit"}"#) > 0 }
         for index in 0..<10 { _ = try await readOnExtra(try await stack.tweet(carol, "one of many \(index)").id) }

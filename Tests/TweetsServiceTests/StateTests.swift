@@ -1,5 +1,4 @@
 import AviaryAPI
-import Logging
 import Postgres
 import RPC
 import TestSupport
@@ -10,17 +9,12 @@ struct StateTests {
     @Test("a like, an unlike, a reply and a delete show at once on the instance that took them and on another that holds the tweet's state")
     func changesReachEveryCopy() async throws {
         let stack = try await TweetsStack.shared()
-        let extra = try await stack.startExtraInstance("tweets")
+        let (extra, client) = try await stack.extraTweets()
         defer { extra.kill() }
-        let client = RPCClient(configuration: .init(addresses: [extra.rpcAddress]), logger: Logger(label: "extra-tweets"))
         defer { Task { await client.shutdown() } }
         let (alice, bob) = (try await stack.makeUser("held"), try await stack.makeUser("holder"))
         let tweet = try await stack.tweet(alice, "counted everywhere")
-        func readOnExtra(as user: StackUser) async throws -> Tweet {
-            try await client.call(
-                "tweets.get", params: ["tweetId": JSONValue.string(tweet.id.description)], meta: RequestMeta(token: user.token),
-                as: Tweet.self)
-        }
+        func readOnExtra(as user: StackUser) async throws -> Tweet { try await stack.getTweet(tweet.id, as: user, on: client) }
         // Until the extra instance answers from its own copy (its subscription is up by then).
         try await poll { _ = try await readOnExtra(as: bob); return try metric(extra, #"aviary_tweets_local_states_total{result="hit"}"#) > 0 }
         _ = try await stack.getTweet(tweet.id, as: bob)

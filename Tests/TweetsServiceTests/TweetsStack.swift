@@ -1,5 +1,6 @@
 import AviaryAPI
 import Foundation
+import Logging
 import Postgres
 import RPC
 import Redis
@@ -32,9 +33,17 @@ extension ServiceStack {
         return try await call("tweets", "tweets.create", params, as: user, decoding: Tweet.self)
     }
 
-    /// `tweets.get` as `user` (or anonymously).
-    func getTweet(_ id: EntityID, as user: StackUser? = nil) async throws -> Tweet {
-        try await call("tweets", "tweets.get", ["tweetId": .string(id.description)], as: user, decoding: Tweet.self)
+    /// `tweets.get` as `user` (or anonymously), through the stack's tweets instances or through `client`.
+    func getTweet(_ id: EntityID, as user: StackUser? = nil, on client: RPCClient? = nil) async throws -> Tweet {
+        try await (client ?? self.client("tweets")).call(
+            "tweets.get", params: ["tweetId": JSONValue.string(id.description)], meta: RequestMeta(token: user?.token),
+            as: Tweet.self)
+    }
+
+    /// Another tweets instance, outside the stack's addresses, and a client of it alone.
+    func extraTweets(environment: [String: String] = [:]) async throws -> (process: ServiceProcess, client: RPCClient) {
+        let process = try await startExtraInstance("tweets", environment: environment)
+        return (process, RPCClient(configuration: .init(addresses: [process.rpcAddress]), logger: Logger(label: "extra-tweets")))
     }
 
     /// `tweets.like` or `tweets.unlike`.

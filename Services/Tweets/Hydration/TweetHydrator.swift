@@ -42,16 +42,16 @@ struct TweetHydrator: Sendable {
         guard !ids.isEmpty else { return [] }
         var seen = Set<Int64>()
         let unique = ids.filter { seen.insert($0).inserted }
-        async let storedStates = states.states(unique, viewer: viewer)
+        async let statesRead = states.states(unique, viewer: viewer)
         async let cachedBodies = cache.bodies(unique)
-        var states = try await storedStates
+        var shownStates = try await statesRead
         var (bodies, epoch) = await cachedBodies
         // A deleted tweet's body is built every time: its cached one, if any, still has the text.
-        let missing = unique.filter { id in states[id].map { $0.deleted ? !omitDeleted : bodies[id] == nil } ?? false }
+        let missing = unique.filter { id in shownStates[id].map { $0.deleted ? !omitDeleted : bodies[id] == nil } ?? false }
         if !missing.isEmpty {
             // Read after the states: a tweet deleted in between shows as deleted, without its text.
             let rows = try await store.tweets(missing, viewer: viewer)
-            for row in rows.values { states[row.id] = StoredTweet(row) }
+            for row in rows.values { shownStates[row.id] = StoredTweet(row) }
             let built = try await build(missing.compactMap { rows[$0] }, context: context)
             bodies.merge(built.bodies) { _, new in new }
             if !built.cacheable.isEmpty {
@@ -60,7 +60,7 @@ struct TweetHydrator: Sendable {
             }
         }
         return ids.compactMap { id in
-            guard let state = states[id], !(state.deleted && omitDeleted), let body = bodies[id] else { return nil }
+            guard let state = shownStates[id], !(state.deleted && omitDeleted), let body = bodies[id] else { return nil }
             return (body, state)
         }
     }

@@ -56,15 +56,9 @@ struct StoredTweet: Sendable {
     let replies: Int64
     let deleted: Bool
     let likedByMe: Bool
+}
 
-    init(id: Int64, likes: Int64, replies: Int64, deleted: Bool, likedByMe: Bool) {
-        self.id = id
-        self.likes = likes
-        self.replies = replies
-        self.deleted = deleted
-        self.likedByMe = likedByMe
-    }
-
+extension StoredTweet {
     /// The counts and flags of a whole row.
     init(_ tweet: TweetRow) {
         self.init(id: tweet.id, likes: tweet.likes, replies: tweet.replies, deleted: tweet.deleted, likedByMe: tweet.likedByMe)
@@ -73,7 +67,7 @@ struct StoredTweet: Sendable {
 
 /// A tweet's counts and flags as every viewer shares them, with the users who like it while few do,
 /// so that whether a viewer likes it needs no query of its own.
-struct TweetState: Sendable, Equatable {
+struct TweetState: Sendable {
     /// Up to how many likers a state lists.
     static let listedLikers = 50
 

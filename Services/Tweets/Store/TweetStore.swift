@@ -56,18 +56,12 @@ struct TweetStore: Sendable {
 
     /// The stored tweets among `ids` (any order), with `likedByMe` for `viewer`.
     func tweets(_ ids: [Int64], viewer: Int64?) async throws -> [Int64: TweetRow] {
-        guard !ids.isEmpty else { return [:] }
-        return try await keyed(
-            postgres.query("SELECT \(TweetRow.columns) FROM tweets.tweets AS t WHERE t.id = ANY($1)", [ids, viewer]),
-            id: \.id, TweetRow.init(row:))
+        try await rows(TweetRow.columns, of: ids, viewer, id: \.id, TweetRow.init(row:))
     }
 
     /// The counts and flags of the stored tweets among `ids` (any order).
     func states(_ ids: [Int64]) async throws -> [Int64: TweetState] {
-        guard !ids.isEmpty else { return [:] }
-        return try await keyed(
-            postgres.query("SELECT \(TweetState.columns) FROM tweets.tweets AS t WHERE t.id = ANY($1)", [ids]),
-            id: \.id, TweetState.init(row:))
+        try await rows(TweetState.columns, of: ids, id: \.id, TweetState.init(row:))
     }
 
     /// The tweets among `ids` that `user` likes.
@@ -78,7 +72,13 @@ struct TweetStore: Sendable {
         return Set(try rows.map { try $0.decode(Int64.self, at: 0) })
     }
 
-    private func keyed<Row>(_ rows: PostgresRows, id: KeyPath<Row, Int64>, _ decode: (PostgresRow) throws -> Row) throws -> [Int64: Row] {
+    /// `columns` of the tweets among `ids`, by id; `parameters` follow the ids as `$2`, `$3`, ….
+    private func rows<Row>(
+        _ columns: String, of ids: [Int64], _ parameters: any PostgresEncodable..., id: KeyPath<Row, Int64>,
+        _ decode: (PostgresRow) throws -> Row
+    ) async throws -> [Int64: Row] {
+        guard !ids.isEmpty else { return [:] }
+        let rows = try await postgres.query("SELECT \(columns) FROM tweets.tweets AS t WHERE t.id = ANY($1)", [ids] + parameters)
         var found: [Int64: Row] = [:]
         found.reserveCapacity(rows.count)
         for row in rows {
