@@ -1,5 +1,7 @@
 import AviaryAPI
+import Logging
 import RPC
+import Redis
 import ServiceKit
 
 /// The tweets service: posts, replies, likes and search over its own tables, with authors, mentions
@@ -15,36 +17,49 @@ struct TweetsService: Sendable {
     let hydrator: TweetHydrator
     let authorCounts: AuthorTweetCounts
 
-    init(resources: ServiceResources, bodies: LocalCopy<[UInt8]>?, users: LocalCopy<UserSummary>?, states: LocalCopy<TweetState>?) {
+    init(resources: ServiceResources, copies: LocalCopies?) {
         self.resources = resources
         store = TweetStore(postgres: resources.postgres)
         likes = LikeStore(postgres: resources.postgres)
-        cache = TweetCache(redis: resources.redis, local: bodies, logger: resources.logger)
-        self.states = TweetStates(store: store, redis: resources.redis, local: states, logger: resources.logger)
-        accounts = Accounts(resources: resources, users: users)
+        cache = TweetCache(redis: resources.redis, local: copies?.bodies, logger: resources.logger)
+        self.states = TweetStates(store: store, redis: resources.redis, local: copies?.states, logger: resources.logger)
+        accounts = Accounts(resources: resources, users: copies?.users)
         media = MediaLibrary(resources: resources)
         hydrator = TweetHydrator(store: store, states: self.states, cache: cache, accounts: accounts, media: media, logger: resources.logger)
-        authorCounts = AuthorTweetCounts(store: store, redis: resources.redis)
+        authorCounts = AuthorTweetCounts(store: store, redis: resources.redis, local: copies?.counts, logger: resources.logger)
+    }
+
+    /// What a process holds of what it read lately (``LocalCopy``), one copy of each kind.
+    struct LocalCopies: Sendable {
+        let bodies: LocalCopy<[UInt8]>
+        let users: LocalCopy<UserSummary>
+        let states: LocalCopy<TweetState>
+        let counts: LocalCopy<Int64>
+
+        init(capacity: Int, redis: RedisClient, logger: Logger) {
+            bodies = LocalCopy(.bodies, redis: redis, capacity: capacity, lifetime: .seconds(30), logger: logger)
+            users = LocalCopy(.users, redis: redis, capacity: capacity, lifetime: .seconds(60), logger: logger)
+            states = LocalCopy(.states, redis: redis, capacity: capacity, lifetime: .seconds(10), logger: logger)
+            counts = LocalCopy(.counts, redis: redis, capacity: capacity, lifetime: .seconds(10), logger: logger)
+        }
+
+        var watches: [@Sendable (RedisSubscriber) async -> Void] {
+            [bodies.watch(on:), users.watch(on:), states.watch(on:), counts.watch(on:)]
+        }
     }
 
     /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its
     /// methods. The process keeps in memory up to `AVIARY_TWEETS_LOCAL_BODIES` tweet bodies (default
-    /// 20,000, about 10 MiB), as many tweet states and as many summaries of users who post (0 keeps
-    /// none: every body is read from Redis, every state from Postgres and every author asked of auth).
+    /// 20,000, about 10 MiB), as many tweet states, summaries of users who post and authors' tweet
+    /// counts (0 keeps none: every body is read from Redis, every state and count from Postgres and
+    /// every author asked of auth).
     static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
         let capacity = try resources.configuration.integer("AVIARY_TWEETS_LOCAL_BODIES", default: 20_000, in: 0...1_000_000)
-        let copies = capacity == 0 ? nil : (
-            bodies: LocalCopy<[UInt8]>(.bodies, redis: resources.redis, capacity: capacity, lifetime: .seconds(30), logger: resources.logger),
-            users: LocalCopy<UserSummary>(.users, redis: resources.redis, capacity: capacity, lifetime: .seconds(60), logger: resources.logger),
-            states: LocalCopy<TweetState>(.states, redis: resources.redis, capacity: capacity, lifetime: .seconds(10), logger: resources.logger))
+        let copies = capacity == 0 ? nil : LocalCopies(capacity: capacity, redis: resources.redis, logger: resources.logger)
         if let copies {
-            resources.addBackgroundService(
-                LocalCopyWatch(
-                    redis: resources.redis, watches: [copies.bodies.watch(on:), copies.users.watch(on:), copies.states.watch(on:)],
-                    logger: resources.logger))
+            resources.addBackgroundService(LocalCopyWatch(redis: resources.redis, watches: copies.watches, logger: resources.logger))
         }
-        TweetsService(resources: resources, bodies: copies?.bodies, users: copies?.users, states: copies?.states)
-            .registerMethods(with: &router)
+        TweetsService(resources: resources, copies: copies).registerMethods(with: &router)
     }
 
     func registerMethods(with router: inout RPCRouter) {

@@ -37,6 +37,7 @@ extension TweetsService {
         case .created(let id, let createdAt, let replyToUserID):
             // The event reaches its stream at once rather than at the relay's next poll.
             OutboxRelay.nudge()
+            await authorCounts.changed([author])
             if let parent = params.replyTo { await states.changed([parent.value]) }
             let (authorUser, authorEpoch) = try await authorSummary
             var users: [Int64: UserSummary] = authorUser.map { [author: $0] } ?? [:]

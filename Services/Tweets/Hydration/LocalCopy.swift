@@ -5,10 +5,11 @@ import ServiceLifecycle
 import Synchronization
 
 /// Values this process read lately, by id, kept in memory in front of Redis, Postgres or another
-/// service, and dropped when some process announces that they changed. Three kinds are kept
+/// service, and dropped when some process announces that they changed. Four kinds are kept
 /// (``Kind``): tweet bodies, so that the tweets many people read cost no Redis `MGET` (a home
-/// timeline read asks for twenty); tweet states, so that they cost no Postgres query either; and
-/// the summaries of users who post, so that a new tweet costs no `auth.getUsers` call.
+/// timeline read asks for twenty); tweet states, so that they cost no Postgres query either; the
+/// summaries of users who post, so that a new tweet costs no `auth.getUsers` call; and authors'
+/// tweet counts, so that a profile view costs no Postgres query here.
 ///
 /// Whoever changes what a value depends on announces the ids on the kind's channel
 /// (``Kind/announcement(of:database:)``), and every process drops what it hears of. A process
@@ -37,18 +38,36 @@ final class LocalCopy<Value: Sendable>: Sendable {
         /// Tweet counts and flags (``TweetStates``): every write that changes them announces its
         /// tweets once it has committed.
         case states
+        /// How many live tweets authors have (``AuthorTweetCounts``): a create and a delete announce
+        /// their author once they have committed.
+        case counts
 
         func channel(database: Int) -> String {
             switch self {
             case .bodies: "aviary:tweets:forget:\(database)"
             case .users: "aviary:tweets:forget-users:\(database)"
             case .states: "aviary:tweets:forget-states:\(database)"
+            case .counts: "aviary:tweets:forget-counts:\(database)"
             }
         }
 
         /// The `PUBLISH` that tells every process's copy that `ids` changed.
         func announcement(of ids: some Sequence<Int64>, database: Int) -> [RedisArgument] {
             ["PUBLISH", RedisArgument(channel(database: database)), RedisArgument(ids.map { String($0) }.joined(separator: " "))]
+        }
+
+        /// Tells every process that `ids` changed, `local` (this process's copy, if it keeps one) at
+        /// once. Redis failing to carry the announcement leaves other processes' copies stale for at
+        /// most their lifetime; it is logged, and does not fail the write that changed them.
+        func announce(_ ids: [Int64], local: LocalCopy?, redis: RedisClient, logger: Logger) async {
+            local?.forget(ids)
+            do {
+                _ = try await redis.send(announcement(of: ids, database: redis.configuration.database))
+            } catch {
+                logger.warning(
+                    "announcing changed values failed",
+                    metadata: ["local.kind": "\(rawValue)", "error": "\(error)", "ids": "\(ids)"])
+            }
         }
     }
 

@@ -41,14 +41,7 @@ struct TweetStates: Sendable {
     }
 
     /// Announces that the states of `ids` changed: call after the write commits, before answering.
-    /// Redis failing to carry the announcement leaves other processes' copies stale for at most
-    /// their lifetime; it does not fail the write, which stands.
     func changed(_ ids: [Int64]) async {
-        local?.forget(ids)
-        do {
-            _ = try await redis.send(LocalCopy<TweetState>.Kind.states.announcement(of: ids, database: redis.configuration.database))
-        } catch {
-            logger.warning("announcing changed tweet states failed", metadata: ["error": "\(error)", "tweets": "\(ids)"])
-        }
+        await LocalCopy<TweetState>.Kind.states.announce(ids, local: local, redis: redis, logger: logger)
     }
 }

@@ -1,3 +1,4 @@
+import Logging
 import Redis
 
 /// How many live tweets authors have, for the `stats` of their profiles.
@@ -9,9 +10,17 @@ import Redis
 /// (`aviary:tweets:count:<id>`) for `sharedFor`, so a count in the thousands may lag their latest
 /// posts by that much. A write path that kept a count instead cost every create about 90 µs of
 /// Postgres, and made one author's concurrent posts wait on each other.
+///
+/// Each process also holds the counts it read lately (``LocalCopy``, kind `counts`), so that
+/// viewing a profile again costs no query: every create and delete announces its author once it
+/// has committed (``changed(_:)``), which drops the count here at once and in every other process a
+/// moment later.
 struct AuthorTweetCounts: Sendable {
     let store: TweetStore
     let redis: RedisClient
+    /// This process's copy of the counts read lately, if it keeps one.
+    let local: LocalCopy<Int64>?
+    let logger: Logger
 
     static let exactUpTo: Int64 = 1_000
     static let sharedFor = 10
@@ -20,6 +29,24 @@ struct AuthorTweetCounts: Sendable {
 
     /// The counts of `authors` (those without a live tweet are left out).
     func counts(of authors: [Int64]) async throws -> [Int64: Int64] {
+        var (counts, epoch) = local?.values(authors) ?? ([:], nil)
+        let asked = Array(Set(authors.filter { counts[$0] == nil }))
+        if !asked.isEmpty {
+            let fetched = try await stored(asked)
+            // Authors without a live tweet are held too, as zero: most profiles viewed have few tweets.
+            local?.keep(asked.lazy.map { (key: $0, value: fetched[$0] ?? 0) }, since: epoch)
+            counts.merge(fetched) { _, new in new }
+        }
+        return counts.filter { $0.value > 0 }
+    }
+
+    /// Announces that `authors` posted or deleted a tweet: call after the write commits.
+    func changed(_ authors: [Int64]) async {
+        await LocalCopy<Int64>.Kind.counts.announce(authors, local: local, redis: redis, logger: logger)
+    }
+
+    /// The counts of `authors` from Postgres, or for the prolific from Redis while it shares them.
+    private func stored(_ authors: [Int64]) async throws -> [Int64: Int64] {
         var counts = try await store.tweetCounts(of: authors, upTo: Self.exactUpTo + 1)
         let prolific = counts.filter { $0.value > Self.exactUpTo }.keys.sorted()
         guard !prolific.isEmpty else { return counts }
