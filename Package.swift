@@ -171,7 +171,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "TweetsServiceTests",
-            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "TestSupport"],
+            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "ServiceKit", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "SocialGraphTests",

@@ -1,5 +1,4 @@
 import AviaryAPI
-import Logging
 import RPC
 import Redis
 import ServiceKit
@@ -22,30 +21,11 @@ struct TweetsService: Sendable {
         store = TweetStore(postgres: resources.postgres)
         likes = LikeStore(postgres: resources.postgres)
         cache = TweetCache(redis: resources.redis, local: copies?.bodies, logger: resources.logger)
-        self.states = TweetStates(store: store, redis: resources.redis, local: copies?.states, logger: resources.logger)
+        self.states = TweetStates(store: store, local: copies?.states)
         accounts = Accounts(resources: resources, users: copies?.users)
         media = MediaLibrary(resources: resources)
         hydrator = TweetHydrator(store: store, states: self.states, cache: cache, accounts: accounts, media: media, logger: resources.logger)
-        authorCounts = AuthorTweetCounts(store: store, redis: resources.redis, local: copies?.counts, logger: resources.logger)
-    }
-
-    /// What a process holds of what it read lately (``LocalCopy``), one copy of each kind.
-    struct LocalCopies: Sendable {
-        let bodies: LocalCopy<[UInt8]>
-        let users: LocalCopy<UserSummary>
-        let states: LocalCopy<TweetState>
-        let counts: LocalCopy<Int64>
-
-        init(capacity: Int, redis: RedisClient, logger: Logger) {
-            bodies = LocalCopy(.bodies, redis: redis, capacity: capacity, lifetime: .seconds(30), logger: logger)
-            users = LocalCopy(.users, redis: redis, capacity: capacity, lifetime: .seconds(60), logger: logger)
-            states = LocalCopy(.states, redis: redis, capacity: capacity, lifetime: .seconds(10), logger: logger)
-            counts = LocalCopy(.counts, redis: redis, capacity: capacity, lifetime: .seconds(10), logger: logger)
-        }
-
-        var watches: [@Sendable (RedisSubscriber) async -> Void] {
-            [bodies.watch(on:), users.watch(on:), states.watch(on:), counts.watch(on:)]
-        }
+        authorCounts = AuthorTweetCounts(store: store, redis: resources.redis, local: copies?.counts)
     }
 
     /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its
@@ -59,7 +39,22 @@ struct TweetsService: Sendable {
         if let copies {
             resources.addBackgroundService(LocalCopyWatch(redis: resources.redis, watches: copies.watches, logger: resources.logger))
         }
+        let redis = resources.redis
+        resources.prepareOutboxEvents { events in try await announceChanges(events, redis: redis) }
         TweetsService(resources: resources, copies: copies).registerMethods(with: &router)
+    }
+
+    /// The outbox relay's preparation of the tweets' events: announces to every process the tweets
+    /// whose states and the authors whose counts a batch's events change (a `PUBLISH` each, in one
+    /// round trip), and sends the events on unchanged.
+    @Sendable static func announceChanges(_ events: [OutboxRelay.Event], redis: RedisClient) async throws -> [OutboxRelay.Event] {
+        let database = redis.configuration.database
+        try await LocalCopyKind.send(
+            [
+                LocalCopyKind.states.announcement(of: TweetStates.changedBy, in: events, database: database),
+                LocalCopyKind.counts.announcement(of: AuthorTweetCounts.changedBy, in: events, database: database),
+            ], on: redis)
+        return events
     }
 
     func registerMethods(with router: inout RPCRouter) {

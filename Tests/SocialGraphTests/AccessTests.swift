@@ -2,6 +2,7 @@ import AuthTokens
 import AviaryAPI
 import Foundation
 import RPC
+import TestSupport
 import Testing
 
 @Suite("who may call what")

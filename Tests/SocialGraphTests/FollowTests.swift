@@ -2,6 +2,7 @@ import AviaryAPI
 import Foundation
 import Postgres
 import RPC
+import TestSupport
 import Testing
 
 /// The RPC error `body` throws, or nil if it succeeds (or throws something else).

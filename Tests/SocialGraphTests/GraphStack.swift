@@ -246,13 +246,6 @@ struct IDPage: Decodable {
     var nextCursor: String?
 }
 
-extension JSONValue {
-    /// An id as the wire sends it.
-    static func id(_ id: EntityID) -> JSONValue { .string(id.description) }
-    /// A list of ids as the wire sends it.
-    static func ids(_ ids: [EntityID]) -> JSONValue { .array(ids.map { .string($0.description) }) }
-}
-
 /// A counter tasks share (an `Atomic` cannot be captured by the closures of a task group).
 final class SharedCounter: Sendable {
     private let value: Atomic<Int>

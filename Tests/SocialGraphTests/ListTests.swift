@@ -1,6 +1,7 @@
 import AviaryAPI
 import Foundation
 import RPC
+import TestSupport
 import Testing
 
 /// A page of users as the lists answer it.

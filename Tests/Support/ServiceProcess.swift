@@ -130,3 +130,12 @@ public final class ServiceProcess: Sendable {
         host == "0.0.0.0" || host.isEmpty ? "127.0.0.1" : host
     }
 }
+
+extension ServiceProcess {
+    /// The value of the line of the process's metrics that starts with `prefix` (0 when there is none).
+    public func metric(_ prefix: String) throws -> Int {
+        let metrics = try AdminHTTP.get("/metrics", port: adminPort).body
+        let line = metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }
+        return line.flatMap { $0.split(separator: " ").last }.flatMap { Int(Double($0) ?? 0) } ?? 0
+    }
+}

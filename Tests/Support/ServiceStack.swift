@@ -254,3 +254,10 @@ public struct StackUser: Sendable, Hashable {
     /// The id as the wire carries it.
     public var idValue: JSONValue { .string(id.description) }
 }
+
+extension JSONValue {
+    /// An id as the wire sends it.
+    public static func id(_ id: EntityID) -> JSONValue { .string(id.description) }
+    /// A list of ids as the wire sends it.
+    public static func ids(_ ids: [EntityID]) -> JSONValue { .array(ids.map { .string($0.description) }) }
+}

@@ -162,9 +162,9 @@ extension InternalTests {
         let tweet = try await stack.tweet(carol, "read on another instance")
         func readOnExtra(_ id: EntityID = tweet.id) async throws -> Tweet { try await stack.getTweet(id, on: client) }
         // Until the extra instance answers from its own copy (its subscription is up by then).
-        try await poll { _ = try await readOnExtra(); return try metric(extra, #"aviary_tweets_local_bodies_total{result="hit"}"#) > 0 }
+        try await poll { _ = try await readOnExtra(); return try extra.metric(#"aviary_tweets_local_bodies_total{result="hit"}"#) > 0 }
         for index in 0..<10 { _ = try await readOnExtra(try await stack.tweet(carol, "one of many \(index)").id) }
-        #expect(try metric(extra, "aviary_tweets_local_bodies ") <= 4)
+        #expect(try extra.metric("aviary_tweets_local_bodies ") <= 4)
 
         _ = try await stack.call("auth", "auth.updateProfile", ["fullname": "Renamed Carol"], as: carol, decoding: JSONValue.self)
         _ = try await stack.redis.send([
@@ -182,7 +182,7 @@ extension InternalTests {
         // Until posts take their author's summary from the instance's own copy.
         try await poll {
             _ = try await stack.tweet(dave, "warming up")
-            return try metric(stack.process("tweets"), #"aviary_tweets_local_users_total{result="hit"}"#) > 0
+            return try stack.process("tweets").metric(#"aviary_tweets_local_users_total{result="hit"}"#) > 0
         }
         _ = try await stack.tweet(dave, "with the copy's summary")
 
@@ -194,13 +194,6 @@ extension InternalTests {
         // Within the poll's 15 s, well inside the 60 s a held summary would otherwise live.
         try await poll { try await stack.tweet(dave, "after the rename").author.fullname == "Renamed Dave" }
     }
-}
-
-/// The value of the line of `process`'s metrics that starts with `prefix` (0 when there is none).
-func metric(_ process: ServiceProcess, _ prefix: String) throws -> Int {
-    let metrics = try AdminHTTP.get("/metrics", port: process.adminPort).body
-    let line = metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }
-    return line.flatMap { $0.split(separator: " ").last }.flatMap { Int(Double($0) ?? 0) } ?? 0
 }
 
 /// Waits until `condition` holds, for at most `timeout`.

@@ -114,8 +114,3 @@ struct TweetPage: Decodable {
     var items: [Tweet]
     var nextCursor: String?
 }
-
-extension JSONValue {
-    static func id(_ id: EntityID) -> JSONValue { .string(id.description) }
-    static func ids(_ ids: [EntityID]) -> JSONValue { .array(ids.map { .string($0.description) }) }
-}

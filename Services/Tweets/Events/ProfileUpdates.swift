@@ -20,7 +20,7 @@ enum ProfileUpdates {
         // First every process's copy of their summaries: a tweet posted with an old one after the
         // lookup below is then not cached (see `Accounts.isCurrent`).
         let database = resources.redis.configuration.database
-        _ = try await resources.redis.send(LocalCopy<UserSummary>.Kind.users.announcement(of: users, database: database))
+        _ = try await resources.redis.send(LocalCopyKind.users.announcement(of: users, database: database))
         let store = TweetStore(postgres: resources.postgres)
         // Announcing what it forgets reaches this process's copy of the bodies too.
         let cache = TweetCache(redis: resources.redis, local: nil, logger: resources.logger)

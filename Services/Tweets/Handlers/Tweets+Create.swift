@@ -35,10 +35,11 @@ extension TweetsService {
             }
             return tweet
         case .created(let id, let createdAt, let replyToUserID):
-            // The event reaches its stream at once rather than at the relay's next poll.
+            // The event reaches its stream, and other processes hear of the counts it changed, at
+            // once rather than at the relay's next poll.
             OutboxRelay.nudge()
-            await authorCounts.changed([author])
-            if let parent = params.replyTo { await states.changed([parent.value]) }
+            authorCounts.changedHere([author])
+            if let parent = params.replyTo { states.changedHere([parent.value]) }
             let (authorUser, authorEpoch) = try await authorSummary
             var users: [Int64: UserSummary] = authorUser.map { [author: $0] } ?? [:]
             if let replyToUserID, users[replyToUserID] == nil {

@@ -12,14 +12,11 @@ extension TweetsService {
         case .notAuthor:
             throw RPCError.forbidden("only its author can delete a tweet")
         case .alreadyDeleted:
-            // A retry of a delete whose first call may have died before announcing it.
-            await states.changed([params.tweetId.value])
-            await authorCounts.changed([caller])
             return DeleteResult(deleted: true)
         case .deleted(let parent):
             OutboxRelay.nudge()
-            await states.changed([params.tweetId.value] + (parent.map { [$0] } ?? []))
-            await authorCounts.changed([caller])
+            states.changedHere([params.tweetId.value] + (parent.map { [$0] } ?? []))
+            authorCounts.changedHere([caller])
             do {
                 try await cache.forget([params.tweetId.value])
             } catch {

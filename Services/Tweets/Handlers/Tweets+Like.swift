@@ -7,7 +7,7 @@ extension TweetsService {
         let caller = try context.requireUser()
         guard let count = try await likes.like(params.tweetId.value, by: caller) else { throw Self.unknownTweet(params.tweetId) }
         OutboxRelay.nudge()
-        await states.changed([params.tweetId.value])
+        states.changedHere([params.tweetId.value])
         return LikeState(likes: count, likedByMe: true)
     }
 
@@ -15,7 +15,7 @@ extension TweetsService {
         let caller = try context.requireUser()
         guard let count = try await likes.unlike(params.tweetId.value, by: caller) else { throw Self.unknownTweet(params.tweetId) }
         OutboxRelay.nudge()
-        await states.changed([params.tweetId.value])
+        states.changedHere([params.tweetId.value])
         return LikeState(likes: count, likedByMe: false)
     }
 }

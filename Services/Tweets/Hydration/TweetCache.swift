@@ -1,6 +1,7 @@
 import Logging
 import RPC
 import Redis
+import ServiceKit
 
 /// Pre-encoded tweets in Redis (`aviary:tweets:body:<id>`), so that reads neither ask the accounts
 /// and media services nor encode JSON again for tweets someone read recently.
@@ -71,7 +72,7 @@ struct TweetCache: Sendable {
             let batch = ids[start..<min(start + 1000, ids.count)]
             let commands: [[RedisArgument]] = batch.map { id in
                 ["SET", RedisArgument(Self.key(id)), RedisArgument(Self.tombstone), "EX", RedisArgument(Self.tombstoneLifetime)]
-            } + [LocalCopy<[UInt8]>.Kind.bodies.announcement(of: batch, database: redis.configuration.database)]
+            } + [LocalCopyKind.bodies.announcement(of: batch, database: redis.configuration.database)]
             for reply in try await redis.pipeline(commands) {
                 if case .error = reply { throw RPCError.unavailable("Redis refused a tombstone; retry shortly") }
             }

@@ -1,6 +1,5 @@
-import Logging
 import RPC
-import Redis
+import ServiceKit
 
 /// The counts and flags of tweets as a viewer sees them, for every read of a tweet.
 ///
@@ -9,16 +8,15 @@ import Redis
 /// for twenty. A state lists the tweet's likers while there are few, which answers `likedByMe` for
 /// any viewer; only for tweets liked more widely is the viewer's own like looked up.
 ///
-/// Every write that changes a state (a like, an unlike, a reply, a delete) calls ``changed(_:)``
-/// once it has committed and before it answers: the writer's process drops the state at once, and
-/// every other process when the announcement reaches it, a moment later. A writer that dies in
-/// between leaves other processes' copies stale for at most the copy's lifetime.
+/// Every write that changes a state (a like, an unlike, a reply, a delete) calls ``changedHere(_:)``
+/// once it has committed and before it answers, which drops the state from the writer's process
+/// at once; the outbox relay announces its tweets with its event
+/// (``TweetsService/announceChanges(_:redis:)``), which drops them from every other process a
+/// moment later.
 struct TweetStates: Sendable {
     let store: TweetStore
-    let redis: RedisClient
     /// This process's copy of the states read lately, if it keeps one.
     let local: LocalCopy<TweetState>?
-    let logger: Logger
 
     /// The states of the stored tweets among `ids` (any order), relative to `viewer`.
     func states(_ ids: [Int64], viewer: Int64?) async throws -> [Int64: StoredTweet] {
@@ -40,8 +38,15 @@ struct TweetStates: Sendable {
         }
     }
 
-    /// Announces that the states of `ids` changed: call after the write commits, before answering.
-    func changed(_ ids: [Int64]) async {
-        await LocalCopy<TweetState>.Kind.states.announce(ids, local: local, redis: redis, logger: logger)
+    /// Drops the states of `ids` from this process: call after a write that changes them commits,
+    /// before answering.
+    func changedHere(_ ids: [Int64]) {
+        local?.forget(ids)
     }
+
+    /// The payload fields of the tweets' events that name tweets whose states they change: a like
+    /// or unlike its tweet, a reply its parent, a delete its tweet and parent.
+    static let changedBy = [
+        "liked": ["tweetId"], "unliked": ["tweetId"], "created": ["replyTo"], "deleted": ["tweetId", "replyTo"],
+    ]
 }

@@ -1,5 +1,5 @@
-import Logging
 import Redis
+import ServiceKit
 
 /// How many live tweets authors have, for the `stats` of their profiles.
 ///
@@ -12,15 +12,15 @@ import Redis
 /// Postgres, and made one author's concurrent posts wait on each other.
 ///
 /// Each process also holds the counts it read lately (``LocalCopy``, kind `counts`), so that
-/// viewing a profile again costs no query: every create and delete announces its author once it
-/// has committed (``changed(_:)``), which drops the count here at once and in every other process a
-/// moment later.
+/// viewing a profile again costs no query. A create or delete drops its author's count from its own
+/// process once it has committed (``changedHere(_:)``), and the outbox relay announces the author
+/// with its event (``TweetsService/announceChanges(_:redis:)``), which drops it from every other
+/// process a moment later.
 struct AuthorTweetCounts: Sendable {
     let store: TweetStore
     let redis: RedisClient
     /// This process's copy of the counts read lately, if it keeps one.
     let local: LocalCopy<Int64>?
-    let logger: Logger
 
     static let exactUpTo: Int64 = 1_000
     static let sharedFor = 10
@@ -40,10 +40,13 @@ struct AuthorTweetCounts: Sendable {
         return counts.filter { $0.value > 0 }
     }
 
-    /// Announces that `authors` posted or deleted a tweet: call after the write commits.
-    func changed(_ authors: [Int64]) async {
-        await LocalCopy<Int64>.Kind.counts.announce(authors, local: local, redis: redis, logger: logger)
+    /// Drops `authors`' counts from this process: call after a create or delete commits, before answering.
+    func changedHere(_ authors: [Int64]) {
+        local?.forget(authors)
     }
+
+    /// The payload fields of the tweets' events that name authors whose counts they change.
+    static let changedBy = ["created": ["authorId"], "deleted": ["authorId"]]
 
     /// The counts of `authors` from Postgres, or for the prolific from Redis while it shares them.
     private func stored(_ authors: [Int64]) async throws -> [Int64: Int64] {

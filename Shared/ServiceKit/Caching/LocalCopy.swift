@@ -1,77 +1,33 @@
 import Logging
 import Metrics
+import RPC
 import Redis
 import ServiceLifecycle
 import Synchronization
 
 /// Values this process read lately, by id, kept in memory in front of Redis, Postgres or another
-/// service, and dropped when some process announces that they changed. Four kinds are kept
-/// (``Kind``): tweet bodies, so that the tweets many people read cost no Redis `MGET` (a home
-/// timeline read asks for twenty); tweet states, so that they cost no Postgres query either; the
-/// summaries of users who post, so that a new tweet costs no `auth.getUsers` call; and authors'
-/// tweet counts, so that a profile view costs no Postgres query here.
+/// service, and dropped when some process announces that they changed. A service names each kind
+/// it keeps (``LocalCopyKind``): tweets keeps tweet bodies, tweet states, the summaries of users who
+/// post and authors' tweet counts; social-graph keeps users' follow counts and whom they follow.
 ///
 /// Whoever changes what a value depends on announces the ids on the kind's channel
-/// (``Kind/announcement(of:database:)``), and every process drops what it hears of. A process
-/// trusts its copy only while its subscription is up: on a disconnect, or a message dropped, it
-/// empties the copy and keeps nothing until the subscription is back. A read keeps what it fetched
-/// only if no announcement arrived meanwhile (``Epoch``), so a value read just before a change
-/// cannot outlive its announcement. Entries also expire after `lifetime`, which bounds how stale a
-/// silently dead subscription could leave them.
+/// (``LocalCopyKind/announce(_:local:redis:logger:)``), and every process drops what it hears of. A
+/// process trusts its copy only while its subscription is up: on a disconnect, or a message dropped,
+/// it empties the copy and keeps nothing until the subscription is back. A read keeps what it
+/// fetched only if no announcement arrived meanwhile (``Epoch``), so a value read just before a
+/// change cannot outlive its announcement. Entries also expire after `lifetime`, which bounds how
+/// stale a silently dead subscription, or a writer that died between its commit and its
+/// announcement, could leave them.
 ///
-/// Metrics: `aviary_tweets_local_<kind>_total` (counter, `result` `hit` or `miss`: values asked for
-/// and found here or not) and `aviary_tweets_local_<kind>` (gauge: values held).
-final class LocalCopy<Value: Sendable>: Sendable {
+/// Metrics: `aviary_<service>_local_<kind>_total` (counter, `result` `hit` or `miss`: values asked
+/// for and found here or not) and `aviary_<service>_local_<kind>` (gauge: values held).
+public final class LocalCopy<Value: Sendable>: Sendable {
     /// When a read looked; what it fetched is kept only if nothing was forgotten since.
-    struct Epoch: Equatable, Sendable {
+    public struct Epoch: Equatable, Sendable {
         fileprivate let value: Int
     }
 
-    /// What a copy holds, which names its channel and metrics.
-    enum Kind: String, Sendable {
-        /// Tweet bodies (``TweetCache``): ``TweetCache/forget(_:)`` announces tweets after their
-        /// tombstones are in.
-        case bodies
-        /// User summaries (``Accounts/author(_:context:)``): the profile consumer announces users
-        /// before it looks up the tweets that show them.
-        case users
-        /// Tweet counts and flags (``TweetStates``): every write that changes them announces its
-        /// tweets once it has committed.
-        case states
-        /// How many live tweets authors have (``AuthorTweetCounts``): a create and a delete announce
-        /// their author once they have committed.
-        case counts
-
-        func channel(database: Int) -> String {
-            switch self {
-            case .bodies: "aviary:tweets:forget:\(database)"
-            case .users: "aviary:tweets:forget-users:\(database)"
-            case .states: "aviary:tweets:forget-states:\(database)"
-            case .counts: "aviary:tweets:forget-counts:\(database)"
-            }
-        }
-
-        /// The `PUBLISH` that tells every process's copy that `ids` changed.
-        func announcement(of ids: some Sequence<Int64>, database: Int) -> [RedisArgument] {
-            ["PUBLISH", RedisArgument(channel(database: database)), RedisArgument(ids.map { String($0) }.joined(separator: " "))]
-        }
-
-        /// Tells every process that `ids` changed, `local` (this process's copy, if it keeps one) at
-        /// once. Redis failing to carry the announcement leaves other processes' copies stale for at
-        /// most their lifetime; it is logged, and does not fail the write that changed them.
-        func announce(_ ids: [Int64], local: LocalCopy?, redis: RedisClient, logger: Logger) async {
-            local?.forget(ids)
-            do {
-                _ = try await redis.send(announcement(of: ids, database: redis.configuration.database))
-            } catch {
-                logger.warning(
-                    "announcing changed values failed",
-                    metadata: ["local.kind": "\(rawValue)", "error": "\(error)", "ids": "\(ids)"])
-            }
-        }
-    }
-
-    private let kind: Kind
+    private let kind: LocalCopyKind
     private let redis: RedisClient
     private let capacity: Int
     private let lifetime: Duration
@@ -96,12 +52,12 @@ final class LocalCopy<Value: Sendable>: Sendable {
         let expires: ContinuousClock.Instant
     }
 
-    init(_ kind: Kind, redis: RedisClient, capacity: Int, lifetime: Duration, logger: Logger) {
+    public init(_ kind: LocalCopyKind, redis: RedisClient, capacity: Int, lifetime: Duration, logger: Logger) {
         self.kind = kind
         self.redis = redis
-        hits = Counter(label: "aviary_tweets_local_\(kind.rawValue)_total", dimensions: [("result", "hit")])
-        misses = Counter(label: "aviary_tweets_local_\(kind.rawValue)_total", dimensions: [("result", "miss")])
-        held = Gauge(label: "aviary_tweets_local_\(kind.rawValue)")
+        hits = Counter(label: "\(kind.metric)_total", dimensions: [("result", "hit")])
+        misses = Counter(label: "\(kind.metric)_total", dimensions: [("result", "miss")])
+        held = Gauge(label: kind.metric)
         self.capacity = capacity
         self.lifetime = lifetime
         self.logger = logger
@@ -109,7 +65,7 @@ final class LocalCopy<Value: Sendable>: Sendable {
 
     /// The values of `ids` held here, and the epoch to keep what the caller fetches under (nil while
     /// the copy is not trusted: nothing is kept then).
-    func values(_ ids: [Int64]) -> (found: [Int64: Value], epoch: Epoch?) {
+    public func values(_ ids: [Int64]) -> (found: [Int64: Value], epoch: Epoch?) {
         let now = ContinuousClock.now
         let result: (found: [Int64: Value], epoch: Epoch?) = state.withLock { state in
             guard state.trusted else { return ([:], nil) }
@@ -126,7 +82,7 @@ final class LocalCopy<Value: Sendable>: Sendable {
     }
 
     /// Keeps `values`, fetched since `epoch`, unless something was forgotten since.
-    func keep(_ values: some Sequence<(key: Int64, value: Value)>, since epoch: Epoch?) {
+    public func keep(_ values: some Sequence<(key: Int64, value: Value)>, since epoch: Epoch?) {
         guard let epoch else { return }
         let expires = ContinuousClock.now + lifetime
         state.withLock { state in
@@ -140,7 +96,7 @@ final class LocalCopy<Value: Sendable>: Sendable {
     }
 
     /// Whether nothing was forgotten since `epoch`, while the copy stayed trusted.
-    func isCurrent(_ epoch: Epoch) -> Bool {
+    public func isCurrent(_ epoch: Epoch) -> Bool {
         state.withLock { $0.trusted && $0.epoch == epoch.value }
     }
 
@@ -153,7 +109,7 @@ final class LocalCopy<Value: Sendable>: Sendable {
     // MARK: Watching
 
     /// Listens for announcements on `subscriber` until it shuts down; the copy is distrusted then.
-    func watch(on subscriber: RedisSubscriber) async {
+    public func watch(on subscriber: RedisSubscriber) async {
         let channel = kind.channel(database: redis.configuration.database)
         await withDiscardingTaskGroup { tasks in
             tasks.addTask {
@@ -169,7 +125,7 @@ final class LocalCopy<Value: Sendable>: Sendable {
                     let subscription = await subscriber.subscribeRetrying(channel, bufferSize: 4096, onRetry: { error in
                         self.logger.warning(
                             "cannot hear which cached values change yet; reading them all afresh",
-                            metadata: ["local.kind": "\(self.kind.rawValue)", "error": "\(error)"])
+                            metadata: ["local.kind": "\(self.kind.name)", "error": "\(error)"])
                     })
                 else { return }
                 self.state.withLock { $0.subscribed = true }
@@ -189,7 +145,7 @@ final class LocalCopy<Value: Sendable>: Sendable {
     }
 
     /// Drops `ids` at once: a writer does so for its own process rather than wait for its announcement.
-    func forget(_ ids: [Int64]) {
+    public func forget(_ ids: [Int64]) {
         state.withLock { state in
             state.epoch += 1
             for id in ids { state.values[id] = nil }
@@ -213,12 +169,18 @@ final class LocalCopy<Value: Sendable>: Sendable {
 
 /// Runs the watches of a process's copies (``LocalCopy/watch(on:)``) on one Redis subscriber, one
 /// connection and one thread for them all, until the service group stops.
-struct LocalCopyWatch: Service {
+public struct LocalCopyWatch: Service {
     let redis: RedisClient
     let watches: [@Sendable (RedisSubscriber) async -> Void]
     let logger: Logger
 
-    func run() async throws {
+    public init(redis: RedisClient, watches: [@Sendable (RedisSubscriber) async -> Void], logger: Logger) {
+        self.redis = redis
+        self.watches = watches
+        self.logger = logger
+    }
+
+    public func run() async throws {
         await cancelWhenGracefulShutdown {
             let subscriber = RedisSubscriber(configuration: redis.configuration, logger: logger)
             await withTaskCancellationHandler {
@@ -229,6 +191,61 @@ struct LocalCopyWatch: Service {
                 Task { await subscriber.shutdown() }
             }
             await subscriber.shutdown()
+        }
+    }
+}
+
+/// What a ``LocalCopy`` holds: it names the copy's channel and metrics.
+public struct LocalCopyKind: Sendable {
+    /// The service that keeps it, in its metrics' names.
+    public let service: String
+    /// The kind, in its metrics' names and in logs.
+    public let name: String
+    /// The channel's name without its database: `<channelPrefix>:<database>`.
+    public let channelPrefix: String
+
+    public init(service: String, name: String, channelPrefix: String) {
+        self.service = service
+        self.name = name
+        self.channelPrefix = channelPrefix
+    }
+
+    var metric: String { "aviary_\(service)_local_\(name)" }
+
+    public func channel(database: Int) -> String { "\(channelPrefix):\(database)" }
+
+    /// The `PUBLISH` that tells every process's copy that `ids` changed.
+    public func announcement(of ids: some Sequence<Int64>, database: Int) -> [RedisArgument] {
+        ["PUBLISH", RedisArgument(channel(database: database)), RedisArgument(ids.map { String($0) }.joined(separator: " "))]
+    }
+
+    /// For an outbox relay's preparation (``OutboxRelay/Preparation``): the `PUBLISH` that tells every
+    /// process the ids a batch's events name changed, or nil when they name none. `fields` gives, by
+    /// event type, the payload fields that hold such ids (id strings). Announcing from the relay
+    /// costs one command per batch rather than one per write, and is as durable as the events: a
+    /// writer that dies after its commit leaves them in the outbox, and a batch whose announcement
+    /// fails is sent again. The writer drops the values from its own process's copy at once
+    /// (``LocalCopy/forget(_:)``); other processes hear of them a moment after the commit. A payload
+    /// that is not JSON names nothing: it must not hold the events back.
+    public func announcement(of fields: [String: [String]], in events: [OutboxRelay.Event], database: Int) -> [RedisArgument]? {
+        var ids = Set<Int64>()
+        for event in events {
+            guard let named = fields[event.type],
+                let payload = try? RawJSON(unchecked: Array(event.payload.utf8)).decode(JSONValue.self)
+            else { continue }
+            for field in named {
+                if let id = payload[field]?.stringValue.flatMap({ Int64($0) }) { ids.insert(id) }
+            }
+        }
+        return ids.isEmpty ? nil : announcement(of: ids.sorted(), database: database)
+    }
+
+    /// Sends the announcements a relay's preparation made (nil ones left out) in one round trip.
+    public static func send(_ announcements: [[RedisArgument]?], on redis: RedisClient) async throws {
+        let commands = announcements.compactMap { $0 }
+        guard !commands.isEmpty else { return }
+        for case .error(let message) in try await redis.pipeline(commands) {
+            throw EventStreamFailure("Redis refused an announcement: \(message)")
         }
     }
 }
