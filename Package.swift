@@ -175,7 +175,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "SocialGraphTests",
-            dependencies: ["RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "TestSupport", logging],
+            dependencies: ["RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "ServiceKit", "TestSupport", logging],
             swiftSettings: strict),
         .testTarget(
             name: "MediaServiceTests",

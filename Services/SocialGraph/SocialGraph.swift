@@ -5,11 +5,25 @@ import ServiceKit
 /// The social-graph service: who follows whom, over its own tables and the accounts service.
 struct SocialGraph: Sendable {
     let store: FollowStore
+    let records: FollowRecords
     let directory: UserDirectory
 
-    /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its methods.
+    /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its
+    /// methods. The process keeps in memory up to `AVIARY_GRAPH_LOCAL_USERS` users' totals and
+    /// relations (default 10,000, at most about 2 KiB each; 0 keeps none: every profile's come from
+    /// Postgres).
     static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
-        SocialGraph(store: FollowStore(postgres: resources.postgres), directory: UserDirectory(resources: resources))
+        let capacity = try resources.configuration.integer("AVIARY_GRAPH_LOCAL_USERS", default: 10_000, in: 0...1_000_000)
+        let local =
+            capacity == 0
+            ? nil : LocalCopy<FollowRecord>(.follows, redis: resources.redis, capacity: capacity, lifetime: .seconds(10), logger: resources.logger)
+        if let local {
+            resources.addBackgroundService(LocalCopyWatch(redis: resources.redis, watches: [local.watch(on:)], logger: resources.logger))
+        }
+        let redis = resources.redis
+        resources.prepareOutboxEvents { events in try await FollowRecords.announce(events, redis: redis) }
+        let store = FollowStore(postgres: resources.postgres)
+        SocialGraph(store: store, records: FollowRecords(store: store, local: local), directory: UserDirectory(resources: resources))
             .registerMethods(with: &router)
         resources.addBackgroundService(CountCompactor(postgres: resources.postgres, logger: resources.logger))
     }

@@ -80,6 +80,16 @@ final class TimelineStack: Sendable {
             INSERT INTO social_graph.counts (user_id, followers, following)
             SELECT * FROM unnest($1::bigint[], $2::bigint[], $2::bigint[])
             """, [users.map(\.id.value), degrees.map { Int64($0) }])
+        // What the graph's outbox relay announces for follows: social-graph drops the records it read
+        // when the users registered, a moment later.
+        let channel = "aviary:graph:forget-follows:\(stack.redis.configuration.database)"
+        _ = try await stack.redis.send(["PUBLISH", RedisArgument(channel), RedisArgument(users.map(\.id.description).joined(separator: " "))])
+        let busiest = users[nodesByDegree[0]]
+        struct Stats: Decodable { var followers: Int64 }
+        let heard = try await eventually {
+            try await stack.callInternal("social-graph", "graph.statsMany", ["ids": .ids([busiest.id])], decoding: [Stats].self)[0].followers > 0
+        }
+        precondition(heard, "social-graph did not hear of the follows written for it")
     }
 
     private struct Created: Decodable {

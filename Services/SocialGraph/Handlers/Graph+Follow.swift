@@ -7,8 +7,12 @@ extension SocialGraph {
         let caller = try context.requireUser()
         let followee = try Self.otherUser(params.userId, caller: caller, verb: "follow")
         guard try await directory.exists(followee, context: context) else { throw Self.unknownUser(params.userId) }
-        // The event reaches its stream at once rather than at the relay's next poll.
-        if try await store.follow(follower: caller, followee: followee) { OutboxRelay.nudge() }
+        if try await store.follow(follower: caller, followee: followee) {
+            // The event reaches its stream, and other processes hear of the change, at once rather
+            // than at the relay's next poll.
+            OutboxRelay.nudge()
+            records.changedHere([caller, followee])
+        }
         return FollowState(following: true)
     }
 
@@ -19,6 +23,7 @@ extension SocialGraph {
         // "not followed" from "no such user".
         if try await store.unfollow(follower: caller, followee: followee) {
             OutboxRelay.nudge()
+            records.changedHere([caller, followee])
             return FollowState(following: false)
         }
         guard try await directory.exists(followee, context: context) else { throw Self.unknownUser(params.userId) }

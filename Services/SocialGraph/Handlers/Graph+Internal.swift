@@ -22,11 +22,12 @@ extension SocialGraph {
         return json.finish(nextCursor: page.next?.encoded)
     }
 
-    /// The counts, and with a viewer the relations too, from one statement.
+    /// The counts, and with a viewer the relations too, from the records this process holds or one
+    /// statement (``FollowRecords``).
     @Sendable func statsMany(_ params: StatsBatchParams, _ context: RPCContext) async throws -> [UserFollowStats] {
         let users = try UserBatch.values(params.ids)
         let viewer = params.viewerId?.value
-        let summaries = try await store.summaries(of: users, viewer: viewer)
+        let summaries = try await records.summaries(of: users, viewer: viewer)
         return params.ids.map { id in
             let found = summaries[id.value] ?? .none
             var stats = UserFollowStats(userId: id, followers: found.totals.followers, following: found.totals.following)

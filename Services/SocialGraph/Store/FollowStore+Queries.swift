@@ -51,6 +51,37 @@ extension FollowStore {
         try await summaries(of: users, viewer: nil).mapValues(\.totals)
     }
 
+    /// The records of `users` (``FollowRecords``), in one statement: everyone's totals and, for
+    /// `viewer` when among them, up to `listing` of whom they follow and of who follows them (unlisted
+    /// beyond). Users with no follows get zero totals and empty lists.
+    func records(of users: [Int64], viewer: Int64?, listing: Int) async throws -> [Int64: FollowRecord] {
+        let rows = try await postgres.query(
+            """
+            SELECT u.id,
+                   coalesce(c.followers, 0) + coalesce(d.followers, 0), coalesce(c.following, 0) + coalesce(d.following, 0),
+                   CASE WHEN u.id = $2 THEN ARRAY(SELECT followee_id FROM social_graph.follows WHERE follower_id = u.id LIMIT $3) END,
+                   CASE WHEN u.id = $2 THEN ARRAY(SELECT follower_id FROM social_graph.follows WHERE followee_id = u.id LIMIT $3) END
+            FROM unnest($1::bigint[]) AS u(id)
+            LEFT JOIN social_graph.counts AS c ON c.user_id = u.id
+            LEFT JOIN LATERAL (
+                SELECT sum(followers)::bigint AS followers, sum(following)::bigint AS following
+                FROM social_graph.count_deltas WHERE user_id = u.id
+            ) AS d ON true
+            """, [users, viewer, Int64(listing + 1)])
+        var records: [Int64: FollowRecord] = [:]
+        for row in rows {
+            let totals = FollowTotals(followers: try row.decode(Int64.self, at: 1), following: try row.decode(Int64.self, at: 2))
+            var relations = FollowRecord.Relations.unread
+            if let followees = try row.decode([Int64]?.self, at: 3), let followers = try row.decode([Int64]?.self, at: 4) {
+                relations =
+                    followees.count > listing || followers.count > listing
+                    ? .unlisted : .listed(followees: followees.sorted(), followers: followers.sorted())
+            }
+            records[try row.decode(Int64.self, at: 0)] = FollowRecord(totals: totals, relations: relations)
+        }
+        return records
+    }
+
     /// The totals of each of `users`, and with a `viewer` their relations to the viewer; users with
     /// no follows are absent. One statement, so one round trip and one snapshot: a compaction moving
     /// deltas into counts commits whole, before or after it. The relation halves are primary-key
