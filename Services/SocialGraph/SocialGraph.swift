@@ -10,8 +10,8 @@ struct SocialGraph: Sendable {
 
     /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its
     /// methods. The process keeps in memory up to `AVIARY_GRAPH_LOCAL_USERS` users' totals and
-    /// relations (default 10,000, at most about 2 KiB each; 0 keeps none: every profile's come from
-    /// Postgres).
+    /// relations (default 10,000, at most about 2 KiB each; 0 keeps none: every profile's counts and
+    /// relations come from Postgres).
     static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
         let capacity = try resources.configuration.integer("AVIARY_GRAPH_LOCAL_USERS", default: 10_000, in: 0...1_000_000)
         let local =

@@ -89,7 +89,7 @@ final class TimelineStack: Sendable {
         let heard = try await eventually {
             try await stack.callInternal("social-graph", "graph.statsMany", ["ids": .ids([busiest.id])], decoding: [Stats].self)[0].followers > 0
         }
-        precondition(heard, "social-graph did not hear of the follows written for it")
+        guard heard else { throw TestSupportError("social-graph did not hear of the follows written for it within 10 s") }
     }
 
     private struct Created: Decodable {

@@ -78,20 +78,21 @@ struct FollowRecords: Sendable {
         local?.forget(users)
     }
 
+    /// The payload fields of the graph's events that name users whose records they change.
+    static let changedBy = ["follow": ["followerId", "followeeId"], "unfollow": ["followerId", "followeeId"]]
+
     /// The outbox relay's preparation of the graph's events: announces the users of a batch's follows
     /// and unfollows to every process, in one `PUBLISH`, and sends the events on unchanged.
     @Sendable static func announce(_ events: [OutboxRelay.Event], redis: RedisClient) async throws -> [OutboxRelay.Event] {
-        let users = ["followerId", "followeeId"]
         try await LocalCopyKind.send(
-            [LocalCopyKind.follows.announcement(of: ["follow": users, "unfollow": users], in: events, database: redis.configuration.database)],
-            on: redis)
+            [LocalCopyKind.follows.announcement(of: changedBy, in: events, database: redis.configuration.database)], on: redis)
         return events
     }
 }
 
 extension LocalCopyKind {
-    /// Users' totals and relations (``FollowRecords``): a follow and an unfollow announce both users
-    /// once they have committed.
+    /// Users' totals and relations (``FollowRecords``): the outbox relay announces both users of
+    /// every follow and unfollow (``FollowRecords/changedBy``).
     static let follows = LocalCopyKind(service: "graph", name: "follows", channelPrefix: "aviary:graph:forget-follows")
 }
 

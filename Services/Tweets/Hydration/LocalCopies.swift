@@ -29,10 +29,10 @@ extension LocalCopyKind {
     /// User summaries (``Accounts/author(_:context:)``): the profile consumer announces users
     /// before it looks up the tweets that show them.
     static let users = LocalCopyKind(service: "tweets", name: "users", channelPrefix: "aviary:tweets:forget-users")
-    /// Tweet counts and flags (``TweetStates``): every write that changes them announces its
-    /// tweets once it has committed.
+    /// Tweet counts and flags (``TweetStates``): the outbox relay announces the tweets of the events
+    /// that change them (``TweetStates/changedBy``).
     static let states = LocalCopyKind(service: "tweets", name: "states", channelPrefix: "aviary:tweets:forget-states")
-    /// How many live tweets authors have (``AuthorTweetCounts``): a create and a delete announce
-    /// their author once they have committed.
+    /// How many live tweets authors have (``AuthorTweetCounts``): the outbox relay announces the
+    /// authors of creates and deletes (``AuthorTweetCounts/changedBy``).
     static let counts = LocalCopyKind(service: "tweets", name: "counts", channelPrefix: "aviary:tweets:forget-counts")
 }

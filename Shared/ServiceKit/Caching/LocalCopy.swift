@@ -11,7 +11,8 @@ import Synchronization
 /// post and authors' tweet counts; social-graph keeps users' follow counts and whom they follow.
 ///
 /// Whoever changes what a value depends on announces the ids on the kind's channel
-/// (``LocalCopyKind/announce(_:local:redis:logger:)``), and every process drops what it hears of. A
+/// (``LocalCopyKind/announcement(of:database:)``, or from the outbox relay
+/// ``LocalCopyKind/announcement(of:in:database:)``), and every process drops what it hears of. A
 /// process trusts its copy only while its subscription is up: on a disconnect, or a message dropped,
 /// it empties the copy and keeps nothing until the subscription is back. A read keeps what it
 /// fetched only if no announcement arrived meanwhile (``Epoch``), so a value read just before a
