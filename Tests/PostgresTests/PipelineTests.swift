@@ -57,7 +57,17 @@ struct PipelineTests {
                 let blocked = Task(executorPreference: executor) {
                     try await client.query("SELECT pg_backend_pid(), pg_advisory_lock(7)")[0].decode(Int32.self, at: 0)
                 }
-                try await Task.sleep(for: .milliseconds(100))
+                // Until the blocked statement waits on the lock: it was sent, so the next one leaves in
+                // a later tick (a fixed pause let both share one tick on a loaded machine).
+                let waiting = try await eventually {
+                    try await holder.query(
+                        """
+                        SELECT count(*) FROM pg_locks
+                        WHERE locktype = 'advisory' AND objid = 7 AND NOT granted
+                          AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                        """)[0].decode(Int64.self, at: 0) > 0
+                }
+                #expect(waiting, "the blocked statement never waited on the lock")
                 // Sent from the same loop in a later tick: behind the blocked statement it would get
                 // no answer until the lock is released.
                 let quick = await outcome(within: .seconds(30)) {
