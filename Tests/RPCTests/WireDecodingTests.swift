@@ -140,4 +140,15 @@ struct WireDecodingTests {
         #expect(ours(Params.self, json) == foundation(Params.self, json))
         if depth >= 600 { #expect(WireDecoder.decode(Params.self, from: Data(json.utf8)) == nil) }
     }
+
+    /// `RawJSON.strings(named:)` picks the named string members out of an object, with escapes
+    /// resolved, whatever else the object holds, and reads nothing out of text that is not one object.
+    @Test func namedStringMembersArePickedOutOfAnObject() {
+        let json = #"{"at":"2026-11-26T12:00:00.000Z","followerId":"12","followeeId":"3\u0034","n":5,"list":["x"],"nested":{"followeeId":"9"}}"#
+        let picked = RawJSON(unchecked: Array(json.utf8)).strings(named: ["followerId", "followeeId", "n", "absent"])
+        #expect(picked == ["followerId": "12", "followeeId": "34"])
+        for bad in [#"["followerId","1"]"#, #"{"followerId":"1""#, #"{"followerId":"1"} x"#, "", #""text""#] {
+            #expect(RawJSON(unchecked: Array(bad.utf8)).strings(named: ["followerId"]) == nil, "\(bad)")
+        }
+    }
 }

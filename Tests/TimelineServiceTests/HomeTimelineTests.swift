@@ -76,6 +76,35 @@ struct HomeTimelineTests {
         #expect(try await stack.homeMismatches([follower]) == 0)
     }
 
+    @Test("follows handled together merge only into the home sets that exist, each edge as its last change left it", .timeLimit(.minutes(1)))
+    func followsTogether() async throws {
+        let stack = try await TimelineStack.shared()
+        let reader = stack.users[stack.nodesByDegree[40]]
+        let absent = stack.users[stack.nodesByDegree[41]]
+        let friends = Set(try await stack.followers(of: reader).map(\.id) + stack.followers(of: absent).map(\.id))
+        let followee = stack.users.first {
+            ![reader.id, absent.id].contains($0.id) && !friends.contains($0.id) && !stack.nodesByDegree.prefix(3).contains(stack.users.firstIndex(of: $0)!)
+        }!
+        _ = try await stack.home(of: reader)
+        _ = try await stack.stack.redis.send(["DEL", RedisArgument("aviary:timeline:home:\(absent.id)")])
+        let theirs = try await stack.post([(followee, "merged together one"), (followee, "merged together two")])
+        try await stack.settle()
+
+        // Sent back to back, the follows and the reader's unfollow and follow again reach one batch.
+        for (method, user) in [("graph.follow", reader), ("graph.follow", absent), ("graph.unfollow", reader), ("graph.follow", reader)] {
+            let _: JSONValue = try await stack.stack.call("social-graph", method, ["userId": followee.idValue], as: user)
+        }
+        try await stack.settle()
+        #expect(try await stack.storedHome(of: reader).isSuperset(of: theirs))
+        #expect(try await stack.stack.redis.send(["EXISTS", RedisArgument("aviary:timeline:home:\(absent.id)")]).int == 0)
+        #expect(try await stack.homeMismatches([reader, absent]) == 0)
+        for user in [reader, absent] {
+            let _: JSONValue = try await stack.stack.call("social-graph", "graph.unfollow", ["userId": followee.idValue], as: user)
+        }
+        try await stack.settle()
+        #expect(try await stack.storedHome(of: reader).isDisjoint(with: theirs))
+    }
+
     @Test("a read keeps the home set for the inactivity period, and writes its lease only once it runs low", .timeLimit(.minutes(1)))
     func leaseRenewal() async throws {
         let stack = try await TimelineStack.shared()

@@ -88,9 +88,10 @@ struct Celebrities: Sendable {
         ])
     }
 
-    /// Drops `user`'s cached list (after they followed or unfollowed someone).
-    func forget(_ user: Int64) async throws {
-        _ = try await redis.send(["DEL", RedisArgument(TimelineKeys.followedCelebrities(user))])
+    /// The command that drops the cached lists of `users` (after they followed or unfollowed
+    /// someone), for the caller's pipeline.
+    static func forgetCommand(for users: [Int64]) -> [RedisArgument] {
+        ["DEL"] + users.map { RedisArgument(TimelineKeys.followedCelebrities($0)) }
     }
 
     /// The current generation.

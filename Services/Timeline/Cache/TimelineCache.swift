@@ -101,9 +101,15 @@ struct TimelineCache: Sendable {
         }
     }
 
-    /// Whether `key` exists.
-    func exists(_ key: String) async throws -> Bool {
-        try await redis.send(["EXISTS", RedisArgument(key)]).int == 1
+    /// Which of `users` have a home set, asked in the pipeline that sends `first` before: one round
+    /// trip in all.
+    func usersWithHome(_ users: [Int64], after first: [[RedisArgument]]) async throws -> Set<Int64> {
+        let checks: [[RedisArgument]] = users.map { ["EXISTS", RedisArgument(TimelineKeys.home($0))] }
+        let replies = try await redis.pipeline(first + checks)
+        if let message = replies.lazy.compactMap(\.errorMessage).first {
+            throw RedisRefusal(message: message)
+        }
+        return Set(zip(users, replies.dropFirst(first.count)).lazy.filter { $0.1.int == 1 }.map(\.0))
     }
 }
 

@@ -4,7 +4,14 @@ import ServiceKit
 
 extension Timeline {
     /// Handles a batch of the `graph` topic in order.
+    ///
+    /// One pipeline first drops every follower's cached list of followed celebrities and asks which
+    /// of their home sets exist: a follower without one (never read, evicted, inactive) needs nothing
+    /// more, as its rebuild reads the graph as it is now. Only the changes of followers with a home
+    /// set then cost their own round trips, in order, so a follow and an unfollow of the same edge in
+    /// one batch end as the later one left it.
     func handleGraphEvents(_ events: [DeliveredEvent]) async throws {
+        var changes: [FollowChange] = []
         for delivered in events {
             let ids = EventIDs(event: delivered)
             guard let follower = ids.id("followerId"), let followee = ids.id("followeeId") else {
@@ -12,30 +19,43 @@ extension Timeline {
                 continue
             }
             switch delivered.event.type {
-            case "follow": try await merge(followee, into: follower)
-            case "unfollow": try await unmerge(followee, from: follower)
+            case "follow": changes.append(FollowChange(follower: follower, followee: followee, follows: true))
+            case "unfollow": changes.append(FollowChange(follower: follower, followee: followee, follows: false))
             default: break
+            }
+        }
+        guard !changes.isEmpty else { return }
+        var followers: [Int64] = []
+        var seen = Set<Int64>()
+        for change in changes where seen.insert(change.follower).inserted { followers.append(change.follower) }
+        let withHome = try await cache.usersWithHome(followers, after: [Celebrities.forgetCommand(for: followers)])
+        for change in changes where withHome.contains(change.follower) {
+            if change.follows {
+                try await merge(change.followee, into: change.follower)
+            } else {
+                try await unmerge(change.followee, from: change.follower)
             }
         }
     }
 
     /// After `follower` followed `followee`: the followee's recent tweets join the follower's home
-    /// set (if it exists; else its rebuild includes them), or, for a celebrity, their cached list of
-    /// followed celebrities is dropped so the next read merges the newcomer.
-    func merge(_ followee: Int64, into follower: Int64) async throws {
-        try await celebrities.forget(follower)
-        let home = TimelineKeys.home(follower)
-        guard try await cache.exists(home), try await celebrities.classify([followee]).isEmpty else { return }
+    /// set, unless the followee is a celebrity (their tweets are merged at read time).
+    private func merge(_ followee: Int64, into follower: Int64) async throws {
+        guard try await celebrities.classify([followee]).isEmpty else { return }
         let ids = try await tweets.recentIDs(of: [followee], limit: min(settings.capacity, TweetsPeer.maximumRecent))
-        try await cache.add(ids, toExisting: [home], batch: 1)
+        try await cache.add(ids, toExisting: [TimelineKeys.home(follower)], batch: 1)
     }
 
     /// After `follower` unfollowed `followee`: the followee's recent tweets leave the follower's home set.
-    func unmerge(_ followee: Int64, from follower: Int64) async throws {
-        try await celebrities.forget(follower)
-        let home = TimelineKeys.home(follower)
-        guard try await cache.exists(home) else { return }
+    private func unmerge(_ followee: Int64, from follower: Int64) async throws {
         let ids = try await tweets.recentIDs(of: [followee], limit: TweetsPeer.maximumRecent)
-        try await cache.remove(ids, from: [home], batch: 1)
+        try await cache.remove(ids, from: [TimelineKeys.home(follower)], batch: 1)
     }
+}
+
+/// A follow (`follows`) or unfollow of a `graph` event.
+private struct FollowChange {
+    let follower: Int64
+    let followee: Int64
+    let follows: Bool
 }

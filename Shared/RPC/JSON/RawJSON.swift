@@ -31,3 +31,28 @@ extension RawJSON: Codable {
         try JSONCoding.decoder().decode(JSONValue.self, from: Data(bytes)).encode(to: encoder)
     }
 }
+
+extension RawJSON {
+    /// The members of this object that `keys` names and whose values are strings, read in one pass
+    /// of ``JSONScanner`` without building a tree of the rest; nil when the text is not one object.
+    public func strings(named keys: [String]) -> [String: String]? {
+        bytes.withUnsafeBytes { buffer -> [String: String]? in
+            var scanner = JSONScanner(buffer)
+            var found: [String: String] = [:]
+            do {
+                guard scanner.peek() == 0x7B else { return nil }  // {
+                try scanner.object(depth: 0) { (key, scanner: inout JSONScanner) throws(JSONScanner.Failure) in
+                    if scanner.peek() == 0x22, keys.contains(key) {  // "
+                        found[key] = try scanner.string()
+                    } else {
+                        try scanner.skipValue(depth: 1)
+                    }
+                }
+                try scanner.expectEnd()
+            } catch {
+                return nil
+            }
+            return found
+        }
+    }
+}

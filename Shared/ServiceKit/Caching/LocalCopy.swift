@@ -232,11 +232,9 @@ public struct LocalCopyKind: Sendable {
         var ids = Set<Int64>()
         for event in events {
             guard let named = fields[event.type],
-                let payload = try? RawJSON(unchecked: Array(event.payload.utf8)).decode(JSONValue.self)
+                let strings = RawJSON(unchecked: Array(event.payload.utf8)).strings(named: named)
             else { continue }
-            for field in named {
-                if let id = payload[field]?.stringValue.flatMap({ Int64($0) }) { ids.insert(id) }
-            }
+            for id in strings.values.compactMap({ Int64($0) }) { ids.insert(id) }
         }
         return ids.isEmpty ? nil : announcement(of: ids.sorted(), database: database)
     }
