@@ -105,6 +105,22 @@ struct HomeTimelineTests {
         #expect(try await stack.storedHome(of: reader).isDisjoint(with: theirs))
     }
 
+    @Test("fan-out trims a home set to its capacity, newest kept, and marks it truncated", .timeLimit(.minutes(1)))
+    func trimToCapacity() async throws {
+        let stack = try await TimelineStack.shared()
+        let writer = stack.users[stack.nodesByDegree[stack.nodesByDegree.count - 2]]
+        let key = RedisArgument("aviary:timeline:home:\(writer.id)")
+        _ = try await stack.home(of: writer)
+        #expect(try await stack.stack.redis.send(["ZRANGE", key, 0, 0]).array?.first?.string == "0000000000000000000")  // whole
+        let capacity = 800  // AVIARY_TIMELINE_CAPACITY's default
+        let posted = try await stack.post((1...capacity + 5).map { (writer, "to the brim \($0)") })
+        try await stack.settle()
+        #expect(try await stack.stack.redis.send(["ZCARD", key]).int == capacity + 1)  // and the sentinel
+        #expect(try await stack.stack.redis.send(["ZRANGE", key, 0, 0]).array?.first?.string == "0000000000000000001")  // truncated
+        #expect(try await stack.storedHome(of: writer) == Set(posted.sorted(by: >).prefix(capacity)))
+        #expect(try await stack.homeMismatches([writer]) == 0)
+    }
+
     @Test("a read keeps the home set for the inactivity period, and writes its lease only once it runs low", .timeLimit(.minutes(1)))
     func leaseRenewal() async throws {
         let stack = try await TimelineStack.shared()

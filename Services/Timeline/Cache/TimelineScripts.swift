@@ -3,10 +3,11 @@ import Redis
 /// The Lua scripts that change timeline sets atomically, so that a set always has exactly one
 /// sentinel (its lowest member, see ``TimelineMember``) and at most `capacity` entries besides it.
 enum TimelineScripts {
-    /// Trims `key` to `cap` entries plus its sentinel, oldest first; a trimmed whole set becomes truncated.
+    /// Trims `key` (of `size` members, when the caller knows) to `cap` entries plus its sentinel,
+    /// oldest first; a trimmed whole set becomes truncated. `addAll` returns how many members were new.
     private static let trim = """
-        local function trim(key, cap)
-          local excess = redis.call('ZCARD', key) - cap - 1
+        local function trim(key, cap, size)
+          local excess = (size or redis.call('ZCARD', key)) - cap - 1
           if excess > 0 then
             redis.call('ZREMRANGEBYRANK', key, 1, excess)
             if redis.call('ZREM', key, '\(TimelineMember.whole)') == 1 then
@@ -15,28 +16,32 @@ enum TimelineScripts {
           end
         end
         local function addAll(key, members, first)
+          local added = 0
           for i = first, #members, 500 do
             local args = {}
             for j = i, math.min(i + 499, #members) do
               args[#args + 1] = 0
               args[#args + 1] = members[j]
             end
-            redis.call('ZADD', key, unpack(args))
+            added = added + redis.call('ZADD', key, unpack(args))
           end
+          return added
         end
         """
 
     /// Fan-out: adds the members `ARGV[2…]` to each set of `KEYS` that exists (a missing one is
     /// rebuilt on its next read; an expired one belongs to an inactive user) and trims it to `ARGV[1]`.
-    /// Returns how many sets it added to.
+    /// Returns how many sets it added to. A set that exists holds its sentinel at least, so its size
+    /// tells whether it exists and, with what `ZADD` added, whether it needs trimming: one lookup
+    /// of the set instead of three.
     static let addToExisting = RedisScript(
         trim + "\n" + """
             local cap = tonumber(ARGV[1])
             local touched = 0
             for _, key in ipairs(KEYS) do
-              if redis.call('EXISTS', key) == 1 then
-                addAll(key, ARGV, 2)
-                trim(key, cap)
+              local size = redis.call('ZCARD', key)
+              if size > 0 then
+                trim(key, cap, size + addAll(key, ARGV, 2))
                 touched = touched + 1
               end
             end
