@@ -41,7 +41,9 @@ import TestSupport
                 try await first.hub.publish(to: [7, 8], event: RawJSON(unchecked: Array(#"{"n":\#(index)}"#.utf8)))
             }
             let events = try await connection.events(5)
-            #expect(ContinuousClock.now - started < .milliseconds(100))
+            // Pushed, not found by a later poll. The 100 ms target is `bench notifications`' to
+            // check: a bound that tight here failed whenever the test machine was busy.
+            #expect(ContinuousClock.now - started < .seconds(1))
             #expect(events.map(\.subscription) == Array(repeating: subscription, count: 5))
             #expect(events.map { $0.event["n"]?.intValue } == [1, 2, 3, 4, 5])
             await connection.close()
