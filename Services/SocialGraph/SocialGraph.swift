@@ -20,8 +20,7 @@ struct SocialGraph: Sendable {
         if let local {
             resources.addBackgroundService(LocalCopyWatch(redis: resources.redis, watches: [local.watch(on:)], logger: resources.logger))
         }
-        let redis = resources.redis
-        resources.prepareOutboxEvents { events in try await FollowRecords.announce(events, redis: redis) }
+        resources.prepareOutboxEvents(with: LocalCopyKind.announcer([(.follows, FollowRecords.changedBy)], redis: resources.redis))
         let store = FollowStore(postgres: resources.postgres)
         SocialGraph(store: store, records: FollowRecords(store: store, local: local), directory: UserDirectory(resources: resources))
             .registerMethods(with: &router)

@@ -1,6 +1,5 @@
 import AviaryAPI
 import RPC
-import Redis
 import ServiceKit
 
 /// The tweets service: posts, replies, likes and search over its own tables, with authors, mentions
@@ -39,22 +38,12 @@ struct TweetsService: Sendable {
         if let copies {
             resources.addBackgroundService(LocalCopyWatch(redis: resources.redis, watches: copies.watches, logger: resources.logger))
         }
-        let redis = resources.redis
-        resources.prepareOutboxEvents { events in try await announceChanges(events, redis: redis) }
+        // The relay announces to every process the tweets whose states, and the authors whose
+        // counts, a batch's events change.
+        resources.prepareOutboxEvents(
+            with: LocalCopyKind.announcer(
+                [(.states, TweetStates.changedBy), (.counts, AuthorTweetCounts.changedBy)], redis: resources.redis))
         TweetsService(resources: resources, copies: copies).registerMethods(with: &router)
-    }
-
-    /// The outbox relay's preparation of the tweets' events: announces to every process the tweets
-    /// whose states and the authors whose counts a batch's events change (a `PUBLISH` each, in one
-    /// round trip), and sends the events on unchanged.
-    @Sendable static func announceChanges(_ events: [OutboxRelay.Event], redis: RedisClient) async throws -> [OutboxRelay.Event] {
-        let database = redis.configuration.database
-        try await LocalCopyKind.send(
-            [
-                LocalCopyKind.states.announcement(of: TweetStates.changedBy, in: events, database: database),
-                LocalCopyKind.counts.announcement(of: AuthorTweetCounts.changedBy, in: events, database: database),
-            ], on: redis)
-        return events
     }
 
     func registerMethods(with router: inout RPCRouter) {

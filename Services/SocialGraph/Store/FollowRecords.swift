@@ -1,4 +1,3 @@
-import Redis
 import ServiceKit
 
 /// A user as a process holds them: their totals and, once they were read as a viewer, whom they
@@ -27,7 +26,8 @@ struct FollowRecord: Sendable {
 ///
 /// A follow or unfollow drops both users' records from its own process once it has committed
 /// (``changedHere(_:)``), and the outbox relay announces them with its event
-/// (``announce(_:redis:)``), which drops them from every other process a moment later.
+/// (``changedBy``, ``ServiceKit/LocalCopyKind/announcer(_:redis:)``), which drops them from every
+/// other process a moment later.
 struct FollowRecords: Sendable {
     let store: FollowStore
     /// This process's copy of the records read lately, if it keeps one.
@@ -80,14 +80,6 @@ struct FollowRecords: Sendable {
 
     /// The payload fields of the graph's events that name users whose records they change.
     static let changedBy = ["follow": ["followerId", "followeeId"], "unfollow": ["followerId", "followeeId"]]
-
-    /// The outbox relay's preparation of the graph's events: announces the users of a batch's follows
-    /// and unfollows to every process, in one `PUBLISH`, and sends the events on unchanged.
-    @Sendable static func announce(_ events: [OutboxRelay.Event], redis: RedisClient) async throws -> [OutboxRelay.Event] {
-        try await LocalCopyKind.send(
-            [LocalCopyKind.follows.announcement(of: changedBy, in: events, database: redis.configuration.database)], on: redis)
-        return events
-    }
 }
 
 extension LocalCopyKind {

@@ -25,9 +25,7 @@ extension Timeline {
             }
         }
         guard !changes.isEmpty else { return }
-        var followers: [Int64] = []
-        var seen = Set<Int64>()
-        for change in changes where seen.insert(change.follower).inserted { followers.append(change.follower) }
+        let followers = Array(Set(changes.map(\.follower)))
         let withHome = try await cache.usersWithHome(followers, after: [Celebrities.forgetCommand(for: followers)])
         for change in changes where withHome.contains(change.follower) {
             if change.follows {

@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// Whoever changes what a value depends on announces the ids on the kind's channel
 /// (``LocalCopyKind/announcement(of:database:)``, or from the outbox relay
-/// ``LocalCopyKind/announcement(of:in:database:)``), and every process drops what it hears of. A
+/// ``LocalCopyKind/announcer(_:redis:)``), and every process drops what it hears of. A
 /// process trusts its copy only while its subscription is up: on a disconnect, or a message dropped,
 /// it empties the copy and keeps nothing until the subscription is back. A read keeps what it
 /// fetched only if no announcement arrived meanwhile (``Epoch``), so a value read just before a
@@ -220,15 +220,31 @@ public struct LocalCopyKind: Sendable {
         ["PUBLISH", RedisArgument(channel(database: database)), RedisArgument(ids.map { String($0) }.joined(separator: " "))]
     }
 
-    /// For an outbox relay's preparation (``OutboxRelay/Preparation``): the `PUBLISH` that tells every
-    /// process the ids a batch's events name changed, or nil when they name none. `fields` gives, by
-    /// event type, the payload fields that hold such ids (id strings). Announcing from the relay
-    /// costs one command per batch rather than one per write, and is as durable as the events: a
-    /// writer that dies after its commit leaves them in the outbox, and a batch whose announcement
-    /// fails is sent again. The writer drops the values from its own process's copy at once
-    /// (``LocalCopy/forget(_:)``); other processes hear of them a moment after the commit. A payload
-    /// that is not JSON names nothing: it must not hold the events back.
-    public func announcement(of fields: [String: [String]], in events: [OutboxRelay.Event], database: Int) -> [RedisArgument]? {
+    /// The outbox relay's preparation (``OutboxRelay/Preparation``) that announces, for each of
+    /// `kinds`, the ids a batch's events name as changed: one `PUBLISH` per kind that has any, all in
+    /// one round trip, and the events go on unchanged. `fields` gives, by event type, the payload
+    /// fields that hold such ids (id strings). Announcing from the relay costs one command per batch
+    /// rather than one per write, and is as durable as the events: a writer that dies after its
+    /// commit leaves them in the outbox, and a batch whose announcement fails is sent again. The
+    /// writer drops the values from its own process's copy at once (``LocalCopy/forget(_:)``); other
+    /// processes hear of them a moment after the commit. A payload that is not JSON names nothing:
+    /// it must not hold the events back.
+    public static func announcer(
+        _ kinds: [(kind: LocalCopyKind, fields: [String: [String]])], redis: RedisClient
+    ) -> OutboxRelay.Preparation {
+        let database = redis.configuration.database
+        return { events in
+            let commands = kinds.compactMap { $0.kind.announcement(of: $0.fields, in: events, database: database) }
+            guard !commands.isEmpty else { return events }
+            for case .error(let message) in try await redis.pipeline(commands) {
+                throw EventStreamFailure("Redis refused an announcement: \(message)")
+            }
+            return events
+        }
+    }
+
+    /// The `PUBLISH` of the ids that `events` name in `fields`, or nil when they name none.
+    private func announcement(of fields: [String: [String]], in events: [OutboxRelay.Event], database: Int) -> [RedisArgument]? {
         var ids = Set<Int64>()
         for event in events {
             guard let named = fields[event.type],
@@ -237,14 +253,5 @@ public struct LocalCopyKind: Sendable {
             for id in strings.values.compactMap({ Int64($0) }) { ids.insert(id) }
         }
         return ids.isEmpty ? nil : announcement(of: ids.sorted(), database: database)
-    }
-
-    /// Sends the announcements a relay's preparation made (nil ones left out) in one round trip.
-    public static func send(_ announcements: [[RedisArgument]?], on redis: RedisClient) async throws {
-        let commands = announcements.compactMap { $0 }
-        guard !commands.isEmpty else { return }
-        for case .error(let message) in try await redis.pipeline(commands) {
-            throw EventStreamFailure("Redis refused an announcement: \(message)")
-        }
     }
 }
