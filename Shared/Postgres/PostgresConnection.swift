@@ -42,6 +42,9 @@ public final class PostgresConnection: @unchecked Sendable {
         /// The `BEGIN` of a transaction not yet sent: it leaves with the transaction's first
         /// statement, which saves the transaction a round trip.
         var deferredBegin: String?
+        /// Whether the reactor watches the socket for being writable, which it does only while
+        /// part of a statement is unsent (a writable socket would wake it all the time).
+        var watchesWritable = false
     }
 
     private struct StatementKey: Hashable {
@@ -178,11 +181,11 @@ public final class PostgresConnection: @unchecked Sendable {
         state.withLock { !$0.isUnusable && PQstatus(handle) == CONNECTION_OK }
     }
 
-    /// Checks, without blocking, that the server has not closed the connection while it sat idle
-    /// (a restart sends a FATAL message and closes the socket, which `PQconsumeInput` reads).
+    /// Whether the connection can take statements: open, and not found broken. The reactor reads
+    /// what the server says on an idle connection as it arrives, so a connection the server closed
+    /// while it sat idle (a restart sends a FATAL message and closes the socket) is known broken.
     func isUsable() -> Bool {
-        guard !isClosed.load(ordering: .relaxed), isHealthy else { return false }
-        return state.withLock { _ in PQconsumeInput(handle) == 1 && PQstatus(handle) == CONNECTION_OK }
+        !isClosed.load(ordering: .relaxed) && isHealthy
     }
 
     /// Makes the connection fit for its next user: rolls back a transaction left open. False if it
@@ -219,29 +222,20 @@ public final class PostgresConnection: @unchecked Sendable {
         endsWithSync: Bool, _ send: (OpaquePointer, inout State) throws -> Void
     ) async throws -> [PostgresResult] {
         try await withCheckedThrowingContinuation { continuation in
-            // The lock is released before the socket is armed: the reactor, which takes it when the
-            // answer comes, then finds it free.
-            let arm = state.withLock { state -> Bool? in
+            let failed = state.withLock { state -> [Completion] in
                 do {
                     try send(handle, &state)
                 } catch {
-                    continuation.resume(throwing: error)
-                    return nil
+                    return [(continuation, .failure(error))]
                 }
                 state.inFlight.append(Pending(continuation: continuation, endsWithSync: endsWithSync))
-                // A failed flush arms the socket too: the reactor then finds the connection broken
-                // and fails what is in flight.
-                let unsent = PQflush(handle) != 0
-                // The first statement in flight arms the socket; later ones find it armed, unless
-                // part of what they queued is still unsent.
-                guard state.inFlight.count == 1 || unsent else { return nil }
-                return unsent
+                // The reactor watches the socket already. What libpq could not send yet leaves when
+                // it is writable.
+                guard PQflush(handle) != 0 else { return [] }
+                guard PQstatus(handle) == CONNECTION_OK else { return brokenConnection(&state) }
+                return watch(writable: true, &state)
             }
-            if let writable = arm, !reactor.arm(socket, writable: writable) {
-                for (waiter, outcome) in state.withLock({ failAll(&$0, Self.unwatchable) }) {
-                    waiter.resume(with: outcome)
-                }
-            }
+            for (waiter, outcome) in failed { waiter.resume(with: outcome) }
         }
     }
 
@@ -250,14 +244,36 @@ public final class PostgresConnection: @unchecked Sendable {
     func socketIsReady() {
         let completions = state.withLock { state in
             var completions: [Completion] = []
-            if case .wait(let writable) = advance(&state, completions: &completions),
-                !reactor.arm(socket, writable: writable)
-            {
-                completions += failAll(&state, Self.unwatchable)
+            var writable = false
+            if state.inFlight.isEmpty {
+                // Idle: the server speaks only with a notice, or to end the session (an error, then
+                // the end of the stream).
+                _ = PQconsumeInput(handle)
+            } else if case .wait(writable: true) = advance(&state, completions: &completions) {
+                writable = true
             }
-            return completions
+            guard PQstatus(handle) == CONNECTION_OK else { return completions + brokenConnection(&state) }
+            return completions + watch(writable: writable, &state)
         }
         for (waiter, outcome) in completions { waiter.resume(with: outcome) }
+    }
+
+    /// Marks the connection unusable, fails what is in flight, and has the reactor watch it no more:
+    /// its socket, readable for ever at the end of the stream, would wake the reactor at every turn,
+    /// and libpq may have closed it already, its number free for a newer connection.
+    private func brokenConnection(_ state: inout State) -> [Completion] {
+        state.isUnusable = true
+        reactor.unregister(self)
+        return failAll(&state, error(from: nil))
+    }
+
+    /// Has the reactor watch the socket for being writable too, or no more; what is in flight fails
+    /// if it cannot. Under the lock, so that the watch always matches `watchesWritable`.
+    private func watch(writable: Bool, _ state: inout State) -> [Completion] {
+        guard writable != state.watchesWritable else { return [] }
+        state.watchesWritable = writable
+        guard reactor.watch(socket, writable: writable) else { return failAll(&state, Self.unwatchable) }
+        return []
     }
 
     /// What the statements in flight wait for after `advance`.

@@ -6,11 +6,13 @@ import Synchronization
 /// The thread of a `PostgresClient` that waits on its connections' sockets and finishes the
 /// statements whose answers arrived.
 ///
-/// A statement is sent by its caller (libpq in non-blocking mode), which then arms the socket here
-/// (`epoll`, one-shot) and suspends. When the answer is readable this thread reads it with libpq
-/// and resumes the caller. Arming is a system call on the caller's side that never wakes this
-/// thread, so a statement costs one wake-up here however many connections are busy, and answers
-/// that arrive together are finished in one pass.
+/// Every connection's socket stays watched (`epoll`, level-triggered) from its opening to its
+/// closing. A statement is sent by its caller (libpq in non-blocking mode), which then suspends;
+/// when the answer is readable this thread reads it with libpq and resumes the caller. Sending
+/// costs the caller no system call besides the send itself, answers that arrive together are
+/// finished in one pass, and what the server says on an idle connection (the error and end of
+/// stream of a restart) is read at once, so the pool knows the connection is broken before it
+/// lends it again.
 final class PostgresReactor: Sendable {
     private let epoll: Int32
     /// Written to wake the loop for shutdown.
@@ -40,11 +42,11 @@ final class PostgresReactor: Sendable {
         Thread { [self] in run() }.start()
     }
 
-    /// Adds a new connection's socket, not yet armed.
+    /// Watches a new connection's socket for answers.
     func register(_ connection: PostgresConnection) throws {
         let socket = connection.socket
         var event = epoll_event()
-        event.events = EPOLLONESHOT.rawValue
+        event.events = EPOLLIN.rawValue
         event.data.fd = socket
         connections.withLock { $0[socket] = connection }
         guard epoll_ctl(epoll, EPOLL_CTL_ADD, socket, &event) == 0 else {
@@ -66,10 +68,10 @@ final class PostgresReactor: Sendable {
         if removed { _ = epoll_ctl(epoll, EPOLL_CTL_DEL, socket, nil) }
     }
 
-    /// Asks for one wake-up when `socket` is readable (and writable, with `writable`).
-    func arm(_ socket: Int32, writable: Bool) -> Bool {
+    /// Watches `socket` for being writable too (while part of a statement is unsent), or no more.
+    func watch(_ socket: Int32, writable: Bool) -> Bool {
         var event = epoll_event()
-        event.events = EPOLLIN.rawValue | EPOLLONESHOT.rawValue | (writable ? EPOLLOUT.rawValue : 0)
+        event.events = EPOLLIN.rawValue | (writable ? EPOLLOUT.rawValue : 0)
         event.data.fd = socket
         return epoll_ctl(epoll, EPOLL_CTL_MOD, socket, &event) == 0
     }
@@ -115,10 +117,8 @@ final class PostgresReactor: Sendable {
             }
             for index in 0..<Int(count) {
                 let socket = events[index].data.fd
-                guard socket != wakeup,
-                    let connection = connections.withLock({ $0[socket] })
-                else { continue }
-                connection.socketIsReady()
+                guard socket != wakeup else { continue }
+                connections.withLock({ $0[socket] })?.socketIsReady()
             }
         }
     }

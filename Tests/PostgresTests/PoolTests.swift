@@ -189,6 +189,28 @@ struct ReconnectionTests {
         }
     }
 
+    @Test func aTransactionAfterTheServerClosedAnIdleConnectionGetsANewOne() async throws {
+        let url = try await TestServers.postgres().makeDatabase()
+        try await withTestClient(url: url, poolSize: 1) { client in
+            let pid = try #require(try await client.query("SELECT pg_backend_pid()").first).decode(
+                Int32.self, at: 0)
+            try await withTestClient(url: url, poolSize: 1) { other in
+                _ = try await other.query("SELECT pg_terminate_backend($1)", [pid])
+                while try await !other.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1", [pid]).isEmpty {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+            }
+            // The backend has gone: its FATAL message and the end of the stream reached the idle
+            // connection, which the reactor read. A transaction is never run again on a broken
+            // connection, so it succeeds only if the pool knew, without being told by a failure.
+            try await Task.sleep(for: .milliseconds(50))
+            let newPid = try await client.transaction {
+                try #require(try await $0.query("SELECT pg_backend_pid()").first).decode(Int32.self, at: 0)
+            }
+            #expect(newPid != pid)
+        }
+    }
+
     @Test func aStatementCutOffByATerminatedBackendRunsAgainOnce() async throws {
         let url = try await TestServers.postgres().makeDatabase()
         try await withTestClient(url: url, poolSize: 1) { client in
