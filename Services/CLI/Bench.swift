@@ -61,15 +61,16 @@ struct BenchRandom: RandomNumberGenerator {
 }
 
 /// Runs `workers` loops of `body` for `duration`; each loop iteration counts `callsPerIteration` calls.
+/// Worker `i` runs on `executors[i % executors.count]`, or on an event loop when none is given.
 func runLoad(
     workers: Int, duration: Duration, callsPerIteration: Int = 1, recordLatency: Bool = true,
-    _ body: @escaping @Sendable (_ worker: Int) async throws -> Void
+    executors: [any TaskExecutor] = [], _ body: @escaping @Sendable (_ worker: Int) async throws -> Void
 ) async throws -> LoadFigures {
     let start = ContinuousClock.now
     let deadline = start.advanced(by: duration)
     let results = try await withThrowingTaskGroup(of: (Int, [Duration]).self) { group in
         for worker in 0..<workers {
-            group.addTask(executorPreference: loadWorkerExecutor()) {
+            group.addTask(executorPreference: executors.isEmpty ? loadWorkerExecutor() : executors[worker % executors.count]) {
                 var calls = 0
                 var latencies: [Duration] = []
                 while ContinuousClock.now < deadline {

@@ -47,10 +47,12 @@ struct ConnectionPoolState {
         self.capacity = capacity
     }
 
-    /// Takes a slot if one is free; never queues.
-    mutating func acquire() -> Acquisition {
+    /// Takes a slot if one is free, an idle connection that `reactor` watches when there is one;
+    /// never queues.
+    mutating func acquire(preferring reactor: PostgresReactor? = nil) -> Acquisition {
         if isClosed { return .closed }
-        if let connection = idle.popLast() {
+        let preferred = reactor.flatMap { reactor in idle.lastIndex { $0.reactor === reactor } }
+        if let connection = preferred.map({ idle.remove(at: $0) }) ?? idle.popLast() {
             taken += 1
             return .slot(.idle(connection))
         }

@@ -12,11 +12,16 @@ import Synchronization
 /// resumes it when the answer is in. Only opening a connection blocks, on NIO's shared thread
 /// pool. A connection found broken is discarded and replaced, so the client recovers by itself
 /// when the server restarts. Call `shutdown()` before dropping the client.
+///
+/// Answers are read by `readerThreads` threads of the client's own (`PostgresReactor`), each
+/// watching some of the connections, which resume the callers. A task that runs on one of them
+/// (`executors`) is resumed there without a thread hop, and its statements go to connections that
+/// thread watches.
 public final class PostgresClient: Sendable {
     private let settings: ConnectionSettings
     private let options: PostgresConfiguration.Options
     let logger: Logger
-    private let reactor: PostgresReactor
+    private let reactors: [PostgresReactor]
     private let state: Mutex<ConnectionPoolState>
     private let waiterIDs = Atomic<Int>(0)
 
@@ -26,18 +31,30 @@ public final class PostgresClient: Sendable {
         guard configuration.options.poolSize >= 1 else {
             throw PostgresError(code: .invalidConfiguration, reason: "poolSize must be at least 1")
         }
+        guard configuration.options.readerThreads >= 1 else {
+            throw PostgresError(code: .invalidConfiguration, reason: "readerThreads must be at least 1")
+        }
         settings = try ConnectionSettings(configuration)
         options = configuration.options
         self.logger = logger
         state = Mutex(ConnectionPoolState(capacity: configuration.options.poolSize))
-        reactor = try PostgresReactor(logger: logger)
+        reactors = try (0..<configuration.options.readerThreads).map { _ in try PostgresReactor(logger: logger) }
     }
 
     var transactionRetryLimit: Int { options.transactionRetryLimit }
 
+    /// The threads that read the client's answers, as executors. A task that prefers one runs its
+    /// statements one after another without a thread hop per answer (see `PostgresReactor`): for
+    /// work that is mostly statements, since anything slow there delays the answers of every
+    /// connection that thread watches.
+    public var executors: [any TaskExecutor] { reactors }
+
+    /// The reader thread the caller runs on, if it runs on one.
+    private var currentReactor: PostgresReactor? { reactors.first { $0.isCurrent } }
+
     deinit {
-        // A safety net for a client dropped without `shutdown()`: the thread must still end.
-        reactor.stop()
+        // A safety net for a client dropped without `shutdown()`: the threads must still end.
+        for reactor in reactors { reactor.stop() }
     }
 
     /// Runs one statement and returns its rows. If the connection turns out to be broken (the
@@ -79,7 +96,7 @@ public final class PostgresClient: Sendable {
     }
 
     /// Fails waiting callers with `.poolClosed`, lets the callers holding connections finish, closes
-    /// every connection and stops the reactor. Later calls fail with `.poolClosed`.
+    /// every connection and stops the reader threads. Later calls fail with `.poolClosed`.
     public func shutdown() async {
         let (waiters, idle) = state.withLock { $0.close() }
         for waiter in waiters {
@@ -90,7 +107,7 @@ public final class PostgresClient: Sendable {
         await withCheckedContinuation { continuation in
             if state.withLock({ $0.waitForDrain(continuation) }) { continuation.resume() }
         }
-        await reactor.shutdown()
+        for reactor in reactors { await reactor.shutdown() }
         logger.debug("postgres client shut down")
     }
 
@@ -151,7 +168,8 @@ public final class PostgresClient: Sendable {
         return try result.get()
     }
 
-    /// A live connection for a slot of the pool: an idle one the server has not closed, or a new one.
+    /// A live connection for a slot of the pool: an idle one the server has not closed (on a reader
+    /// thread, one that thread watches if there is one), or a new one.
     private func lease(waitTimeout: Duration?) async throws -> PostgresConnection {
         let slot = try await acquire(waitTimeout: waitTimeout)
         if case .idle(let idle) = slot, idle.isUsable() { return idle }
@@ -177,9 +195,11 @@ public final class PostgresClient: Sendable {
         release(reusable ? connection : nil)
     }
 
-    /// Opens a connection on NIO's shared thread pool: libpq only connects by blocking.
+    /// Opens a connection on NIO's shared thread pool (libpq only connects by blocking), watched by
+    /// the caller's reader thread if it runs on one, else by the one watching the fewest.
     private func open() async throws -> PostgresConnection {
-        let (settings, reactor, logger) = (self.settings, self.reactor, self.logger)
+        let reactor = currentReactor ?? reactors.min { $0.connectionCount < $1.connectionCount }!
+        let (settings, logger) = (self.settings, self.logger)
         let cacheSize = options.preparedStatementCacheSize
         let connection = try await NIOThreadPool.singleton.runIfActive {
             try PostgresConnection.connect(
@@ -190,7 +210,8 @@ public final class PostgresClient: Sendable {
     }
 
     private func acquire(waitTimeout: Duration?) async throws -> ConnectionPoolState.Slot {
-        switch state.withLock({ $0.acquire() }) {
+        let reactor = currentReactor
+        switch state.withLock({ $0.acquire(preferring: reactor) }) {
         case .slot(let slot): return slot
         case .closed: throw PostgresError(code: .poolClosed)
         case .mustWait: break

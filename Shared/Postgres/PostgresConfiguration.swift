@@ -35,6 +35,12 @@ public struct PostgresConfiguration: Sendable {
         /// statement is then parsed anew. Default 256.
         public var preparedStatementCacheSize: Int = 256
 
+        /// Threads that read the answers, each watching some of the connections. One suits callers
+        /// on event loops: answers that arrive together cost it one wake-up before they hop to
+        /// their callers' loops. Tasks that run on the reader threads themselves (see
+        /// `PostgresClient.executors`) gain from one per core. Default 1.
+        public var readerThreads: Int = 1
+
         /// The defaults above.
         public init() {}
     }

@@ -18,7 +18,8 @@ public final class PostgresConnection: @unchecked Sendable {
     private let handle: OpaquePointer
     /// The socket libpq talks over, which the reactor watches.
     let socket: Int32
-    private let reactor: PostgresReactor
+    /// The reactor that reads its answers.
+    let reactor: PostgresReactor
     private let logger: Logger
     private let statementCacheSize: Int
     /// The statements sent and not yet answered, and the prepared-statement cache; the lock also

@@ -13,15 +13,27 @@ import Synchronization
 /// finished in one pass, and what the server says on an idle connection (the error and end of
 /// stream of a restart) is read at once, so the pool knows the connection is broken before it
 /// lends it again.
-final class PostgresReactor: Sendable {
+///
+/// The thread is also a `TaskExecutor`. A task that prefers it is resumed, when its answer is read,
+/// on this thread within the same pass, instead of being handed to another thread that must wake
+/// up for it; its next statement leaves from here too. That is how a client written in C runs
+/// (`pgbench` polls its connections and runs its clients on the same threads), and it suits work
+/// that is mostly statements in a row. Nothing else on this thread reads answers while such a task
+/// runs, so it must not block or compute for long.
+final class PostgresReactor: TaskExecutor, Sendable {
     private let epoll: Int32
-    /// Written to wake the loop for shutdown.
+    /// Written to wake the loop: for jobs enqueued while it waits, and for shutdown.
     private let wakeup: Int32
+    /// The jobs of tasks that prefer this thread, in arrival order, and whether the loop is (about
+    /// to be) waiting in `epoll_wait`, so that whoever enqueues must wake it.
+    private let jobs = Mutex<(queue: [UnownedJob], isWaiting: Bool)>(([], false))
     /// The connections whose sockets are registered, by descriptor.
     private let connections = Mutex<[Int32: PostgresConnection]>([:])
     /// Whether the loop has ended, and who waits for it to end.
     private let ending = Mutex<(ended: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
     private let isStopping = Atomic<Bool>(false)
+    /// The loop's thread (`pthread_self`), once it has started.
+    private let thread = Atomic<UInt>(0)
     private let logger: Logger
 
     init(logger: Logger) throws {
@@ -41,6 +53,12 @@ final class PostgresReactor: Sendable {
         _ = epoll_ctl(epoll, EPOLL_CTL_ADD, wakeup, &event)
         Thread { [self] in run() }.start()
     }
+
+    /// Whether the caller runs on this reactor's thread.
+    var isCurrent: Bool { thread.load(ordering: .relaxed) == UInt(pthread_self()) }
+
+    /// How many connections this reactor watches.
+    var connectionCount: Int { connections.withLock { $0.count } }
 
     /// Watches a new connection's socket for answers.
     func register(_ connection: PostgresConnection) throws {
@@ -90,26 +108,79 @@ final class PostgresReactor: Sendable {
     /// Tells the loop to end, without waiting for it.
     func stop() {
         guard !isStopping.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        wake()
+    }
+
+    /// Runs `job` on this thread after the answers being read, or at once if the loop is waiting.
+    /// Once the loop has ended, jobs go to Swift's global executor instead, so that no task hangs.
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let (isWaiting, hasEnded) = jobs.withLock { jobs in
+            let isWaiting = jobs.isWaiting
+            jobs.isWaiting = false
+            jobs.queue.append(job)
+            return (isWaiting, isStopping.load(ordering: .sequentiallyConsistent))
+        }
+        if hasEnded {
+            runLeftoverJobs()
+        } else if isWaiting {
+            wake()
+        }
+    }
+
+    private func wake() {
         var one: UInt64 = 1
         _ = write(wakeup, &one, MemoryLayout<UInt64>.size)
+    }
+
+    /// Runs the jobs queued so far, and those they queue in turn.
+    private func runJobs() {
+        // Taken by swapping buffers: the lock is held for no copy.
+        var batch: [UnownedJob] = []
+        while true {
+            jobs.withLock { swap(&batch, &$0.queue) }
+            if batch.isEmpty { return }
+            for job in batch { job.runSynchronously(on: asUnownedTaskExecutor()) }
+            batch.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// Hands jobs queued after the loop ended to Swift's global executor.
+    private func runLeftoverJobs() {
+        let leftovers = jobs.withLock { jobs in
+            defer { jobs.queue.removeAll() }
+            return jobs.queue
+        }
+        for job in leftovers {
+            globalConcurrentExecutor.enqueue(ExecutorJob(job))
+        }
     }
 
     private func run() {
         // Named here: a new thread otherwise keeps the name of the one that created it.
         aviary_name_current_thread("aviary-postgres")
+        thread.store(UInt(pthread_self()), ordering: .relaxed)
         let capacity = 64
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer {
             events.deallocate()
             close(wakeup)
             close(epoll)
+            runLeftoverJobs()
             ending.withLock { ending in
                 ending.ended = true
                 return ending.waiter.take()
             }?.resume()
         }
         while !isStopping.load(ordering: .sequentiallyConsistent) {
-            let count = epoll_wait(epoll, events, Int32(capacity), -1)
+            runJobs()
+            // Waits only when no job is queued; a job enqueued from now on wakes the wait.
+            let timeout: Int32 = jobs.withLock { jobs in
+                jobs.isWaiting = jobs.queue.isEmpty
+                return jobs.isWaiting ? -1 : 0
+            }
+            let count = epoll_wait(epoll, events, Int32(capacity), timeout)
+            jobs.withLock { $0.isWaiting = false }
             guard count >= 0 else {
                 if errno == EINTR { continue }
                 logger.critical("epoll_wait failed; Postgres answers can no longer be read", metadata: ["errno": "\(errno)"])
@@ -117,7 +188,11 @@ final class PostgresReactor: Sendable {
             }
             for index in 0..<Int(count) {
                 let socket = events[index].data.fd
-                guard socket != wakeup else { continue }
+                if socket == wakeup {
+                    var value: UInt64 = 0
+                    _ = read(wakeup, &value, MemoryLayout<UInt64>.size)
+                    continue
+                }
                 connections.withLock({ $0[socket] })?.socketIsReady()
             }
         }

@@ -69,6 +69,13 @@ struct ErrorTests {
                 configuration: .init(url: "postgres://127.0.0.1/x", options: options),
                 logger: quietLogger)
         }
+        options = PostgresConfiguration.Options()
+        options.readerThreads = 0
+        #expect(throws: PostgresError.self) {
+            _ = try PostgresClient(
+                configuration: .init(url: "postgres://127.0.0.1/x", options: options),
+                logger: quietLogger)
+        }
     }
 
     @Test func unreachableServerIsAConnectionFailure() async throws {
