@@ -41,7 +41,7 @@ struct PostgresBench: AsyncParsableCommand {
         let client = try PostgresClient(configuration: .init(url: url, options: options), logger: Logger(label: "bench"))
         @Sendable func select(_ worker: Int) async throws {
             let rows = try await client.query(
-                "SELECT abalance FROM pgbench_accounts WHERE aid = $1", [BenchRandom.pick(Int64(1)...100_000)])
+                "SELECT abalance FROM pgbench_accounts WHERE aid = $1", [BenchRandom.pick(Int32(1)...100_000)])
             _ = try rows[0].decode(Int32.self, at: 0)
         }
         let readers = client.executors.count
