@@ -7,11 +7,11 @@ import Synchronization
 ///
 /// At most `poolSize` connections, opened when first needed; callers beyond that wait in arrival
 /// order (up to `poolWaitTimeout`). The single statements (`query`, `execute`) that callers on one
-/// event loop start in one tick share a connection and leave in one batch. Statements never block
-/// a thread: the caller sends with libpq in non-blocking mode and the client's `PostgresReactor`
-/// resumes it when the answer is in. Only opening a connection blocks, on NIO's shared thread
-/// pool. A connection found broken is discarded and replaced, so the client recovers by itself
-/// when the server restarts. Call `shutdown()` before dropping the client.
+/// event loop start in one tick (or on one reader thread in one pass) share a connection and leave
+/// in one batch. Statements never block a thread: the caller sends with libpq in non-blocking mode
+/// and the client's `PostgresReactor` resumes it when the answer is in. Only opening a connection
+/// blocks, on NIO's shared thread pool. A connection found broken is discarded and replaced, so the
+/// client recovers by itself when the server restarts. Call `shutdown()` before dropping the client.
 ///
 /// Answers are read by `readerThreads` threads of the client's own (`PostgresReactor`), each
 /// watching some of the connections, which resume the callers. A task that runs on one of them
@@ -134,30 +134,36 @@ public final class PostgresClient: Sendable {
         return try result.get()
     }
 
-    /// A caller on an event loop joins, with its single statement, the connection lent to another
-    /// single statement of that loop in the same tick, while fewer than this are in flight on it:
-    /// the statements then leave in one batch (pipeline mode), which Postgres reads in one go, and
-    /// their answers come back together, which costs both sides fewer wake-ups than a round trip
-    /// each. Nobody waits behind statements sent in an earlier tick. The limit is small because one
+    /// A caller on an event loop (or a reader thread) joins, with its single statement, the
+    /// connection lent to another single statement of that loop in the same tick (pass), while
+    /// fewer than this are in flight on it: the statements then leave in one batch (pipeline mode),
+    /// which Postgres reads in one go, and their answers come back together, which costs both sides
+    /// fewer wake-ups than a round trip each. Nobody waits behind statements sent in an earlier tick. The limit is small because one
     /// backend runs a batch in order: a statement waiting for a row lock holds up those behind it
     /// (with 64, `bench messaging`'s p99 under load was 33-35 ms against 28-31 ms with 8).
     static let gatheringLimit = 8
 
-    /// Runs one statement's `body` on a connection it may share (see `gatheringLimit`).
+    /// Runs one statement's `body` on a connection it may share (see `gatheringLimit`). The callers
+    /// of one pass of a reader thread (`executors`) share one the same way.
     private func withSharedConnection<T: Sendable>(
         _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
-        guard let loop = MultiThreadedEventLoopGroup.currentEventLoop else {
+        let key: ObjectIdentifier
+        let atTheEndOfTheTick: (@escaping @Sendable () -> Void) -> Void
+        if let loop = MultiThreadedEventLoopGroup.currentEventLoop {
+            (key, atTheEndOfTheTick) = (ObjectIdentifier(loop), { loop.execute($0) })
+        } else if let reactor = currentReactor {
+            (key, atTheEndOfTheTick) = (ObjectIdentifier(reactor), { reactor.execute($0) })
+        } else {
             return try await withConnection(waitTimeout: options.poolWaitTimeout, body)
         }
-        let key = ObjectIdentifier(loop)
         let connection: PostgresConnection
         if let joined = state.withLock({ $0.join(loop: key, limit: Self.gatheringLimit) }) {
             connection = joined
         } else {
             connection = try await lease(waitTimeout: options.poolWaitTimeout)
             state.withLock { $0.share(connection, loop: key) }
-            loop.execute {
+            atTheEndOfTheTick {
                 if self.state.withLock({ $0.endGathering(connection, loop: key) }) {
                     Task { await self.giveBack(connection) }
                 }

@@ -24,9 +24,15 @@ final class PostgresReactor: TaskExecutor, Sendable {
     private let epoll: Int32
     /// Written to wake the loop: for jobs enqueued while it waits, and for shutdown.
     private let wakeup: Int32
-    /// The jobs of tasks that prefer this thread, in arrival order, and whether the loop is (about
-    /// to be) waiting in `epoll_wait`, so that whoever enqueues must wake it.
-    private let jobs = Mutex<(queue: [UnownedJob], isWaiting: Bool)>(([], false))
+    /// The jobs of tasks that prefer this thread and the work given to `execute`, in arrival order,
+    /// and whether the loop is (about to be) waiting in `epoll_wait`, so that whoever enqueues must
+    /// wake it.
+    private let jobs = Mutex<(queue: [Work], isWaiting: Bool)>(([], false))
+
+    private enum Work: Sendable {
+        case job(UnownedJob)
+        case closure(@Sendable () -> Void)
+    }
     /// The connections whose sockets are registered, by descriptor.
     private let connections = Mutex<[Int32: PostgresConnection]>([:])
     /// Whether the loop has ended, and who waits for it to end.
@@ -114,11 +120,20 @@ final class PostgresReactor: TaskExecutor, Sendable {
     /// Runs `job` on this thread after the answers being read, or at once if the loop is waiting.
     /// Once the loop has ended, jobs go to Swift's global executor instead, so that no task hangs.
     func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
+        queue(.job(UnownedJob(job)))
+    }
+
+    /// Runs `work` on this thread after the jobs queued so far: as `EventLoop.execute` does, at the
+    /// end of the pass when the caller runs here.
+    func execute(_ work: @escaping @Sendable () -> Void) {
+        queue(.closure(work))
+    }
+
+    private func queue(_ work: Work) {
         let (isWaiting, hasEnded) = jobs.withLock { jobs in
             let isWaiting = jobs.isWaiting
             jobs.isWaiting = false
-            jobs.queue.append(job)
+            jobs.queue.append(work)
             return (isWaiting, isStopping.load(ordering: .sequentiallyConsistent))
         }
         if hasEnded {
@@ -136,23 +151,31 @@ final class PostgresReactor: TaskExecutor, Sendable {
     /// Runs the jobs queued so far, and those they queue in turn.
     private func runJobs() {
         // Taken by swapping buffers: the lock is held for no copy.
-        var batch: [UnownedJob] = []
+        var batch: [Work] = []
         while true {
             jobs.withLock { swap(&batch, &$0.queue) }
             if batch.isEmpty { return }
-            for job in batch { job.runSynchronously(on: asUnownedTaskExecutor()) }
+            for work in batch {
+                switch work {
+                case .job(let job): job.runSynchronously(on: asUnownedTaskExecutor())
+                case .closure(let closure): closure()
+                }
+            }
             batch.removeAll(keepingCapacity: true)
         }
     }
 
-    /// Hands jobs queued after the loop ended to Swift's global executor.
+    /// Hands jobs queued after the loop ended to Swift's global executor, and runs the rest here.
     private func runLeftoverJobs() {
         let leftovers = jobs.withLock { jobs in
             defer { jobs.queue.removeAll() }
             return jobs.queue
         }
-        for job in leftovers {
-            globalConcurrentExecutor.enqueue(ExecutorJob(job))
+        for work in leftovers {
+            switch work {
+            case .job(let job): globalConcurrentExecutor.enqueue(ExecutorJob(job))
+            case .closure(let closure): closure()
+            }
         }
     }
 
