@@ -34,10 +34,11 @@ struct ConnectionPoolState {
     private var waiters = CircularBuffer<Waiter>()
     /// After `close`, the shutdowns waiting for the slots still taken to come back.
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
-    /// Connections lent to single statements, which other single statements of the same event loop
-    /// join in the tick the connection was lent (see `PostgresClient.withSharedConnection`).
+    /// Connections lent to single statements, which other single statements of the same thread (an
+    /// event loop or a reader thread) join in the tick the connection was lent in (see
+    /// `PostgresClient.withSharedConnection`).
     private var shared: [ObjectIdentifier: SharedLease] = [:]
-    /// For each event loop, the connection its single statements join in the current tick.
+    /// For each such thread, the connection its single statements join in the current tick.
     private var gathering: [ObjectIdentifier: PostgresConnection] = [:]
     /// One timer serves all waiters: it is set for the earliest deadline, and since waiters mostly
     /// share one timeout, a newcomer's deadline is later and needs no timer of its own.
@@ -112,27 +113,27 @@ struct ConnectionPoolState {
         var isGathering = true
     }
 
-    /// Records that `connection`, lent for one statement on `loop`, takes the loop's other single
+    /// Records that `connection`, lent for one statement on `thread`, takes the thread's other single
     /// statements until `endGathering`.
-    mutating func share(_ connection: PostgresConnection, loop: ObjectIdentifier) {
+    mutating func share(_ connection: PostgresConnection, thread: ObjectIdentifier) {
         shared[ObjectIdentifier(connection)] = SharedLease()
-        gathering[loop] = connection
+        gathering[thread] = connection
     }
 
-    /// The connection gathering `loop`'s single statements in this tick, counting one more statement
-    /// on it, if there is one with fewer than `limit` in flight.
-    mutating func join(loop: ObjectIdentifier, limit: Int) -> PostgresConnection? {
-        guard !isClosed, let connection = gathering[loop],
+    /// The connection gathering `thread`'s single statements in this tick, counting one more
+    /// statement on it, if there is one with fewer than `limit` in flight.
+    mutating func join(thread: ObjectIdentifier, limit: Int) -> PostgresConnection? {
+        guard !isClosed, let connection = gathering[thread],
             let lease = shared[ObjectIdentifier(connection)], lease.statements < limit
         else { return nil }
         shared[ObjectIdentifier(connection)]?.statements += 1
         return connection
     }
 
-    /// Ends the tick in which `connection` took `loop`'s single statements. True if none is in flight
-    /// any more, so its slot is to be given back.
-    mutating func endGathering(_ connection: PostgresConnection, loop: ObjectIdentifier) -> Bool {
-        if gathering[loop] === connection { gathering[loop] = nil }
+    /// Ends the tick in which `connection` took `thread`'s single statements. True if none is in
+    /// flight any more, so its slot is to be given back.
+    mutating func endGathering(_ connection: PostgresConnection, thread: ObjectIdentifier) -> Bool {
+        if gathering[thread] === connection { gathering[thread] = nil }
         let id = ObjectIdentifier(connection)
         shared[id]?.isGathering = false
         guard shared[id]?.statements == 0 else { return false }

@@ -135,12 +135,13 @@ public final class PostgresClient: Sendable {
     }
 
     /// A caller on an event loop (or a reader thread) joins, with its single statement, the
-    /// connection lent to another single statement of that loop in the same tick (pass), while
+    /// connection lent to another single statement of that thread in the same tick (pass), while
     /// fewer than this are in flight on it: the statements then leave in one batch (pipeline mode),
     /// which Postgres reads in one go, and their answers come back together, which costs both sides
-    /// fewer wake-ups than a round trip each. Nobody waits behind statements sent in an earlier tick. The limit is small because one
-    /// backend runs a batch in order: a statement waiting for a row lock holds up those behind it
-    /// (with 64, `bench messaging`'s p99 under load was 33-35 ms against 28-31 ms with 8).
+    /// fewer wake-ups than a round trip each. Nobody waits behind statements sent in an earlier
+    /// tick. The limit is small because one backend runs a batch in order: a statement waiting for
+    /// a row lock holds up those behind it (with 64, `bench messaging`'s p99 under load was
+    /// 33-35 ms against 28-31 ms with 8).
     static let gatheringLimit = 8
 
     /// Runs one statement's `body` on a connection it may share (see `gatheringLimit`). The callers
@@ -148,23 +149,24 @@ public final class PostgresClient: Sendable {
     private func withSharedConnection<T: Sendable>(
         _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
-        let key: ObjectIdentifier
+        // The thread whose tick gathers, and how to run something at the end of that tick.
+        let thread: ObjectIdentifier
         let atTheEndOfTheTick: (@escaping @Sendable () -> Void) -> Void
         if let loop = MultiThreadedEventLoopGroup.currentEventLoop {
-            (key, atTheEndOfTheTick) = (ObjectIdentifier(loop), { loop.execute($0) })
+            (thread, atTheEndOfTheTick) = (ObjectIdentifier(loop), { loop.execute($0) })
         } else if let reactor = currentReactor {
-            (key, atTheEndOfTheTick) = (ObjectIdentifier(reactor), { reactor.execute($0) })
+            (thread, atTheEndOfTheTick) = (ObjectIdentifier(reactor), { reactor.execute($0) })
         } else {
             return try await withConnection(waitTimeout: options.poolWaitTimeout, body)
         }
         let connection: PostgresConnection
-        if let joined = state.withLock({ $0.join(loop: key, limit: Self.gatheringLimit) }) {
+        if let joined = state.withLock({ $0.join(thread: thread, limit: Self.gatheringLimit) }) {
             connection = joined
         } else {
             connection = try await lease(waitTimeout: options.poolWaitTimeout)
-            state.withLock { $0.share(connection, loop: key) }
+            state.withLock { $0.share(connection, thread: thread) }
             atTheEndOfTheTick {
-                if self.state.withLock({ $0.endGathering(connection, loop: key) }) {
+                if self.state.withLock({ $0.endGathering(connection, thread: thread) }) {
                     Task { await self.giveBack(connection) }
                 }
             }

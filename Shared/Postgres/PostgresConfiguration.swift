@@ -39,7 +39,7 @@ public struct PostgresConfiguration: Sendable {
         /// on event loops: answers that arrive together cost it one wake-up before they hop to
         /// their callers' loops. Tasks that run on the reader threads themselves (see
         /// `PostgresClient.executors`) gain from one per core. Default 1.
-        public var readerThreads: Int = 2
+        public var readerThreads: Int = 1
 
         /// The defaults above.
         public init() {}

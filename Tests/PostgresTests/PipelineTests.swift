@@ -6,12 +6,6 @@ import Testing
 
 @Suite("Pipelined statements")
 struct PipelineTests {
-    /// Runs `body` in a task on one event loop, as a call's handler runs.
-    private func onEventLoop<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let executor = EventLoopTaskExecutor(eventLoop: MultiThreadedEventLoopGroup.singleton.next())
-        return try await Task(executorPreference: executor) { try await body() }.value
-    }
-
     @Test func statementsOfOneTickShareAConnectionAndFailAlone() async throws {
         try await withTestClient(poolSize: 4) { client in
             // An idle connection is open already: the first caller takes it without waiting. Run off
@@ -21,34 +15,8 @@ struct PipelineTests {
             // from another task, later: in one CI run the callers below found none idle, and four
             // of them opened one each.
             try await client.execute("SELECT 1")
-            let outcomes = try await onEventLoop {
-                // Added from the loop, the callers all start within one tick.
-                await withTaskGroup(of: (Int, Result<Int32, any Error>).self) { group in
-                    for caller in 0..<PostgresClient.gatheringLimit {
-                        group.addTask {
-                            do {
-                                // Caller 5 divides by zero; the others are untouched by its failure.
-                                let rows = try await client.query(
-                                    "SELECT pg_backend_pid() + 0 / $1::int", [caller == 5 ? 0 : 1])
-                                return (caller, .success(try rows[0].decode(Int32.self, at: 0)))
-                            } catch {
-                                return (caller, .failure(error))
-                            }
-                        }
-                    }
-                    var outcomes: [Int: Result<Int32, any Error>] = [:]
-                    for await (caller, outcome) in group { outcomes[caller] = outcome }
-                    return outcomes
-                }
-            }
-            let pids = Set(outcomes.values.compactMap { try? $0.get() })
-            #expect(pids.count == 1, "the statements of one tick ran on \(pids.count) connections")
-            #expect(outcomes.values.filter { (try? $0.get()) != nil }.count == PostgresClient.gatheringLimit - 1)
-            guard case .failure(let error) = outcomes[5] else {
-                Issue.record("the division by zero succeeded")
-                return
-            }
-            #expect((error as? PostgresError)?.sqlState == "22012")
+            let loop = EventLoopTaskExecutor(eventLoop: MultiThreadedEventLoopGroup.singleton.next())
+            await expectStatementsStartedTogetherShareAConnection(on: loop, client)
         }
     }
 

@@ -48,34 +48,7 @@ struct ReaderThreadTests {
         try await withTestClient(poolSize: 4, options: options) { client in
             // One idle connection, watched by the only reader thread, for the first caller to take.
             try await client.execute("SELECT 1")
-            let outcomes = await Task(executorPreference: client.executors[0]) {
-                // Added from the reader thread, the callers all start within one pass.
-                await withTaskGroup(of: (Int, Result<Int32, any Error>).self) { group in
-                    for caller in 0..<PostgresClient.gatheringLimit {
-                        group.addTask {
-                            do {
-                                // Caller 5 divides by zero; the others are untouched by its failure.
-                                let rows = try await client.query(
-                                    "SELECT pg_backend_pid() + 0 / $1::int", [caller == 5 ? 0 : 1])
-                                return (caller, .success(try rows[0].decode(Int32.self, at: 0)))
-                            } catch {
-                                return (caller, .failure(error))
-                            }
-                        }
-                    }
-                    var outcomes: [Int: Result<Int32, any Error>] = [:]
-                    for await (caller, outcome) in group { outcomes[caller] = outcome }
-                    return outcomes
-                }
-            }.value
-            let pids = Set(outcomes.values.compactMap { try? $0.get() })
-            #expect(pids.count == 1, "the statements of one pass ran on \(pids.count) connections")
-            #expect(outcomes.values.filter { (try? $0.get()) != nil }.count == PostgresClient.gatheringLimit - 1)
-            guard case .failure(let error) = outcomes[5] else {
-                Issue.record("the division by zero succeeded")
-                return
-            }
-            #expect((error as? PostgresError)?.sqlState == "22012")
+            await expectStatementsStartedTogetherShareAConnection(on: client.executors[0], client)
         }
     }
 
