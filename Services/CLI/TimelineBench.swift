@@ -38,6 +38,23 @@ struct TimelineBench: AsyncParsableCommand {
     @Option(help: "Comma-separated request rates of the mix, tried in order until p99 passes 50 ms.")
     var mixRates = "1000,2000,3000,3500,4000,4500,5000,6000"
 
+    @Option(help: "Comma-separated weights of home reads, user reads and creates in the mix; 0,0,1 runs creates alone.")
+    var mixWeights = "6,3,1"
+
+    /// The mix's weights (home, user, create), empty when `--mix-weights` is not three whole numbers
+    /// of at least 0 with a positive sum.
+    private var parsedWeights: [Int] {
+        let weights = mixWeights.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard weights.count == 3, weights.allSatisfy({ $0 >= 0 }), weights.reduce(0, +) > 0 else { return [] }
+        return weights
+    }
+
+    func validate() throws {
+        guard !parsedWeights.isEmpty else {
+            throw ValidationError("--mix-weights takes three whole numbers of at least 0, not all 0 (home,user,create)")
+        }
+    }
+
     func run() async throws {
         let configuration = try ServiceConfiguration.load(service: .timeline)
         let services = try BenchServices(configuration: configuration, connections: clients)
@@ -83,17 +100,20 @@ struct TimelineBench: AsyncParsableCommand {
         let fanOut = try await services.fanOutLatencies(of: author, to: fans, samples: 30)
         print("fan-out to \(fans.count) followers after the create ack, 30 tweets: \(fanOut.summary)   (target < 50 ms)")
 
+        let weights = parsedWeights
+        let total = weights.reduce(0, +)
+        let percents = weights.map { $0 * 100 / total }
         var best: Int?
         for rate in mixRates.split(separator: ",").compactMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) {
             let mix = try await runAtRate(rate, for: duration) { _ in
                 let user = reed[BenchRandom.pick(0..<nodeCount)]
-                switch BenchRandom.pick(0..<10) {
-                case 0..<6: try await services.home(of: user, limit: 10)
-                case 6..<9: try await services.userTimeline(of: reed[BenchRandom.pick(0..<nodeCount)], as: user, limit: 10)
+                switch BenchRandom.pick(0..<total) {
+                case 0..<weights[0]: try await services.home(of: user, limit: 10)
+                case weights[0]..<(weights[0] + weights[1]): try await services.userTimeline(of: reed[BenchRandom.pick(0..<nodeCount)], as: user, limit: 10)
                 default: try await services.post(as: user, "mixed words \(BenchRandom.pick(0..<1_000_000))")
                 }
             }
-            print("DeathStarBench mix (60% home, 30% user, 10% create) at \(rate)/s: \(mix.summary)")
+            print("DeathStarBench mix (\(percents[0])% home, \(percents[1])% user, \(percents[2])% create) at \(rate)/s: \(mix.summary)")
             guard mix.percentile(0.99) < 50, mix.rate >= Double(rate) * 0.95 else { break }
             best = rate
         }

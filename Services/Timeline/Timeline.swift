@@ -12,6 +12,7 @@ struct Timeline: Sendable {
     let cache: TimelineCache
     let builder: TimelineBuilder
     let celebrities: Celebrities
+    let followerLists: FollowerLists
     let graph: GraphPeer
     let tweets: TweetsPeer
     let accounts: AccountsPeer
@@ -28,6 +29,13 @@ struct Timeline: Sendable {
             redis: resources.redis, graph: graph, threshold: settings.celebrityFollowers,
             cacheLifetime: settings.celebrityCacheSeconds,
             ordinary: OrdinaryAuthors(recount: .seconds(settings.recountSeconds)))
+        let lists =
+            settings.localFollowerLists == 0
+            ? nil
+            : LocalCopy<FollowerLists.FollowerList>(
+                .followerLists, redis: resources.redis, capacity: settings.localFollowerLists, lifetime: FollowerLists.lifetime,
+                logger: resources.logger)
+        followerLists = FollowerLists(redis: resources.redis, graph: graph, local: lists)
         logger = resources.logger
     }
 
@@ -44,9 +52,14 @@ struct Timeline: Sendable {
         }
     }
 
-    /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its methods.
+    /// `ServiceDefinition.register`: builds the service from the runtime's resources, registers its
+    /// methods, and watches for changes of the follower lists it holds.
     static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
-        try shared(resources).registerMethods(with: &router)
+        let timeline = try shared(resources)
+        timeline.registerMethods(with: &router)
+        if let lists = timeline.followerLists.local {
+            resources.addBackgroundService(LocalCopyWatch(redis: resources.redis, watches: [lists.watch(on:)], logger: resources.logger))
+        }
     }
 
     func registerMethods(with router: inout RPCRouter) {

@@ -166,24 +166,71 @@ struct HomeTimelineTests {
         let author = stack.users[stack.nodesByDegree[stack.nodesByDegree.count / 2]]
         let followers = try await stack.followers(of: author)
         try await stack.warmHomes(followers)
-        let before = try statsManyCalls(stack)
+        let before = try graphCalls("graph.statsMany", stack)
         var ids: [Int64] = []
         for round in 1...3 {
             // One tweet at a time, each fanned out in a batch of its own.
             ids += try await stack.post([(author, "ordinary words \(round)")])
             try await stack.settle()
         }
-        #expect(try statsManyCalls(stack) - before <= 1)
+        #expect(try graphCalls("graph.statsMany", stack) - before <= 1)
         for follower in followers {
             #expect(try await stack.storedHome(of: follower).isSuperset(of: ids), "\(follower.username) lacks a tweet")
         }
     }
 
-    /// `graph.statsMany` calls social-graph has served, from its metrics.
-    private func statsManyCalls(_ stack: TimelineStack) throws -> Int {
+    @Test("fan-out reads an author's followers once while they stay the same, and again once a follow or a newer version says they changed", .timeLimit(.minutes(1)))
+    func followerListReadOnce() async throws {
+        let stack = try await TimelineStack.shared()
+        let author = stack.users[stack.nodesByDegree[stack.nodesByDegree.count / 3]]
+        var followers = try await stack.followers(of: author)
+        try await stack.warmHomes(followers)
+        let first = try graphCalls("graph.followerIds", stack)
+        var ids: [Int64] = []
+        for round in 1...3 {
+            // One tweet at a time, each fanned out in a batch of its own.
+            ids += try await stack.post([(author, "listed words \(round)")])
+            try await stack.settle()
+        }
+        #expect(try graphCalls("graph.followerIds", stack) - first <= 1)
+        for follower in followers {
+            #expect(try await stack.storedHome(of: follower).isSuperset(of: ids), "\(follower.username) lacks a tweet")
+        }
+
+        // A follow handled since changes the list: the next tweet reaches the newcomer too.
+        let newcomer = stack.users.first { user in
+            user.id != author.id && !followers.contains(user) && !stack.nodesByDegree.prefix(3).contains(stack.users.firstIndex(of: user)!)
+        }!
+        _ = try await stack.home(of: newcomer)
+        let _: JSONValue = try await stack.stack.call("social-graph", "graph.follow", ["userId": author.idValue], as: newcomer)
+        try await stack.settle()
+        followers.append(newcomer)
+        ids = try await stack.post([(author, "listed words after a follow")])
+        try await stack.settle()
+        for follower in followers {
+            #expect(try await stack.storedHome(of: follower).isSuperset(of: ids), "\(follower.username) lacks a tweet")
+        }
+
+        // A version newer than the list's (a change another instance handled, whose announcement has
+        // not arrived) makes fan-out read the list again rather than use the one it holds.
+        let beforeBump = try graphCalls("graph.followerIds", stack)
+        _ = try await stack.stack.redis.send(["INCR", RedisArgument("aviary:timeline:followers-version:\(author.id)")])
+        ids = try await stack.post([(author, "listed words after a bump")])
+        try await stack.settle()
+        #expect(try graphCalls("graph.followerIds", stack) - beforeBump == 1)
+        for follower in followers {
+            #expect(try await stack.storedHome(of: follower).isSuperset(of: ids), "\(follower.username) lacks a tweet")
+        }
+        let _: JSONValue = try await stack.stack.call("social-graph", "graph.unfollow", ["userId": author.idValue], as: newcomer)
+        try await stack.settle()
+        #expect(try await stack.homeMismatches([newcomer]) == 0)
+    }
+
+    /// The calls of `method` social-graph has served, from its metrics.
+    private func graphCalls(_ method: String, _ stack: TimelineStack) throws -> Int {
         let metrics = try AdminHTTP.get("/metrics", port: stack.stack.process("social-graph").adminPort).body
         let line = metrics.split(separator: "\n").first {
-            $0.hasPrefix("rpc_server_requests_total") && $0.contains(#"rpc_method="graph.statsMany""#)
+            $0.hasPrefix("rpc_server_requests_total") && $0.contains(#"rpc_method="\#(method)""#)
         }
         return line.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) } ?? 0
     }

@@ -65,28 +65,39 @@ struct TimelineCache: Sendable {
     }
 
     /// Adds `ids` to each of `keys` that exists, trimming each to the capacity, in script calls of
-    /// at most `batch` keys pipelined together.
-    func add(_ ids: [Int64], toExisting keys: [String], batch: Int) async throws {
-        guard !ids.isEmpty, !keys.isEmpty else { return }
-        let members = ids.map { RedisArgument(TimelineMember.encode($0)) }
-        let script = TimelineScripts.addToExisting
-        let calls = keys.chunks(of: batch).map { chunk -> [RedisArgument] in
-            ["EVALSHA", RedisArgument(script.sha1), RedisArgument(chunk.count)] + chunk.map { RedisArgument($0) }
-                + [RedisArgument(capacity)] + members
-        }
-        if calls.count == 1 {
-            _ = try await redis.evaluate(script, keys: keys, arguments: [RedisArgument(capacity)] + members)
-            return
-        }
-        var replies = try await redis.pipeline(calls)
-        if replies.contains(where: { $0.errorMessage?.hasPrefix("NOSCRIPT") == true }) {
-            // Redis lost its script cache (restart, SCRIPT FLUSH): load it once and go again.
-            _ = try await redis.send(["SCRIPT", "LOAD", RedisArgument(script.source)])
+    /// at most `batch` keys pipelined together. With `version` (a ``TimelineKeys/followersVersion(_:)``
+    /// key and what it held when `keys` were chosen), each call adds only while the key still holds
+    /// that; false when one found it changed (calls that did not may have added).
+    @discardableResult
+    func add(_ ids: [Int64], toExisting keys: [String], batch: Int, whileVersion version: (key: String, value: String)? = nil)
+        async throws -> Bool
+    {
+        guard !ids.isEmpty, !keys.isEmpty else { return true }
+        let script = version == nil ? TimelineScripts.addToExisting : TimelineScripts.addToExistingIfCurrent
+        let leadingKeys = version.map { [$0.key] } ?? []
+        let arguments =
+            [RedisArgument(capacity)] + (version.map { [RedisArgument($0.value)] } ?? [])
+            + ids.map { RedisArgument(TimelineMember.encode($0)) }
+        let chunks = keys.chunks(of: batch)
+        var replies: [RESPValue]
+        if chunks.count == 1 {
+            replies = [try await redis.evaluate(script, keys: leadingKeys + keys, arguments: arguments)]
+        } else {
+            let calls = chunks.map { chunk -> [RedisArgument] in
+                ["EVALSHA", RedisArgument(script.sha1), RedisArgument(leadingKeys.count + chunk.count)]
+                    + (leadingKeys + chunk).map { RedisArgument($0) } + arguments
+            }
             replies = try await redis.pipeline(calls)
+            if replies.contains(where: { $0.errorMessage?.hasPrefix("NOSCRIPT") == true }) {
+                // Redis lost its script cache (restart, SCRIPT FLUSH): load it once and go again.
+                _ = try await redis.send(["SCRIPT", "LOAD", RedisArgument(script.source)])
+                replies = try await redis.pipeline(calls)
+            }
         }
         if let message = replies.lazy.compactMap(\.errorMessage).first {
             throw RedisRefusal(message: message)
         }
+        return !replies.contains { $0.int == -1 }
     }
 
     /// Removes `ids` from every set of `keys` (missing sets are left alone), `batch` sets per pipeline.

@@ -17,6 +17,10 @@ enum TimelineKeys {
     static let celebrityGeneration = "aviary:timeline:celebrities:generation"
     /// A user's followed celebrities, `"<generation>:<id>,<id>…"`.
     static func followedCelebrities(_ user: Int64) -> String { "aviary:timeline:follows-celebrities:\(user)" }
+    /// Incremented whenever someone follows or unfollows `author` (before the change is merged into
+    /// the follower's home set), so that a fan-out from a list of followers read before cannot go
+    /// through (``FollowerLists``).
+    static func followersVersion(_ author: Int64) -> String { "aviary:timeline:followers-version:\(author)" }
     /// The lock of one rebuild of `timeline` (a home or user key).
     static func buildLock(_ timeline: String) -> String { "\(timeline):lock" }
 }

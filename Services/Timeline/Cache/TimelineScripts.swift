@@ -35,18 +35,34 @@ enum TimelineScripts {
     /// tells whether it exists and, with what `ZADD` added, whether it needs trimming: one lookup
     /// of the set instead of three.
     static let addToExisting = RedisScript(
-        trim + "\n" + """
-            local cap = tonumber(ARGV[1])
-            local touched = 0
-            for _, key in ipairs(KEYS) do
-              local size = redis.call('ZCARD', key)
-              if size > 0 then
-                trim(key, cap, size + addAll(key, ARGV, 2))
-                touched = touched + 1
-              end
-            end
-            return touched
+        trim + "\n" + addToEach + "\n" + "return addToEach(1, tonumber(ARGV[1]), 2)")
+
+    /// Fan-out from a list of followers read when `KEYS[1]` (``TimelineKeys/followersVersion(_:)``)
+    /// held `ARGV[2]` (empty for no key): as ``addToExisting`` for the sets `KEYS[2…]` and the
+    /// members `ARGV[3…]` while it still does, else nothing, and returns -1: a follow or unfollow
+    /// handled since may have changed the list.
+    static let addToExistingIfCurrent = RedisScript(
+        trim + "\n" + addToEach + "\n" + """
+            if (redis.call('GET', KEYS[1]) or '') ~= ARGV[2] then return -1 end
+            return addToEach(2, tonumber(ARGV[1]), 3)
             """)
+
+    /// Adds the members `ARGV[firstMember…]` to each set of `KEYS[firstKey…]` that exists and trims
+    /// it to `cap`; returns how many sets it added to.
+    private static let addToEach = """
+        local function addToEach(firstKey, cap, firstMember)
+          local touched = 0
+          for i = firstKey, #KEYS do
+            local key = KEYS[i]
+            local size = redis.call('ZCARD', key)
+            if size > 0 then
+              trim(key, cap, size + addAll(key, ARGV, firstMember))
+              touched = touched + 1
+            end
+          end
+          return touched
+        end
+        """
 
     /// Starts a rebuild of `KEYS[1]`: returns 0 when the set is already complete, else marks it as
     /// being built (so fan-out adds to it from now on), gives it the lifetime `ARGV[1]` seconds and returns 1.

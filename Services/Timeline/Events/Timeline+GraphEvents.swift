@@ -5,9 +5,10 @@ import ServiceKit
 extension Timeline {
     /// Handles a batch of the `graph` topic in order.
     ///
-    /// One pipeline first drops every follower's cached list of followed celebrities and asks which
-    /// of their home sets exist: a follower without one (never read, evicted, inactive) needs nothing
-    /// more, as its rebuild reads the graph as it is now. Only the changes of followers with a home
+    /// One pipeline first drops every follower's cached list of followed celebrities, marks every
+    /// followee's list of followers as changed (``FollowerLists``) and asks which followers have a
+    /// home set: a follower without one (never read, evicted, inactive) needs nothing more, as its
+    /// rebuild reads the graph as it is now. Only the changes of followers with a home
     /// set then cost their own round trips, in order, so a follow and an unfollow of the same edge in
     /// one batch end as the later one left it.
     func handleGraphEvents(_ events: [DeliveredEvent]) async throws {
@@ -26,7 +27,10 @@ extension Timeline {
         }
         guard !changes.isEmpty else { return }
         let followers = Array(Set(changes.map(\.follower)))
-        let withHome = try await cache.usersWithHome(followers, after: [Celebrities.forgetCommand(for: followers)])
+        let followees = Array(Set(changes.map(\.followee)))
+        let withHome = try await cache.usersWithHome(
+            followers, after: [Celebrities.forgetCommand(for: followers)] + followerLists.changeCommands(for: followees))
+        followerLists.forget(followees)
         for change in changes where withHome.contains(change.follower) {
             if change.follows {
                 try await merge(change.followee, into: change.follower)

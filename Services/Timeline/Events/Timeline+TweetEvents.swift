@@ -40,14 +40,30 @@ extension Timeline {
         guard !posted.isEmpty else { return }
         let famous = try await celebrities.classify(posted.map(\.author))
         try await forEach(posted, concurrently: 16) { [self] item in
-            try await cache.add(
-                [item.tweet], toExisting: [TimelineKeys.home(item.author), TimelineKeys.user(item.author)],
-                batch: settings.fanOutBatch)
-            guard !famous.contains(item.author) else { return }
-            try await graph.forEachFollowerPage(of: item.author) { followers in
-                try await cache.add([item.tweet], toExisting: followers.map(TimelineKeys.home), batch: settings.fanOutBatch)
+            let own = [TimelineKeys.home(item.author), TimelineKeys.user(item.author)]
+            if famous.contains(item.author) {
+                try await cache.add([item.tweet], toExisting: own, batch: settings.fanOutBatch)
+            } else {
+                try await fanOut(item, alongWith: own)
             }
         }
+    }
+
+    /// Adds `item`'s tweet to the sets `own` and to the home set of each of its author's followers,
+    /// in one script call for up to ``TimelineSettings/fanOutBatch`` sets, while the list of followers
+    /// is current (``FollowerLists``); reads the list again when it is not, and gives up (the event
+    /// is retried) when it changed three times in a row.
+    private func fanOut(_ item: PostedTweet, alongWith own: [String]) async throws {
+        let versionKey = TimelineKeys.followersVersion(item.author)
+        for _ in 1...3 {
+            let list = try await followerLists.list(of: item.author)
+            let keys = own + list.followers.map(TimelineKeys.home)
+            if try await cache.add([item.tweet], toExisting: keys, batch: settings.fanOutBatch, whileVersion: (versionKey, list.version)) {
+                return
+            }
+            followerLists.forget([item.author])
+        }
+        throw FollowersKeptChanging(author: item.author)
     }
 
     /// Removes each deleted tweet from every timeline it may have reached: its author's and every
@@ -61,4 +77,11 @@ extension Timeline {
             }
         }
     }
+}
+
+/// Fan-out found an author's followers changed three times in a row while it added a tweet.
+struct FollowersKeptChanging: Error, CustomStringConvertible {
+    var author: Int64
+
+    var description: String { "the followers of \(author) kept changing during fan-out; the tweet is fanned out again later" }
 }

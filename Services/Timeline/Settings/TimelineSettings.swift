@@ -20,6 +20,10 @@ struct TimelineSettings: Sendable {
     var recountSeconds: Int
     /// Timeline sets changed per Redis script call during fan-out (`AVIARY_TIMELINE_FANOUT_BATCH`, default 1,000).
     var fanOutBatch: Int
+    /// Authors whose follower lists fan-out keeps in memory, 8 KiB each at most
+    /// (`AVIARY_TIMELINE_LOCAL_FOLLOWER_LISTS`, default 5,000; 0 keeps none: every tweet's fan-out
+    /// asks social-graph).
+    var localFollowerLists: Int
 
     init(_ configuration: ServiceConfiguration) throws {
         capacity = try configuration.integer("AVIARY_TIMELINE_CAPACITY", default: 800, in: 10...10_000)
@@ -32,5 +36,6 @@ struct TimelineSettings: Sendable {
             "AVIARY_TIMELINE_CELEBRITY_CACHE_SECONDS", default: 3600, in: 1...604_800)
         recountSeconds = try configuration.integer("AVIARY_TIMELINE_RECOUNT_SECONDS", default: 60, in: 0...86_400)
         fanOutBatch = try configuration.integer("AVIARY_TIMELINE_FANOUT_BATCH", default: 1000, in: 1...10_000)
+        localFollowerLists = try configuration.integer("AVIARY_TIMELINE_LOCAL_FOLLOWER_LISTS", default: 5000, in: 0...1_000_000)
     }
 }
