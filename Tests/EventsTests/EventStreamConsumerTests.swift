@@ -63,6 +63,58 @@ struct EventStreamConsumerTests {
         await fixture.shutdown()
     }
 
+    @Test func aLeaseIsRenewedOnceAFifthOfItHasPassedNotAtEveryRead() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("renewal")
+        var options = EventStreamConsumer.Options()
+        options.leaseTime = .seconds(2)
+        options.blockTimeout = .milliseconds(20)
+        let key = RedisArgument("aviary:events:lease:\(fixture.prefix).group:\(topic)")
+        // Idle, the consumer reads every 20 ms; the lease's time to live shows when it was renewed.
+        let lowest = try await withServices([fixture.consumer(topic: topic, options: options) { _ in }]) {
+            #expect(await eventually(timeout: .seconds(10)) { ((try? await fixture.redis.send(["PTTL", key]).int) ?? -2) > 0 })
+            var lowest = Int.max
+            let end = ContinuousClock.now + .seconds(1.5)
+            while ContinuousClock.now < end {
+                lowest = min(lowest, try await fixture.redis.send(["PTTL", key]).int ?? -2)
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            return lowest
+        }
+        // Renewed at every read, it would never fall below about 1,980 ms; every 400 ms, it reaches about 1,600.
+        #expect(lowest < 1800, "lowest time to live \(lowest) ms")
+        #expect(lowest > 1000, "lowest time to live \(lowest) ms")
+        await fixture.shutdown()
+    }
+
+    @Test func eventsArrivingWhileAConsumerGathersComeInOneBatch() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("gather")
+        var options = EventStreamConsumer.Options()
+        // Far longer than the appends below take, even on a loaded machine.
+        options.gatherDelay = .seconds(5)
+        let inbox = Inbox()
+        let batches = Mutex<[Int]>([])
+        let consumer = fixture.consumer(topic: topic, options: options) { batch in
+            batches.withLock { $0.append(batch.events.count) }
+            inbox.add(batch)
+        }
+        try await withServices([fixture.relay(), consumer]) {
+            try await fixture.append(numberedEvents(topic: topic, 0..<1))
+            #expect(await inbox.wait { $0.count >= 1 })
+            // The consumer now waits before it reads again; five events reach the stream meanwhile,
+            // apart enough for each to wake a consumer in a blocking read.
+            for n in 1..<6 {
+                try await fixture.append(numberedEvents(topic: topic, n..<(n + 1)))
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(await inbox.wait { $0.count >= 6 })
+        }
+        #expect(batches.withLock { $0 } == [1, 5])
+        #expect(inbox.numbers == Array(0..<6))
+        await fixture.shutdown()
+    }
+
     /// Consumer "a", which takes a batch and never finishes it, and consumer "b", which records what
     /// it handles, each with what it saw.
     private func stuckAndStandby(_ fixture: EventFixture, topic: String, options: EventStreamConsumer.Options)

@@ -26,6 +26,8 @@ struct ConsumerSession {
     /// With a lease: whether this consumer holds it, and whether it still has to claim what the
     /// previous holder left pending (before reading anything new, which keeps the order).
     private var holdsLease = false
+    /// When the lease was last renewed (the renewal's start), while this consumer holds it.
+    private var leaseRenewed = ContinuousClock.now
     private var takesOver = false
     private var handlerFailures: RetryBackoff
     private var redisFailures = RetryBackoff(initial: .milliseconds(100), maximum: .seconds(5))
@@ -53,7 +55,8 @@ struct ConsumerSession {
                     try await createGroup()
                     groupExists = true
                 }
-                if let leaseTime = options.leaseTime {
+                if let leaseTime = options.leaseTime, !holdsLease || ContinuousClock.now - leaseRenewed >= leaseTime / 5 {
+                    let started = ContinuousClock.now
                     let held = try await renewLease(for: leaseTime)
                     if held && !holdsLease {
                         logger.info("took the consumer lease: this instance now handles the topic")
@@ -61,6 +64,7 @@ struct ConsumerSession {
                         claimCursor = "0-0"
                     }
                     holdsLease = held
+                    leaseRenewed = started
                     guard held else {
                         await pauseUnlessStopping(for: min(leaseTime / 4, .milliseconds(500)))
                         continue
@@ -115,7 +119,11 @@ struct ConsumerSession {
             let command =
                 readCommand(from: ">", count: options.batchSize, block: Self.milliseconds(options.blockTimeout))
             let entries = try StreamEntry.entries(ofRead: try await redis.send(command))
-            if !entries.isEmpty { try await deliver(entries, redelivered: false) }
+            guard !entries.isEmpty else { return }
+            try await deliver(entries, redelivered: false)
+            if options.gatherDelay > .zero, entries.count < options.batchSize {
+                await pauseUnlessStopping(for: options.gatherDelay)
+            }
         }
     }
 

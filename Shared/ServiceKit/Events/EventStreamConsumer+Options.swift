@@ -22,11 +22,19 @@ extension EventStreamConsumer {
         /// Approximate length the dead-letter stream is trimmed to (`MAXLEN ~`). Default 100,000.
         public var deadLetterMaxLength = 100_000
         /// When set, one consumer of the group at a time reads the topic, holding a lease in Redis that
-        /// it renews as it goes, so events are handled in stream order whichever instance handles
-        /// them. The others stand by; one takes over within this time of the holder's death (or at
-        /// once when it stops gracefully), first claiming whatever the holder left pending. Longer than
-        /// `blockTimeout` plus the longest handler run. Default nil: all consumers share the work.
+        /// it renews as it goes (before a read, once a fifth of the lease has passed since the last
+        /// renewal), so events are handled in stream order whichever instance handles them. The others
+        /// stand by; one takes over within this time of the holder's death (or at once when it stops
+        /// gracefully), first claiming whatever the holder left pending. `blockTimeout` plus the
+        /// longest handler run must take less than four fifths of it. Default nil: all consumers share
+        /// the work.
         public var leaseTime: Duration?
+        /// After a read that found new entries, but fewer than `batchSize`, the consumer waits this
+        /// long before it reads again, so that events arriving meanwhile come in one batch: one read,
+        /// one handler call and one acknowledgement for several events, at the price of up to this
+        /// much delay for those events (an event that finds the consumer waiting in its read is
+        /// handled at once). Default 0.
+        public var gatherDelay: Duration = .zero
 
         public init() {}
     }
