@@ -50,10 +50,10 @@ struct PostgresBench: AsyncParsableCommand {
         print("and on the event loops (as the services' calls run: each answer hops from a reader thread to the loop)")
         var onReaderRatios: [Double] = []
         var onLoopRatios: [Double] = []
+        // A count of transactions, not `-T`: pgbench ends a timed run with SIGALRM, which a child of
+        // this process inherits blocked, so a timed run would never end.
+        let transactions = seconds * 80_000 / clients
         for round in 1...rounds {
-            // A count of transactions, not `-T`: pgbench ends a timed run with SIGALRM, which a child
-            // of this process inherits blocked, so a timed run would never end.
-            let transactions = seconds * 80_000 / clients
             let output = try shell(tool, ["-S", "-M", "prepared", "-c", "\(clients)", "-j", "2", "-t", "\(transactions)", url])
             guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
                 let theirs = Double(line.dropFirst(6).prefix { $0 != " " })

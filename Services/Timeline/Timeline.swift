@@ -29,13 +29,8 @@ struct Timeline: Sendable {
             redis: resources.redis, graph: graph, threshold: settings.celebrityFollowers,
             cacheLifetime: settings.celebrityCacheSeconds,
             ordinary: OrdinaryAuthors(recount: .seconds(settings.recountSeconds)))
-        let lists =
-            settings.localFollowerLists == 0
-            ? nil
-            : LocalCopy<FollowerLists.FollowerList>(
-                .followerLists, redis: resources.redis, capacity: settings.localFollowerLists, lifetime: FollowerLists.lifetime,
-                logger: resources.logger)
-        followerLists = FollowerLists(redis: resources.redis, graph: graph, local: lists)
+        followerLists = FollowerLists(
+            redis: resources.redis, graph: graph, capacity: settings.localFollowerLists, logger: resources.logger)
         logger = resources.logger
     }
 

@@ -166,17 +166,9 @@ struct HomeTimelineTests {
         let author = stack.users[stack.nodesByDegree[stack.nodesByDegree.count / 2]]
         let followers = try await stack.followers(of: author)
         try await stack.warmHomes(followers)
-        let before = try graphCalls("graph.statsMany", stack)
-        var ids: [Int64] = []
-        for round in 1...3 {
-            // One tweet at a time, each fanned out in a batch of its own.
-            ids += try await stack.post([(author, "ordinary words \(round)")])
-            try await stack.settle()
-        }
-        #expect(try graphCalls("graph.statsMany", stack) - before <= 1)
-        for follower in followers {
-            #expect(try await stack.storedHome(of: follower).isSuperset(of: ids), "\(follower.username) lacks a tweet")
-        }
+        let (ids, calls) = try await postThreeApart(as: author, "ordinary words", counting: "graph.statsMany", stack)
+        #expect(calls <= 1)
+        try await expectHomes(of: followers, toHold: ids, stack)
     }
 
     @Test("fan-out reads an author's followers once while they stay the same, and again once a follow or a newer version says they changed", .timeLimit(.minutes(1)))
@@ -185,17 +177,9 @@ struct HomeTimelineTests {
         let author = stack.users[stack.nodesByDegree[stack.nodesByDegree.count / 3]]
         var followers = try await stack.followers(of: author)
         try await stack.warmHomes(followers)
-        let first = try graphCalls("graph.followerIds", stack)
-        var ids: [Int64] = []
-        for round in 1...3 {
-            // One tweet at a time, each fanned out in a batch of its own.
-            ids += try await stack.post([(author, "listed words \(round)")])
-            try await stack.settle()
-        }
-        #expect(try graphCalls("graph.followerIds", stack) - first <= 1)
-        for follower in followers {
-            #expect(try await stack.storedHome(of: follower).isSuperset(of: ids), "\(follower.username) lacks a tweet")
-        }
+        let listed = try await postThreeApart(as: author, "listed words", counting: "graph.followerIds", stack)
+        #expect(listed.calls <= 1)
+        try await expectHomes(of: followers, toHold: listed.ids, stack)
 
         // A follow handled since changes the list: the next tweet reaches the newcomer too.
         let newcomer = stack.users.first { user in
@@ -205,11 +189,9 @@ struct HomeTimelineTests {
         let _: JSONValue = try await stack.stack.call("social-graph", "graph.follow", ["userId": author.idValue], as: newcomer)
         try await stack.settle()
         followers.append(newcomer)
-        ids = try await stack.post([(author, "listed words after a follow")])
+        var ids = try await stack.post([(author, "listed words after a follow")])
         try await stack.settle()
-        for follower in followers {
-            #expect(try await stack.storedHome(of: follower).isSuperset(of: ids), "\(follower.username) lacks a tweet")
-        }
+        try await expectHomes(of: followers, toHold: ids, stack)
 
         // A version newer than the list's (a change another instance handled, whose announcement has
         // not arrived) makes fan-out read the list again rather than use the one it holds.
@@ -218,12 +200,35 @@ struct HomeTimelineTests {
         ids = try await stack.post([(author, "listed words after a bump")])
         try await stack.settle()
         #expect(try graphCalls("graph.followerIds", stack) - beforeBump == 1)
-        for follower in followers {
-            #expect(try await stack.storedHome(of: follower).isSuperset(of: ids), "\(follower.username) lacks a tweet")
-        }
+        try await expectHomes(of: followers, toHold: ids, stack)
         let _: JSONValue = try await stack.stack.call("social-graph", "graph.unfollow", ["userId": author.idValue], as: newcomer)
         try await stack.settle()
         #expect(try await stack.homeMismatches([newcomer]) == 0)
+    }
+
+    /// Posts three tweets as `author`, one at a time so that each is fanned out in a batch of its
+    /// own; returns their ids and how many calls of `method` social-graph served meanwhile.
+    private func postThreeApart(as author: StackUser, _ text: String, counting method: String, _ stack: TimelineStack)
+        async throws -> (ids: [Int64], calls: Int)
+    {
+        let before = try graphCalls(method, stack)
+        var ids: [Int64] = []
+        for round in 1...3 {
+            ids += try await stack.post([(author, "\(text) \(round)")])
+            try await stack.settle()
+        }
+        return (ids, try graphCalls(method, stack) - before)
+    }
+
+    /// Checks that the home set of each of `users` holds every one of `ids`.
+    private func expectHomes(
+        of users: [StackUser], toHold ids: [Int64], _ stack: TimelineStack, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        for user in users {
+            #expect(
+                try await stack.storedHome(of: user).isSuperset(of: ids), "\(user.username) lacks a tweet",
+                sourceLocation: sourceLocation)
+        }
     }
 
     /// The calls of `method` social-graph has served, from its metrics.

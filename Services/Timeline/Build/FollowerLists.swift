@@ -1,3 +1,4 @@
+import Logging
 import Redis
 import ServiceKit
 
@@ -17,6 +18,15 @@ struct FollowerLists: Sendable {
     let graph: GraphPeer
     /// This process's copy of the lists read lately, if it keeps one.
     let local: LocalCopy<FollowerList>?
+
+    /// Keeps up to `capacity` authors' lists in this process (none with 0).
+    init(redis: RedisClient, graph: GraphPeer, capacity: Int, logger: Logger) {
+        self.redis = redis
+        self.graph = graph
+        local =
+            capacity == 0
+            ? nil : LocalCopy(.followerLists, redis: redis, capacity: capacity, lifetime: Self.lifetime, logger: logger)
+    }
 
     /// Authors' lists are held for this long at most.
     static let lifetime = Duration.seconds(600)
