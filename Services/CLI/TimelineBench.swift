@@ -105,15 +105,28 @@ struct TimelineBench: AsyncParsableCommand {
         let percents = weights.map { $0 * 100 / total }
         var best: Int?
         for rate in mixRates.split(separator: ",").compactMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) {
+            let byKind = Mutex<[[Duration]]>([[], [], []])
             let mix = try await runAtRate(rate, for: duration) { _ in
                 let user = reed[BenchRandom.pick(0..<nodeCount)]
-                switch BenchRandom.pick(0..<total) {
-                case 0..<weights[0]: try await services.home(of: user, limit: 10)
-                case weights[0]..<(weights[0] + weights[1]): try await services.userTimeline(of: reed[BenchRandom.pick(0..<nodeCount)], as: user, limit: 10)
+                let pick = BenchRandom.pick(0..<total)
+                let kind = pick < weights[0] ? 0 : pick < weights[0] + weights[1] ? 1 : 2
+                let began = ContinuousClock.now
+                switch kind {
+                case 0: try await services.home(of: user, limit: 10)
+                case 1: try await services.userTimeline(of: reed[BenchRandom.pick(0..<nodeCount)], as: user, limit: 10)
                 default: try await services.post(as: user, "mixed words \(BenchRandom.pick(0..<1_000_000))")
                 }
+                let took = ContinuousClock.now - began
+                byKind.withLock { $0[kind].append(took) }
             }
             print("DeathStarBench mix (\(percents[0])% home, \(percents[1])% user, \(percents[2])% create) at \(rate)/s: \(mix.summary)")
+            // Which kind of call makes the tail: each one's time from its start (not from when it
+            // was due, as the figures above).
+            let kinds = byKind.withLock { $0 }.map { LoadFigures(calls: $0.count, seconds: 1, latencies: $0) }
+            let parts = zip(["home", "user", "create"], kinds).filter { $0.1.calls > 0 }.map { name, figures in
+                "\(name) " + String(format: "p50 %.2f ms p99 %.2f ms", figures.percentile(0.5), figures.percentile(0.99))
+            }
+            print("  by kind, from each call's start: " + parts.joined(separator: ";  "))
             guard mix.percentile(0.99) < 50, mix.rate >= Double(rate) * 0.95 else { break }
             best = rate
         }
