@@ -102,29 +102,28 @@ struct TimelineBench: AsyncParsableCommand {
 
         let weights = parsedWeights
         let total = weights.reduce(0, +)
-        let percents = weights.map { $0 * 100 / total }
+        let shares = MixCall.allCases.map { "\(weights[$0.rawValue] * 100 / total)% \($0)" }.joined(separator: ", ")
         var best: Int?
         for rate in mixRates.split(separator: ",").compactMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) {
-            let byKind = Mutex<[[Duration]]>([[], [], []])
+            let byKind = Mutex<[[Duration]]>(MixCall.allCases.map { _ in [] })
             let mix = try await runAtRate(rate, for: duration) { _ in
                 let user = reed[BenchRandom.pick(0..<nodeCount)]
-                let pick = BenchRandom.pick(0..<total)
-                let kind = pick < weights[0] ? 0 : pick < weights[0] + weights[1] ? 1 : 2
+                let kind = MixCall.pick(BenchRandom.pick(0..<total), weights: weights)
                 let began = ContinuousClock.now
                 switch kind {
-                case 0: try await services.home(of: user, limit: 10)
-                case 1: try await services.userTimeline(of: reed[BenchRandom.pick(0..<nodeCount)], as: user, limit: 10)
-                default: try await services.post(as: user, "mixed words \(BenchRandom.pick(0..<1_000_000))")
+                case .home: try await services.home(of: user, limit: 10)
+                case .user: try await services.userTimeline(of: reed[BenchRandom.pick(0..<nodeCount)], as: user, limit: 10)
+                case .create: try await services.post(as: user, "mixed words \(BenchRandom.pick(0..<1_000_000))")
                 }
                 let took = ContinuousClock.now - began
-                byKind.withLock { $0[kind].append(took) }
+                byKind.withLock { $0[kind.rawValue].append(took) }
             }
-            print("DeathStarBench mix (\(percents[0])% home, \(percents[1])% user, \(percents[2])% create) at \(rate)/s: \(mix.summary)")
+            print("DeathStarBench mix (\(shares)) at \(rate)/s: \(mix.summary)")
             // Which kind of call makes the tail: each one's time from its start (not from when it
             // was due, as the figures above).
-            let kinds = byKind.withLock { $0 }.map { LoadFigures(calls: $0.count, seconds: 1, latencies: $0) }
-            let parts = zip(["home", "user", "create"], kinds).filter { $0.1.calls > 0 }.map { name, figures in
-                "\(name) " + String(format: "p50 %.2f ms p99 %.2f ms", figures.percentile(0.5), figures.percentile(0.99))
+            let kinds = byKind.withLock { $0 }
+            let parts = zip(MixCall.allCases, kinds).filter { !$0.1.isEmpty }.map { kind, latencies in
+                "\(kind) " + LoadFigures(calls: latencies.count, seconds: mix.seconds, latencies: latencies).summary
             }
             print("  by kind, from each call's start: " + parts.joined(separator: ";  "))
             guard mix.percentile(0.99) < 50, mix.rate >= Double(rate) * 0.95 else { break }
@@ -275,5 +274,21 @@ private struct BenchServices: Sendable {
     func shutdown() async {
         for client in [auth, graph, tweets, timeline] { await client.shutdown() }
         await redis.shutdown()
+    }
+}
+
+/// The kinds of call in the DeathStarBench mix, in the order `--mix-weights` gives their weights.
+private enum MixCall: Int, CaseIterable {
+    /// Interpolated as their names: `home`, `user`, `create`.
+    case home, user, create
+
+    /// The kind that `pick` (from 0 to the weights' sum, excluded) falls on.
+    static func pick(_ pick: Int, weights: [Int]) -> MixCall {
+        var bound = 0
+        for kind in allCases.dropLast() {
+            bound += weights[kind.rawValue]
+            if pick < bound { return kind }
+        }
+        return .create
     }
 }
