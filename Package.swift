@@ -136,7 +136,7 @@ let package = Package(
         .testTarget(
             name: "ServiceKitTests", dependencies: ["ServiceKit", "TestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "SystemTests", dependencies: ["RPC", "AviaryAPI", "TestSupport"], swiftSettings: strict),
+            name: "SystemTests", dependencies: ["RPC", "AviaryAPI", "Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "EventsTests",
             dependencies: [

@@ -28,7 +28,7 @@ struct ServiceConfigurationTests {
         #expect(config.host == "127.0.0.1")
         #expect(config.rpcPort == 7104)
         #expect(config.adminPort == 7204)
-        #expect((0...1023).contains(config.nodeID))
+        #expect(config.nodeID == nil, "unset: leased from Postgres at start-up")
         #expect(config.serviceSecret == nil)
         #expect(config.logLevel == .info)
         #expect(config.logFormat == .text)

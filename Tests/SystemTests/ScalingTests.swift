@@ -1,5 +1,6 @@
 import AviaryAPI
 import Foundation
+import Postgres
 import RPC
 import Synchronization
 import TestSupport
@@ -26,9 +27,18 @@ import Testing
         let running = Atomic<Bool>(true)
     }
 
+    /// How many node id leases are live in the stack's database, and how many distinct ids they hold.
+    static func liveNodeLeases(_ stack: ServiceStack) async throws -> [Int] {
+        let rows = try await stack.database.query(
+            "SELECT count(*), count(DISTINCT node_id) FROM aviary_shared.node_leases WHERE expires_at > now()")
+        return [try rows[0].decode(Int.self, at: 0), try rows[0].decode(Int.self, at: 1)]
+    }
+
     @Test func killingOneInstanceOfEachServiceLosesNoAcknowledgedWrite() async throws {
         let stack = try await ServiceStack.start(
             Self.services, redisDatabase: 14, instances: Dictionary(uniqueKeysWithValues: Self.services.map { ($0, $0 == "timeline" ? 3 : 2) }))
+        // No process was given AVIARY_NODE_ID: each of the 15 leased its own.
+        #expect(try await Self.liveNodeLeases(stack) == [15, 15], "live leases and distinct node ids")
         let users = try await stack.makeUsers(Self.workers * 2, "scale")
         var conversations: [String] = []
         for worker in 0..<Self.workers {
@@ -68,6 +78,8 @@ import Testing
         ledger.running.store(false, ordering: .relaxed)
         await load.value
 
+        // The 7 restarted processes leased new ids; those of the 7 killed stay leased until they expire.
+        #expect(try await Self.liveNodeLeases(stack) == [22, 22], "live leases and distinct node ids after the restart")
         let state = ledger.state.withLock { $0 }
         print(
             "scaling: \(state.calls) calls, \(state.failures.count) failed at the kill, \(state.tweets.count) tweets, "

@@ -57,34 +57,49 @@ public enum ServiceApplication {
             configuration: try RedisConfiguration(url: configuration.redisURL, poolSize: configuration.redisPoolSize),
             logger: logger)
 
+        let tokenLifetime = try TokenKeyLoading.lifetime(configuration: configuration)
         // Start-up work that must finish before the service takes calls; a signal during it ends the process.
-        let secrets: (credential: String, tokenKeys: TokenKeys)? = try await untilSignalled(logger: logger) {
+        let startUp: (credential: String, tokenKeys: TokenKeys, lease: NodeLease?)? = try await untilSignalled(logger: logger) {
             try await waitForPostgres(postgres, logger: logger) {
-                _ = try await SharedSecrets.migrator.migrate(postgres)
+                _ = try await SharedSchema.migrator.migrate(postgres)
                 _ = try await PostgresMigrator(schema: definition.schema, migrations: definition.migrations).migrate(postgres)
             }
             let tokenKeys = try await TokenKeyLoading.load(configuration: configuration, postgres: postgres, logger: logger)
-            if let configured = configuration.serviceSecret { return (configured, tokenKeys) }
-            let credential = try await SharedSecrets.value(named: "service_credential", postgres: postgres, logger: logger)
-            return (credential, tokenKeys)
+            let credential =
+                if let configured = configuration.serviceSecret {
+                    configured
+                } else {
+                    try await SharedSecrets.value(named: "service_credential", postgres: postgres, logger: logger)
+                }
+            // Last, so that a start-up that fails before holds no id.
+            let lease =
+                configuration.nodeID == nil
+                ? try await NodeLease.acquire(
+                    postgres: postgres, holder: NodeLease.holderName(service: definition.name.rawValue), logger: logger)
+                : nil
+            return (credential, tokenKeys, lease)
         }
-        guard let secrets else {
+        guard let startUp, let nodeID = configuration.nodeID ?? startUp.lease?.nodeID else {
             await postgres.shutdown()
             await redis.shutdown()
             return
         }
 
         let resources = await ServiceResources(
-            configuration: configuration, postgres: postgres, redis: redis, serviceCredential: secrets.credential,
-            tokenKeys: secrets.tokenKeys, tokenLifetime: try TokenKeyLoading.lifetime(configuration: configuration),
-            logger: logger)
+            configuration: configuration, postgres: postgres, redis: redis, serviceCredential: startUp.credential,
+            tokenKeys: startUp.tokenKeys, tokenLifetime: tokenLifetime, nodeID: nodeID, logger: logger)
         let verifier = resources.tokenVerifier
         var router = RPCRouter(
             service: definition.name.rawValue, version: AviaryVersion.version, logger: logger,
             authenticator: ServiceAuthenticator(
-                serviceCredential: secrets.credential, verifyToken: { token throws(RPCError) in try await verifier.verify(token) }))
+                serviceCredential: startUp.credential, verifyToken: { token throws(RPCError) in try await verifier.verify(token) }))
         router.registerHealth(resources: resources, started: started)
-        try await definition.register(&router, resources)
+        do {
+            try await definition.register(&router, resources)
+        } catch {
+            await startUp.lease?.release()
+            throw error
+        }
 
         let rpcServer = RPCServer(
             router: router,
@@ -103,7 +118,8 @@ public enum ServiceApplication {
         let events = EventServices(definition, resources: resources)
         let group = ServiceGroup(
             configuration: .init(
-                services: events.relay + resources.backgroundServices
+                // The lease first: a group stops its services in reverse order, so it is released last.
+                services: leaseService(startUp.lease) + events.relay + resources.backgroundServices
                     + [.init(service: rpcServer), .init(service: adminServer)]
                     + events.consumers
                     + [
@@ -136,6 +152,12 @@ public enum ServiceApplication {
         }
         await resources.shutdown()
         logger.info("stopped")
+    }
+
+    /// The node id lease as the group's service: losing it stops the service gracefully, and the
+    /// process then exits with an error.
+    private static func leaseService(_ lease: NodeLease?) -> [ServiceGroupConfiguration.ServiceConfiguration] {
+        lease.map { [.init(service: OnEventLoop($0), failureTerminationBehavior: .gracefullyShutdownGroup)] } ?? []
     }
 
     /// Retries `body` while the database cannot be reached, so a service may start before Postgres.

@@ -28,7 +28,7 @@ public final class ServiceResources: Sendable {
 
     init(
         configuration: ServiceConfiguration, postgres: PostgresClient, redis: RedisClient, serviceCredential: String,
-        tokenKeys: TokenKeys, tokenLifetime: Duration, logger: Logger
+        tokenKeys: TokenKeys, tokenLifetime: Duration, nodeID: Int, logger: Logger
     ) async {
         self.configuration = configuration
         self.postgres = postgres
@@ -39,7 +39,7 @@ public final class ServiceResources: Sendable {
         self.sessionRevocations = SessionRevocations(redis: redis, tokenLifetime: tokenLifetime)
         self.tokenVerifier = await AccessTokenVerifier(keys: tokenKeys, revocations: sessionRevocations)
         self.logger = logger
-        self.ids = SnowflakeGenerator(nodeID: configuration.nodeID)
+        self.ids = SnowflakeGenerator(nodeID: nodeID)
     }
 
     /// The client of another service, over every address configured for it.

@@ -5,22 +5,9 @@ import Postgres
 
 /// Secrets that a single-machine install does not configure are generated once, by whichever
 /// service starts first, and read by all of them from one table: the same value everywhere,
-/// stable across restarts. A production deployment sets them explicitly instead.
+/// stable across restarts (table `aviary_shared.secrets`, ``SharedSchema``). A production deployment
+/// sets them explicitly instead.
 enum SharedSecrets {
-    static let migrator = PostgresMigrator(
-        schema: "aviary_shared",
-        migrations: [
-            PostgresMigration(
-                version: 1, name: "secrets",
-                sql: """
-                    CREATE TABLE aviary_shared.secrets (
-                        name text PRIMARY KEY,
-                        value text NOT NULL,
-                        created_at timestamptz NOT NULL DEFAULT now()
-                    )
-                    """)
-        ])
-
     /// The secret called `name`, created with `bytes` random bytes (hex) if no service made it yet.
     static func value(named name: String, bytes: Int = 32, postgres: PostgresClient, logger: Logger) async throws -> String {
         let candidate = SymmetricKey(size: .init(bitCount: bytes * 8)).withUnsafeBytes { Data($0) }

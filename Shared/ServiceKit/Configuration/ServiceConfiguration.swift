@@ -26,8 +26,9 @@ public struct ServiceConfiguration: Sendable {
     public var rpcPort: Int
     /// `AVIARY_ADMIN_PORT`: the admin HTTP port, 0 for any free port. Default per service (7201…7207).
     public var adminPort: Int
-    /// `AVIARY_NODE_ID`: 0…1023, the node bits of time-ordered ids. Default: a hash of host name and pid.
-    public var nodeID: Int
+    /// `AVIARY_NODE_ID`: 0…1023, the node bits of time-ordered ids; each process issuing ids at the
+    /// same time needs its own. Unset (nil), the process leases a free one from Postgres (``NodeLease``).
+    public var nodeID: Int?
     /// `AVIARY_SERVICE_SECRET`: the internal-call credential; nil when the services should share a
     /// generated one through the database.
     public var serviceSecret: String?
@@ -116,8 +117,8 @@ extension ServiceConfiguration {
             host: host,
             rpcPort: try values.integer("AVIARY_RPC_PORT", default: service.defaultRPCPort, in: 0...65535),
             adminPort: try values.integer("AVIARY_ADMIN_PORT", default: service.defaultAdminPort, in: 0...65535),
-            nodeID: try values.integer(
-                "AVIARY_NODE_ID", default: Self.derivedNodeID(), in: 0...SnowflakeGenerator.maxNodeID),
+            nodeID: values["AVIARY_NODE_ID"] == nil
+                ? nil : try values.integer("AVIARY_NODE_ID", default: 0, in: 0...SnowflakeGenerator.maxNodeID),
             serviceSecret: values["AVIARY_SERVICE_SECRET"],
             logLevel: try values.choice(
                 "AVIARY_LOG_LEVEL", default: .info,

@@ -18,7 +18,7 @@ struct EventServices {
             ]
         }
         let consumerName = EventStreamConsumer.consumerName(
-            service: definition.name.rawValue, nodeID: resources.configuration.nodeID)
+            service: definition.name.rawValue, nodeID: resources.ids.nodeID)
         consumers = definition.consumers.map { consumer in
             .init(service: OnEventLoop(EventStreamConsumer(
                 topic: consumer.topic, group: consumer.group ?? definition.name.rawValue, consumer: consumerName,
