@@ -24,7 +24,7 @@ struct MediaService: Sendable {
         let media = MediaService(
             settings: settings, uploads: UploadStore(postgres: resources.postgres), items: items,
             catalog: MediaCatalog(store: items), storage: storage,
-            signer: URLSigner(serviceCredential: resources.serviceCredential, lifetime: settings.signedURLLifetime),
+            signer: URLSigner(serviceCredentials: resources.acceptedServiceCredentials, lifetime: settings.signedURLLifetime),
             membership: Membership(resources: resources), ids: resources.ids)
         media.registerMethods(with: &router)
         resources.addAdminRoute(MediaHTTPRoute(media: media).route)

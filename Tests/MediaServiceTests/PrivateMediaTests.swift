@@ -72,6 +72,46 @@ struct PrivateMediaTests {
         #expect(elsewhere.isEmpty)
     }
 
+    @Test("while the service secret rotates, an instance with the new one also accepts the old one: internal calls and signed URLs")
+    func serviceSecretRotation() async throws {
+        let media = try await MediaStack.shared()
+        let ada = try await media.stack.makeUser("rot")
+        let conversation = Int64.random(in: 1...(1 << 50))
+        media.messaging.add(ada.id, to: conversation)
+        let stored = try await media.upload(
+            ada, Fixtures.png(width: 5, height: 5, seed: 97), type: "image/png", purpose: "message", conversation: conversation)
+        let old = media.stack.serviceCredential
+        let new = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let rotated = try await media.stack.startExtraInstance(
+            "media", environment: ["AVIARY_SERVICE_SECRET": new, "AVIARY_SERVICE_SECRETS_ACCEPTED": old])
+        let client = RPCClient(configuration: .init(addresses: [rotated.rpcAddress]), logger: .init(label: "rotated"))
+        defer {
+            rotated.terminate()
+            Task { await client.shutdown() }
+        }
+        let params: [String: JSONValue] = ["ids": [.string(stored.id.description)], "conversationId": .string(String(conversation))]
+        for credential in [old, new] {
+            let found: [Media] = try await client.call("media.getMany", params: params, meta: RequestMeta(service: credential))
+            #expect(found.map(\.id) == [stored.id])
+        }
+        for credential in [String(new.reversed()), old + new, ""] {
+            let refused = await rpcError {
+                _ = try await client.call("media.getMany", params: params, meta: RequestMeta(service: credential), as: JSONValue.self)
+            }
+            #expect(refused?.code == -32003, "credential '\(credential)'")
+        }
+
+        // The URL an instance with the old secret signed opens on the new one; the new one signs with
+        // the new secret, which the old instance does not know.
+        let signedBefore = MediaStack.target(of: stored.url)
+        #expect(try await HTTPProbe.get(port: rotated.adminPort, signedBefore).status == 200)
+        let fresh: [Media] = try await client.call("media.getMany", params: params, meta: RequestMeta(service: new))
+        let signedAfter = MediaStack.target(of: fresh[0].url)
+        #expect(signedAfter != signedBefore)
+        #expect(try await HTTPProbe.get(port: rotated.adminPort, signedAfter).status == 200)
+        #expect(try await HTTPProbe.get(port: media.adminPort, signedAfter).status == 403)
+    }
+
     @Test("without a reachable messaging service, message uploads and reads by others are unavailable; public media is unaffected")
     func messagingOutage() async throws {
         let media = try await MediaStack.shared()

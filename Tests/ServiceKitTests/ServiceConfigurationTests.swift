@@ -30,6 +30,7 @@ struct ServiceConfigurationTests {
         #expect(config.adminPort == 7204)
         #expect(config.nodeID == nil, "unset: leased from Postgres at start-up")
         #expect(config.serviceSecret == nil)
+        #expect(config.acceptedServiceSecrets.isEmpty)
         #expect(config.logLevel == .info)
         #expect(config.logFormat == .text)
         #expect(config.maxFrameBytes == 1_048_576)
@@ -52,6 +53,7 @@ struct ServiceConfigurationTests {
                 "AVIARY_ADMIN_PORT": "9000",
                 "AVIARY_NODE_ID": "1023",
                 "AVIARY_SERVICE_SECRET": "s3cret",
+                "AVIARY_SERVICE_SECRETS_ACCEPTED": " old-1 , ,old-2",
                 "AVIARY_LOG_LEVEL": "DEBUG",
                 "AVIARY_LOG_FORMAT": "json",
                 "AVIARY_MAX_FRAME_BYTES": "8388608",
@@ -69,6 +71,7 @@ struct ServiceConfigurationTests {
         #expect(config.adminPort == 9000)
         #expect(config.nodeID == 1023)
         #expect(config.serviceSecret == "s3cret")
+        #expect(config.acceptedServiceSecrets == ["old-1", "old-2"])
         #expect(config.logLevel == .debug)
         #expect(config.logFormat == .json)
         #expect(config.maxFrameBytes == 8_388_608)
@@ -144,6 +147,10 @@ struct ServiceConfigurationTests {
         ("AVIARY_POSTGRES_POOL_SIZE", "0", "AVIARY_POSTGRES_POOL_SIZE must be an integer 1...1024, got '0'"),
         ("AVIARY_REDIS_POOL_SIZE", "-3", "AVIARY_REDIS_POOL_SIZE must be an integer 1...1024, got '-3'"),
         ("AVIARY_NODE_ID", "1024", "AVIARY_NODE_ID must be an integer 0...1023, got '1024'"),
+        (
+            "AVIARY_SERVICE_SECRETS_ACCEPTED", "old",
+            "AVIARY_SERVICE_SECRETS_ACCEPTED needs AVIARY_SERVICE_SECRET: it lists the credentials accepted besides that one"
+        ),
         (
             "AVIARY_MAX_FRAME_BYTES", "1e6",
             "AVIARY_MAX_FRAME_BYTES must be an integer 1024...1073741824, got '1e6'"

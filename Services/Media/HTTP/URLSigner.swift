@@ -3,16 +3,22 @@ import Foundation
 
 /// Signs and checks the URLs of private (message) media: `?exp=<unix seconds>&sig=<base64url HMAC>`.
 /// The key is derived from the service credential, so every media instance agrees without
-/// another secret to configure.
+/// another secret to configure; while the credential is being rotated, URLs signed with a key of
+/// any accepted credential are valid, and new ones are signed with the current credential's.
 struct URLSigner: Sendable {
-    private let key: SymmetricKey
+    /// The current credential's key first.
+    private let keys: [SymmetricKey]
     /// The least time a fresh URL stays valid.
     let lifetime: Int64
 
-    init(serviceCredential: String, lifetime: Int64) {
-        key = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: SymmetricKey(data: Data(serviceCredential.utf8)), info: Data("aviary media URL v1".utf8),
-            outputByteCount: 32)
+    /// - Parameter serviceCredentials: the current credential, then those still accepted.
+    init(serviceCredentials: [String], lifetime: Int64) {
+        precondition(!serviceCredentials.isEmpty, "URLSigner needs the service credential")
+        keys = serviceCredentials.map { credential in
+            HKDF<SHA256>.deriveKey(
+                inputKeyMaterial: SymmetricKey(data: Data(credential.utf8)), info: Data("aviary media URL v1".utf8),
+                outputByteCount: 32)
+        }
         self.lifetime = lifetime
     }
 
@@ -34,13 +40,13 @@ struct URLSigner: Sendable {
         guard let expiryText = fields["exp"], let expires = Int64(expiryText), let signatureText = fields["sig"],
             expires > Int64(now.timeIntervalSince1970), let signature = Self.base64URLDecoded(signatureText)
         else { return nil }
-        let valid = HMAC<SHA256>.isValidAuthenticationCode(
-            signature, authenticating: Data("\(mediaID).\(expires)".utf8), using: key)
+        let signed = Data("\(mediaID).\(expires)".utf8)
+        let valid = keys.contains { HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: signed, using: $0) }
         return valid ? expires : nil
     }
 
     private func signature(_ mediaID: Int64, _ expires: Int64) -> String {
-        let code = HMAC<SHA256>.authenticationCode(for: Data("\(mediaID).\(expires)".utf8), using: key)
+        let code = HMAC<SHA256>.authenticationCode(for: Data("\(mediaID).\(expires)".utf8), using: keys[0])
         return Data(code).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")

@@ -92,7 +92,8 @@ public enum ServiceApplication {
         var router = RPCRouter(
             service: definition.name.rawValue, version: AviaryVersion.version, logger: logger,
             authenticator: ServiceAuthenticator(
-                serviceCredential: startUp.credential, verifyToken: { token throws(RPCError) in try await verifier.verify(token) }))
+                serviceCredential: startUp.credential, alsoAccepting: configuration.acceptedServiceSecrets,
+                verifyToken: { token throws(RPCError) in try await verifier.verify(token) }))
         router.registerHealth(resources: resources, started: started)
         do {
             try await definition.register(&router, resources)

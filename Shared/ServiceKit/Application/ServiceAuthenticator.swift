@@ -8,11 +8,14 @@ public struct ServiceAuthenticator: RPCAuthenticator {
     /// Checks an access token and returns whose it is.
     public typealias TokenVerifier = @Sendable (String) async throws(RPCError) -> RPCPrincipal
 
-    private let credentialDigest: SHA256.Digest
+    private let credentialDigests: [SHA256.Digest]
     private let verifyToken: TokenVerifier?
 
-    public init(serviceCredential: String, verifyToken: TokenVerifier? = nil) {
-        self.credentialDigest = SHA256.hash(data: Data(serviceCredential.utf8))
+    /// - Parameters:
+    ///   - serviceCredential: the credential this service's own internal calls carry.
+    ///   - alsoAccepting: credentials accepted besides it (``ServiceConfiguration/acceptedServiceSecrets``).
+    public init(serviceCredential: String, alsoAccepting accepted: [String] = [], verifyToken: TokenVerifier? = nil) {
+        self.credentialDigests = ([serviceCredential] + accepted).map { SHA256.hash(data: Data($0.utf8)) }
         self.verifyToken = verifyToken
     }
 
@@ -21,8 +24,10 @@ public struct ServiceAuthenticator: RPCAuthenticator {
         return try await verifyToken(token)
     }
 
-    /// Compares digests, so the time taken says nothing about how much of the credential matched.
+    /// Compares digests, so the time taken says nothing about how much of the credential matched;
+    /// with every accepted one, so it says nothing about which matched either.
     public func isServiceCredential(_ credential: String) -> Bool {
-        SHA256.hash(data: Data(credential.utf8)) == credentialDigest
+        let digest = SHA256.hash(data: Data(credential.utf8))
+        return credentialDigests.reduce(false) { matched, accepted in (accepted == digest) || matched }
     }
 }

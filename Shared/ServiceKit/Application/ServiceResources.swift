@@ -15,6 +15,9 @@ public final class ServiceResources: Sendable {
     public let logger: Logger
     /// The credential internal calls carry in `_meta.service`.
     public let serviceCredential: String
+    /// Every credential accepted on incoming internal calls: ``serviceCredential`` first, then those
+    /// accepted besides it while it is being rotated (``ServiceConfiguration/acceptedServiceSecrets``).
+    public var acceptedServiceCredentials: [String] { [serviceCredential] + configuration.acceptedServiceSecrets }
     /// Access-token keys (a signing key only where configured or shared through the database).
     public let tokenKeys: TokenKeys
     public let tokenLifetime: Duration

@@ -7,7 +7,8 @@ extension ServiceConfiguration: CustomStringConvertible {
         return "service=\(self.service) host=\(self.host) rpcPort=\(self.rpcPort) adminPort=\(self.adminPort) "
             + "postgres=\(Self.maskingPassword(self.postgresURL)) postgresPoolSize=\(self.postgresPoolSize) "
             + "redis=\(Self.maskingPassword(self.redisURL)) redisPoolSize=\(self.redisPoolSize) "
-            + "nodeID=\(self.nodeID.map(String.init) ?? "leased") serviceSecret=\(secret) logLevel=\(self.logLevel) "
+            + "nodeID=\(self.nodeID.map(String.init) ?? "leased") serviceSecret=\(secret) "
+            + "acceptedServiceSecrets=\(self.acceptedServiceSecrets.count) logLevel=\(self.logLevel) "
             + "logFormat=\(self.logFormat) maxFrameBytes=\(self.maxFrameBytes) eventLoops=\(self.eventLoops)"
     }
 

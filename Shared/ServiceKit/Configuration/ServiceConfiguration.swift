@@ -32,6 +32,10 @@ public struct ServiceConfiguration: Sendable {
     /// `AVIARY_SERVICE_SECRET`: the internal-call credential; nil when the services should share a
     /// generated one through the database.
     public var serviceSecret: String?
+    /// `AVIARY_SERVICE_SECRETS_ACCEPTED`: more credentials accepted on incoming internal calls
+    /// (comma-separated) besides `AVIARY_SERVICE_SECRET`, which alone is sent: the overlap that lets
+    /// a rotation of the secret restart services one by one. Needs `AVIARY_SERVICE_SECRET`.
+    public var acceptedServiceSecrets: [String]
     /// `AVIARY_LOG_LEVEL`: trace, debug, info, notice, warning, error or critical. Default info.
     public var logLevel: Logger.Level
     /// `AVIARY_LOG_FORMAT`: text or json. Default text.
@@ -66,6 +70,19 @@ public struct ServiceConfiguration: Sendable {
 }
 
 extension ServiceConfiguration {
+    /// `AVIARY_SERVICE_SECRETS_ACCEPTED`, which only makes sense next to an explicit `AVIARY_SERVICE_SECRET`.
+    private static func acceptedServiceSecrets(_ values: ConfigurationValues) throws -> [String] {
+        let variable = "AVIARY_SERVICE_SECRETS_ACCEPTED"
+        let accepted = (values[variable] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+        guard accepted.isEmpty || values["AVIARY_SERVICE_SECRET"] != nil else {
+            throw ConfigurationError(
+                variable: variable,
+                message: "\(variable) needs AVIARY_SERVICE_SECRET: it lists the credentials accepted besides that one")
+        }
+        return accepted
+    }
+
     /// `AVIARY_REDIS_URL`, parsed once here so that a bad one stops the service naming the variable.
     private static func redisURL(_ values: ConfigurationValues) throws -> String {
         let key = "AVIARY_REDIS_URL"
@@ -120,6 +137,7 @@ extension ServiceConfiguration {
             nodeID: values["AVIARY_NODE_ID"] == nil
                 ? nil : try values.integer("AVIARY_NODE_ID", default: 0, in: 0...SnowflakeGenerator.maxNodeID),
             serviceSecret: values["AVIARY_SERVICE_SECRET"],
+            acceptedServiceSecrets: try acceptedServiceSecrets(values),
             logLevel: try values.choice(
                 "AVIARY_LOG_LEVEL", default: .info,
                 from: [
