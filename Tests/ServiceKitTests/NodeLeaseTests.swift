@@ -22,13 +22,19 @@ struct NodeLeaseTests {
         return postgres
     }
 
-    /// Gives every node id but `except` a live lease of someone else's.
-    static func leaseAllBut(_ except: Int, on postgres: PostgresClient) async throws {
+    /// In a fresh database, a lease of `holder`'s, and every other node id leased by someone else for an hour.
+    static func leaseTheOnlyFreeID(
+        holder: String, lifetime: Duration = NodeLease.defaultLifetime, quarantine: Duration = NodeLease.defaultQuarantine
+    ) async throws -> (PostgresClient, NodeLease) {
+        let postgres = try await database()
+        let lease = try await NodeLease.acquire(
+            postgres: postgres, holder: holder, lifetime: lifetime, quarantine: quarantine, logger: logger)
         _ = try await postgres.execute(
             """
             INSERT INTO aviary_shared.node_leases (node_id, holder, expires_at)
             SELECT n, 'another process', now() + interval '1 hour' FROM generate_series(0, 1023) AS n WHERE n <> $1
-            """, [except])
+            """, [lease.nodeID])
+        return (postgres, lease)
     }
 
     @Test func processesStartingTogetherLeaseDistinctIDs() async throws {
@@ -50,11 +56,8 @@ struct NodeLeaseTests {
     }
 
     @Test func aLiveLeaseIsKeptAndAnExpiredOneIsTakenOver() async throws {
-        let postgres = try await Self.database()
+        let (postgres, first) = try await Self.leaseTheOnlyFreeID(holder: "first", lifetime: .seconds(1))
         defer { Task { await postgres.shutdown() } }
-        let first = try await NodeLease.acquire(
-            postgres: postgres, holder: "first", lifetime: .seconds(1), logger: Self.logger)
-        try await Self.leaseAllBut(first.nodeID, on: postgres)
 
         // Every id is leased while the first lease lives: a second process is refused, naming the way out.
         await #expect {
@@ -72,11 +75,8 @@ struct NodeLeaseTests {
     }
 
     @Test func aStoppedProcessKeepsItsIDForTheQuarantine() async throws {
-        let postgres = try await Self.database()
+        let (postgres, lease) = try await Self.leaseTheOnlyFreeID(holder: "stopping", quarantine: .seconds(1))
         defer { Task { await postgres.shutdown() } }
-        let lease = try await NodeLease.acquire(
-            postgres: postgres, holder: "stopping", quarantine: .seconds(1), logger: Self.logger)
-        try await Self.leaseAllBut(lease.nodeID, on: postgres)
 
         // Run it in a service group and stop that gracefully: the lease is released into quarantine.
         let group = ServiceGroup(services: [lease], logger: Self.logger)

@@ -59,7 +59,7 @@ public enum ServiceApplication {
 
         let tokenLifetime = try TokenKeyLoading.lifetime(configuration: configuration)
         // Start-up work that must finish before the service takes calls; a signal during it ends the process.
-        let startUp: (credential: String, tokenKeys: TokenKeys, lease: NodeLease?)? = try await untilSignalled(logger: logger) {
+        let startUp: StartUp? = try await untilSignalled(logger: logger) {
             try await waitForPostgres(postgres, logger: logger) {
                 _ = try await SharedSchema.migrator.migrate(postgres)
                 _ = try await PostgresMigrator(schema: definition.schema, migrations: definition.migrations).migrate(postgres)
@@ -71,15 +71,15 @@ public enum ServiceApplication {
                 } else {
                     try await SharedSecrets.value(named: "service_credential", postgres: postgres, logger: logger)
                 }
+            if let configured = configuration.nodeID {
+                return StartUp(credential: credential, tokenKeys: tokenKeys, nodeID: configured, lease: nil)
+            }
             // Last, so that a start-up that fails before holds no id.
-            let lease =
-                configuration.nodeID == nil
-                ? try await NodeLease.acquire(
-                    postgres: postgres, holder: NodeLease.holderName(service: definition.name.rawValue), logger: logger)
-                : nil
-            return (credential, tokenKeys, lease)
+            let lease = try await NodeLease.acquire(
+                postgres: postgres, holder: NodeLease.holderName(service: definition.name.rawValue), logger: logger)
+            return StartUp(credential: credential, tokenKeys: tokenKeys, nodeID: lease.nodeID, lease: lease)
         }
-        guard let startUp, let nodeID = configuration.nodeID ?? startUp.lease?.nodeID else {
+        guard let startUp else {
             await postgres.shutdown()
             await redis.shutdown()
             return
@@ -87,12 +87,12 @@ public enum ServiceApplication {
 
         let resources = await ServiceResources(
             configuration: configuration, postgres: postgres, redis: redis, serviceCredential: startUp.credential,
-            tokenKeys: startUp.tokenKeys, tokenLifetime: tokenLifetime, nodeID: nodeID, logger: logger)
+            tokenKeys: startUp.tokenKeys, tokenLifetime: tokenLifetime, nodeID: startUp.nodeID, logger: logger)
         let verifier = resources.tokenVerifier
         var router = RPCRouter(
             service: definition.name.rawValue, version: AviaryVersion.version, logger: logger,
             authenticator: ServiceAuthenticator(
-                serviceCredential: startUp.credential, alsoAccepting: configuration.acceptedServiceSecrets,
+                acceptedCredentials: resources.acceptedServiceCredentials,
                 verifyToken: { token throws(RPCError) in try await verifier.verify(token) }))
         router.registerHealth(resources: resources, started: started)
         do {
@@ -153,6 +153,16 @@ public enum ServiceApplication {
         }
         await resources.shutdown()
         logger.info("stopped")
+    }
+
+    /// What start-up settled before the service takes calls.
+    private struct StartUp: Sendable {
+        var credential: String
+        var tokenKeys: TokenKeys
+        /// `AVIARY_NODE_ID`, or the leased one.
+        var nodeID: Int
+        /// The lease, when the node id is leased.
+        var lease: NodeLease?
     }
 
     /// The node id lease as the group's service: losing it stops the service gracefully, and the

@@ -11,11 +11,10 @@ public struct ServiceAuthenticator: RPCAuthenticator {
     private let credentialDigests: [SHA256.Digest]
     private let verifyToken: TokenVerifier?
 
-    /// - Parameters:
-    ///   - serviceCredential: the credential this service's own internal calls carry.
-    ///   - alsoAccepting: credentials accepted besides it (``ServiceConfiguration/acceptedServiceSecrets``).
-    public init(serviceCredential: String, alsoAccepting accepted: [String] = [], verifyToken: TokenVerifier? = nil) {
-        self.credentialDigests = ([serviceCredential] + accepted).map { SHA256.hash(data: Data($0.utf8)) }
+    /// - Parameter acceptedCredentials: every credential accepted on internal calls
+    ///   (``ServiceResources/acceptedServiceCredentials``).
+    public init(acceptedCredentials: [String], verifyToken: TokenVerifier? = nil) {
+        self.credentialDigests = acceptedCredentials.map { SHA256.hash(data: Data($0.utf8)) }
         self.verifyToken = verifyToken
     }
 

@@ -21,7 +21,12 @@ struct ConfigurationValues: Sendable {
     }
 
     func integer(_ key: String, default defaultValue: Int, in range: ClosedRange<Int>) throws -> Int {
-        guard let raw = self.values[key] else { return defaultValue }
+        try integer(key, in: range) ?? defaultValue
+    }
+
+    /// The integer in `range` that `key` holds; nil when it is unset.
+    func integer(_ key: String, in range: ClosedRange<Int>) throws -> Int? {
+        guard let raw = self.values[key] else { return nil }
         guard let value = Int(raw.trimmingCharacters(in: .whitespaces)), range.contains(value) else {
             throw ConfigurationError(
                 variable: key,

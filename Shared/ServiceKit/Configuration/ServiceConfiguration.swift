@@ -134,8 +134,7 @@ extension ServiceConfiguration {
             host: host,
             rpcPort: try values.integer("AVIARY_RPC_PORT", default: service.defaultRPCPort, in: 0...65535),
             adminPort: try values.integer("AVIARY_ADMIN_PORT", default: service.defaultAdminPort, in: 0...65535),
-            nodeID: values["AVIARY_NODE_ID"] == nil
-                ? nil : try values.integer("AVIARY_NODE_ID", default: 0, in: 0...SnowflakeGenerator.maxNodeID),
+            nodeID: try values.integer("AVIARY_NODE_ID", in: 0...SnowflakeGenerator.maxNodeID),
             serviceSecret: values["AVIARY_SERVICE_SECRET"],
             acceptedServiceSecrets: try acceptedServiceSecrets(values),
             logLevel: try values.choice(

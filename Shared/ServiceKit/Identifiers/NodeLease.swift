@@ -64,7 +64,7 @@ public struct NodeLease: Service {
                 if claimed == 1 {
                     let lease = NodeLease(
                         nodeID: candidate, holder: holder, postgres: postgres, lifetime: lifetime, quarantine: quarantine,
-                        logger: logger, validUntil: sent + lifetime * 4 / 5)
+                        logger: logger, validUntil: validUntil(renewalSentAt: sent, lifetime: lifetime))
                     logger.info("leased node id \(candidate) for time-ordered ids", metadata: ["holder": "\(holder)"])
                     return lease
                 }
@@ -100,7 +100,7 @@ public struct NodeLease: Service {
                 guard try await extend(by: lifetime) else {
                     throw NodeLeaseError.lost("node id \(nodeID) is no longer leased to this process")
                 }
-                validUntil = sent + lifetime * 4 / 5
+                validUntil = Self.validUntil(renewalSentAt: sent, lifetime: lifetime)
                 failures.reset()
                 due = .now + interval
             } catch let error as NodeLeaseError {
@@ -126,6 +126,12 @@ public struct NodeLease: Service {
                 "could not release the node id lease; it expires on its own",
                 metadata: ["node.id": "\(nodeID)", "error": "\(error)"])
         }
+    }
+
+    /// Four fifths of `lifetime` after a claim or renewal that succeeded was sent: before the database,
+    /// which counts the whole lifetime from when it ran the statement, lets anyone else take the id.
+    private static func validUntil(renewalSentAt sent: ContinuousClock.Instant, lifetime: Duration) -> ContinuousClock.Instant {
+        sent + lifetime * 4 / 5
     }
 
     /// Sets the lease to end `duration` from now on the database's clock; false when this process
