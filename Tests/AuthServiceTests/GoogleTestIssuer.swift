@@ -1,6 +1,7 @@
 import CryptoExtras
 import Foundation
 import JWTKit
+import TestSupport
 
 /// Plays Google for the tests: an RSA key pair made here, its public half written as a JWKS file
 /// for the `main` instance (`AVIARY_GOOGLE_JWKS_FILE`), and ID tokens signed with it. A second key
@@ -29,7 +30,7 @@ final class GoogleTestIssuer: Sendable {
                 ]
             ]
         ]
-        jwksFile = NSTemporaryDirectory() + "aviary-auth-tests-jwks-\(UUID().uuidString).json"
+        jwksFile = try temporaryFolderForThisRun("google-jwks") + "/jwks.json"
         try JSONSerialization.data(withJSONObject: jwks).write(to: URL(fileURLWithPath: jwksFile))
         google = await JWTKeyCollection().add(
             rsa: try Insecure.RSA.PrivateKey(backing: key), digestAlgorithm: .sha256, kid: JWKIdentifier(string: Self.keyID))

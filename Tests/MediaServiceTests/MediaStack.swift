@@ -27,7 +27,7 @@ final class MediaStack: Sendable {
 
     private static func start() async throws -> MediaStack {
         let messaging = try await MessagingStandIn.start()
-        let root = NSTemporaryDirectory() + "aviary-media-tests-\(UUID().uuidString)"
+        let root = try temporaryFolderForThisRun("media-tests")
         let stack = try await ServiceStack.start(
             ["auth", "media"], redisDatabase: 12,
             environment: [

@@ -16,10 +16,11 @@ final class ChildProcess: Sendable {
     private let process: Process
 
     /// Starts `arguments[0]` (a path) with the rest as its arguments; stdout and stderr are appended to
-    /// the file `output`, or go to /dev/null.
+    /// the file `output`, or go to /dev/null. `onExit` runs, on a thread of Foundation's, once the
+    /// status is recorded.
     init(
         _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil,
-        output: String? = nil
+        output: String? = nil, onExit: (@Sendable () -> Void)? = nil
     ) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: arguments[0])
@@ -39,7 +40,10 @@ final class ChildProcess: Sendable {
         process.standardOutput = handle
         process.standardError = handle
         let exit = ExitStatus()
-        process.terminationHandler = { exit.record($0) }
+        process.terminationHandler = {
+            exit.record($0)
+            onExit?()
+        }
         do {
             try withSignalsUnblocked { try process.run() }
         } catch {

@@ -2,8 +2,8 @@ import Foundation
 import Synchronization
 
 /// Everything the harness leaves behind, undone when its owner goes away or, at the latest, when the
-/// test process exits normally (an `atexit` handler). A folder whose server still runs is removed by
-/// the server's watchdog once the server has stopped; any other folder is removed at once.
+/// test process exits normally (an `atexit` handler). A folder with a server is removed once the
+/// server has stopped (`SupervisedProcess.finish`); any other folder is removed at once.
 enum ExitCleanup {
     private struct Entry {
         let folder: TemporaryFolder
@@ -45,7 +45,7 @@ enum ExitCleanup {
     }
 
     private static func clean(_ entry: Entry) {
-        if let server = entry.server, server.status == nil {
+        if let server = entry.server {
             server.finish()
         } else {
             entry.folder.remove()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -11,6 +12,7 @@ import Foundation
 final class SupervisedProcess: Sendable {
     let pid: Int32
     private let watchdog: ChildProcess
+    private let ending: Ending
 
     /// Starts `command` with its output appended to `log`. `stopSignal` is what the watchdog sends
     /// when the test process ends; `cleanup` is the folder it then removes (nil: keep it).
@@ -24,9 +26,10 @@ final class SupervisedProcess: Sendable {
             "/bin/sh", "-c", Watchdog.script, "aviary-watchdog",
             String(getpid()), String(stopSignal), pidFile, cleanupFolder,
         ]
+        let ending = Ending(folder: cleanupFolder)
         let watchdog = try ChildProcess(
             watchdogArguments + command, environment: environment, directory: directory,
-            output: log)
+            output: log, onExit: ending.watchdogEnded)
         var serverPID: Int32?
         _ = await eventually(timeout: .seconds(10), interval: .milliseconds(5)) {
             serverPID = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap {
@@ -40,6 +43,7 @@ final class SupervisedProcess: Sendable {
         }
         self.pid = serverPID
         self.watchdog = watchdog
+        self.ending = ending
     }
 
     /// The server's exit status, or nil while it runs.
@@ -62,8 +66,48 @@ final class SupervisedProcess: Sendable {
     }
 
     /// Tells the watchdog the tests are over: it stops the server and removes its folder, on its own
-    /// time, so this returns at once (it runs from `atexit` and `deinit`).
+    /// time, so this returns at once (it runs from `atexit` and `deinit`). A watchdog that has
+    /// already ended, because the server did (a test killed it), can no longer remove the folder:
+    /// then it goes now, or as soon as the watchdog's end is recorded.
     func finish() {
-        if watchdog.status == nil { kill(watchdog.pid, SIGTERM) }
+        if ending.finish() { kill(watchdog.pid, SIGTERM) }
+    }
+}
+
+/// Removes the folder once both the tests are done with the server and its watchdog has ended,
+/// whichever is known last; the watchdog removes it too when it stopped the server itself.
+private final class Ending: Sendable {
+    private struct State {
+        var finishing = false
+        var watchdogEnded = false
+    }
+
+    private let folder: String
+    private let state = Mutex(State())
+
+    init(folder: String) {
+        self.folder = folder
+    }
+
+    /// Records that the tests are done; returns whether the watchdog still runs to stop the server.
+    func finish() -> Bool {
+        let ended = state.withLock { state in
+            state.finishing = true
+            return state.watchdogEnded
+        }
+        if ended { removeFolder() }
+        return !ended
+    }
+
+    @Sendable func watchdogEnded() {
+        let finishing = state.withLock { state in
+            state.watchdogEnded = true
+            return state.finishing
+        }
+        if finishing { removeFolder() }
+    }
+
+    private func removeFolder() {
+        if !folder.isEmpty { try? FileManager.default.removeItem(atPath: folder) }
     }
 }

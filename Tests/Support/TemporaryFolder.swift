@@ -35,3 +35,11 @@ struct TemporaryFolder: Sendable {
         try? FileManager.default.removeItem(atPath: path)
     }
 }
+
+/// A fresh folder for a suite's own files (`aviary-<name>-XXXXXX` under `$TMPDIR`), removed when the
+/// test process exits, like the harness's.
+public func temporaryFolderForThisRun(_ name: String) throws -> String {
+    let folder = try TemporaryFolder.create(name)
+    _ = ExitCleanup.register(folder)
+    return folder.path
+}
