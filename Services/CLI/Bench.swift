@@ -60,6 +60,12 @@ struct BenchRandom: RandomNumberGenerator {
     }
 }
 
+/// The middle one of `values` (the upper middle of an even count): the figure of a benchmark's rounds
+/// that one slow or fast moment of the machine does not move.
+func median(_ values: [Double]) -> Double {
+    values.sorted()[values.count / 2]
+}
+
 /// Runs `workers` loops of `body` for `duration`; each loop iteration counts `callsPerIteration` calls.
 /// Worker `i` runs on `executors[i % executors.count]`, or on an event loop when none is given.
 func runLoad(

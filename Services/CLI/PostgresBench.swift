@@ -68,7 +68,6 @@ struct PostgresBench: AsyncParsableCommand {
             print("  pool on the event loops:    \(onLoops.summary)  ratio " + String(format: "%.2f", onLoops.rate / theirs))
         }
         await client.shutdown()
-        let median = { (ratios: [Double]) in ratios.sorted()[ratios.count / 2] }
         print(String(format: "ratio, pool on its reader threads: %.2f (median of %d)   (target ≥ 0.80)", median(onReaderRatios), rounds))
         print(String(format: "ratio, pool on the event loops:    %.2f (median of %d)", median(onLoopRatios), rounds))
     }
