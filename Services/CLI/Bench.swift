@@ -60,6 +60,25 @@ struct BenchRandom: RandomNumberGenerator {
     }
 }
 
+/// How `bench postgres` and `bench redis` set our client against the server's own tool: rounds of
+/// short runs side by side, each figure the median of the rounds' ratios.
+struct ComparisonOptions: ParsableArguments {
+    @Option(help: "Concurrent clients (the pool's size and callers for ours, -c for the server's tool).")
+    var clients = 8
+
+    @Option(help: "Seconds per run.")
+    var seconds = 3
+
+    @Option(help: "Rounds of runs side by side; the ratios reported are the medians. The machine's speed drifts, so runs taken side by side compare better than one long run each.")
+    var rounds = 5
+
+    func validate() throws {
+        guard clients >= 1, seconds >= 1, rounds >= 1 else {
+            throw ValidationError("--clients, --seconds and --rounds must be at least 1")
+        }
+    }
+}
+
 /// The middle one of `values` (the upper middle of an even count): the figure of a benchmark's rounds
 /// that one slow or fast moment of the machine does not move.
 func median(_ values: [Double]) -> Double {

@@ -12,20 +12,7 @@ struct PostgresBench: AsyncParsableCommand {
     @Option(help: "A libpq URL of a database the benchmark may fill with pgbench tables.")
     var url = "postgres://aviary@127.0.0.1:5432/aviary"
 
-    @Option(help: "Concurrent clients (pool size for ours, -c for pgbench).")
-    var clients = 8
-
-    @Option(help: "Seconds per run.")
-    var seconds = 5
-
-    @Option(help: "Rounds of the three runs; the ratios reported are the medians. The machine's speed drifts, so runs taken side by side compare better than one long run each.")
-    var rounds = 3
-
-    func validate() throws {
-        guard clients >= 1, seconds >= 1, rounds >= 1 else {
-            throw ValidationError("--clients, --seconds and --rounds must be at least 1")
-        }
-    }
+    @OptionGroup var comparison: ComparisonOptions
 
     func run() async throws {
         let pgbench = ["/usr/bin/pgbench"] + ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? [])
@@ -35,7 +22,7 @@ struct PostgresBench: AsyncParsableCommand {
         }
         try shell(tool, ["-i", "-s", "1", "-q", url])
         var options = PostgresConfiguration.Options()
-        options.poolSize = clients
+        options.poolSize = comparison.clients
         // One per pgbench thread (`-j 2`).
         options.readerThreads = 2
         let client = try PostgresClient(configuration: .init(url: url, options: options), logger: Logger(label: "bench"))
@@ -45,22 +32,22 @@ struct PostgresBench: AsyncParsableCommand {
             _ = try rows[0].decode(Int32.self, at: 0)
         }
         let readers = client.executors.count
-        print("pgbench -S -M prepared, \(clients) clients, 2 threads; the pool with \(clients) connections and \(clients) callers,")
+        print("pgbench -S -M prepared, \(comparison.clients) clients, 2 threads; the pool with \(comparison.clients) connections and \(comparison.clients) callers,")
         print("on its \(readers) reader threads (as pgbench runs its clients on the threads that poll their connections)")
         print("and on the event loops (as the services' calls run: each answer hops from a reader thread to the loop)")
         var onReaderRatios: [Double] = []
         var onLoopRatios: [Double] = []
         // A count of transactions, not `-T`: pgbench ends a timed run with SIGALRM, which a child of
         // this process inherits blocked, so a timed run would never end.
-        let transactions = seconds * 80_000 / clients
-        for round in 1...rounds {
-            let output = try shell(tool, ["-S", "-M", "prepared", "-c", "\(clients)", "-j", "2", "-t", "\(transactions)", url])
+        let transactions = comparison.seconds * 80_000 / comparison.clients
+        for round in 1...comparison.rounds {
+            let output = try shell(tool, ["-S", "-M", "prepared", "-c", "\(comparison.clients)", "-j", "2", "-t", "\(transactions)", url])
             guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
                 let theirs = Double(line.dropFirst(6).prefix { $0 != " " })
             else { throw ValidationError("could not read pgbench's tps from:\n\(output)") }
             let onReaders = try await runLoad(
-                workers: clients, duration: .seconds(seconds), executors: client.executors, select)
-            let onLoops = try await runLoad(workers: clients, duration: .seconds(seconds), select)
+                workers: comparison.clients, duration: .seconds(comparison.seconds), executors: client.executors, select)
+            let onLoops = try await runLoad(workers: comparison.clients, duration: .seconds(comparison.seconds), select)
             onReaderRatios.append(onReaders.rate / theirs)
             onLoopRatios.append(onLoops.rate / theirs)
             print(String(format: "round %d: pgbench %.0f selects/s", round, theirs))
@@ -68,8 +55,8 @@ struct PostgresBench: AsyncParsableCommand {
             print("  pool on the event loops:    \(onLoops.summary)  ratio " + String(format: "%.2f", onLoops.rate / theirs))
         }
         await client.shutdown()
-        print(String(format: "ratio, pool on its reader threads: %.2f (median of %d)   (target ≥ 0.80)", median(onReaderRatios), rounds))
-        print(String(format: "ratio, pool on the event loops:    %.2f (median of %d)", median(onLoopRatios), rounds))
+        print(String(format: "ratio, pool on its reader threads: %.2f (median of %d)   (target ≥ 0.80)", median(onReaderRatios), comparison.rounds))
+        print(String(format: "ratio, pool on the event loops:    %.2f (median of %d)", median(onLoopRatios), comparison.rounds))
     }
 }
 

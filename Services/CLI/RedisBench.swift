@@ -12,40 +12,27 @@ struct RedisBench: AsyncParsableCommand {
     @Option(help: "The Redis server.")
     var url = "redis://127.0.0.1:6379"
 
-    @Option(help: "Concurrent clients (pool size for ours, -c for redis-benchmark).")
-    var clients = 8
-
-    @Option(help: "Seconds per run.")
-    var seconds = 3
-
-    @Option(help: "Rounds of the two runs; the ratio reported is the median. The machine's speed drifts, so runs taken side by side compare better than one long run each.")
-    var rounds = 5
-
-    func validate() throws {
-        guard clients >= 1, seconds >= 1, rounds >= 1 else {
-            throw ValidationError("--clients, --seconds and --rounds must be at least 1")
-        }
-    }
+    @OptionGroup var comparison: ComparisonOptions
 
     func run() async throws {
-        let configuration = try RedisConfiguration(url: url, poolSize: clients)
+        let configuration = try RedisConfiguration(url: url, poolSize: comparison.clients)
         let server = configuration.socketPath.map { ["-s", $0] }
             ?? ["-h", configuration.host, "-p", "\(configuration.port)"]
         let client = RedisClient(configuration: configuration, logger: Logger(label: "bench"))
         _ = try await client.send(["SET", "key:__rand_int__", "xxx"])
         let batch: [[RedisArgument]] = Array(repeating: ["GET", "key:__rand_int__"], count: 16)
-        print("redis-benchmark -P 16 -t get -c \(clients); the pool with \(clients) connections and \(clients) callers, pipelines of 16")
+        print("redis-benchmark -P 16 -t get -c \(comparison.clients); the pool with \(comparison.clients) connections and \(comparison.clients) callers, pipelines of 16")
         var ratios: [Double] = []
-        for round in 1...rounds {
+        for round in 1...comparison.rounds {
             // About as long a run as ours (it ran about 1.2M GETs a second).
             let output = try shell(
                 "/usr/bin/redis-benchmark",
-                server + ["-P", "16", "-t", "get", "-c", "\(clients)", "-n", "\(seconds * 1_200_000)", "-q", "--csv"])
+                server + ["-P", "16", "-t", "get", "-c", "\(comparison.clients)", "-n", "\(comparison.seconds * 1_200_000)", "-q", "--csv"])
             // CSV: "test","rps",... then "GET","123456.78",...
             guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("\"GET\"") }),
                 let theirs = Double(line.split(separator: ",")[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")))
             else { throw ValidationError("could not read redis-benchmark's rate from:\n\(output)") }
-            let ours = try await runLoad(workers: clients, duration: .seconds(seconds), callsPerIteration: 16, recordLatency: false) {
+            let ours = try await runLoad(workers: comparison.clients, duration: .seconds(comparison.seconds), callsPerIteration: 16, recordLatency: false) {
                 _ in
                 _ = try await client.pipeline(batch)
             }
@@ -53,6 +40,6 @@ struct RedisBench: AsyncParsableCommand {
             print(String(format: "round %d: redis-benchmark %.0f GET/s, the pool %.0f GET/s, ratio %.2f", round, theirs, ours.rate, ours.rate / theirs))
         }
         await client.shutdown()
-        print(String(format: "ratio: %.2f (median of %d)   (target ≥ 0.80)", median(ratios), rounds))
+        print(String(format: "ratio: %.2f (median of %d)   (target ≥ 0.80)", median(ratios), comparison.rounds))
     }
 }
