@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Postgres
 import RPC
 import Redis
@@ -209,5 +210,31 @@ struct OutboxRelayTests {
             #expect(ContinuousClock.now - start < .seconds(2))
         }
         await fixture.shutdown()
+    }
+
+    @Test("a relay warns at start when Redis keeps no append-only file, and only then")
+    func warnsWhenRedisWouldForgetEvents() async throws {
+        let redisServer = try await TestServers.startPrivateRedis()  // started with appendonly no
+        let fixture = try await EventFixture.make(redis: redisServer)
+        func warnings() async throws -> [String] {
+            let lines = Mutex<[String]>([])
+            let logger = Logger(label: "relay") { _ in
+                TextLogHandler(service: "relay", output: LogOutput { line in
+                    lines.withLock { $0.append(String(decoding: line, as: UTF8.self)) }
+                })
+            }
+            let relay = OutboxRelay(schema: EventFixture.schema, postgres: fixture.postgres, redis: fixture.redis, logger: logger)
+            try await withServices([relay]) { try await Task.sleep(for: .milliseconds(300)) }
+            return lines.withLock { $0 }.filter { $0.contains(" warning ") }
+        }
+        let without = try await warnings()
+        #expect(without.count == 1)
+        #expect(without.first?.contains("Redis keeps no append-only file") == true)
+        #expect(without.first?.contains("appendonly yes") == true)
+
+        _ = try await fixture.redis.send(["CONFIG", "SET", "appendonly", "yes"])
+        #expect(try await warnings().isEmpty)
+        await fixture.shutdown()
+        try await redisServer.stop()
     }
 }

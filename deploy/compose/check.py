@@ -4,6 +4,7 @@
   - the file parses, and matches the Compose Specification's JSON schema when check-jsonschema is
     installed (`pip install check-jsonschema`; the script says when it is not);
   - Postgres and Redis have health checks, and every Aviary service waits for both to be healthy;
+  - Redis keeps an append-only file (its event streams must survive a restart);
   - every Aviary service runs its own executable, listens on 0.0.0.0 on the contract's ports, has a
     health check and a stop grace period longer than the drain, finds the others by service name,
     and publishes no fixed host port (so that `--scale <service>=N` works).
@@ -58,6 +59,10 @@ def main() -> int:
     for dependency in ("postgres", "redis"):
         if "healthcheck" not in services.get(dependency, {}):
             problems.append(f"{dependency}: no healthcheck")
+    redis_command = services.get("redis", {}).get("command") or []
+    if "--appendonly" not in redis_command or redis_command[redis_command.index("--appendonly") + 1:][:1] != ["yes"]:
+        problems.append("redis: no append-only file (command should pass --appendonly yes); a restart would lose "
+                        "relayed events no consumer has taken")
 
     for name, (rpc, admin) in SERVICES.items():
         service = services.get(name)

@@ -85,6 +85,7 @@ public struct OutboxRelay: Service {
         let wakeup = RelayWakeup()
         RelayWakeups.shared.register(wakeup)
         defer { RelayWakeups.shared.unregister(wakeup) }
+        await warnIfRedisLosesEventsOnRestart()
 
         var failures = RetryBackoff(initial: options.retryDelay, maximum: options.maxRetryDelay)
         var idleDelay = options.busyDelay
@@ -137,6 +138,20 @@ public struct OutboxRelay: Service {
             }
         }
         await measureBacklog()
+    }
+
+    /// Warns when Redis keeps no append-only file. Rows leave the outbox once Redis has their
+    /// events, so from then on its streams hold the only copy: a Redis that restarts without one
+    /// loses every event no consumer has taken yet (a notification, a fan-out). Asked once, when
+    /// the relay starts; when Redis does not answer (it may be down, and the relay will wait for
+    /// it), nothing is said.
+    private func warnIfRedisLosesEventsOnRestart() async {
+        guard let info = try? await redis.send(["INFO", "persistence"]).string,
+            info.split(whereSeparator: \.isNewline).contains("aof_enabled:0")
+        else { return }
+        logger.warning(
+            "Redis keeps no append-only file: events relayed to its streams and not yet consumed would be lost if it restarted; run it with 'appendonly yes'"
+        )
     }
 
     private func measureBacklog() async {
