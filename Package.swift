@@ -141,6 +141,7 @@ let package = Package(
             name: "EventsTests",
             dependencies: [
                 "ServiceKit", "Postgres", "Redis", "RPC", "TestSupport", logging,
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],

@@ -30,7 +30,7 @@ struct ConnectionPoolState {
     /// Most recently returned last, so the busiest connections stay warm.
     private var idle: [PostgresConnection] = []
     /// Slots held by callers: connections in use or being opened.
-    private var taken = 0
+    private(set) var taken = 0
     private var waiters = CircularBuffer<Waiter>()
     /// After `close`, the shutdowns waiting for the slots still taken to come back.
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []

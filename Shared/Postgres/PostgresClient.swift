@@ -82,6 +82,11 @@ public final class PostgresClient: Sendable {
         try await withConnection(waitTimeout: options.poolWaitTimeout, body)
     }
 
+    /// How many of the pool's connections are lent out now (in use, or being opened for a caller).
+    public var connectionsInUse: Int {
+        state.withLock { $0.taken }
+    }
+
     /// Whether a statement can run now (`SELECT 1`), for readiness checks; waits for a pooled
     /// connection no longer than the connect timeout.
     public func isReachable() async -> Bool {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import Postgres
 import RPC
 import Redis
@@ -81,11 +82,11 @@ struct EventFixture {
 
     func consumer(
         topic: String, group: String = "group", name: String = "consumer-1", options: EventStreamConsumer.Options = .init(),
-        handler: @escaping EventStreamConsumer.Handler
+        metrics: any MetricsFactory = MetricsSystem.factory, handler: @escaping EventStreamConsumer.Handler
     ) -> EventStreamConsumer {
         EventStreamConsumer(
             topic: topic, group: "\(prefix).\(group)", consumer: name, redis: redisConfiguration, options: options,
-            logger: Self.logger, handler: handler)
+            logger: Self.logger, metrics: metrics, handler: handler)
     }
 
     func shutdown() async {

@@ -21,7 +21,7 @@ import yaml
 HERE = pathlib.Path(__file__).resolve().parent
 EXPECTED_METRICS = [
     "rpc_server_requests_total", "rpc_server_errors_total", "rpc_server_duration_seconds_bucket",
-    "aviary_postgres_pool_in_use", "aviary_timeline_fanout_lag_seconds", "aviary_subscriptions_active",
+    "aviary_postgres_pool_in_use", "aviary_events_lag_seconds", "aviary_subscriptions_active",
 ]
 
 

@@ -38,12 +38,15 @@ public actor AdminHTTPServer: Service {
     ///   - host: the address to bind (`AVIARY_HOST`).
     ///   - port: the port to bind; 0 picks a free one (read it from ``boundPort``).
     ///   - registry: the metrics served on `/metrics` (from ``MetricsBootstrap/bootstrap()``).
+    ///   - beforeMetrics: called for every `/metrics` request, before the registry is rendered: it
+    ///     records the gauges whose value is read when they are scraped.
     ///   - readiness: called for every `/readyz` request.
     ///   - routes: the service's extra endpoints.
     public init(
         host: String,
         port: Int,
         registry: PrometheusCollectorRegistry,
+        beforeMetrics: @escaping @Sendable () -> Void = {},
         readiness: @escaping ReadinessCheck = { [:] },
         routes: [AdminRoute] = [],
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
@@ -53,7 +56,8 @@ public actor AdminHTTPServer: Service {
         self.port = port
         self.eventLoopGroup = eventLoopGroup
         self.logger = logger
-        self.responder = AdminResponder(registry: registry, readiness: readiness, routes: routes, logger: logger)
+        self.responder = AdminResponder(
+            registry: registry, beforeMetrics: beforeMetrics, readiness: readiness, routes: routes, logger: logger)
     }
 
     /// The port the server listens on, once it does: waits for ``run()`` to bind.

@@ -8,17 +8,20 @@ import Prometheus
 /// then the service's own ``AdminRoute``s by longest prefix.
 struct AdminResponder: Sendable {
     let registry: PrometheusCollectorRegistry
+    let beforeMetrics: @Sendable () -> Void
     let readiness: AdminHTTPServer.ReadinessCheck
     let routes: [AdminRoute]
     let logger: Logger
 
     init(
         registry: PrometheusCollectorRegistry,
+        beforeMetrics: @escaping @Sendable () -> Void = {},
         readiness: @escaping AdminHTTPServer.ReadinessCheck,
         routes: [AdminRoute],
         logger: Logger
     ) {
         self.registry = registry
+        self.beforeMetrics = beforeMetrics
         self.readiness = readiness
         // Longest prefix first, so `/media/private/` wins over `/media/`.
         self.routes = routes.sorted { $0.pathPrefix.count > $1.pathPrefix.count }
@@ -75,7 +78,8 @@ struct AdminResponder: Sendable {
     }
 
     private func metricsResponse() -> AdminResponse {
-        AdminResponse(
+        beforeMetrics()
+        return AdminResponse(
             status: .ok,
             headers: ["content-type": MetricsBootstrap.contentType],
             body: ByteBuffer(bytes: MetricsBootstrap.render(self.registry)))

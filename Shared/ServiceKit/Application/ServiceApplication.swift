@@ -106,8 +106,10 @@ public enum ServiceApplication {
             router: router,
             configuration: .init(host: configuration.host, port: configuration.rpcPort, maxFrameBytes: configuration.maxFrameBytes),
             logger: logger)
+        let poolInUse = Gauge(label: "aviary_postgres_pool_in_use")
         let adminServer = AdminHTTPServer(
             host: configuration.host, port: configuration.adminPort, registry: registry,
+            beforeMetrics: { poolInUse.record(postgres.connectionsInUse) },
             readiness: {
                 async let postgres = postgres.isReachable()
                 async let redis = redis.isReachable()

@@ -66,6 +66,8 @@ struct ConsumerSession {
                     holdsLease = held
                     leaseRenewed = started
                     guard held else {
+                        // Another instance handles the topic: none of its lag is this one's.
+                        metrics.recordLag(oldest: nil)
                         await pauseUnlessStopping(for: min(leaseTime / 4, .milliseconds(500)))
                         continue
                     }
@@ -119,7 +121,7 @@ struct ConsumerSession {
             let command =
                 readCommand(from: ">", count: options.batchSize, block: Self.milliseconds(options.blockTimeout))
             let entries = try StreamEntry.entries(ofRead: try await redis.send(command))
-            guard !entries.isEmpty else { return }
+            guard !entries.isEmpty else { return metrics.recordLag(oldest: nil) }
             try await deliver(entries, redelivered: false)
             if options.gatherDelay > .zero, entries.count < options.batchSize {
                 await pauseUnlessStopping(for: options.gatherDelay)
@@ -131,6 +133,7 @@ struct ConsumerSession {
     /// those delivered too often or unreadable. A handler failure is not thrown: the entries stay
     /// pending and are read again after a back-off.
     private mutating func deliver(_ entries: [StreamEntry], redelivered: Bool) async throws {
+        metrics.recordLag(oldest: entries.first)
         let deliveries = redelivered ? try await deliveryCounts(of: entries) : [:]
         var events: [DeliveredEvent] = []
         var rejected: [(entry: StreamEntry, deliveries: Int, reason: String)] = []

@@ -26,7 +26,10 @@ import ServiceLifecycle
 ///   another consumer to claim.
 ///
 /// Metrics, with dimensions `topic` and `group`: `aviary_events_consumed_total`,
-/// `aviary_events_handler_failures_total`, `aviary_events_dead_lettered_total`.
+/// `aviary_events_handler_failures_total`, `aviary_events_dead_lettered_total`, and the gauge
+/// `aviary_events_lag_seconds`: how old the oldest event of the batch this consumer took last was
+/// (by its stream id, Redis' clock), 0 once a read finds nothing new; it grows while a handler
+/// keeps failing, as the batch is taken again.
 public struct EventStreamConsumer: Service {
     /// Handles a batch; throwing makes the consumer retry it later.
     public typealias Handler = @Sendable (EventBatch) async throws -> Void
@@ -43,10 +46,11 @@ public struct EventStreamConsumer: Service {
 
     /// - Parameters:
     ///   - redis: where the streams are; the consumer opens one connection of its own with it.
+    ///   - metrics: where its metrics go (tests pass a factory of their own).
     ///   - handler: called with each batch, never concurrently with itself.
     public init(
         topic: String, group: String, consumer: String, redis: RedisConfiguration, options: Options = .init(),
-        logger: Logger, handler: @escaping Handler
+        logger: Logger, metrics: any MetricsFactory = MetricsSystem.factory, handler: @escaping Handler
     ) {
         self.topic = topic
         self.group = group
@@ -59,7 +63,7 @@ public struct EventStreamConsumer: Service {
         logger[metadataKey: "events.consumer"] = "\(consumer)"
         self.logger = logger
         self.handler = handler
-        self.metrics = ConsumerMetrics(topic: topic, group: group)
+        self.metrics = ConsumerMetrics(topic: topic, group: group, factory: metrics)
     }
 
     /// A consumer name unique to this process: `<service>-<node id>-<pid>`.
@@ -83,16 +87,25 @@ public struct EventStreamConsumer: Service {
     }
 }
 
-/// The counters of one consumer, created once.
+/// The metrics of one consumer, created once.
 struct ConsumerMetrics: Sendable {
     let consumed: Counter
     let failures: Counter
     let deadLettered: Counter
+    let lag: Gauge
 
-    init(topic: String, group: String) {
+    init(topic: String, group: String, factory: any MetricsFactory) {
         let dimensions = [("topic", topic), ("group", group)]
-        consumed = Counter(label: "aviary_events_consumed_total", dimensions: dimensions)
-        failures = Counter(label: "aviary_events_handler_failures_total", dimensions: dimensions)
-        deadLettered = Counter(label: "aviary_events_dead_lettered_total", dimensions: dimensions)
+        consumed = Counter(label: "aviary_events_consumed_total", dimensions: dimensions, factory: factory)
+        failures = Counter(label: "aviary_events_handler_failures_total", dimensions: dimensions, factory: factory)
+        deadLettered = Counter(label: "aviary_events_dead_lettered_total", dimensions: dimensions, factory: factory)
+        lag = Gauge(label: "aviary_events_lag_seconds", dimensions: dimensions, factory: factory)
+    }
+
+    /// Records the lag of a batch whose oldest entry is `oldest`; nil: caught up.
+    func recordLag(oldest: StreamEntry?) {
+        guard let oldest, let milliseconds = oldest.milliseconds else { return lag.record(0) }
+        let now = Date().timeIntervalSince1970
+        lag.record(max(0, now - Double(milliseconds) / 1000))
     }
 }

@@ -11,6 +11,11 @@ struct StreamEntry {
 
     /// The entry id, `"1700000000000-0"`.
     var id: String
+
+    /// When Redis appended the entry: the milliseconds since 1970 at the start of its id.
+    var milliseconds: Int64? {
+        id.split(separator: "-", maxSplits: 1).first.flatMap { Int64($0) }
+    }
     /// The field/value pairs; `nil` when the entry was trimmed or deleted while it was pending.
     var fields: [Field]?
 

@@ -1,7 +1,9 @@
+import Metrics
 import RPC
 import Synchronization
 
-/// The subscriptions open on this process, by user, for ``LiveHub``.
+/// The subscriptions open on this process, by user, for ``LiveHub``. Their number is the gauge
+/// `aviary_subscriptions_active`.
 final class LiveRegistry: Sendable {
     /// One open subscription: where to push, and the live events held back while it catches up.
     struct Entry {
@@ -31,6 +33,7 @@ final class LiveRegistry: Sendable {
 
     private let state = Mutex(State())
     private let holdLimit: Int
+    private let active = Gauge(label: "aviary_subscriptions_active")
 
     init(holdLimit: Int) {
         self.holdLimit = holdLimit
@@ -51,6 +54,7 @@ final class LiveRegistry: Sendable {
             let first = state.users[user] == nil
             state.users[user, default: []].append(Entry(connection: connection, id: id, held: holding ? [] : nil))
             state.count += 1
+            active.record(state.count)
             return first ? Array(state.presence.values) : []
         }
         for sink in sinks { sink.yield(LiveHub.PresenceChange(userID: user, online: true)) }
@@ -63,6 +67,7 @@ final class LiveRegistry: Sendable {
             else { return [] }
             entries.remove(at: index)
             state.count -= 1
+            active.record(state.count)
             state.users[user] = entries.isEmpty ? nil : entries
             return entries.isEmpty ? Array(state.presence.values) : []
         }
