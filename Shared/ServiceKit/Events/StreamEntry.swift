@@ -11,13 +11,13 @@ struct StreamEntry {
 
     /// The entry id, `"1700000000000-0"`.
     var id: String
+    /// The field/value pairs; `nil` when the entry was trimmed or deleted while it was pending.
+    var fields: [Field]?
 
     /// When Redis appended the entry: the milliseconds since 1970 at the start of its id.
     var milliseconds: Int64? {
         id.split(separator: "-", maxSplits: 1).first.flatMap { Int64($0) }
     }
-    /// The field/value pairs; `nil` when the entry was trimmed or deleted while it was pending.
-    var fields: [Field]?
 
     /// Parses `[id, [field, value, …]]` (or `[id, nil]` for a pending entry that no longer exists).
     init(parsing reply: RESPValue) throws {
