@@ -55,7 +55,26 @@ final class ChildProcess: Sendable {
     }
 
     /// The exit status, or nil while the process runs.
-    var status: Int32? { exit.value.withLock { $0 } }
+    ///
+    /// Foundation learns that a child ended only once every copy of a socket it hands the child is
+    /// closed, and a process that another thread starts at the same moment can inherit a copy and
+    /// hold it for as long as it runs (seen in CI: a service that exited at once on a bad setting
+    /// counted as running for 25 s). So an ended child that is not yet reaped (a zombie) is read
+    /// from `/proc`, without reaping it.
+    var status: Int32? { exit.value.withLock { $0 } ?? Self.zombieStatus(of: pid) }
+
+    /// The exit status of `pid` if it is a zombie, from `/proc/<pid>/stat` (state, field 3, and the
+    /// status as `waitpid` reports it, field 52); nil otherwise.
+    static func zombieStatus(of pid: Int32) -> Int32? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let nameEnd = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(after: nameEnd)...].split(separator: " ")
+        guard fields.count > 49, fields[0] == "Z", let code = Int32(fields[49].trimmingCharacters(in: .whitespacesAndNewlines))
+        else { return nil }
+        let signal = code & 0x7f
+        return signal == 0 ? (code >> 8) & 0xff : 128 + signal
+    }
 
     /// Waits for the end of the process; nil when it still runs after `timeout`.
     func waitForExit(timeout: Duration) async -> Int32? {

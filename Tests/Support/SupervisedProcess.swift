@@ -70,7 +70,7 @@ final class SupervisedProcess: Sendable {
     /// already ended, because the server did (a test killed it), can no longer remove the folder:
     /// then it goes now, or as soon as the watchdog's end is recorded.
     func finish() {
-        if ending.finish() { kill(watchdog.pid, SIGTERM) }
+        if ending.finish(watchdogEnded: watchdog.status != nil) { kill(watchdog.pid, SIGTERM) }
     }
 }
 
@@ -90,10 +90,11 @@ private final class Ending: Sendable {
     }
 
     /// Records that the tests are done; returns whether the watchdog still runs to stop the server.
-    func finish() -> Bool {
+    /// `watchdogEnded`: it is known to have ended, though its end may not be recorded yet.
+    func finish(watchdogEnded ended: Bool) -> Bool {
         let ended = state.withLock { state in
             state.finishing = true
-            return state.watchdogEnded
+            return state.watchdogEnded || ended
         }
         if ended { removeFolder() }
         return !ended

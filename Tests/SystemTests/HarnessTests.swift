@@ -1,5 +1,5 @@
 import Foundation
-import TestSupport
+@testable import TestSupport
 import Testing
 
 /// The test harness itself: real Postgres and Redis servers, started, used, stopped and restarted.
@@ -66,5 +66,21 @@ struct HarnessTests {
     func freePortIsFree() throws {
         let port = try freePort()
         #expect((1024...65535).contains(port))
+    }
+
+    @Test("a child that ended is seen at once, though a process it started keeps Foundation's socket open")
+    func endedChildSeenWhileItsDescendantRuns() async throws {
+        let folder = try temporaryFolderForThisRun("harness-zombie")
+        let child = try ChildProcess(["/bin/sh", "-c", "sleep 30 & echo $! > \(folder)/sleeper; exit 3"])
+        defer {
+            if let sleeper = try? String(contentsOfFile: "\(folder)/sleeper", encoding: .utf8),
+                let pid = Int32(sleeper.trimmingCharacters(in: .whitespacesAndNewlines))
+            {
+                kill(pid, SIGKILL)
+            }
+        }
+        let started = ContinuousClock.now
+        #expect(await child.waitForExit(timeout: .seconds(5)) == 3)
+        #expect(ContinuousClock.now - started < .seconds(2))
     }
 }
