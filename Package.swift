@@ -134,7 +134,7 @@ let package = Package(
             name: "PostgresTests", dependencies: ["Postgres", "RPC", "TestSupport"] + nio, swiftSettings: strict),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "RPC", "TestSupport"] + nio, swiftSettings: strict),
         .testTarget(
-            name: "ServiceKitTests", dependencies: ["ServiceKit", "TestSupport"], swiftSettings: strict),
+            name: "ServiceKitTests", dependencies: ["ServiceKit", "Redis", "TestSupport", logging], swiftSettings: strict),
         .testTarget(
             name: "SystemTests", dependencies: ["RPC", "AviaryAPI", "Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(
