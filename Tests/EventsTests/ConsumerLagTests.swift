@@ -7,13 +7,11 @@ import Testing
 
 @Suite("Event consumer lag", .timeLimit(.minutes(2)))
 struct ConsumerLagTests {
-    /// `aviary_events_lag_seconds` of `topic` as `registry` holds it now.
+    /// `aviary_events_lag_seconds` of `topic` as `registry` holds it now (its dimensions are
+    /// `topic`, then `group`).
     static func lag(topic: String, in registry: PrometheusCollectorRegistry) -> Double? {
-        let text = String(decoding: MetricsBootstrap.render(registry), as: UTF8.self)
-        let line = text.split(separator: "\n").first {
-            $0.hasPrefix("aviary_events_lag_seconds{") && $0.contains("topic=\"\(topic)\"")
-        }
-        return line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+        prometheusValue(
+            "aviary_events_lag_seconds{topic=\"\(topic)\"", in: String(decoding: MetricsBootstrap.render(registry), as: UTF8.self))
     }
 
     @Test("aviary_events_lag_seconds is how old the batch's oldest event was when taken, and 0 once caught up")

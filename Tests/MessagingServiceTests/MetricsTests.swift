@@ -23,9 +23,7 @@ struct MetricsTests {
         await third.close()
         #expect(await eventually { (try? active()) == 0 })
 
-        let metrics = try AdminHTTP.get("/metrics", port: instance.adminPort).body
-        let pool = metrics.split(separator: "\n").first { $0.hasPrefix("aviary_postgres_pool_in_use ") }
-        let inUse = try #require(pool.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) })
+        let inUse = try #require(try instance.metricValue("aviary_postgres_pool_in_use "))
         #expect((0...8).contains(inUse))
     }
 }

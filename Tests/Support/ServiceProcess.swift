@@ -134,8 +134,18 @@ public final class ServiceProcess: Sendable {
 extension ServiceProcess {
     /// The value of the line of the process's metrics that starts with `prefix` (0 when there is none).
     public func metric(_ prefix: String) throws -> Int {
-        let metrics = try AdminHTTP.get("/metrics", port: adminPort).body
-        let line = metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }
-        return line.flatMap { $0.split(separator: " ").last }.flatMap { Int(Double($0) ?? 0) } ?? 0
+        Int(try metricValue(prefix) ?? 0)
     }
+
+    /// The value of the line of the process's metrics that starts with `prefix`; nil when there is none.
+    public func metricValue(_ prefix: String) throws -> Double? {
+        prometheusValue(prefix, in: try AdminHTTP.get("/metrics", port: adminPort).body)
+    }
+}
+
+/// The value of the first line of Prometheus text `metrics` that starts with `prefix`; nil when
+/// there is none.
+public func prometheusValue(_ prefix: String, in metrics: String) -> Double? {
+    let line = metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }
+    return line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
 }

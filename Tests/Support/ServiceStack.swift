@@ -46,8 +46,10 @@ public final class ServiceStack: Sendable {
         self.clients = clients
     }
 
-    /// Starts `services` (by executable suffix: "auth", "tweets", "social-graph", "timeline",
-    /// "messaging", "notifications", "media") on a new database and Redis database `redisDatabase`
+    /// The seven services, by executable suffix.
+    public static let allServices = ["auth", "social-graph", "tweets", "timeline", "messaging", "notifications", "media"]
+
+    /// Starts `services` (by executable suffix, ``allServices``) on a new database and Redis database `redisDatabase`
     /// (which is flushed first), with `extra` added to their environment, and waits until each is ready.
     /// `instances` says how many of a service to run (one when not listed).
     ///

@@ -25,10 +25,10 @@ import Testing
     @Test func everyMetricTheDashboardChartsIsExported() async throws {
         let charted = try Self.chartedMetrics()
         #expect(charted.count >= 6, "queries found: \(charted.sorted())")
-        let stack = try await ServiceStack.start(ScalingTests.services, redisDatabase: 5)
+        let stack = try await ServiceStack.start(ServiceStack.allServices, redisDatabase: 5)
         // A call that answers and one that fails on every service, so that the request, error and
         // latency series exist.
-        for service in ScalingTests.services {
+        for service in ServiceStack.allServices {
             let _: JSONValue = try await stack.call(service, "system.health")
             let refused: RPCError? = await {
                 do {
@@ -39,7 +39,7 @@ import Testing
             #expect(refused?.code == -32601, "\(service)")
         }
         var exported: Set<String> = []
-        for service in ScalingTests.services {
+        for service in ServiceStack.allServices {
             let metrics = try AdminHTTP.get("/metrics", port: stack.process(service).adminPort).body
             for line in metrics.split(separator: "\n") where !line.hasPrefix("#") {
                 exported.insert(String(line.prefix { $0 != "{" && $0 != " " }))

@@ -11,7 +11,6 @@ import Testing
 /// calls in flight at the kill may fail, no acknowledged write is lost, and the restarted instances
 /// take load again.
 @Suite(.serialized) struct ScalingTests {
-    static let services = ["auth", "social-graph", "tweets", "timeline", "messaging", "notifications", "media"]
     static let workers = 8
 
     /// What the load acknowledged and what failed.
@@ -36,7 +35,7 @@ import Testing
 
     @Test func killingOneInstanceOfEachServiceLosesNoAcknowledgedWrite() async throws {
         let stack = try await ServiceStack.start(
-            Self.services, redisDatabase: 14, instances: Dictionary(uniqueKeysWithValues: Self.services.map { ($0, $0 == "timeline" ? 3 : 2) }))
+            ServiceStack.allServices, redisDatabase: 14, instances: Dictionary(uniqueKeysWithValues: ServiceStack.allServices.map { ($0, $0 == "timeline" ? 3 : 2) }))
         // No process was given AVIARY_NODE_ID: each of the 15 leased its own.
         #expect(try await Self.liveNodeLeases(stack) == [15, 15], "live leases and distinct node ids")
         let users = try await stack.makeUsers(Self.workers * 2, "scale")
@@ -69,11 +68,11 @@ import Testing
         let before = ledger.state.withLock { $0.calls }
         // One instance of each service dies at once, mid-load.
         await withTaskGroup(of: Void.self) { group in
-            for service in Self.services { group.addTask { try? await stack.stop(service, instance: 1) } }
+            for service in ServiceStack.allServices { group.addTask { try? await stack.stop(service, instance: 1) } }
         }
         try await Task.sleep(for: .seconds(3))
         let failuresWhileDown = ledger.state.withLock { $0.failures }
-        for service in Self.services { try await stack.start(service, instance: 1) }
+        for service in ServiceStack.allServices { try await stack.start(service, instance: 1) }
         try await Task.sleep(for: .seconds(3))
         ledger.running.store(false, ordering: .relaxed)
         await load.value
@@ -116,7 +115,7 @@ import Testing
         }
 
         // The restarted instances take calls again.
-        for service in Self.services {
+        for service in ServiceStack.allServices {
             let metrics = try AdminHTTP.get("/metrics", port: stack.process(service, instance: 1).adminPort).body
             let served = metrics.split(separator: "\n").filter {
                 $0.hasPrefix("rpc_server_requests_total") && !$0.contains("system.health")

@@ -16,6 +16,11 @@ struct ConfigurationValues: Sendable {
 
     subscript(key: String) -> String? { self.values[key] }
 
+    /// The entries of a comma-separated value, trimmed, empty ones left out.
+    static func commaSeparated(_ raw: String) -> [String] {
+        raw.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
     func string(_ key: String, default defaultValue: String) -> String {
         self.values[key] ?? defaultValue
     }

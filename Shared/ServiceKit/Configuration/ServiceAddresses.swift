@@ -9,9 +9,7 @@ enum ServiceAddresses {
 
     static func parse(_ raw: String, service: ServiceName) throws -> [String] {
         let key = variable(for: service)
-        let entries = raw.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty }
-        let addresses = entries.map { entry in normalize(entry, defaultPort: service.defaultRPCPort) }
+        let addresses = ConfigurationValues.commaSeparated(raw).map { entry in normalize(entry, defaultPort: service.defaultRPCPort) }
         guard !addresses.isEmpty, !addresses.contains(nil) else {
             throw ConfigurationError(
                 variable: key,

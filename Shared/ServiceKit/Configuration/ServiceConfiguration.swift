@@ -73,8 +73,7 @@ extension ServiceConfiguration {
     /// `AVIARY_SERVICE_SECRETS_ACCEPTED`, which only makes sense next to an explicit `AVIARY_SERVICE_SECRET`.
     private static func acceptedServiceSecrets(_ values: ConfigurationValues) throws -> [String] {
         let variable = "AVIARY_SERVICE_SECRETS_ACCEPTED"
-        let accepted = (values[variable] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty }
+        let accepted = ConfigurationValues.commaSeparated(values[variable] ?? "")
         guard accepted.isEmpty || values["AVIARY_SERVICE_SECRET"] != nil else {
             throw ConfigurationError(
                 variable: variable,
