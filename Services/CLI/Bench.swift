@@ -130,29 +130,42 @@ func loadWorkerExecutor() -> EventLoopTaskExecutor {
 /// Starts `rate` calls a second for `duration` whatever the answers' pace (an open loop, so a slow
 /// answer does not hide the calls it delays); each latency runs from the moment its call was due.
 ///
-/// Each event loop paces its share of the calls with its own timers and runs them where it fires,
-/// so starting a call wakes one thread, not three (a sleeping task on Swift's global pool, woken by
-/// Dispatch's timer thread, handing the call to a loop): on a 2-core machine shared with the
-/// services, the load generator's own wake-ups would otherwise be part of what it measures.
+/// The calls start in ticks of a millisecond, as wrk2's (DeathStarBench's load generator) do, taken
+/// by the event loops in turn: each tick's loop starts every call that fell due since the tick
+/// before and runs them there. So starting calls wakes one thread per tick, not one per call, nor
+/// three (a sleeping task on Swift's global pool, woken by Dispatch's timer thread, handing the call
+/// to a loop): on a 2-core machine shared with the services, the load generator's own wake-ups
+/// would otherwise be part of what it measures. A call waits less than a tick to start (none at
+/// 1,000/s, where every call falls due on a tick), and that wait counts in its latency.
 func runAtRate(
     _ rate: Int, for duration: Duration, _ body: @escaping @Sendable (Int) async throws -> Void
 ) async throws -> LoadFigures {
     let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
     let total = Int(Double(rate) * (Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18))
-    let interval = TimeAmount.nanoseconds(Int64(1_000_000_000 / rate))
+    let interval = Int64(1_000_000_000 / rate)
+    let tick: Int64 = 1_000_000
+    let ticks = total == 0 ? 0 : Int((Int64(total - 1) * interval + tick - 1) / tick) + 1
     let start = NIODeadline.now() + .milliseconds(1)
     let pace = Pace(total: total)
-    /// Starts call `index` on `loop` when it is due, and schedules the loop's next call.
-    @Sendable func schedule(call index: Int, on loop: any EventLoop, every stride: Int) {
-        let due = start + interval * Int64(index)
-        loop.scheduleTask(deadline: due) {
-            if index + stride < total { schedule(call: index + stride, on: loop, every: stride) }
-            Task(executorPreference: EventLoopTaskExecutor(eventLoop: loop)) {
-                do {
-                    try await body(index)
-                    pace.record(.nanoseconds((NIODeadline.now() - due).nanoseconds))
-                } catch {
-                    pace.record(nil)
+    /// How many calls are due `nanoseconds` after the start (the first is due at the start).
+    @Sendable func callsDue(by nanoseconds: Int64) -> Int {
+        nanoseconds < 0 ? 0 : min(total, Int(nanoseconds / interval) + 1)
+    }
+    /// Starts the calls due since the tick before `index` when it comes, on `loop`, and schedules
+    /// the loop's next tick.
+    @Sendable func schedule(tick index: Int, on loop: any EventLoop, every stride: Int) {
+        let now = tick * Int64(index)
+        loop.scheduleTask(deadline: start + .nanoseconds(now)) {
+            if index + stride < ticks { schedule(tick: index + stride, on: loop, every: stride) }
+            for call in callsDue(by: now - tick)..<callsDue(by: now) {
+                let due = start + .nanoseconds(interval * Int64(call))
+                Task(executorPreference: EventLoopTaskExecutor(eventLoop: loop)) {
+                    do {
+                        try await body(call)
+                        pace.record(.nanoseconds((NIODeadline.now() - due).nanoseconds))
+                    } catch {
+                        pace.record(nil)
+                    }
                 }
             }
         }
@@ -160,8 +173,8 @@ func runAtRate(
     let began = ContinuousClock.now
     await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
         pace.onFinish(done)
-        for (offset, loop) in loops.enumerated() where offset < total {
-            schedule(call: offset, on: loop, every: loops.count)
+        for (offset, loop) in loops.enumerated() where offset < ticks {
+            schedule(tick: offset, on: loop, every: loops.count)
         }
         if total == 0 { pace.finishIfDone() }
     }
