@@ -118,6 +118,30 @@ struct WireDecodingTests {
         }
     }
 
+    /// Free-form JSON (an event's payload, relayed to every consumer) is built straight from the
+    /// scanned tree and equals what Foundation decodes, nested objects and arrays included.
+    @Test(arguments: [
+        #"{"tweetId":"119630780289495040","authorId":"7","mentionIds":["1","2"],"replyToUserId":null,"likes":0}"#,
+        #"{"a":{"b":[1,-9223372036854775808,9223372036854775807,true,false,null,"x\n\u00e9\ud83d\ude00"]},"c":[]}"#,
+        #"[{"": {}}, [[]], "", 0]"#,
+        #""only text""#,
+        #"null"#,
+    ])
+    func freeFormJSONTakesTheFastPathAndMatchesFoundation(json: String) throws {
+        let fast = try #require(WireDecoder.decode(JSONValue.self, from: Data(json.utf8)))
+        #expect(fast == (try JSONCoding.decoder().decode(JSONValue.self, from: Data(json.utf8))))
+    }
+
+    /// Numbers other than plain integers that fit, keys given twice and lone surrogates are left to
+    /// Foundation, as `JSONValue`'s own decoding through the fast path left them.
+    @Test(arguments: [
+        #"{"a":1.5}"#, #"{"a":1.0}"#, #"{"a":1e2}"#, #"[99999999999999999999]"#, #"{"a":1,"a":2}"#, #"["\ud800"]"#,
+    ])
+    func freeFormJSONWithOtherNumbersIsFoundations(json: String) {
+        #expect(WireDecoder.decode(JSONValue.self, from: Data(json.utf8)) == nil)
+        #expect(ours(JSONValue.self, json) == foundation(JSONValue.self, json))
+    }
+
     struct Dated: Decodable, Equatable, Sendable { var at: Date }
 
     /// Dates are read as the wire's strategy reads them (RFC 3339); text that is no such time is left

@@ -140,8 +140,29 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
         if T.self == Int64.self { return try decodeInteger(Int64.self) as! T }
         if T.self == Double.self { return try decodeDouble() as! T }
         if T.self == Date.self { return try decodeDate() as! T }
+        if T.self == JSONValue.self { return try jsonValue(of: node) as! T }
         if T.self == Data.self || T.self == URL.self || T.self == Decimal.self { throw giveUp() }
         return try T(from: self)
+    }
+
+    /// `node` built directly into a `JSONValue`, as `JSONValue.init(from:)` would read it through
+    /// this decoder but without trying one kind after another (each miss a thrown error, five for an
+    /// object): a plain integer that fits is `.int`; any other number is left to Foundation.
+    private func jsonValue(of node: JSONNode) throws -> JSONValue {
+        switch node {
+        case .null: return .null
+        case .bool(let value): return .bool(value)
+        case .number(let text, let isInteger):
+            guard isInteger, let value = Int64(text) else { throw giveUp() }
+            return .int(value)
+        case .string(let text): return .string(text)
+        case .array(let elements): return .array(try elements.map(jsonValue(of:)))
+        case .object(let members):
+            var fields: [String: JSONValue] = [:]
+            fields.reserveCapacity(members.count)
+            for member in members { fields[member.key] = try jsonValue(of: member.value) }
+            return .object(fields)
+        }
     }
 
     func decodeString() throws -> String {
