@@ -42,6 +42,10 @@ struct AuthBench: AsyncParsableCommand {
     @Flag(help: "Skip the login runs (only auth.getUser against the service).")
     var skipLogins = false
 
+    func validate() throws {
+        try validateRate(rate, option: "--rate")
+    }
+
     func run() async throws {
         let target = address ?? ProcessInfo.processInfo.environment["AVIARY_AUTH_ADDRESSES"]?.split(separator: ",").first.map(String.init)
             ?? "127.0.0.1:7101"

@@ -127,23 +127,35 @@ func loadWorkerExecutor() -> EventLoopTaskExecutor {
     EventLoopTaskExecutor(eventLoop: MultiThreadedEventLoopGroup.singleton.next())
 }
 
+/// The rates ``runAtRate`` paces, in calls a second.
+let callRates = 1...1_000_000
+
+/// Refuses a rate ``runAtRate`` cannot pace, naming the option that set it.
+func validateRate(_ rate: Int, option: String) throws {
+    guard callRates.contains(rate) else {
+        throw ValidationError("\(option) must be 1 to 1,000,000 calls a second, not \(rate)")
+    }
+}
+
 /// Starts `rate` calls a second for `duration` whatever the answers' pace (an open loop, so a slow
 /// answer does not hide the calls it delays); each latency runs from the moment its call was due.
 ///
-/// The calls start in ticks of a millisecond, as wrk2's (DeathStarBench's load generator) do, taken
-/// by the event loops in turn: each tick's loop starts every call that fell due since the tick
-/// before and runs them there. So starting calls wakes one thread per tick, not one per call, nor
-/// three (a sleeping task on Swift's global pool, woken by Dispatch's timer thread, handing the call
-/// to a loop): on a 2-core machine shared with the services, the load generator's own wake-ups
-/// would otherwise be part of what it measures. A call waits less than a tick to start (none at
-/// 1,000/s, where every call falls due on a tick), and that wait counts in its latency.
+/// The calls start in ticks of a millisecond (or of one call's interval, below 1,000/s), as wrk2's
+/// (DeathStarBench's load generator) do, taken by the event loops in turn: each tick's loop starts
+/// every call that fell due since the tick before and runs them there. So starting calls wakes one
+/// thread per tick, not one per call, nor three (a sleeping task on Swift's global pool, woken by
+/// Dispatch's timer thread, handing the call to a loop): on a 2-core machine shared with the
+/// services, the load generator's own wake-ups would otherwise be part of what it measures. A call
+/// waits less than a millisecond to start (none at 1,000/s and below, where every call falls due on
+/// a tick), and that wait counts in its latency.
 func runAtRate(
     _ rate: Int, for duration: Duration, _ body: @escaping @Sendable (Int) async throws -> Void
 ) async throws -> LoadFigures {
+    precondition(callRates.contains(rate), "rates are checked with validateRate")
     let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
     let total = Int(Double(rate) * (Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18))
     let interval = Int64(1_000_000_000 / rate)
-    let tick: Int64 = 1_000_000
+    let tick = max(interval, 1_000_000)
     let ticks = total == 0 ? 0 : Int((Int64(total - 1) * interval + tick - 1) / tick) + 1
     let start = NIODeadline.now() + .milliseconds(1)
     let pace = Pace(total: total)
@@ -154,10 +166,10 @@ func runAtRate(
     /// Starts the calls due since the tick before `index` when it comes, on `loop`, and schedules
     /// the loop's next tick.
     @Sendable func schedule(tick index: Int, on loop: any EventLoop, every stride: Int) {
-        let now = tick * Int64(index)
-        loop.scheduleTask(deadline: start + .nanoseconds(now)) {
+        let at = tick * Int64(index)
+        loop.scheduleTask(deadline: start + .nanoseconds(at)) {
             if index + stride < ticks { schedule(tick: index + stride, on: loop, every: stride) }
-            for call in callsDue(by: now - tick)..<callsDue(by: now) {
+            for call in callsDue(by: at - tick)..<callsDue(by: at) {
                 let due = start + .nanoseconds(interval * Int64(call))
                 Task(executorPreference: EventLoopTaskExecutor(eventLoop: loop)) {
                     do {

@@ -37,6 +37,10 @@ struct MessagingBench: AsyncParsableCommand {
     @Option(help: "Messages a second of the paced run that follows the closed-loop one.")
     var pacedRate = 1000
 
+    func validate() throws {
+        try validateRate(pacedRate, option: "--paced-rate")
+    }
+
     func run() async throws {
         let configuration = try ServiceConfiguration.load(service: .messaging)
         let messagingAddress = address ?? configuration.addresses(of: .messaging)[0]

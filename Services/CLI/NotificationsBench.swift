@@ -55,6 +55,10 @@ struct NotificationsBench: AsyncParsableCommand {
     @Option(help: "The process id of the notifications instance, for its memory.")
     var pid: Int32?
 
+    func validate() throws {
+        try validateRate(rate, option: "--rate")
+    }
+
     func run() async throws {
         let configuration = try ServiceConfiguration.load(service: .notifications)
         let logger = Logger(label: "bench")

@@ -15,6 +15,7 @@ struct PostgresBench: AsyncParsableCommand {
     @OptionGroup var comparison: ComparisonOptions
 
     func run() async throws {
+        let (clients, seconds, rounds) = (comparison.clients, comparison.seconds, comparison.rounds)
         let pgbench = ["/usr/bin/pgbench"] + ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? [])
             .sorted().reversed().map { "/usr/lib/postgresql/\($0)/bin/pgbench" }
         guard let tool = pgbench.first(where: FileManager.default.isExecutableFile(atPath:)) else {
@@ -22,7 +23,7 @@ struct PostgresBench: AsyncParsableCommand {
         }
         try shell(tool, ["-i", "-s", "1", "-q", url])
         var options = PostgresConfiguration.Options()
-        options.poolSize = comparison.clients
+        options.poolSize = clients
         // One per pgbench thread (`-j 2`).
         options.readerThreads = 2
         let client = try PostgresClient(configuration: .init(url: url, options: options), logger: Logger(label: "bench"))
@@ -32,22 +33,22 @@ struct PostgresBench: AsyncParsableCommand {
             _ = try rows[0].decode(Int32.self, at: 0)
         }
         let readers = client.executors.count
-        print("pgbench -S -M prepared, \(comparison.clients) clients, 2 threads; the pool with \(comparison.clients) connections and \(comparison.clients) callers,")
+        print("pgbench -S -M prepared, \(clients) clients, 2 threads; the pool with \(clients) connections and \(clients) callers,")
         print("on its \(readers) reader threads (as pgbench runs its clients on the threads that poll their connections)")
         print("and on the event loops (as the services' calls run: each answer hops from a reader thread to the loop)")
         var onReaderRatios: [Double] = []
         var onLoopRatios: [Double] = []
         // A count of transactions, not `-T`: pgbench ends a timed run with SIGALRM, which a child of
         // this process inherits blocked, so a timed run would never end.
-        let transactions = comparison.seconds * 80_000 / comparison.clients
-        for round in 1...comparison.rounds {
-            let output = try shell(tool, ["-S", "-M", "prepared", "-c", "\(comparison.clients)", "-j", "2", "-t", "\(transactions)", url])
+        let transactions = seconds * 80_000 / clients
+        for round in 1...rounds {
+            let output = try shell(tool, ["-S", "-M", "prepared", "-c", "\(clients)", "-j", "2", "-t", "\(transactions)", url])
             guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
                 let theirs = Double(line.dropFirst(6).prefix { $0 != " " })
             else { throw ValidationError("could not read pgbench's tps from:\n\(output)") }
             let onReaders = try await runLoad(
-                workers: comparison.clients, duration: .seconds(comparison.seconds), executors: client.executors, select)
-            let onLoops = try await runLoad(workers: comparison.clients, duration: .seconds(comparison.seconds), select)
+                workers: clients, duration: .seconds(seconds), executors: client.executors, select)
+            let onLoops = try await runLoad(workers: clients, duration: .seconds(seconds), select)
             onReaderRatios.append(onReaders.rate / theirs)
             onLoopRatios.append(onLoops.rate / theirs)
             print(String(format: "round %d: pgbench %.0f selects/s", round, theirs))
@@ -55,8 +56,8 @@ struct PostgresBench: AsyncParsableCommand {
             print("  pool on the event loops:    \(onLoops.summary)  ratio " + String(format: "%.2f", onLoops.rate / theirs))
         }
         await client.shutdown()
-        print(String(format: "ratio, pool on its reader threads: %.2f (median of %d)   (target ≥ 0.80)", median(onReaderRatios), comparison.rounds))
-        print(String(format: "ratio, pool on the event loops:    %.2f (median of %d)", median(onLoopRatios), comparison.rounds))
+        print(String(format: "ratio, pool on its reader threads: %.2f (median of %d)   (target ≥ 0.80)", median(onReaderRatios), rounds))
+        print(String(format: "ratio, pool on the event loops:    %.2f (median of %d)", median(onLoopRatios), rounds))
     }
 }
 

@@ -15,24 +15,25 @@ struct RedisBench: AsyncParsableCommand {
     @OptionGroup var comparison: ComparisonOptions
 
     func run() async throws {
-        let configuration = try RedisConfiguration(url: url, poolSize: comparison.clients)
+        let (clients, seconds, rounds) = (comparison.clients, comparison.seconds, comparison.rounds)
+        let configuration = try RedisConfiguration(url: url, poolSize: clients)
         let server = configuration.socketPath.map { ["-s", $0] }
             ?? ["-h", configuration.host, "-p", "\(configuration.port)"]
         let client = RedisClient(configuration: configuration, logger: Logger(label: "bench"))
         _ = try await client.send(["SET", "key:__rand_int__", "xxx"])
         let batch: [[RedisArgument]] = Array(repeating: ["GET", "key:__rand_int__"], count: 16)
-        print("redis-benchmark -P 16 -t get -c \(comparison.clients); the pool with \(comparison.clients) connections and \(comparison.clients) callers, pipelines of 16")
+        print("redis-benchmark -P 16 -t get -c \(clients); the pool with \(clients) connections and \(clients) callers, pipelines of 16")
         var ratios: [Double] = []
-        for round in 1...comparison.rounds {
+        for round in 1...rounds {
             // About as long a run as ours (it ran about 1.2M GETs a second).
             let output = try shell(
                 "/usr/bin/redis-benchmark",
-                server + ["-P", "16", "-t", "get", "-c", "\(comparison.clients)", "-n", "\(comparison.seconds * 1_200_000)", "-q", "--csv"])
+                server + ["-P", "16", "-t", "get", "-c", "\(clients)", "-n", "\(seconds * 1_200_000)", "-q", "--csv"])
             // CSV: "test","rps",... then "GET","123456.78",...
             guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("\"GET\"") }),
                 let theirs = Double(line.split(separator: ",")[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")))
             else { throw ValidationError("could not read redis-benchmark's rate from:\n\(output)") }
-            let ours = try await runLoad(workers: comparison.clients, duration: .seconds(comparison.seconds), callsPerIteration: 16, recordLatency: false) {
+            let ours = try await runLoad(workers: clients, duration: .seconds(seconds), callsPerIteration: 16, recordLatency: false) {
                 _ in
                 _ = try await client.pipeline(batch)
             }
@@ -40,6 +41,6 @@ struct RedisBench: AsyncParsableCommand {
             print(String(format: "round %d: redis-benchmark %.0f GET/s, the pool %.0f GET/s, ratio %.2f", round, theirs, ours.rate, ours.rate / theirs))
         }
         await client.shutdown()
-        print(String(format: "ratio: %.2f (median of %d)   (target ≥ 0.80)", median(ratios), comparison.rounds))
+        print(String(format: "ratio: %.2f (median of %d)   (target ≥ 0.80)", median(ratios), rounds))
     }
 }

@@ -49,10 +49,20 @@ struct TimelineBench: AsyncParsableCommand {
         return weights
     }
 
+    /// The mix's rates in the order given; nil when one is not a whole number.
+    private var parsedRates: [Int]? {
+        let rates = mixRates.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        return rates.contains(nil) ? nil : rates.compactMap { $0 }
+    }
+
     func validate() throws {
         guard !parsedWeights.isEmpty else {
             throw ValidationError("--mix-weights takes three whole numbers of at least 0, not all 0 (home,user,create)")
         }
+        guard let rates = parsedRates, !rates.isEmpty else {
+            throw ValidationError("--mix-rates takes whole numbers separated by commas, not '\(mixRates)'")
+        }
+        for rate in rates { try validateRate(rate, option: "--mix-rates") }
     }
 
     func run() async throws {
@@ -104,7 +114,7 @@ struct TimelineBench: AsyncParsableCommand {
         let total = weights.reduce(0, +)
         let shares = MixCall.allCases.map { "\(weights[$0.rawValue] * 100 / total)% \($0)" }.joined(separator: ", ")
         var best: Int?
-        for rate in mixRates.split(separator: ",").compactMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) {
+        for rate in parsedRates ?? [] {
             let byKind = Mutex<[[Duration]]>(MixCall.allCases.map { _ in [] })
             let mix = try await runAtRate(rate, for: duration) { _ in
                 let user = reed[BenchRandom.pick(0..<nodeCount)]
