@@ -27,14 +27,18 @@ extension AuthService {
                 password is unauthenticated (the same answer either way). Limited per account and per network address.
                 """,
             access: .anonymous, handler: login)
-        router.register(
-            "auth.loginWithGoogle",
-            summary: """
-                Signs in with a Google OpenID Connect ID token (idToken). The first sign-in creates an account (created: \
-                true) or links the account with the same verified email. Google must have verified the email. \
-                Unavailable when the server has no Google client id configured.
-                """,
-            access: .anonymous, handler: loginWithGoogle)
+        // Offered only where the operator configured Google sign-in: elsewhere the method is not found
+        // (-32601), which a client takes as "not offered here" rather than as an outage to retry.
+        if let google {
+            router.register(
+                "auth.loginWithGoogle",
+                summary: """
+                    Signs in with a Google OpenID Connect ID token (idToken). The first sign-in creates an account \
+                    (created: true) or links the account with the same verified email. Google must have verified the email.
+                    """,
+                access: .anonymous
+            ) { params, context in try await loginWithGoogle(params, verifier: google, context: context) }
+        }
         router.register(
             "auth.refresh",
             summary: """

@@ -16,7 +16,7 @@ struct AuthService: Sendable {
     /// Checked against for logins that name no account, so that they take as long as real ones.
     let dummyHash: String
     let limits: AuthRateLimits
-    /// Nil when Google sign-in is not configured.
+    /// Nil when Google sign-in is not configured; then `auth.loginWithGoogle` is not registered.
     let google: GoogleIDTokenVerifier?
     let profiles: UserHydrator
     let profileImages: ProfileImages

@@ -104,6 +104,7 @@ func expectRPCError(
 
 /// The contract's error codes.
 enum Code {
+    static let methodNotFound = -32601
     static let invalidParams = -32602
     static let unauthenticated = -32001
     static let forbidden = -32003

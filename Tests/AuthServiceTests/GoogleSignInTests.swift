@@ -84,12 +84,23 @@ import Testing
         #expect(try await signIn(auth, try await google.idToken(good)).created == true)
     }
 
-    @Test func isUnavailableWhenNotConfigured() async throws {
+    /// Without a Google client id the method is not offered: not found (not an outage a client
+    /// would retry, nor an error the service logs for every such call), and not in rpc.discover.
+    @Test func isNotOfferedWhenNotConfigured() async throws {
         let (instance, _) = try await AuthStack.shared.withGraph()
         let google = try await GoogleTestIssuer.shared()
         let token = try await google.idToken(GoogleTestIssuer.Claims(email: "someone@gmail.example"))
-        let error = await expectRPCError(Code.unavailable) { _ = try await signIn(instance.api, token) }
-        #expect(error?.message.contains("AVIARY_GOOGLE_CLIENT_ID") == true)
+        await expectRPCError(Code.methodNotFound) { _ = try await signIn(instance.api, token) }
+        #expect(try await Self.discovered(instance.api).contains("auth.loginWithGoogle") == false)
+        #expect(try await Self.discovered(try await AuthStack.shared.main().api).contains("auth.loginWithGoogle"))
+    }
+
+    private static func discovered(_ auth: AuthAPI) async throws -> [String] {
+        struct Document: Decodable {
+            struct Method: Decodable { var name: String }
+            var methods: [Method]
+        }
+        return try await auth.call("rpc.discover", as: Document.self).methods.map(\.name)
     }
 }
 

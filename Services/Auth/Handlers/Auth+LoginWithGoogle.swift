@@ -11,13 +11,11 @@ struct LoginWithGoogleParams: Codable, Sendable {
 }
 
 extension AuthService {
-    func loginWithGoogle(_ params: LoginWithGoogleParams, context: RPCContext) async throws -> AuthResult {
-        guard let google else {
-            throw RPCError.unavailable(
-                "Google sign-in is not configured on this server (the operator must set AVIARY_GOOGLE_CLIENT_ID)")
-        }
+    func loginWithGoogle(
+        _ params: LoginWithGoogleParams, verifier: GoogleIDTokenVerifier, context: RPCContext
+    ) async throws -> AuthResult {
         try await limits.checkLogin(address: context.connection?.remoteAddress)
-        let claims = try await google.verify(params.idToken)
+        let claims = try await verifier.verify(params.idToken)
         guard let email = try? AccountRules.email(claims.email ?? "") else {
             throw RPCError.forbidden("the Google account's email address cannot be used for an Aviary account")
         }
