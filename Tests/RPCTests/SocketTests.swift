@@ -31,6 +31,33 @@ import Testing
         }
     }
 
+    @Test func aConnectionOverTheLimitIsToldWhyAndClosedAndOneClosingMakesRoom() async throws {
+        try await withRPCServer(makeTestRouter(), maxConnections: 2) { port, _ in
+            let call = #"{"jsonrpc":"2.0","id":1,"method":"subtract","params":{"minuend":5,"subtrahend":3}}"# + "\n"
+            var held = [try RPCLineClient(port: port), try RPCLineClient(port: port)]
+            for client in held {
+                try client.send(call)
+                #expect(json(await client.readFrame())?["result"] == 2)
+            }
+            let over = try RPCLineClient(port: port)
+            let refusal = json(await over.readFrame())
+            #expect(refusal?["id"] == .null)
+            #expect(refusal?["error"]?["code"] == -32050)
+            #expect(refusal?["error"]?["message"]?.stringValue?.contains("(2)") == true)
+            #expect(await over.isClosedByPeer())
+            // The two admitted ones still work; once one closes, a new connection is admitted.
+            try held[1].send(call)
+            #expect(json(await held[1].readFrame())?["result"] == 2)
+            held.removeFirst()
+            let admitted = try await eventually(timeout: .seconds(5)) {
+                let client = try RPCLineClient(port: port)
+                try client.send(call)
+                return json(await client.readFrame())?["result"] == 2
+            }
+            #expect(admitted)
+        }
+    }
+
     @Test func pipelinedCallsAreAnsweredOutOfOrder() async throws {
         try await withRPCServer(makeTestRouter()) { port, _ in
             let client = try RPCLineClient(port: port)

@@ -104,3 +104,9 @@ private func withSignalsUnblocked<T>(_ body: () throws -> T) rethrows -> T {
     defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
     return try body()
 }
+
+/// Sets the file descriptor limit (soft and hard `RLIMIT_NOFILE`) of the running process `pid`,
+/// with util-linux's `prlimit`.
+public func limitFileDescriptors(of pid: Int32, to limit: Int) async throws {
+    _ = try await Command(arguments: ["/usr/bin/prlimit", "--pid", String(pid), "--nofile=\(limit):\(limit)"]).output()
+}

@@ -121,6 +121,45 @@ import Testing
         #expect(Set(names).count == names.count, "a migration applied twice: \(names)")
     }
 
+    /// A flood of connections beyond AVIARY_MAX_CONNECTIONS is refused (told why, then closed), so
+    /// the service keeps descriptors free and keeps serving. Out of descriptors it could not: every
+    /// accept would fail while the listening socket stays readable, and an event loop would spin a core.
+    @Test func connectionsBeyondTheLimitAreRefusedBeforeDescriptorsRunOut() async throws {
+        var environment = try await environment()
+        environment["AVIARY_MAX_CONNECTIONS"] = "16"
+        let service = try await ServiceProcess.start(executable: "aviary-social-graph", environment: environment)
+        defer { service.kill() }
+        let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(service.pid)/fd").count
+        try await limitFileDescriptors(of: service.pid, to: open + 32)
+        // The kernel completes these connections whatever the service does with them.
+        let health = #"{"jsonrpc":"2.0","id":1,"method":"system.health"}"# + "\n"
+        let flood = try (0..<64).map { _ in try RPCLineClient(port: service.rpcPort) }
+        var admitted = 0
+        var refused = 0
+        for client in flood {
+            try? client.send(health)
+            guard let frame = await client.readFrame(timeout: .seconds(5)) else { continue }
+            if frame.contains(#""status":"ok""#) { admitted += 1 }
+            if frame.contains("-32050") && frame.contains("(16)") { refused += 1 }
+        }
+        #expect(admitted == 16 && refused == 48, "admitted \(admitted), refused \(refused)")
+        let spent = try Self.cpuSeconds(of: service.pid)
+        try await Task.sleep(for: .seconds(2))
+        let used = try Self.cpuSeconds(of: service.pid) - spent
+        #expect(used < 0.5, "the service used \(used) s of CPU in 2 s holding its connections")
+        // The first 16 (admitted before any refusal) still answer.
+        try flood[0].send(health)
+        #expect(await flood[0].readFrame()?.contains(#""status":"ok""#) == true)
+    }
+
+    /// User and system CPU time `pid` has used, from /proc.
+    private static func cpuSeconds(of pid: Int32) throws -> Double {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        // Fields after the command name (which may hold spaces) end at ')'; utime and stime are the 12th and 13th.
+        let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
+        return Double(Int(fields[11])! + Int(fields[12])!) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     @Test func badConfigurationIsReportedClearly() async throws {
         var environment = try await environment()
         environment["AVIARY_RPC_PORT"] = "abc"

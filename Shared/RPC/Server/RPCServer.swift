@@ -23,16 +23,24 @@ public final class RPCServer: Service, Sendable {
         /// connections still open then close when the process exits. systemd's `TimeoutStopSec` and
         /// Kubernetes' grace period are set above it.
         public var drainTimeout: Duration
+        /// Client connections held at once; one more is answered an `unavailable` error and closed.
+        /// By default ``defaultMaxConnections``.
+        public var maxConnections: Int
+
+        /// The process's file descriptors (soft `RLIMIT_NOFILE`) less a tenth, and at least 256, for
+        /// its Postgres, Redis and peer connections and its files; never under 64.
+        public static var defaultMaxConnections: Int { ConnectionLimit.defaultLimit }
 
         public init(
             host: String = "127.0.0.1", port: Int, maxFrameBytes: Int = 1 << 20, maxInFlightPerConnection: Int = 1024,
-            drainTimeout: Duration = .seconds(10)
+            drainTimeout: Duration = .seconds(10), maxConnections: Int = Configuration.defaultMaxConnections
         ) {
             self.host = host
             self.port = port
             self.maxFrameBytes = maxFrameBytes
             self.maxInFlightPerConnection = maxInFlightPerConnection
             self.drainTimeout = drainTimeout
+            self.maxConnections = maxConnections
         }
     }
 
@@ -84,6 +92,7 @@ public final class RPCServer: Service, Sendable {
         let quiesce = ServerQuiescingHelper(group: group)
         let router = self.router
         let configuration = self.configuration
+        let connections = ConnectionLimit(limit: configuration.maxConnections)
         let channel: any Channel
         do {
             channel = try await ServerBootstrap(group: group)
@@ -98,6 +107,7 @@ public final class RPCServer: Service, Sendable {
                 .childChannelOption(.maxMessagesPerRead, value: 16)
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
+                        guard try connections.admit(channel) else { return }
                         try channel.pipeline.syncOperations.addHandlers([
                             FlushCoalescingHandler(),
                             ByteToMessageHandler(NewlineFrameDecoder(maxFrameBytes: configuration.maxFrameBytes)),

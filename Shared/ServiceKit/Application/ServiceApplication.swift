@@ -104,7 +104,9 @@ public enum ServiceApplication {
 
         let rpcServer = RPCServer(
             router: router,
-            configuration: .init(host: configuration.host, port: configuration.rpcPort, maxFrameBytes: configuration.maxFrameBytes),
+            configuration: .init(
+                host: configuration.host, port: configuration.rpcPort, maxFrameBytes: configuration.maxFrameBytes,
+                maxConnections: configuration.maxConnections),
             logger: logger)
         let poolInUse = Gauge(label: "aviary_postgres_pool_in_use")
         let adminServer = AdminHTTPServer(

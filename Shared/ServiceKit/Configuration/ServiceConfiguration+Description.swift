@@ -9,7 +9,8 @@ extension ServiceConfiguration: CustomStringConvertible {
             + "redis=\(Self.maskingPassword(self.redisURL)) redisPoolSize=\(self.redisPoolSize) "
             + "nodeID=\(self.nodeID.map(String.init) ?? "leased") serviceSecret=\(secret) "
             + "acceptedServiceSecrets=\(self.acceptedServiceSecrets.count) logLevel=\(self.logLevel) "
-            + "logFormat=\(self.logFormat) maxFrameBytes=\(self.maxFrameBytes) eventLoops=\(self.eventLoops)"
+            + "logFormat=\(self.logFormat) maxFrameBytes=\(self.maxFrameBytes) maxConnections=\(self.maxConnections) "
+            + "eventLoops=\(self.eventLoops)"
     }
 
     /// Replaces the password of `scheme://user:password@host` (or `scheme://:password@host`) with `***`.

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOCore
+import RPC
 import Redis
 
 /// Everything a service reads from its environment (and the optional `AVIARY_CONFIG_FILE`), typed,
@@ -42,6 +43,10 @@ public struct ServiceConfiguration: Sendable {
     public var logFormat: LogFormat
     /// `AVIARY_MAX_FRAME_BYTES`: the longest JSON-RPC frame accepted, 1 KiB…1 GiB. Default 1 MiB (media 4 MiB).
     public var maxFrameBytes: Int
+    /// `AVIARY_MAX_CONNECTIONS`: the client connections the RPC port holds at once, 1…10,000,000; one
+    /// more is answered `unavailable` and closed. Default ``RPCServer/Configuration/defaultMaxConnections``
+    /// (the process's file descriptor limit less a tenth, and at least 256).
+    public var maxConnections: Int
     /// `AVIARY_EVENT_LOOPS`: the threads that serve calls (SwiftNIO event loops), 1…256. Default one
     /// per core, which suits a service with the machine to itself; services sharing a machine do
     /// better with fewer each (each wake-up of a thread is a context switch some other process waits behind).
@@ -145,6 +150,8 @@ extension ServiceConfiguration {
             logFormat: try values.choice("AVIARY_LOG_FORMAT", default: .text, from: ["text": .text, "json": .json]),
             maxFrameBytes: try values.integer(
                 "AVIARY_MAX_FRAME_BYTES", default: service.defaultMaxFrameBytes, in: 1024...(1 << 30)),
+            maxConnections: try values.integer(
+                "AVIARY_MAX_CONNECTIONS", default: RPCServer.Configuration.defaultMaxConnections, in: 1...10_000_000),
             eventLoops: try values.integer("AVIARY_EVENT_LOOPS", default: System.coreCount, in: 1...256),
             serviceAddresses: addresses,
             values: values
