@@ -52,11 +52,14 @@ public final class ServiceProcess: Sendable {
     ///
     /// The ports come from `AVIARY_RPC_PORT`/`AVIARY_ADMIN_PORT` when set and not 0, otherwise from the
     /// line the service logs once it listens (`rpc=HOST:PORT admin=HOST:PORT`).
+    /// With `fileDescriptorLimit`, the service starts under those soft and hard `RLIMIT_NOFILE`
+    /// limits (util-linux's `prlimit` sets them and execs it, so `pid` is still the service's).
     public static func start(
         executable: String, environment: [String: String], arguments: [String] = [],
-        readyTimeout: Duration = .seconds(60)
+        fileDescriptorLimit: (soft: Int, hard: Int)? = nil, readyTimeout: Duration = .seconds(60)
     ) async throws -> ServiceProcess {
         let path = try BuildProducts.executable(named: executable)
+        let launcher = fileDescriptorLimit.map { ["/usr/bin/prlimit", "--nofile=\($0.soft):\($0.hard)", "--"] } ?? []
         let folder = try TemporaryFolder.create(
             executable.hasPrefix("aviary-") ? String(executable.dropFirst(7)) : executable)
         let cleanupToken = ExitCleanup.register(folder)
@@ -68,7 +71,7 @@ public final class ServiceProcess: Sendable {
         let process: SupervisedProcess
         do {
             process = try await SupervisedProcess(
-                [path] + arguments, log: logFile, pidFile: folder.file("\(executable).pid"),
+                launcher + [path] + arguments, log: logFile, pidFile: folder.file("\(executable).pid"),
                 stopSignal: SIGTERM, cleanup: folder.path, environment: fullEnvironment,
                 directory: folder.path)
         } catch {

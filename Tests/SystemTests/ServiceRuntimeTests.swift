@@ -152,6 +152,17 @@ import Testing
         #expect(await flood[0].readFrame()?.contains(#""status":"ok""#) == true)
     }
 
+    /// A service started under a soft descriptor limit below the hard one raises it to the hard
+    /// one, as its default AVIARY_MAX_CONNECTIONS follows the soft limit.
+    @Test func raisesItsSoftDescriptorLimitToTheHardOne() async throws {
+        let service = try await ServiceProcess.start(
+            executable: "aviary-social-graph", environment: try await environment(), fileDescriptorLimit: (512, 4096))
+        defer { service.kill() }
+        let limits = try String(contentsOfFile: "/proc/\(service.pid)/limits", encoding: .utf8)
+        let line = limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }
+        #expect(line?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).prefix(2) == ["4096", "4096"])
+    }
+
     /// User and system CPU time `pid` has used, from /proc.
     private static func cpuSeconds(of pid: Int32) throws -> Double {
         let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)

@@ -21,6 +21,8 @@ public enum ServiceApplication {
             print("\(definition.name.executableName) \(AviaryVersion.description)")
             return
         }
+        // Before the configuration, whose default AVIARY_MAX_CONNECTIONS follows the limit.
+        FileDescriptorLimit.raiseSoftLimit()
         let configuration: ServiceConfiguration
         do {
             configuration = try ServiceConfiguration.load(service: definition.name)
