@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RPC
 import TestSupport
+import Synchronization
 import Testing
 
 /// The wire protocol over real TCP connections.
@@ -55,6 +56,38 @@ import Testing
                 return json(await client.readFrame())?["result"] == 2
             }
             #expect(admitted)
+        }
+    }
+
+    /// A peer that sends calls and reads no answers: once the socket's buffers are full the server
+    /// starts no more calls (it would hold every answer in memory), and when the peer reads again
+    /// every call is answered.
+    @Test func aPeerThatDoesNotReadItsAnswersStopsTheServerStartingCalls() async throws {
+        let started = Mutex(0)
+        var router = makeTestRouter()
+        let answer = String(repeating: "x", count: 64 * 1024)
+        router.register("large", summary: "64 KiB of x", access: .anonymous) { (_: [String: Int], _) in
+            started.withLock { $0 += 1 }
+            return answer
+        }
+        try await withRPCServer(router, maxInFlightPerConnection: 8) { port, _ in
+            let client = try RPCLineClient(port: port)
+            let calls = 1000
+            try client.send(String(repeating: #"{"jsonrpc":"2.0","id":1,"method":"large"}"# + "\n", count: calls))
+            // Settled: nothing more starts for a while.
+            var last = -1
+            while started.withLock({ $0 }) != last {
+                last = started.withLock { $0 }
+                try await Task.sleep(for: .milliseconds(300))
+            }
+            // The kernel's socket buffers (a few MiB on loopback) take some answers; the rest wait.
+            #expect(last < calls / 4, "\(last) of \(calls) calls started while no answer was read")
+            var answered = 0
+            while await client.readFrame()?.contains(answer) == true {
+                answered += 1
+                if answered == calls { break }
+            }
+            #expect(answered == calls)
         }
     }
 

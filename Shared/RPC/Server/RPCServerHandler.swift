@@ -4,9 +4,11 @@ import NIOExtras
 
 /// One connection's request loop. Each frame is answered in its own task, run on the connection's
 /// event loop, so pipelined calls run concurrently and their responses go out in completion order.
-/// Reading pauses while
-/// `maxInFlight` calls are running (backpressure), and on quiesce the connection stops reading,
-/// finishes what is in flight, and closes.
+/// A frame waits, and reading pauses, while `maxInFlight` calls are running or while the answers
+/// already written exceed the socket's high-water mark (the peer is not reading them): so a peer
+/// that sends calls and never reads the answers holds at most `maxInFlight` answers in the server's
+/// memory, not one per call it sent. On quiesce the connection stops reading, finishes what is in
+/// flight, and closes; frames still waiting then are dropped, as if they had come after.
 final class RPCServerHandler: ChannelDuplexHandler {
     typealias InboundIn = InboundFrame
     typealias OutboundIn = ByteBuffer
@@ -18,6 +20,8 @@ final class RPCServerHandler: ChannelDuplexHandler {
     private var executor: EventLoopTaskExecutor?
     private var context: ChannelHandlerContext?
     private var inFlight = 0
+    /// Frames read and not started yet (see the type's documentation).
+    private var waiting = CircularBuffer<ByteBuffer>()
     private var readPending = false
     private var quiescing = false
 
@@ -53,6 +57,19 @@ final class RPCServerHandler: ChannelDuplexHandler {
             }
         case .frame(let buffer):
             guard !quiescing else { return }
+            waiting.append(buffer)
+            startWaiting(context)
+        }
+    }
+
+    /// Whether another call may start now.
+    private func mayStart(_ context: ChannelHandlerContext) -> Bool {
+        inFlight < maxInFlight && context.channel.isWritable
+    }
+
+    /// Starts the waiting frames while calls may start.
+    private func startWaiting(_ context: ChannelHandlerContext) {
+        while mayStart(context), let buffer = waiting.popFirst() {
             inFlight += 1
             let frame = Data(buffer.readableBytesView)
             let router = self.router
@@ -76,10 +93,23 @@ final class RPCServerHandler: ChannelDuplexHandler {
         }
         if quiescing {
             if inFlight == 0 { closeAfterFlush(context) }
-        } else if readPending && inFlight < maxInFlight {
+        } else {
+            resume(context)
+        }
+    }
+
+    /// Starts what waits and reads again, as far as calls may start.
+    private func resume(_ context: ChannelHandlerContext) {
+        startWaiting(context)
+        if readPending && waiting.isEmpty && mayStart(context) {
             readPending = false
             context.read()
         }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if !quiescing && context.channel.isWritable { resume(context) }
+        context.fireChannelWritabilityChanged()
     }
 
     private func closeAfterFlush(_ context: ChannelHandlerContext) {
@@ -91,10 +121,10 @@ final class RPCServerHandler: ChannelDuplexHandler {
 
     func read(context: ChannelHandlerContext) {
         if quiescing { return }
-        if inFlight >= maxInFlight {
-            readPending = true
-        } else {
+        if waiting.isEmpty && mayStart(context) {
             context.read()
+        } else {
+            readPending = true
         }
     }
 
@@ -105,6 +135,7 @@ final class RPCServerHandler: ChannelDuplexHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is ChannelShouldQuiesceEvent {
             quiescing = true
+            waiting.removeAll()
             if inFlight == 0 { closeAfterFlush(context) }
             return
         }
