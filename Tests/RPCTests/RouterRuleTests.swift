@@ -30,6 +30,18 @@ import Testing
         #expect(response?["error"]?["code"] == -32600)
     }
 
+    @Test func batchesHoldAtMostTheirLimitOfRequests() async {
+        func batch(_ count: Int) -> String {
+            "[" + (0..<count).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"get_data"}"# }.joined(separator: ",") + "]"
+        }
+        let limit = RPCRouter.maxBatchLength
+        #expect(json(await router.answer(batch(limit)))?.arrayValue?.count == limit)
+        let over = json(await router.answer(batch(limit + 1)))
+        #expect(over?["id"] == .null)
+        #expect(over?["error"]?["code"] == -32600)
+        #expect(over?["error"]?["message"]?.stringValue == "a batch holds at most \(limit) requests; this one has \(limit + 1)")
+    }
+
     @Test func idsAreEchoedExactly() async {
         #expect(json(await router.answer(#"{"jsonrpc":"2.0","id":"abc","method":"get_data"}"#))?["id"] == "abc")
         #expect(json(await router.answer(#"{"jsonrpc":"2.0","id":9007199254740993,"method":"get_data"}"#))?["id"] == .int(9_007_199_254_740_993))

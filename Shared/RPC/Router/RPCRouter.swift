@@ -63,6 +63,12 @@ public struct RPCRouter: Sendable {
             latency: Metrics.Timer(label: "rpc_server_duration_seconds", dimensions: dimensions))
     }
 
+    /// The most requests a batch may hold. A batch runs its requests at once and answers them in one
+    /// frame, outside the per-connection limit of calls in flight: a frame of a few hundred KiB could
+    /// otherwise start tens of thousands of calls and build an answer of hundreds of MiB (15,000
+    /// `rpc.discover` calls in 784 KB asked for 285 MB).
+    public static let maxBatchLength = 100
+
     /// Answers one frame: a request, a notification or a batch. Returns the response text
     /// (without the trailing newline), or `nil` when nothing is to be sent back.
     public func respond(to frame: Data, connection: RPCConnection? = nil) async -> Data? {
@@ -79,6 +85,12 @@ public struct RPCRouter: Sendable {
         }
         if elements.isEmpty {
             return ResponseEncoding.error(RPCError.invalidRequest("an empty batch is not a request"), id: .null)
+        }
+        guard elements.count <= Self.maxBatchLength else {
+            return ResponseEncoding.error(
+                RPCError.invalidRequest(
+                    "a batch holds at most \(Self.maxBatchLength) requests; this one has \(elements.count)"),
+                id: .null)
         }
         let responses = await withTaskGroup(of: (Int, Data?).self) { group in
             for (index, element) in elements.enumerated() {
