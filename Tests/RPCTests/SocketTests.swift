@@ -91,6 +91,29 @@ import Testing
         }
     }
 
+    /// A batch counts as the most requests a batch may hold against the calls a connection may
+    /// have in flight, so pipelined batches cannot run a hundred times that many calls at once.
+    @Test func pipelinedBatchesRunNoMoreCallsAtOnceThanTheLimit() async throws {
+        let running = Mutex((now: 0, most: 0))
+        var router = makeTestRouter()
+        router.register("hold", summary: "runs for 50 ms", access: .anonymous) { (_: [String: Int], _) in
+            running.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
+            try await Task.sleep(for: .milliseconds(50))
+            running.withLock { $0.now -= 1 }
+            return true
+        }
+        let limit = RPCRouter.maxBatchLength
+        try await withRPCServer(router, maxInFlightPerConnection: 2 * limit + limit / 2) { port, _ in
+            let client = try RPCLineClient(port: port)
+            let batch = "[" + (0..<limit).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"hold"}"# }.joined(separator: ",") + "]\n"
+            try client.send(String(repeating: batch, count: 10))
+            for _ in 0..<10 {
+                #expect(json(await client.readFrame())?.arrayValue?.count == limit)
+            }
+            #expect(running.withLock { $0.most } == 2 * limit)
+        }
+    }
+
     @Test func pipelinedCallsAreAnsweredOutOfOrder() async throws {
         try await withRPCServer(makeTestRouter()) { port, _ in
             let client = try RPCLineClient(port: port)

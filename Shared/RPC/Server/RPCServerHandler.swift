@@ -7,8 +7,9 @@ import NIOExtras
 /// A frame waits, and reading pauses, while `maxInFlight` calls are running or while the answers
 /// already written exceed the socket's high-water mark (the peer is not reading them): so a peer
 /// that sends calls and never reads the answers holds at most `maxInFlight` answers in the server's
-/// memory, not one per call it sent. On quiesce the connection stops reading, finishes what is in
-/// flight, and closes; frames still waiting then are dropped, as if they had come after.
+/// memory, not one per call it sent. A batch counts as the most calls a batch may hold. On quiesce
+/// the connection stops reading, finishes what is in flight, and closes; frames still waiting then
+/// are dropped, as if they had come after.
 final class RPCServerHandler: ChannelDuplexHandler {
     typealias InboundIn = InboundFrame
     typealias OutboundIn = ByteBuffer
@@ -67,10 +68,21 @@ final class RPCServerHandler: ChannelDuplexHandler {
         inFlight < maxInFlight && context.channel.isWritable
     }
 
-    /// Starts the waiting frames while calls may start.
+    /// The calls a frame may start: a batch (a frame that opens with `[`) counts as many as a batch
+    /// may hold, since its requests run at once.
+    private static func calls(in frame: ByteBuffer) -> Int {
+        let first = frame.readableBytesView.first { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") && $0 != UInt8(ascii: "\r") }
+        return first == UInt8(ascii: "[") ? RPCRouter.maxBatchLength : 1
+    }
+
+    /// Starts the waiting frames while calls may start; a batch waits until its calls fit, unless
+    /// nothing else runs.
     private func startWaiting(_ context: ChannelHandlerContext) {
-        while mayStart(context), let buffer = waiting.popFirst() {
-            inFlight += 1
+        while mayStart(context), let buffer = waiting.first {
+            let calls = Self.calls(in: buffer)
+            guard inFlight == 0 || inFlight + calls <= maxInFlight else { return }
+            waiting.removeFirst()
+            inFlight += calls
             let frame = Data(buffer.readableBytesView)
             let router = self.router
             let connection = self.connection
@@ -78,13 +90,13 @@ final class RPCServerHandler: ChannelDuplexHandler {
             let eventLoop = context.eventLoop
             Task(executorPreference: executor) {
                 let response = await router.respond(to: frame, connection: connection)
-                eventLoop.execute { handler.value.finished(response) }
+                eventLoop.execute { handler.value.finished(response, calls: calls) }
             }
         }
     }
 
-    private func finished(_ response: Data?) {
-        inFlight -= 1
+    private func finished(_ response: Data?, calls: Int) {
+        inFlight -= calls
         guard let context else { return }
         if var response {
             response.append(UInt8(ascii: "\n"))
