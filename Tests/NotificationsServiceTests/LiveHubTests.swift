@@ -65,6 +65,29 @@ import TestSupport
         }
     }
 
+    /// One user's subscriptions on one connection stop at the limit (each would get its own copy of
+    /// every event); other users on the connection, and the user on another connection, still subscribe.
+    @Test func aUserHoldsAtMostTheLimitOfSubscriptionsOnAConnection() async throws {
+        try await withHubs { first, _ in
+            let limit = LiveHub.Options().perUserAndConnection
+            let (connection, another) = (try await first.connect(), try await first.connect())
+            var subscriptions: [String] = []
+            for _ in 0..<limit { subscriptions.append(try await connection.subscribe(user: 31)) }
+            do {
+                _ = try await connection.subscribe(user: 31)
+                Issue.record("subscription \(limit + 1) of one user on one connection was accepted")
+            } catch let error as RPCError {
+                #expect(error.code == -32009 && error.message.contains("\(limit) subscriptions"))
+            }
+            _ = try await connection.subscribe(user: 32)
+            _ = try await another.subscribe(user: 31)
+            _ = try await connection.call("live.unsubscribe", ["subscription": .string(subscriptions[0])])
+            _ = try await connection.subscribe(user: 31)
+            #expect(first.hub.subscriptionCount == limit + 2)
+            for each in [connection, another] { await each.close() }
+        }
+    }
+
     @Test func unsubscribingAndClosingLeaveTheRegistry() async throws {
         try await withHubs { first, second in
             let connection = try await second.connect()
@@ -232,7 +255,7 @@ func withHubs(_ body: @Sendable (HubInstance, HubInstance) async throws -> Void)
         router.register("live.subscribe", summary: "Subscribes as user.", access: .anonymous) {
             (params: SubscribeParams, context) -> Subscription in
             guard let connection = context.connection,
-                let id = hub.subscribe(user: params.user, connection: connection, holding: params.holding ?? false)
+                let id = try hub.subscribe(user: params.user, connection: connection, holding: params.holding ?? false)
             else { throw RPCError.unavailable("closed") }
             opened.add(connection)
             return Subscription(subscription: id)

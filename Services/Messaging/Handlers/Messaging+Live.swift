@@ -60,7 +60,7 @@ extension Messaging {
         guard let connection = context.connection else {
             throw RPCError.validation("messaging.subscribe needs a connection to push events on", field: "subscription")
         }
-        guard let id = hub.subscribe(user: caller, connection: connection) else {
+        guard let id = try hub.subscribe(user: caller, connection: connection) else {
             throw RPCError.unavailable("the connection closed")
         }
         do {

@@ -33,6 +33,10 @@ public final class LiveHub: Service, Sendable {
         /// Events kept for a subscription held during its catch-up before the rest are dropped
         /// (followed by a resync notice).
         public var holdLimit = 1_024
+        /// Subscriptions one user may hold on one connection: each gets its own copy of every event,
+        /// so more would only multiply what one event costs (a gateway may still carry many users'
+        /// subscriptions on one connection).
+        public var perUserAndConnection = 8
 
         public init() {}
     }
@@ -83,8 +87,17 @@ public final class LiveHub: Service, Sendable {
     /// already closed). Events published to the user from now on are pushed to it. With `holding`,
     /// they are kept instead until ``release(_:user:connection:replay:keep:)``, so that a catch-up
     /// read after this call can be sent first without a gap or a reordering.
-    public func subscribe(user: Int64, connection: RPCConnection, holding: Bool = false) -> String? {
+    ///
+    /// - Throws: `conflict` when the user already holds `Options.perUserAndConnection` subscriptions
+    ///   on this connection.
+    public func subscribe(user: Int64, connection: RPCConnection, holding: Bool = false) throws(RPCError) -> String? {
         let registry = self.registry
+        let limit = options.perUserAndConnection
+        guard registry.count(of: user, on: connection) < limit else {
+            throw RPCError.conflict(
+                "this connection already holds \(limit) subscriptions of yours, the most it may; end one with \(service).unsubscribe first",
+                field: "subscription")
+        }
         // The registry entry is added after the id exists: hold the removal until then.
         let box = SubscriptionIDBox()
         guard let id = connection.addSubscription(cancel: { [weak connection] in

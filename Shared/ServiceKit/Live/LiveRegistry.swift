@@ -49,6 +49,11 @@ final class LiveRegistry: Sendable {
         state.withLock { Array($0.users.keys) }
     }
 
+    /// The subscriptions `user` holds on `connection`.
+    func count(of user: Int64, on connection: RPCConnection) -> Int {
+        state.withLock { state in state.users[user]?.count { $0.connection === connection } ?? 0 }
+    }
+
     func add(user: Int64, connection: RPCConnection, id: String, holding: Bool) {
         let sinks: [AsyncStream<LiveHub.PresenceChange>.Continuation] = state.withLock { state in
             let first = state.users[user] == nil
