@@ -152,6 +152,26 @@ import Testing
         #expect(await flood[0].readFrame()?.contains(#""status":"ok""#) == true)
     }
 
+    /// The admin port counts against the same limit: with the RPC port holding every connection
+    /// allowed, an HTTP request is answered 503 with the reason, and served again once one closes.
+    @Test func theAdminPortSharesTheConnectionLimit() async throws {
+        var environment = try await environment()
+        environment["AVIARY_MAX_CONNECTIONS"] = "4"
+        let service = try await ServiceProcess.start(executable: "aviary-social-graph", environment: environment)
+        defer { service.kill() }
+        var held: [RPCLineClient] = []
+        for _ in 0..<4 {
+            let client = try RPCLineClient(port: service.rpcPort)
+            try client.send(#"{"jsonrpc":"2.0","id":1,"method":"system.health"}"# + "\n")
+            #expect(await client.readFrame()?.contains(#""status":"ok""#) == true)
+            held.append(client)
+        }
+        let refused = try AdminHTTP.get("/healthz", port: service.adminPort)
+        #expect(refused.status == 503 && refused.body.contains("(4)"))
+        held.removeLast()
+        #expect(await eventually { (try? AdminHTTP.get("/healthz", port: service.adminPort))?.status == 200 })
+    }
+
     /// A service started under a soft descriptor limit below the hard one raises it to the hard
     /// one, as its default AVIARY_MAX_CONNECTIONS follows the soft limit.
     @Test func raisesItsSoftDescriptorLimitToTheHardOne() async throws {

@@ -46,6 +46,7 @@ public final class RPCServer: Service, Sendable {
 
     private let router: RPCRouter
     private let configuration: Configuration
+    private let connections: ConnectionLimit
     private let group: any EventLoopGroup
     private let logger: Logger
     private let bound = Mutex<BoundState>(.waiting([]))
@@ -56,12 +57,15 @@ public final class RPCServer: Service, Sendable {
         case failed(any Error)
     }
 
+    /// - Parameter connections: a limit shared with the process's other listeners; without it, the
+    ///   server keeps its own of `configuration.maxConnections`.
     public init(
-        router: RPCRouter, configuration: Configuration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
-        logger: Logger
+        router: RPCRouter, configuration: Configuration, connections: ConnectionLimit? = nil,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger
     ) {
         self.router = router
         self.configuration = configuration
+        self.connections = connections ?? ConnectionLimit(limit: configuration.maxConnections)
         self.group = group
         self.logger = logger
     }
@@ -92,7 +96,7 @@ public final class RPCServer: Service, Sendable {
         let quiesce = ServerQuiescingHelper(group: group)
         let router = self.router
         let configuration = self.configuration
-        let connections = ConnectionLimit(limit: configuration.maxConnections)
+        let connections = self.connections
         let channel: any Channel
         do {
             channel = try await ServerBootstrap(group: group)
@@ -107,7 +111,10 @@ public final class RPCServer: Service, Sendable {
                 .childChannelOption(.maxMessagesPerRead, value: 16)
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        guard try connections.admit(channel) else { return }
+                        guard connections.admit(channel) else {
+                            try channel.pipeline.syncOperations.addHandler(RefusingHandler.jsonRPC(connections.refusal))
+                            return
+                        }
                         try channel.pipeline.syncOperations.addHandlers([
                             FlushCoalescingHandler(),
                             ByteToMessageHandler(NewlineFrameDecoder(maxFrameBytes: configuration.maxFrameBytes)),

@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Prometheus
+import RPC
 import ServiceLifecycle
 
 /// The admin HTTP/1.1 server of a service: `GET /healthz` (liveness, always `ok`), `GET /readyz`
@@ -30,6 +31,7 @@ public actor AdminHTTPServer: Service {
     private let eventLoopGroup: any EventLoopGroup
     private let responder: AdminResponder
     private let connections = AdminConnections()
+    private let connectionLimit: ConnectionLimit?
     private let logger: Logger
     private var state = State.idle
     private var portWaiters: [CheckedContinuation<Int, any Error>] = []
@@ -42,6 +44,8 @@ public actor AdminHTTPServer: Service {
     ///     records the gauges whose value is read when they are scraped.
     ///   - readiness: called for every `/readyz` request.
     ///   - routes: the service's extra endpoints.
+    ///   - connectionLimit: shared with the process's other listeners: a connection over it is
+    ///     answered 503 and closed.
     public init(
         host: String,
         port: Int,
@@ -49,9 +53,11 @@ public actor AdminHTTPServer: Service {
         beforeMetrics: @escaping @Sendable () -> Void = {},
         readiness: @escaping ReadinessCheck = { [:] },
         routes: [AdminRoute] = [],
+        connectionLimit: ConnectionLimit? = nil,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger
     ) {
+        self.connectionLimit = connectionLimit
         self.host = host
         self.port = port
         self.eventLoopGroup = eventLoopGroup
@@ -115,12 +121,17 @@ public actor AdminHTTPServer: Service {
         -> NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
     {
         let limits = Self.decoderLimits
+        let connectionLimit = self.connectionLimit
         return try await ServerBootstrap(group: self.eventLoopGroup)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .bind(host: self.host, port: self.port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
+                    // Refused: the refusal reads nothing, so the HTTP handlers behind it never see a request.
+                    if let connectionLimit, !connectionLimit.admit(channel) {
+                        try pipeline.addHandler(RefusingHandler(sending: Self.refusal(connectionLimit.refusal)))
+                    }
                     try pipeline.addHandler(IdleStateHandler(allTimeout: AdminConnection.idleTimeout))
                     try pipeline.configureHTTPServerPipeline(
                         withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
@@ -129,6 +140,14 @@ public actor AdminHTTPServer: Service {
                         wrappingChannelSynchronously: channel)
                 }
             }
+    }
+
+    /// A 503 response that closes the connection, with `reason` as its text.
+    private static func refusal(_ reason: String) -> [UInt8] {
+        let body = reason + "\n"
+        return Array(
+            ("HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                + "content-length: \(body.utf8.count)\r\nconnection: close\r\n\r\n" + body).utf8)
     }
 
     private static var decoderLimits: NIOHTTPDecoderLimitConfiguration {

@@ -104,12 +104,14 @@ public enum ServiceApplication {
             throw error
         }
 
+        // One limit for both listeners: together they must leave descriptors for everything else.
+        let connections = ConnectionLimit(limit: configuration.maxConnections)
         let rpcServer = RPCServer(
             router: router,
             configuration: .init(
                 host: configuration.host, port: configuration.rpcPort, maxFrameBytes: configuration.maxFrameBytes,
                 maxConnections: configuration.maxConnections),
-            logger: logger)
+            connections: connections, logger: logger)
         let poolInUse = Gauge(label: "aviary_postgres_pool_in_use")
         let adminServer = AdminHTTPServer(
             host: configuration.host, port: configuration.adminPort, registry: registry,
@@ -120,6 +122,7 @@ public enum ServiceApplication {
                 return ["postgres": await postgres, "redis": await redis, "migrations": true]
             },
             routes: resources.adminRoutes,
+            connectionLimit: connections,
             logger: logger)
         let notifier = SystemdNotifier()
         let events = EventServices(definition, resources: resources)

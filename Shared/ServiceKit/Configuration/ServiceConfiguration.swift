@@ -43,8 +43,8 @@ public struct ServiceConfiguration: Sendable {
     public var logFormat: LogFormat
     /// `AVIARY_MAX_FRAME_BYTES`: the longest JSON-RPC frame accepted, 1 KiB…1 GiB. Default 1 MiB (media 4 MiB).
     public var maxFrameBytes: Int
-    /// `AVIARY_MAX_CONNECTIONS`: the client connections the RPC port holds at once, 1…10,000,000; one
-    /// more is answered `unavailable` and closed. Default ``RPCServer/Configuration/defaultMaxConnections``
+    /// `AVIARY_MAX_CONNECTIONS`: the client connections the RPC and admin ports hold at once together,
+    /// 1…10,000,000; one more is answered `unavailable` (HTTP 503 on the admin port) and closed. Default ``RPCServer/Configuration/defaultMaxConnections``
     /// (the process's file descriptor limit less a tenth, and at least 256).
     public var maxConnections: Int
     /// `AVIARY_EVENT_LOOPS`: the threads that serve calls (SwiftNIO event loops), 1…256. Default one
