@@ -130,7 +130,7 @@ import Testing
         let service = try await ServiceProcess.start(executable: "aviary-social-graph", environment: environment)
         defer { service.kill() }
         let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(service.pid)/fd").count
-        try await limitFileDescriptors(of: service.pid, to: open + 32)
+        try limitFileDescriptors(of: service.pid, to: open + 32)
         // The kernel completes these connections whatever the service does with them.
         let health = #"{"jsonrpc":"2.0","id":1,"method":"system.health"}"# + "\n"
         let flood = try (0..<64).map { _ in try RPCLineClient(port: service.rpcPort) }
