@@ -58,7 +58,7 @@ struct NotificationsService: Sendable {
                 as they are made, {type: "withdrawn", notificationId} when an unlike, unfollow or deletion takes one back, \
                 and {type: "resync"} when some may have been missed (fetch the list). With lastId, the notifications \
                 after it are sent first, oldest first (at most 1,000, then a resync), with no gap or repeat before the live ones. \
-                A user holds at most 8 subscriptions on one connection (conflict beyond).
+                A user holds at most \(feed.hub.subscriptionsPerUserAndConnection) subscriptions on one connection (conflict beyond).
                 """,
             access: .user, handler: subscribe)
         router.register(

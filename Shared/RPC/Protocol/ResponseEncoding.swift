@@ -23,6 +23,12 @@ enum ResponseEncoding {
         return data
     }
 
+    /// A frame with no request to answer (id null) that tells why, with its newline: for a
+    /// connection about to be closed.
+    static func line(_ error: RPCError) -> [UInt8] {
+        Array(self.error(error, id: .null)) + [UInt8(ascii: "\n")]
+    }
+
     static func batch(_ responses: [Data]) -> Data {
         var data = Data([UInt8(ascii: "[")])
         for (index, response) in responses.enumerated() {

@@ -72,8 +72,8 @@ public struct RPCRouter: Sendable {
     /// Answers one frame: a request, a notification or a batch. Returns the response text
     /// (without the trailing newline), or `nil` when nothing is to be sent back.
     public func respond(to frame: Data, connection: RPCConnection? = nil) async -> Data? {
-        guard let first = frame.first(where: { !Self.isWhitespace($0) }) else { return nil }
-        guard first == UInt8(ascii: "[") else {
+        guard frame.contains(where: { !Self.isWhitespace($0) }) else { return nil }
+        guard Self.isBatch(frame) else {
             return await respondToSingle(frame, connection: connection)
         }
         // JSON text is UTF-8 (RFC 8259); the decoder only checks the strings it is asked for.
@@ -218,6 +218,11 @@ public struct RPCRouter: Sendable {
 
     /// What an omitted `params` decodes from.
     private static let emptyParams = Data("{}".utf8)
+
+    /// Whether `frame` is a batch: its first byte besides whitespace opens an array.
+    static func isBatch(_ frame: some Collection<UInt8>) -> Bool {
+        frame.first { !isWhitespace($0) } == UInt8(ascii: "[")
+    }
 
     private static func isWhitespace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D

@@ -44,10 +44,31 @@ public final class ConnectionLimit: Sendable {
     /// The default limit: the process's file descriptors (its soft `RLIMIT_NOFILE`) less a tenth of
     /// them, and at least 256, for everything else the process opens; never under 64.
     public static var defaultLimit: Int {
-        var limits = rlimit()
-        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limits) == 0 else { return 1024 }
-        let descriptors = Int(clamping: min(limits.rlim_cur, 10_000_000))
+        guard let descriptors = FileDescriptorLimit.soft else { return 1024 }
         return max(64, descriptors - max(256, descriptors / 10))
+    }
+}
+
+/// The process's file descriptor limit (`RLIMIT_NOFILE`).
+public enum FileDescriptorLimit {
+    private static let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+
+    /// The soft limit (at most 10,000,000), or nil when it cannot be read.
+    public static var soft: Int? {
+        var limits = rlimit()
+        guard getrlimit(resource, &limits) == 0 else { return nil }
+        return Int(clamping: min(limits.rlim_cur, 10_000_000))
+    }
+
+    /// Raises the soft limit to the hard one, as a server that holds a connection per client
+    /// should (Go's runtime does the same): a shell's soft limit is often 1,024 under a hard limit
+    /// of a million, and ``ConnectionLimit/defaultLimit`` follows the soft limit. Changes nothing
+    /// when they are equal (systemd's `LimitNOFILE=` sets both) or when the call fails.
+    public static func raiseSoftToHard() {
+        var limits = rlimit()
+        guard getrlimit(resource, &limits) == 0, limits.rlim_cur < limits.rlim_max else { return }
+        limits.rlim_cur = limits.rlim_max
+        _ = setrlimit(resource, &limits)
     }
 }
 
@@ -65,17 +86,20 @@ public final class RefusingHandler: ChannelInboundHandler {
 
     /// A JSON-RPC connection's refusal: an `unavailable` error with id null.
     public static func jsonRPC(_ reason: String) -> RefusingHandler {
-        var frame = ResponseEncoding.error(RPCError.unavailable(reason), id: .null)
-        frame.append(UInt8(ascii: "\n"))
-        return RefusingHandler(sending: Array(frame))
+        RefusingHandler(sending: ResponseEncoding.line(RPCError.unavailable(reason)))
     }
 
     public func channelActive(context: ChannelHandlerContext) {
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: message))).whenComplete { _ in
-            channel.close(promise: nil)
-        }
+        context.writeAndClose(message)
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
+}
+
+extension ChannelHandlerContext {
+    /// Writes `bytes` (perhaps none: what is already written is flushed), then closes the channel.
+    func writeAndClose(_ bytes: [UInt8]) {
+        let channel = self.channel
+        writeAndFlush(NIOAny(ByteBuffer(bytes: bytes))).whenComplete { _ in channel.close(promise: nil) }
+    }
 }

@@ -23,24 +23,16 @@ public final class RPCServer: Service, Sendable {
         /// connections still open then close when the process exits. systemd's `TimeoutStopSec` and
         /// Kubernetes' grace period are set above it.
         public var drainTimeout: Duration
-        /// Client connections held at once; one more is answered an `unavailable` error and closed.
-        /// By default ``defaultMaxConnections``.
-        public var maxConnections: Int
-
-        /// The process's file descriptors (soft `RLIMIT_NOFILE`) less a tenth, and at least 256, for
-        /// its Postgres, Redis and peer connections and its files; never under 64.
-        public static var defaultMaxConnections: Int { ConnectionLimit.defaultLimit }
 
         public init(
             host: String = "127.0.0.1", port: Int, maxFrameBytes: Int = 1 << 20, maxInFlightPerConnection: Int = 1024,
-            drainTimeout: Duration = .seconds(10), maxConnections: Int = Configuration.defaultMaxConnections
+            drainTimeout: Duration = .seconds(10)
         ) {
             self.host = host
             self.port = port
             self.maxFrameBytes = maxFrameBytes
             self.maxInFlightPerConnection = maxInFlightPerConnection
             self.drainTimeout = drainTimeout
-            self.maxConnections = maxConnections
         }
     }
 
@@ -57,15 +49,16 @@ public final class RPCServer: Service, Sendable {
         case failed(any Error)
     }
 
-    /// - Parameter connections: a limit shared with the process's other listeners; without it, the
-    ///   server keeps its own of `configuration.maxConnections`.
+    /// - Parameter connections: the client connections held at once, which the process's other
+    ///   listeners may share; one more is answered an `unavailable` error and closed.
     public init(
-        router: RPCRouter, configuration: Configuration, connections: ConnectionLimit? = nil,
+        router: RPCRouter, configuration: Configuration,
+        connections: ConnectionLimit = ConnectionLimit(limit: ConnectionLimit.defaultLimit),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger
     ) {
         self.router = router
         self.configuration = configuration
-        self.connections = connections ?? ConnectionLimit(limit: configuration.maxConnections)
+        self.connections = connections
         self.group = group
         self.logger = logger
     }

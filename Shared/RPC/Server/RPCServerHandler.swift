@@ -50,12 +50,7 @@ final class RPCServerHandler: ChannelDuplexHandler {
         switch unwrapInboundIn(data) {
         case .tooLarge(let limit):
             let error = RPCError.invalidRequest("frame too large: the limit is \(limit) bytes per message")
-            var frame = ResponseEncoding.error(error, id: .null)
-            frame.append(UInt8(ascii: "\n"))
-            let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: frame))).whenComplete { _ in
-                channel.close(promise: nil)
-            }
+            context.writeAndClose(ResponseEncoding.line(error))
         case .frame(let buffer):
             guard !quiescing else { return }
             waiting.append(buffer)
@@ -68,11 +63,10 @@ final class RPCServerHandler: ChannelDuplexHandler {
         inFlight < maxInFlight && context.channel.isWritable
     }
 
-    /// The calls a frame may start: a batch (a frame that opens with `[`) counts as many as a batch
-    /// may hold, since its requests run at once.
+    /// The calls a frame may start: a batch counts as many as a batch may hold, since its requests
+    /// run at once.
     private static func calls(in frame: ByteBuffer) -> Int {
-        let first = frame.readableBytesView.first { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") && $0 != UInt8(ascii: "\r") }
-        return first == UInt8(ascii: "[") ? RPCRouter.maxBatchLength : 1
+        RPCRouter.isBatch(frame.readableBytesView) ? RPCRouter.maxBatchLength : 1
     }
 
     /// Starts the waiting frames while calls may start; a batch waits until its calls fit, unless
@@ -125,10 +119,7 @@ final class RPCServerHandler: ChannelDuplexHandler {
     }
 
     private func closeAfterFlush(_ context: ChannelHandlerContext) {
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(ByteBuffer())).whenComplete { _ in
-            channel.close(promise: nil)
-        }
+        context.writeAndClose([])
     }
 
     func read(context: ChannelHandlerContext) {

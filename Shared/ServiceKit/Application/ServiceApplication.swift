@@ -22,7 +22,7 @@ public enum ServiceApplication {
             return
         }
         // Before the configuration, whose default AVIARY_MAX_CONNECTIONS follows the limit.
-        FileDescriptorLimit.raiseSoftLimit()
+        FileDescriptorLimit.raiseSoftToHard()
         let configuration: ServiceConfiguration
         do {
             configuration = try ServiceConfiguration.load(service: definition.name)
@@ -108,9 +108,7 @@ public enum ServiceApplication {
         let connections = ConnectionLimit(limit: configuration.maxConnections)
         let rpcServer = RPCServer(
             router: router,
-            configuration: .init(
-                host: configuration.host, port: configuration.rpcPort, maxFrameBytes: configuration.maxFrameBytes,
-                maxConnections: configuration.maxConnections),
+            configuration: .init(host: configuration.host, port: configuration.rpcPort, maxFrameBytes: configuration.maxFrameBytes),
             connections: connections, logger: logger)
         let poolInUse = Gauge(label: "aviary_postgres_pool_in_use")
         let adminServer = AdminHTTPServer(

@@ -44,8 +44,8 @@ public struct ServiceConfiguration: Sendable {
     /// `AVIARY_MAX_FRAME_BYTES`: the longest JSON-RPC frame accepted, 1 KiB…1 GiB. Default 1 MiB (media 4 MiB).
     public var maxFrameBytes: Int
     /// `AVIARY_MAX_CONNECTIONS`: the client connections the RPC and admin ports hold at once together,
-    /// 1…10,000,000; one more is answered `unavailable` (HTTP 503 on the admin port) and closed. Default ``RPCServer/Configuration/defaultMaxConnections``
-    /// (the process's file descriptor limit less a tenth, and at least 256).
+    /// 1…10,000,000; one more is answered `unavailable` (HTTP 503 on the admin port) and closed.
+    /// Default ``ConnectionLimit/defaultLimit`` (the file descriptor limit less a tenth, at least 256).
     public var maxConnections: Int
     /// `AVIARY_EVENT_LOOPS`: the threads that serve calls (SwiftNIO event loops), 1…256. Default one
     /// per core, which suits a service with the machine to itself; services sharing a machine do
@@ -151,7 +151,7 @@ extension ServiceConfiguration {
             maxFrameBytes: try values.integer(
                 "AVIARY_MAX_FRAME_BYTES", default: service.defaultMaxFrameBytes, in: 1024...(1 << 30)),
             maxConnections: try values.integer(
-                "AVIARY_MAX_CONNECTIONS", default: RPCServer.Configuration.defaultMaxConnections, in: 1...10_000_000),
+                "AVIARY_MAX_CONNECTIONS", default: ConnectionLimit.defaultLimit, in: 1...10_000_000),
             eventLoops: try values.integer("AVIARY_EVENT_LOOPS", default: System.coreCount, in: 1...256),
             serviceAddresses: addresses,
             values: values

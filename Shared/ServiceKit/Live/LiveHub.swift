@@ -76,6 +76,9 @@ public final class LiveHub: Service, Sendable {
         self.channelPrefix = "aviary:live:\(redis.configuration.database):\(service):"
     }
 
+    /// Subscriptions one user may hold on one connection (``Options/perUserAndConnection``).
+    public var subscriptionsPerUserAndConnection: Int { options.perUserAndConnection }
+
     /// The Redis channel of `user`'s events.
     public func channel(of user: Int64) -> String {
         channelPrefix + String(user)
