@@ -3,7 +3,20 @@ import NIOCore
 /// The bookkeeping of `PostgresClient`'s pool, kept under its lock: idle connections, how many
 /// slots are taken, and the callers waiting for one in arrival order. It only decides; the client
 /// resumes waiters and runs libpq calls outside the lock.
+///
+/// A quarter of the slots is kept for reads (`Use`): a write holds its connection until its commit
+/// is on disk, and a disk that stalls its flushes for a few hundred milliseconds (as virtual disks
+/// do) would otherwise let the writes piling up behind it take every slot, and every read wait.
 struct ConnectionPoolState {
+    /// What a slot is taken for.
+    enum Use: Sendable {
+        /// Single statements that only read (`PostgresClient.onlyReads`): any slot.
+        case reads
+        /// Anything else (statements that write, transactions, connections lent whole): at most
+        /// `writingCapacity` slots.
+        case writes
+    }
+
     /// What a caller gets from the pool.
     enum Slot: Sendable {
         /// An idle connection to reuse.
@@ -14,6 +27,7 @@ struct ConnectionPoolState {
 
     struct Waiter {
         let id: Int
+        let use: Use
         let continuation: CheckedContinuation<Slot, any Error>
         /// When the waiter gives up with `.timeout`; nil to wait for ever.
         let deadline: NIODeadline?
@@ -26,11 +40,15 @@ struct ConnectionPoolState {
     }
 
     let capacity: Int
+    /// The slots that `.writes` may take at once: all but a quarter (none kept below 4 slots).
+    let writingCapacity: Int
     private(set) var isClosed = false
     /// Most recently returned last, so the busiest connections stay warm.
     private var idle: [PostgresConnection] = []
     /// Slots held by callers: connections in use or being opened.
     private(set) var taken = 0
+    /// Those of them taken for `.writes`.
+    private(set) var takenForWrites = 0
     private var waiters = CircularBuffer<Waiter>()
     /// After `close`, the shutdowns waiting for the slots still taken to come back.
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
@@ -38,30 +56,44 @@ struct ConnectionPoolState {
     /// event loop or a reader thread) join in the tick the connection was lent in (see
     /// `PostgresClient.withSharedConnection`).
     private var shared: [ObjectIdentifier: SharedLease] = [:]
-    /// For each such thread, the connection its single statements join in the current tick.
-    private var gathering: [ObjectIdentifier: PostgresConnection] = [:]
+    /// For each such thread and use, the connection its single statements join in the current
+    /// tick: reads never wait behind a write's commit.
+    private var gathering: [Gathering: PostgresConnection] = [:]
+
+    /// Whose single statements a connection gathers: one thread's, reads or writes.
+    struct Gathering: Hashable {
+        let thread: ObjectIdentifier
+        let use: Use
+    }
     /// One timer serves all waiters: it is set for the earliest deadline, and since waiters mostly
     /// share one timeout, a newcomer's deadline is later and needs no timer of its own.
     private var timer: (deadline: NIODeadline, task: Scheduled<Void>)?
 
     init(capacity: Int) {
         self.capacity = capacity
+        writingCapacity = capacity - capacity / 4
     }
 
-    /// Takes a slot if one is free, an idle connection that `reactor` watches when there is one;
-    /// never queues.
-    mutating func acquire(preferring reactor: PostgresReactor? = nil) -> Acquisition {
+    /// Takes a slot for `use` if one is free to it, an idle connection that `reactor` watches when
+    /// there is one; never queues.
+    mutating func acquire(for use: Use, preferring reactor: PostgresReactor? = nil) -> Acquisition {
         if isClosed { return .closed }
+        guard use == .reads || takenForWrites < writingCapacity else { return .mustWait }
         let preferred = reactor.flatMap { reactor in idle.lastIndex { $0.reactor === reactor } }
         if let connection = preferred.map({ idle.remove(at: $0) }) ?? idle.popLast() {
-            taken += 1
+            take(for: use)
             return .slot(.idle(connection))
         }
         if taken + idle.count < capacity {
-            taken += 1
+            take(for: use)
             return .slot(.new)
         }
         return .mustWait
+    }
+
+    private mutating func take(for use: Use) {
+        taken += 1
+        if use == .writes { takenForWrites += 1 }
     }
 
     /// Queues `waiter`. Returns true if the timer must be set for its deadline (which the caller
@@ -113,27 +145,27 @@ struct ConnectionPoolState {
         var isGathering = true
     }
 
-    /// Records that `connection`, lent for one statement on `thread`, takes the thread's other single
-    /// statements until `endGathering`.
-    mutating func share(_ connection: PostgresConnection, thread: ObjectIdentifier) {
+    /// Records that `connection`, lent for one statement, takes the other single statements of
+    /// `gathering` until `endGathering`.
+    mutating func share(_ connection: PostgresConnection, gathering key: Gathering) {
         shared[ObjectIdentifier(connection)] = SharedLease()
-        gathering[thread] = connection
+        gathering[key] = connection
     }
 
-    /// The connection gathering `thread`'s single statements in this tick, counting one more
-    /// statement on it, if there is one with fewer than `limit` in flight.
-    mutating func join(thread: ObjectIdentifier, limit: Int) -> PostgresConnection? {
-        guard !isClosed, let connection = gathering[thread],
+    /// The connection gathering the single statements of `gathering` in this tick, counting one
+    /// more statement on it, if there is one with fewer than `limit` in flight.
+    mutating func join(_ key: Gathering, limit: Int) -> PostgresConnection? {
+        guard !isClosed, let connection = gathering[key],
             let lease = shared[ObjectIdentifier(connection)], lease.statements < limit
         else { return nil }
         shared[ObjectIdentifier(connection)]?.statements += 1
         return connection
     }
 
-    /// Ends the tick in which `connection` took `thread`'s single statements. True if none is in
-    /// flight any more, so its slot is to be given back.
-    mutating func endGathering(_ connection: PostgresConnection, thread: ObjectIdentifier) -> Bool {
-        if gathering[thread] === connection { gathering[thread] = nil }
+    /// Ends the tick in which `connection` took the single statements of `gathering`. True if none
+    /// is in flight any more, so its slot is to be given back.
+    mutating func endGathering(_ connection: PostgresConnection, gathering key: Gathering) -> Bool {
+        if gathering[key] === connection { gathering[key] = nil }
         let id = ObjectIdentifier(connection)
         shared[id]?.isGathering = false
         guard shared[id]?.statements == 0 else { return false }
@@ -162,15 +194,20 @@ struct ConnectionPoolState {
         case closed(drained: [CheckedContinuation<Void, Never>])
     }
 
-    /// Gives back a slot, with its connection if that can be reused.
-    mutating func release(_ connection: PostgresConnection?) -> Release {
+    /// Gives back a slot taken for `use`, with its connection if that can be reused. The first
+    /// waiter it is free to takes it over: a waiting write lets the reads behind it pass while the
+    /// writes hold all the slots they may.
+    mutating func release(_ connection: PostgresConnection?, takenFor use: Use) -> Release {
         taken -= 1
+        if use == .writes { takenForWrites -= 1 }
         guard !isClosed else {
             defer { if taken == 0 { drainWaiters.removeAll() } }
             return .closed(drained: taken == 0 ? drainWaiters : [])
         }
-        if let waiter = waiters.popFirst() {
-            taken += 1
+        let writesMayTake = takenForWrites < writingCapacity
+        if let index = waiters.firstIndex(where: { $0.use == .reads || writesMayTake }) {
+            let waiter = waiters.remove(at: index)
+            take(for: waiter.use)
             return .handedOver(waiter, connection.map(Slot.idle) ?? .new)
         }
         if let connection { idle.append(connection) }

@@ -6,11 +6,13 @@ import Synchronization
 /// A pool of libpq connections to one database, with `async` queries and transactions.
 ///
 /// At most `poolSize` connections, opened when first needed; callers beyond that wait in arrival
-/// order (up to `poolWaitTimeout`). The single statements (`query`, `execute`) that callers on one
-/// event loop start in one tick (or on one reader thread in one pass) share a connection and leave
-/// in one batch. Statements never block a thread: the caller sends with libpq in non-blocking mode
-/// and the client's `PostgresReactor` resumes it when the answer is in. Only opening a connection
-/// blocks, on NIO's shared thread pool. A connection found broken is discarded and replaced, so the
+/// order (up to `poolWaitTimeout`), and a quarter of them is kept for statements that only read
+/// (`onlyReads`). The single statements (`query`, `execute`) that callers on one event loop start
+/// in one tick (or on one reader thread in one pass) share a connection and leave in one batch,
+/// reads apart from writes, so that no read waits for a write's commit to reach the disk.
+/// Statements never block a thread: the caller sends with libpq in non-blocking mode and the
+/// client's `PostgresReactor` resumes it when the answer is in. Only opening a connection blocks,
+/// on NIO's shared thread pool. A connection found broken is discarded and replaced, so the
 /// client recovers by itself when the server restarts. Call `shutdown()` before dropping the client.
 ///
 /// Answers are read by `readerThreads` threads of the client's own (`PostgresReactor`), each
@@ -63,7 +65,7 @@ public final class PostgresClient: Sendable {
     public func query(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws
         -> PostgresRows
     {
-        try await withReconnection { try await $0.query(sql, parameters) }
+        try await withReconnection(Self.use(of: sql)) { try await $0.query(sql, parameters) }
     }
 
     /// Runs one statement and returns how many rows it affected; retried like `query`.
@@ -71,15 +73,16 @@ public final class PostgresClient: Sendable {
     public func execute(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws
         -> Int
     {
-        try await withReconnection { try await $0.execute(sql, parameters) }
+        try await withReconnection(Self.use(of: sql)) { try await $0.execute(sql, parameters) }
     }
 
     /// Lends a connection to `body`, which may run several statements (one at a time). A
-    /// transaction `body` leaves open is rolled back before the connection is reused.
+    /// transaction `body` leaves open is rolled back before the connection is reused. The
+    /// connection counts as one for writes: it takes none of the slots kept for reads.
     public func withConnection<T: Sendable>(
         _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
-        try await withConnection(waitTimeout: options.poolWaitTimeout, body)
+        try await withConnection(for: .writes, waitTimeout: options.poolWaitTimeout, body)
     }
 
     /// How many of the pool's connections are lent out now (in use, or being opened for a caller).
@@ -91,7 +94,7 @@ public final class PostgresClient: Sendable {
     /// connection no longer than the connect timeout.
     public func isReachable() async -> Bool {
         do {
-            _ = try await withConnection(waitTimeout: options.connectTimeout) {
+            _ = try await withConnection(for: .reads, waitTimeout: options.connectTimeout) {
                 try await $0.query("SELECT 1")
             }
             return true
@@ -119,24 +122,29 @@ public final class PostgresClient: Sendable {
     // MARK: - Leasing
 
     private func withReconnection<T: Sendable>(
-        _ body: (PostgresConnection) async throws -> T
+        _ use: ConnectionPoolState.Use, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         do {
-            return try await withSharedConnection(body)
+            return try await withSharedConnection(use, body)
         } catch let error as PostgresError where error.connectionLost {
             logger.debug("retrying a statement on a new connection after the connection broke")
-            return try await withSharedConnection(body)
+            return try await withSharedConnection(use, body)
         }
     }
 
-    /// Gets a live connection for a slot of the pool, runs `body` with it, and gives the slot back.
+    /// Gets a live connection for a slot of the pool taken for `use`, runs `body` with it, and
+    /// gives the slot back.
     func withConnection<T: Sendable>(
-        waitTimeout: Duration?, _ body: (PostgresConnection) async throws -> T
+        for use: ConnectionPoolState.Use, waitTimeout: Duration?, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
-        let connection = try await lease(waitTimeout: waitTimeout)
+        let connection = try await lease(for: use, waitTimeout: waitTimeout)
         let result = await outcome { try await body(connection) }
-        await giveBack(connection)
+        await giveBack(connection, takenFor: use)
         return try result.get()
+    }
+
+    private static func use(of sql: String) -> ConnectionPoolState.Use {
+        onlyReads(sql) ? .reads : .writes
     }
 
     /// A caller on an event loop (or a reader thread) joins, with its single statement, the
@@ -149,10 +157,11 @@ public final class PostgresClient: Sendable {
     /// 33-35 ms against 28-31 ms with 8).
     static let gatheringLimit = 8
 
-    /// Runs one statement's `body` on a connection it may share (see `gatheringLimit`). The callers
-    /// of one pass of a reader thread (`executors`) share one the same way.
+    /// Runs one statement's `body` on a connection it may share with others of the same `use` (see
+    /// `gatheringLimit`). The callers of one pass of a reader thread (`executors`) share one the
+    /// same way.
     private func withSharedConnection<T: Sendable>(
-        _ body: (PostgresConnection) async throws -> T
+        _ use: ConnectionPoolState.Use, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         // The thread whose tick gathers, and how to run something at the end of that tick.
         let thread: ObjectIdentifier
@@ -162,29 +171,30 @@ public final class PostgresClient: Sendable {
         } else if let reactor = currentReactor {
             (thread, atTheEndOfTheTick) = (ObjectIdentifier(reactor), { reactor.execute($0) })
         } else {
-            return try await withConnection(waitTimeout: options.poolWaitTimeout, body)
+            return try await withConnection(for: use, waitTimeout: options.poolWaitTimeout, body)
         }
+        let key = ConnectionPoolState.Gathering(thread: thread, use: use)
         let connection: PostgresConnection
-        if let joined = state.withLock({ $0.join(thread: thread, limit: Self.gatheringLimit) }) {
+        if let joined = state.withLock({ $0.join(key, limit: Self.gatheringLimit) }) {
             connection = joined
         } else {
-            connection = try await lease(waitTimeout: options.poolWaitTimeout)
-            state.withLock { $0.share(connection, thread: thread) }
+            connection = try await lease(for: use, waitTimeout: options.poolWaitTimeout)
+            state.withLock { $0.share(connection, gathering: key) }
             atTheEndOfTheTick {
-                if self.state.withLock({ $0.endGathering(connection, thread: thread) }) {
-                    Task { await self.giveBack(connection) }
+                if self.state.withLock({ $0.endGathering(connection, gathering: key) }) {
+                    Task { await self.giveBack(connection, takenFor: use) }
                 }
             }
         }
         let result = await outcome { try await body(connection) }
-        if state.withLock({ $0.leave(connection) }) { await giveBack(connection) }
+        if state.withLock({ $0.leave(connection) }) { await giveBack(connection, takenFor: use) }
         return try result.get()
     }
 
     /// A live connection for a slot of the pool: an idle one the server has not closed (on a reader
     /// thread, one that thread watches if there is one), or a new one.
-    private func lease(waitTimeout: Duration?) async throws -> PostgresConnection {
-        let slot = try await acquire(waitTimeout: waitTimeout)
+    private func lease(for use: ConnectionPoolState.Use, waitTimeout: Duration?) async throws -> PostgresConnection {
+        let slot = try await acquire(for: use, waitTimeout: waitTimeout)
         if case .idle(let idle) = slot, idle.isUsable() { return idle }
         if case .idle(let broken) = slot {
             logger.debug("replacing a pooled Postgres connection the server closed")
@@ -193,19 +203,19 @@ public final class PostgresClient: Sendable {
         do {
             return try await open()
         } catch {
-            release(nil)
+            release(nil, takenFor: use)
             throw error
         }
     }
 
     /// Gives a leased connection's slot back, with the connection unless it is broken.
-    private func giveBack(_ connection: PostgresConnection) async {
+    private func giveBack(_ connection: PostgresConnection, takenFor use: ConnectionPoolState.Use) async {
         let reusable = await connection.prepareForReuse()
         if !reusable {
             logger.debug("discarding a broken Postgres connection")
             connection.close()
         }
-        release(reusable ? connection : nil)
+        release(reusable ? connection : nil, takenFor: use)
     }
 
     /// Opens a connection on NIO's shared thread pool (libpq only connects by blocking), watched by
@@ -222,9 +232,11 @@ public final class PostgresClient: Sendable {
         return connection
     }
 
-    private func acquire(waitTimeout: Duration?) async throws -> ConnectionPoolState.Slot {
+    private func acquire(for use: ConnectionPoolState.Use, waitTimeout: Duration?) async throws
+        -> ConnectionPoolState.Slot
+    {
         let reactor = currentReactor
-        switch state.withLock({ $0.acquire(preferring: reactor) }) {
+        switch state.withLock({ $0.acquire(for: use, preferring: reactor) }) {
         case .slot(let slot): return slot
         case .closed: throw PostgresError(code: .poolClosed)
         case .mustWait: break
@@ -234,7 +246,7 @@ public final class PostgresClient: Sendable {
             try await withCheckedThrowingContinuation { continuation in
                 let immediate: Result<ConnectionPoolState.Slot, any Error>? = state.withLock {
                     state in
-                    switch state.acquire() {
+                    switch state.acquire(for: use) {
                     case .slot(let slot): return .success(slot)
                     case .closed: return .failure(PostgresError(code: .poolClosed))
                     case .mustWait:
@@ -243,7 +255,7 @@ public final class PostgresClient: Sendable {
                         if Task.isCancelled { return .failure(CancellationError()) }
                         let deadline = waitTimeout.map { NIODeadline.now() + TimeAmount($0) }
                         let waiter = ConnectionPoolState.Waiter(
-                            id: id, continuation: continuation, deadline: deadline)
+                            id: id, use: use, continuation: continuation, deadline: deadline)
                         if state.enqueue(waiter), let deadline {
                             state.setTimer(scheduleExpiry(at: deadline), deadline: deadline)
                         }
@@ -280,10 +292,10 @@ public final class PostgresClient: Sendable {
         }
     }
 
-    /// Gives a slot back: to the first waiter if there is one, otherwise to the idle list (or,
-    /// once the pool is closed, closes the connection).
-    private func release(_ connection: PostgresConnection?) {
-        switch state.withLock({ $0.release(connection) }) {
+    /// Gives a slot back: to the first waiter it is free to if there is one, otherwise to the idle
+    /// list (or, once the pool is closed, closes the connection).
+    private func release(_ connection: PostgresConnection?, takenFor use: ConnectionPoolState.Use) {
+        switch state.withLock({ $0.release(connection, takenFor: use) }) {
         case .handedOver(let waiter, let slot):
             waiter.continuation.resume(returning: slot)
         case .kept:

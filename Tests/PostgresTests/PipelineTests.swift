@@ -56,6 +56,36 @@ struct PipelineTests {
         }
     }
 
+    @Test func readsDoNotWaitBehindAWriteOfTheSameTick() async throws {
+        let url = try await TestServers.postgres().makeDatabase()
+        try await withTestClient(url: url, poolSize: 1) { holder in
+            try await holder.execute("SELECT pg_advisory_lock(8)")
+            try await withTestClient(url: url, poolSize: 4) { client in
+                try await client.execute("CREATE TABLE items (id bigint)")
+                let loop = EventLoopTaskExecutor(eventLoop: MultiThreadedEventLoopGroup.singleton.next())
+                // Started in one tick of one loop, the write first: it waits for the lock, as a
+                // write waits for a slow disk to flush its commit.
+                let (write, reads) = await Task(executorPreference: loop) {
+                    let write = Task(executorPreference: loop) {
+                        try await client.execute("INSERT INTO items SELECT 1 FROM pg_advisory_lock(8)")
+                    }
+                    let reads = (0..<4).map { _ in
+                        Task(executorPreference: loop) { try await client.query("SELECT count(*) FROM items")[0].decode(Int.self, at: 0) }
+                    }
+                    return (write, reads)
+                }.value
+                let counted = await outcome(within: .seconds(30)) {
+                    var counts: [Int] = []
+                    for read in reads { counts.append(try await read.value) }
+                    return counts
+                }
+                try await holder.execute("SELECT pg_advisory_unlock(8)")
+                #expect(try #require(counted, "the reads waited behind the write").get() == [0, 0, 0, 0])
+                #expect(try await write.value == 1)
+            }
+        }
+    }
+
     @Test func aStatementWhosePreparationFailedIsPreparedAgain() async throws {
         try await withTestClient(poolSize: 1) { client in
             // Prepared with its first run, in the same round trip, on the pool's one connection.

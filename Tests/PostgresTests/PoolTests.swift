@@ -67,6 +67,26 @@ struct PoolTests {
         }
     }
 
+    @Test func writesLeaveAQuarterOfThePoolToReads() async throws {
+        try await withTestClient(poolSize: 4) { client in
+            // Connections lent whole count as writes: three of four is all writes may hold.
+            let gates = (0..<3).map { _ in Gate() }
+            let holders = gates.map { gate in Task { try await client.withConnection { _ in await gate.enterAndWait() } } }
+            for gate in gates { try await gate.waitUntilEntered() }
+            let write = Task { try await client.execute("CREATE TABLE later (id bigint)") }
+            // The fourth slot is free, but kept for reads: a read gets it while the write waits.
+            let read = await outcome(within: .seconds(5)) {
+                try await client.query("SELECT to_regclass('later') IS NULL")[0].decode(Bool.self, at: 0)
+            }
+            let writeWaited = try #require(read, "the read found no free slot").get()
+            #expect(writeWaited, "the write took the slot kept for reads")
+            for gate in gates { gate.open() }
+            for holder in holders { try await holder.value }
+            _ = try await write.value
+            #expect(try await client.query("SELECT to_regclass('later') IS NOT NULL")[0].decode(Bool.self, at: 0))
+        }
+    }
+
     @Test func shutdownFailsWaitersAndLaterCalls() async throws {
         let url = try await TestServers.postgres().makeDatabase()
         var configuration = PostgresConfiguration(url: url)
