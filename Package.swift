@@ -31,6 +31,14 @@ let services: [(executable: String, target: String, folder: String, extra: [Targ
     ]),
 ]
 
+/// The services link jemalloc (apt libjemalloc-dev) in place of glibc's malloc, which they call for
+/// every request: 9-11% less CPU in timeline and tweets per DeathStarBench mix request, about 15%
+/// less on the whole machine. Linked before libc, its malloc is the one every library of the process
+/// calls. Not auth, whose work is password hashes of 19 MiB each: glibc keeps that memory and hands
+/// it out again, while jemalloc gives it back to the kernel and every hash faults it in anew (the
+/// password check took 34 ms instead of 22).
+let glibcMalloc: Set<String> = ["aviary-auth"]
+
 /// The git revision built into every binary (`--version`, `system.health`): AVIARY_REVISION when the
 /// release script sets it, else the checkout's commit; only characters safe in a C string literal.
 /// SwiftPM re-reads this manifest when the environment changes but not on a new commit, so an
@@ -189,6 +197,7 @@ let package = Package(
         .executableTarget(
             name: $0.target, dependencies: ["ServiceKit", "RPC", "AviaryAPI", "Postgres", "Redis"] + $0.extra,
             path: "Services/\($0.folder)",
-            swiftSettings: strict)
+            swiftSettings: strict,
+            linkerSettings: glibcMalloc.contains($0.executable) ? [] : [.linkedLibrary("jemalloc")])
     }
 )

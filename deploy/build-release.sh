@@ -32,7 +32,7 @@ EXECUTABLES=("${SERVICES[@]}" aviary)
 
 # What building needs from Debian: the C libraries' headers, and libcurl's for the static
 # FoundationNetworking (auth fetches Google's signing keys with URLSession), which links -lcurl.
-BUILD_APT_PACKAGES=(libpq-dev libhiredis-dev libargon2-dev libcurl4-openssl-dev pkg-config binutils)
+BUILD_APT_PACKAGES=(libpq-dev libhiredis-dev libargon2-dev libjemalloc-dev libcurl4-openssl-dev pkg-config binutils)
 
 # The shared libraries a binary may need directly (its DT_NEEDED entries), and why:
 #   glibc, which every Linux program links: libc, libm, libpthread, libdl, librt, libutil, the dynamic
@@ -41,19 +41,19 @@ BUILD_APT_PACKAGES=(libpq-dev libhiredis-dev libargon2-dev libcurl4-openssl-dev 
 #     `--static-swift-stdlib` links them dynamically by design (static-stdlib-args.lnk: -lstdc++);
 #     both are in every Debian base image, since apt itself needs them;
 #   libpq (Postgres), libhiredis 0.14 (Redis), libargon2 (password hashes): the C libraries Aviary
-#     wraps;
+#     wraps; libjemalloc: the services' allocator;
 #   libcurl: only in aviary-auth, through the static FoundationNetworking (URLSession), which Swift
 #     ships without curl.
 # Crypto needs nothing: swift-crypto builds its own BoringSSL into the binary.
 ALLOWED_NEEDED=(
     linux-vdso.so.1 'ld-linux-*.so.*' libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1 libutil.so.1
     libstdc++.so.6 libgcc_s.so.1
-    libpq.so.5 libhiredis.so.0.14 libargon2.so.1 libcurl.so.4
+    libpq.so.5 libhiredis.so.0.14 libargon2.so.1 libjemalloc.so.2 libcurl.so.4
 )
 # Allowed libraries whose own dependencies may appear in ldd's (transitive) output: libpq brings
 # OpenSSL, Kerberos and LDAP, libcurl brings more of the same. The Debian packages libpq5 and
 # libcurl4 install them, so a host that has those packages has these.
-LIBRARIES_WITH_DEPENDENCIES=(libpq.so.5 libhiredis.so.0.14 libargon2.so.1 libcurl.so.4)
+LIBRARIES_WITH_DEPENDENCIES=(libpq.so.5 libhiredis.so.0.14 libargon2.so.1 libjemalloc.so.2 libcurl.so.4)
 
 is_allowed() {
     local name="$1" pattern

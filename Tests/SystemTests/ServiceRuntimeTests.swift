@@ -175,6 +175,23 @@ import Testing
         #expect(await eventually { (try? AdminHTTP.get("/healthz", port: service.adminPort))?.status == 200 })
     }
 
+    /// The services (all but auth) allocate with jemalloc, linked before libc so that its malloc
+    /// is everyone's: glibc's malloc would have grown the program break (`[heap]`) by the first
+    /// request.
+    @Test func allocatesWithJemalloc() async throws {
+        let service = try await ServiceProcess.start(executable: "aviary-social-graph", environment: try await environment())
+        defer { service.kill() }
+        let client = RPCClient(configuration: .init(addresses: [service.rpcAddress]), logger: Logger(label: "test"))
+        _ = try await client.call("rpc.discover", as: JSONValue.self)
+        await client.shutdown()
+        // Read to the end: procfs reports a size of 0, and reading by size gets only the first page.
+        let file = try #require(FileHandle(forReadingAtPath: "/proc/\(service.pid)/maps"))
+        let maps = String(decoding: try file.readToEnd() ?? Data(), as: UTF8.self)
+        try file.close()
+        #expect(maps.contains("/libjemalloc.so"))
+        #expect(!maps.contains("[heap]"), "glibc's malloc grew the program break")
+    }
+
     /// A service started under a soft descriptor limit below the hard one raises it to the hard
     /// one, as its default AVIARY_MAX_CONNECTIONS follows the soft limit.
     @Test func raisesItsSoftDescriptorLimitToTheHardOne() async throws {

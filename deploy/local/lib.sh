@@ -4,7 +4,7 @@ AVIARY_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
 # What building, testing and running Aviary needs from Debian.
 AVIARY_APT_PACKAGES=(
-    postgresql postgresql-contrib redis-server libpq-dev libhiredis-dev libargon2-dev libcurl4-openssl-dev pkg-config curl
+    postgresql postgresql-contrib redis-server libpq-dev libhiredis-dev libargon2-dev libjemalloc-dev libcurl4-openssl-dev pkg-config curl
 )
 
 say() { printf '%s\n' "$*"; }
