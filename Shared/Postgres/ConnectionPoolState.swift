@@ -78,7 +78,7 @@ struct ConnectionPoolState {
     /// there is one; never queues.
     mutating func acquire(for use: Use, preferring reactor: PostgresReactor? = nil) -> Acquisition {
         if isClosed { return .closed }
-        guard use == .reads || takenForWrites < writingCapacity else { return .mustWait }
+        guard mayTake(for: use) else { return .mustWait }
         let preferred = reactor.flatMap { reactor in idle.lastIndex { $0.reactor === reactor } }
         if let connection = preferred.map({ idle.remove(at: $0) }) ?? idle.popLast() {
             take(for: use)
@@ -89,6 +89,12 @@ struct ConnectionPoolState {
             return .slot(.new)
         }
         return .mustWait
+    }
+
+    /// Whether a slot, when there is one, may be taken for `use`: reads take any, writes up to
+    /// `writingCapacity`.
+    private func mayTake(for use: Use) -> Bool {
+        use == .reads || takenForWrites < writingCapacity
     }
 
     private mutating func take(for use: Use) {
@@ -204,8 +210,7 @@ struct ConnectionPoolState {
             defer { if taken == 0 { drainWaiters.removeAll() } }
             return .closed(drained: taken == 0 ? drainWaiters : [])
         }
-        let writesMayTake = takenForWrites < writingCapacity
-        if let index = waiters.firstIndex(where: { $0.use == .reads || writesMayTake }) {
+        if let index = waiters.firstIndex(where: { mayTake(for: $0.use) }) {
             let waiter = waiters.remove(at: index)
             take(for: waiter.use)
             return .handedOver(waiter, connection.map(Slot.idle) ?? .new)

@@ -57,9 +57,9 @@ public actor AdminHTTPServer: Service {
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger
     ) {
-        self.connectionLimit = connectionLimit
         self.host = host
         self.port = port
+        self.connectionLimit = connectionLimit
         self.eventLoopGroup = eventLoopGroup
         self.logger = logger
         self.responder = AdminResponder(
