@@ -136,15 +136,23 @@ import Testing
         let flood = try (0..<64).map { _ in try RPCLineClient(port: service.rpcPort) }
         // Which 16 are admitted is not their order of connecting: each event loop sets up its share
         // of the accepted connections on its own.
+        // An admitted one is answered, though its health may say "degraded" while the flood leaves
+        // the service no descriptor for a dependency connection; that it is served is what counts.
         var admitted: [RPCLineClient] = []
         var refused = 0
+        var other: [String] = []
         for client in flood {
             try? client.send(health)
-            guard let frame = await client.readFrame(timeout: .seconds(5)) else { continue }
-            if frame.contains(#""status":"ok""#) { admitted.append(client) }
-            if frame.contains("-32050") && frame.contains("(16)") { refused += 1 }
+            let frame = await client.readFrame(timeout: .seconds(10))
+            if let frame, frame.contains(#""result":"#) {
+                admitted.append(client)
+            } else if let frame, frame.contains("-32050") && frame.contains("(16)") {
+                refused += 1
+            } else {
+                other.append(frame ?? "no answer in 10 s")
+            }
         }
-        #expect(admitted.count == 16 && refused == 48, "admitted \(admitted.count), refused \(refused)")
+        #expect(admitted.count == 16 && refused == 48, "admitted \(admitted.count), refused \(refused), else \(other)")
         let spent = try Self.cpuSeconds(of: service.pid)
         try await Task.sleep(for: .seconds(2))
         let used = try Self.cpuSeconds(of: service.pid) - spent
