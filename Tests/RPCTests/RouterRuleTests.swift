@@ -66,6 +66,11 @@ import Testing
         let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
         let response = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"echo","params":{"value":\#(deep)}}"#))
         #expect(response?["error"]?["code"] == -32700)
+        #expect(response?["error"]?["message"]?.stringValue?.contains("deeper than 512 levels") == true)
+        // At the limit it is still read: the envelope and params take two levels.
+        let deepest = String(repeating: "[", count: 510) + String(repeating: "]", count: 510)
+        let echoed = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"echo","params":{"value":\#(deepest)}}"#))
+        #expect(echoed?["result"] != nil)
     }
 
     /// The envelope is read by a byte scanner, not a decoder: it must still read every spelling

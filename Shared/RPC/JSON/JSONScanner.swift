@@ -5,6 +5,8 @@ struct JSONScanner {
     enum Failure: Error {
         case malformed
         case invalidUTF8
+        /// Valid JSON, but nested deeper than ``maximumDepth``.
+        case tooDeep
     }
 
     /// Deeper nesting is refused, as Foundation's decoder refuses it, before it can exhaust a stack.
@@ -39,7 +41,7 @@ struct JSONScanner {
     mutating func object(
         depth: Int, _ member: (_ key: String, _ scanner: inout JSONScanner) throws(Failure) -> Void
     ) throws(Failure) {
-        guard depth < Self.maximumDepth else { throw .malformed }
+        guard depth < Self.maximumDepth else { throw .tooDeep }
         try expect(0x7B)  // {
         if peek() == 0x7D {  // }
             index += 1
@@ -70,7 +72,7 @@ struct JSONScanner {
                 try scanner.skipValue(depth: depth + 1)
             }
         case 0x5B:  // [
-            guard depth < Self.maximumDepth else { throw .malformed }
+            guard depth < Self.maximumDepth else { throw .tooDeep }
             index += 1
             if peek() == 0x5D {
                 index += 1

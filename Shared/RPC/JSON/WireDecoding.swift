@@ -48,7 +48,7 @@ extension JSONScanner {
             }
             return duplicated ? nil : .object(members)
         case 0x5B:  // [
-            guard depth < Self.maximumDepth else { throw .malformed }
+            guard depth < Self.maximumDepth else { throw .tooDeep }
             try expect(0x5B)
             var elements: [JSONNode] = []
             if peek() == 0x5D {

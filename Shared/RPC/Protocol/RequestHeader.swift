@@ -29,6 +29,9 @@ struct RequestHeader {
         case .success(let header): return header
         case .failure(.invalidUTF8): throw RPCError.parseError("parse error: the frame is not valid UTF-8")
         case .failure(.malformed): throw RPCError.parseError()
+        case .failure(.tooDeep):
+            throw RPCError.parseError(
+                "parse error: the frame's arrays and objects nest deeper than \(JSONScanner.maximumDepth) levels (the limit)")
         }
     }
 
