@@ -25,6 +25,15 @@ import Testing
         #expect(response?["error"]?["data"]?["field"] == "values[1]")
     }
 
+    @Test func anUnknownEnumCaseListsTheCases() async {
+        let response = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"say","params":{"tone":"whisper"}}"#))
+        #expect(response?["error"]?["code"] == -32602)
+        #expect(response?["error"]?["data"]?["field"] == "tone")
+        #expect(response?["error"]?["message"] == "parameter 'tone' is invalid: it must be one of plain, loud, not 'whisper'")
+        let known = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"say","params":{"tone":"loud"}}"#))
+        #expect(known?["result"] == "loud")
+    }
+
     @Test func nonObjectParamsAreInvalid() async {
         let response = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"sum","params":5}"#))
         #expect(response?["error"]?["code"] == -32600)

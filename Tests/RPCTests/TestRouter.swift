@@ -19,6 +19,14 @@ struct SleepParams: Codable, Sendable {
     var milliseconds: Int
 }
 
+enum Tone: String, Codable, Sendable, JSONSchemaEnum {
+    case plain, loud
+}
+
+struct SayParams: Codable, Sendable {
+    var tone: Tone
+}
+
 struct WhoAmI: Codable, Sendable {
     var userID: Int64
 }
@@ -52,6 +60,7 @@ func makeTestRouter() -> RPCRouter {
         try await Task.sleep(for: .milliseconds(params.milliseconds))
         return params.milliseconds
     }
+    router.register("say", summary: "Returns its tone.", access: .anonymous) { (params: SayParams, _) in params.tone.rawValue }
     router.register("whoami", summary: "The caller.", access: .user) { (_: Empty, context) in
         WhoAmI(userID: try context.requireUser())
     }

@@ -6,7 +6,21 @@ public protocol JSONSchemaDescribing {
 }
 
 /// A string enum whose schema lists its cases; inference also uses its first case as a sample.
+/// Decoding a string that names no case fails with a message that lists the cases.
 public protocol JSONSchemaEnum: CaseIterable, RawRepresentable, Decodable where RawValue == String {}
+
+extension JSONSchemaEnum {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let value = Self(rawValue: text) else {
+            let cases = Self.allCases.map(\.rawValue).joined(separator: ", ")
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "it must be one of \(cases), not '\(text.prefix(40))'")
+        }
+        self = value
+    }
+}
 
 /// An empty params or result object.
 public struct Empty: Codable, Sendable, Hashable {
