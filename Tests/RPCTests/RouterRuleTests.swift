@@ -71,6 +71,13 @@ import Testing
         #expect(response?["error"]?["code"] == -32700)
     }
 
+    @Test func aLoneSurrogateNamesTheParameter() async {
+        let response = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"echo","params":{"value":"\ud800 lone"}}"#))
+        #expect(response?["error"]?["code"] == -32602)
+        #expect(response?["error"]?["data"]?["field"] == "value")
+        #expect(response?["error"]?["message"]?.stringValue?.hasPrefix("parameter 'value' is invalid: it escapes a lone surrogate") == true)
+    }
+
     @Test func deepNestingIsRefusedCleanly() async {
         let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
         let response = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"echo","params":{"value":\#(deep)}}"#))

@@ -171,7 +171,7 @@ struct WireEncodingTests {
     /// The wire decoder reads back what the wire encoder writes, hostile text included.
     @Test func theWireDecoderReadsItBack() throws {
         let bytes = try WireEncoding.encode(Self.sample)
-        #expect(try #require(WireDecoder.decode(Result.self, from: Data(bytes))) == Self.sample)
+        #expect(try #require(try WireDecoder.decode(Result.self, from: Data(bytes))) == Self.sample)
     }
 }
 

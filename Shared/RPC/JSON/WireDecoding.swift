@@ -10,10 +10,11 @@ import Foundation
 /// configures it) would. Anything else (a failure of any kind, a number that is not a plain integer
 /// where an integer is asked for, a duplicated key, …) sends the whole text to Foundation's decoder
 /// instead, so what a caller sees, a value or an error message naming the field, is Foundation's in
-/// every case.
+/// every case but one: a string that escapes a lone surrogate, which Foundation refuses as "not
+/// valid JSON" without saying where, fails with the path of the field that holds it.
 public enum WireDecoding {
     public static func decode<T: Decodable>(_ type: T.Type, from json: Data) throws -> T {
-        if let value = WireDecoder.decode(type, from: json) { return value }
+        if let value = try WireDecoder.decode(type, from: json) { return value }
         return try JSONCoding.decoder().decode(type, from: json)
     }
 }
@@ -28,11 +29,14 @@ enum JSONNode {
     case string(String)
     case array([JSONNode])
     case object([(key: String, value: JSONNode)])
+    /// A string that escapes a lone surrogate (`"\ud800"`): no text. Foundation's decoder refuses
+    /// the whole JSON text when a value reads one.
+    case loneSurrogate
 }
 
 extension JSONScanner {
     /// Reads the value that starts here into a tree; nil where Foundation's decoder must decide: an
-    /// object with a key twice, or a string that escapes a lone surrogate.
+    /// object with a key twice.
     mutating func node(depth: Int) throws(Failure) -> JSONNode? {
         switch peek() {
         case 0x7B:  // {
@@ -64,7 +68,8 @@ extension JSONScanner {
                 default: throw .malformed
                 }
             }
-        case 0x22: return try string(refusingLoneSurrogates: true).map(JSONNode.string)
+        case 0x22:
+            return try string(refusingLoneSurrogates: true).map(JSONNode.string) ?? .loneSurrogate
         case 0x74: try literal("true"); return .bool(true)
         case 0x66: try literal("false"); return .bool(false)
         case 0x6E: try literal("null"); return .null
@@ -88,6 +93,8 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
     private(set) var node: JSONNode
     private(set) var codingPath: [any CodingKey] = []
     private(set) var gaveUp = false
+    /// Where the first string that escapes a lone surrogate was asked for, if one was.
+    private(set) var loneSurrogatePath: [any CodingKey]?
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     private init(node: JSONNode) {
@@ -95,8 +102,10 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
         codingPath.reserveCapacity(8)
     }
 
-    /// The value `json` holds, or nil when Foundation's decoder must decide.
-    static func decode<T: Decodable>(_ type: T.Type, from json: Data) -> T? {
+    /// The value `json` holds, or nil when Foundation's decoder must decide. A string the value
+    /// reads that escapes a lone surrogate fails with its path named, where Foundation's decoder
+    /// would only say that the text is not valid JSON (one it does not read, Foundation lets be too).
+    static func decode<T: Decodable>(_ type: T.Type, from json: Data) throws(DecodingError) -> T? {
         let root: JSONNode? = json.withUnsafeBytes { bytes in
             var scanner = JSONScanner(bytes)
             guard let node = try? scanner.node(depth: 0), (try? scanner.expectEnd()) != nil else { return nil }
@@ -104,12 +113,24 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
         }
         guard let root else { return nil }
         let decoder = WireDecoder(node: root)
-        guard let value = try? decoder.decodeValue(T.self), !decoder.gaveUp else { return nil }
+        let value = try? decoder.decodeValue(T.self)
+        if let path = decoder.loneSurrogatePath {
+            throw DecodingError.dataCorrupted(.init(
+                codingPath: path,
+                debugDescription: "it escapes a lone surrogate (\\uD800 to \\uDFFF without its pair), which is no character"))
+        }
+        guard let value, !decoder.gaveUp else { return nil }
         return value
     }
 
     func giveUp() -> Unsupported {
         gaveUp = true
+        return Unsupported()
+    }
+
+    /// Fails for a string that escapes a lone surrogate, noting where the first one was.
+    private func refuseLoneSurrogate() -> Unsupported {
+        if loneSurrogatePath == nil { loneSurrogatePath = codingPath }
         return Unsupported()
     }
 
@@ -156,6 +177,7 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
             guard isInteger, let value = Int64(text) else { throw giveUp() }
             return .int(value)
         case .string(let text): return .string(text)
+        case .loneSurrogate: throw refuseLoneSurrogate()
         case .array(let elements): return .array(try elements.map(jsonValue(of:)))
         case .object(let members):
             var fields: [String: JSONValue] = [:]
@@ -166,12 +188,14 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
     }
 
     func decodeString() throws -> String {
+        if case .loneSurrogate = node { throw refuseLoneSurrogate() }
         guard case .string(let text) = node else { throw mismatch(String.self) }
         return text
     }
 
     /// RFC 3339 text, as the date strategy of ``JSONCoding`` reads it; it has the error message.
     func decodeDate() throws -> Date {
+        if case .loneSurrogate = node { throw refuseLoneSurrogate() }
         guard case .string(let text) = node, let date = RFC3339.parse(text) else { throw giveUp() }
         return date
     }
