@@ -73,11 +73,12 @@ struct EventFixture {
     }
 
     func relay(
-        options: OutboxRelay.Options = .init(), postgres: PostgresClient? = nil, preparation: OutboxRelay.Preparation? = nil
+        options: OutboxRelay.Options = .init(), postgres: PostgresClient? = nil, preparation: OutboxRelay.Preparation? = nil,
+        metrics: any MetricsFactory = MetricsSystem.factory
     ) -> OutboxRelay {
         OutboxRelay(
             schema: Self.schema, postgres: postgres ?? self.postgres, redis: redis, options: options, preparation: preparation,
-            logger: Self.logger)
+            logger: Self.logger, metrics: metrics)
     }
 
     func consumer(

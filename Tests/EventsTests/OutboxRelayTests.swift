@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Postgres
+import Prometheus
 import RPC
 import Redis
 import ServiceKit
@@ -190,6 +191,40 @@ struct OutboxRelayTests {
         }
         #expect(inbox.numbers == Array(0..<60))
         #expect(try await fixture.outboxCount() == 0)
+        await fixture.shutdown()
+    }
+
+    /// With Redis down the rows stay, and the gauge follows them: counted while there are fewer
+    /// than 10,000, then the span of their ids, which reading two ends of the primary key gives
+    /// however long the backlog grows.
+    @Test func theBacklogGaugeCountsUpTo10000RowsThenSpansTheirIDs() async throws {
+        let redisServer = try await TestServers.startPrivateRedis()
+        let fixture = try await EventFixture.make(redis: redisServer)
+        try await redisServer.stop()
+        let registry = PrometheusCollectorRegistry()
+        var options = OutboxRelay.Options()
+        options.backlogInterval = .milliseconds(50)
+        options.maxRetryDelay = .milliseconds(100)
+        func gauge() -> Double? {
+            prometheusValue(
+                #"aviary_outbox_backlog{schema="producer""#, in: String(decoding: MetricsBootstrap.render(registry), as: UTF8.self))
+        }
+        let outbox = "\(EventFixture.schema).outbox"
+        try await withServices([fixture.relay(options: options, metrics: MetricsBootstrap.makeFactory(registry: registry))]) {
+            try await fixture.append(numberedEvents(topic: fixture.topic("backlog"), 0..<3))
+            #expect(await eventually { gauge() == 3 })
+            try await fixture.postgres.execute(
+                "INSERT INTO \(outbox) (topic, type, payload) SELECT 'backlog', 'filler', '{}' FROM generate_series(1, 25000)")
+            #expect(await eventually { gauge() == 25_003 })
+            // Every other row gone: 12,502 wait, and the gauge, beyond what it counts, says their span.
+            try await fixture.postgres.execute("DELETE FROM \(outbox) WHERE id % 2 = 0")
+            #expect(try await fixture.outboxCount() == 12_502)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(gauge() == 25_003)
+            // Below the limit it counts again: ids 1, 3, 5, 7 and 9 are left.
+            try await fixture.postgres.execute("DELETE FROM \(outbox) WHERE id > 9")
+            #expect(await eventually { gauge() == 5 })
+        }
         await fixture.shutdown()
     }
 

@@ -14,7 +14,7 @@ extension OutboxRelay {
         public var retryDelay: Duration = .milliseconds(100)
         /// The longest pause between retries. Default 5 s.
         public var maxRetryDelay: Duration = .seconds(5)
-        /// How often the `aviary_outbox_backlog` gauge is refreshed (one `count(*)`). Default 1 s.
+        /// How often the `aviary_outbox_backlog` gauge is refreshed (one bounded count). Default 1 s.
         public var backlogInterval: Duration = .seconds(1)
         /// Approximate length each topic stream is trimmed to on `XADD` (`MAXLEN ~`). Default 1,000,000.
         public var streamMaxLength = 1_000_000
