@@ -38,7 +38,7 @@ struct ServingTests {
         #expect(served.body == jpeg && served.headers["content-type"] == "image/jpeg")
     }
 
-    @Test("Range requests: 206 with Content-Range for a, a-b and -n; 416 past the end; If-Range with another tag sends all")
+    @Test("Range requests: 206 with Content-Range for a, a-b and -n; 416 past the end, however far; If-Range with another tag sends all")
     func servesRanges() async throws {
         let media = try await MediaStack.shared()
         let max = try await media.stack.makeUser("max")
@@ -62,6 +62,16 @@ struct ServingTests {
 
         let past = try await HTTPProbe.get(port: media.adminPort, target, headers: ["Range": "bytes=\(size)-"])
         #expect(past.status == 416 && past.headers["content-range"] == "bytes */\(size)")
+        // Positions too long for 64 bits lie past the end of any file; a sign is no position.
+        let huge = "99999999999999999999"
+        let farPast = try await HTTPProbe.get(port: media.adminPort, target, headers: ["Range": "bytes=\(huge)-"])
+        #expect(farPast.status == 416 && farPast.headers["content-range"] == "bytes */\(size)")
+        let farEnd = try await HTTPProbe.get(port: media.adminPort, target, headers: ["Range": "bytes=10-\(huge)"])
+        #expect(farEnd.status == 206 && farEnd.body == Array(movie[10...]))
+        let longSuffix = try await HTTPProbe.get(port: media.adminPort, target, headers: ["Range": "bytes=-\(huge)"])
+        #expect(longSuffix.status == 206 && longSuffix.body == movie)
+        let signed = try await HTTPProbe.get(port: media.adminPort, target, headers: ["Range": "bytes=+5-9"])
+        #expect(signed.status == 200 && signed.body == movie)
 
         let stale = try await HTTPProbe.get(
             port: media.adminPort, target, headers: ["Range": "bytes=0-9", "If-Range": "\"not-the-tag\""])

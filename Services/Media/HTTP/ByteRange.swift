@@ -22,7 +22,7 @@ enum ByteRange {
         }
         let first = spec[..<dash].trimmingCharacters(in: .whitespaces)
         let last = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
-        switch (Int64(first), Int64(last)) {
+        switch (Self.position(first), Self.position(last)) {
         case (let start?, let end?) where start >= 0 && end >= start:
             self = start < size ? .satisfiable(start...min(end, size - 1)) : .unsatisfiable
         case (let start?, nil) where last.isEmpty && start >= 0:
@@ -32,5 +32,13 @@ enum ByteRange {
         default:
             self = .whole
         }
+    }
+
+    /// A position of the header: decimal digits only (no sign), and one too long for `Int64` is
+    /// taken as `Int64.max`, as it lies past the end of any file: a first byte there is
+    /// unsatisfiable, a last byte there is the file's last, a suffix that long is the whole file.
+    private static func position(_ text: String) -> Int64? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+        return Int64(text) ?? .max
     }
 }
