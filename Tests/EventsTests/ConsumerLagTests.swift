@@ -10,8 +10,7 @@ struct ConsumerLagTests {
     /// `aviary_events_lag_seconds` of `topic` as `registry` holds it now (its dimensions are
     /// `topic`, then `group`).
     static func lag(topic: String, in registry: PrometheusCollectorRegistry) -> Double? {
-        prometheusValue(
-            "aviary_events_lag_seconds{topic=\"\(topic)\"", in: String(decoding: MetricsBootstrap.render(registry), as: UTF8.self))
+        prometheusValue("aviary_events_lag_seconds{topic=\"\(topic)\"", in: registry)
     }
 
     @Test("aviary_events_lag_seconds is how old the batch's oldest event was when taken, and 0 once caught up")

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Metrics
 import Postgres
+import Prometheus
 import RPC
 import Redis
 import ServiceKit
@@ -94,6 +95,11 @@ struct EventFixture {
         await redis.shutdown()
         await postgres.shutdown()
     }
+}
+
+/// The value of the first series of `registry` whose Prometheus line starts with `prefix`.
+func prometheusValue(_ prefix: String, in registry: PrometheusCollectorRegistry) -> Double? {
+    prometheusValue(prefix, in: String(decoding: MetricsBootstrap.render(registry), as: UTF8.self))
 }
 
 /// Numbered events, so a test can check order and completeness: payload `{"n": n, "text": …}` with

@@ -205,10 +205,7 @@ struct OutboxRelayTests {
         var options = OutboxRelay.Options()
         options.backlogInterval = .milliseconds(50)
         options.maxRetryDelay = .milliseconds(100)
-        func gauge() -> Double? {
-            prometheusValue(
-                #"aviary_outbox_backlog{schema="producer""#, in: String(decoding: MetricsBootstrap.render(registry), as: UTF8.self))
-        }
+        func gauge() -> Double? { prometheusValue(#"aviary_outbox_backlog{schema="producer""#, in: registry) }
         let outbox = "\(EventFixture.schema).outbox"
         try await withServices([fixture.relay(options: options, metrics: MetricsBootstrap.makeFactory(registry: registry))]) {
             try await fixture.append(numberedEvents(topic: fixture.topic("backlog"), 0..<3))

@@ -38,7 +38,7 @@ enum ByteRange {
     /// taken as `Int64.max`, as it lies past the end of any file: a first byte there is
     /// unsatisfiable, a last byte there is the file's last, a suffix that long is the whole file.
     private static func position(_ text: String) -> Int64? {
-        guard !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+        guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
         return Int64(text) ?? .max
     }
 }

@@ -35,6 +35,8 @@ public struct OutboxRelay: Service {
     let logger: Logger
     private let relayed: Counter
     private let backlog: Gauge
+    /// The statements of this outbox and the key of its relays' turn, made once for its schema.
+    let statements: Statements
 
     /// An event on its way from the outbox to its topic's stream.
     public struct Event: Sendable {
@@ -72,6 +74,7 @@ public struct OutboxRelay: Service {
         self.logger = logger
         self.relayed = Counter(label: "aviary_outbox_relayed_total", dimensions: [("schema", schema)], factory: metrics)
         self.backlog = Gauge(label: "aviary_outbox_backlog", dimensions: [("schema", schema)], factory: metrics)
+        self.statements = Statements(schema: schema)
     }
 
     /// Wakes every relay of this process now, instead of at its next poll. Call it after committing a
@@ -158,21 +161,9 @@ public struct OutboxRelay: Service {
     /// Up to this many waiting rows are counted; the gauge is exact below it.
     static let countedBacklog = 10_000
 
-    /// The rows waiting, as the gauge reports them: counted up to ``countedBacklog``, and beyond it
-    /// the span of their ids (an upper bound: ids of rolled-back appends leave gaps), read from the
-    /// two ends of the primary key, which takes about 2 ms however long the backlog is. A `count(*)`
-    /// reads every row each time (80-120 ms for 2,000,000, which Redis down for ten minutes leaves
-    /// behind at 3,000 events a second), and the relay measures inline, once a second.
-    private var waitingRows: String {
-        """
-        SELECT CASE WHEN counted < $1 THEN counted ELSE (SELECT max(id) - min(id) + 1 FROM \(schema).outbox) END
-        FROM (SELECT count(*) AS counted FROM (SELECT FROM \(schema).outbox LIMIT $1) AS waiting) AS bounded
-        """
-    }
-
     private func measureBacklog() async {
         do {
-            let rows = try await postgres.query(waitingRows, [Int64(Self.countedBacklog)])
+            let rows = try await postgres.query(statements.waitingRows, [Int64(Self.countedBacklog)])
             backlog.record(try rows[0].decode(Int64.self, at: 0))
         } catch {
             logger.debug("counting the outbox backlog failed", metadata: ["error": "\(String(reflecting: error))"])
