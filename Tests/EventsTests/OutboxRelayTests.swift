@@ -251,7 +251,7 @@ struct OutboxRelayTests {
         func warnings() async throws -> [String] {
             let lines = Mutex<[String]>([])
             let logger = Logger(label: "relay") { _ in
-                TextLogHandler(service: "relay", output: LogOutput { line in
+                LineLogHandler(format: .text, service: "relay", output: LogOutput { line in
                     lines.withLock { $0.append(String(decoding: line, as: UTF8.self)) }
                 })
             }

@@ -105,7 +105,7 @@ struct LogHandlerTests {
         let capture = Capture()
         let provider = Logger.MetadataProvider { ["request.id": "from-provider", "source": "provider"] }
         var logger = Logger(label: "test") { _ in
-            JSONLogHandler(service: "tweets", level: .debug, metadataProvider: provider, output: capture.output)
+            LineLogHandler(format: .json, service: "tweets", level: .debug, metadataProvider: provider, output: capture.output)
         }
         logger[metadataKey: "source"] = "handler"
         logger[metadataKey: "handler.only"] = "yes"

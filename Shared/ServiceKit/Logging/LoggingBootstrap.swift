@@ -29,11 +29,6 @@ public enum LoggingBootstrap {
         metadataProvider: Logger.MetadataProvider? = nil,
         output: LogOutput = .standardError
     ) -> any LogHandler {
-        switch format {
-        case .text:
-            TextLogHandler(service: service, level: level, metadataProvider: metadataProvider, output: output)
-        case .json:
-            JSONLogHandler(service: service, level: level, metadataProvider: metadataProvider, output: output)
-        }
+        LineLogHandler(format: format, service: service, level: level, metadataProvider: metadataProvider, output: output)
     }
 }
