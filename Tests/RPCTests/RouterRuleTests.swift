@@ -1,6 +1,7 @@
 import Logging
 import Foundation
 import RPC
+import Synchronization
 import Testing
 
 /// The contract's rules on top of JSON-RPC: params validation, `_meta`, access, deadlines, error hygiene.
@@ -173,6 +174,27 @@ import Testing
         #expect(childParts[2].allSatisfy { $0.isHexDigit && !$0.isUppercase })
     }
 
+    /// What a handler logs names its method and its call's trace, whichever method ran before.
+    @Test func handlersLogTheirMethodAndTrace() async throws {
+        let logged = LoggedLines()
+        var router = RPCRouter(service: "test", version: "1", logger: Logger(label: "test") { _ in MetadataCapture(sink: logged) })
+        for name in ["first", "second"] {
+            router.register(name, summary: "Logs a line.", access: .anonymous) { (_: Empty, context) in
+                context.logger.info("handled")
+                return Empty()
+            }
+        }
+        let trace = "0af7651916cd43dd8448eb211c80319c"
+        _ = await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"first","params":{"_meta":{"traceparent":"00-\#(trace)-b7ad6b7169203331-01"}}}"#)
+        _ = await router.answer(#"{"jsonrpc":"2.0","id":2,"method":"second"}"#)
+        _ = await router.answer(#"{"jsonrpc":"2.0","id":3,"method":"first"}"#)
+        let lines = logged.lines.withLock { $0 }
+        #expect(lines.map { $0["rpc.method"]?.description } == ["first", "second", "first"])
+        #expect(lines.first?["trace_id"]?.description == trace)
+        let started = lines.dropFirst().compactMap { $0["trace_id"]?.description }
+        #expect(started.count == 2 && Set(started).count == 2 && !started.contains(trace))
+    }
+
     /// Only a well-formed traceparent gives its trace id; anything else makes a call start a trace.
     @Test func traceIDsComeOnlyFromWellFormedTraceparents() {
         let id = "0af7651916cd43dd8448eb211c80319c"
@@ -250,4 +272,25 @@ private struct SampleID: Codable, Sendable, JSONSchemaDescribing {
     #expect(schema["properties"]?["limit"] == ["type": "integer"])
     #expect(schema["properties"]?["cursor"] == ["type": "string"])
     #expect(schema["required"] == ["userID"])
+}
+
+/// The metadata of every line logged through a ``MetadataCapture``.
+private final class LoggedLines: Sendable {
+    let lines = Mutex<[Logger.Metadata]>([])
+}
+
+/// Keeps the metadata of every line logged through it.
+private struct MetadataCapture: LogHandler {
+    let sink: LoggedLines
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .info
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        sink.lines.withLock { $0.append(metadata.merging(event.metadata ?? [:]) { _, new in new }) }
+    }
 }

@@ -14,13 +14,15 @@ public struct RPCRouter: Sendable {
         public let paramsSchema: JSONValue
         public let resultSchema: JSONValue
         let invoke: @Sendable (_ params: Data, _ context: RPCContext) async throws -> RawJSON
+        /// The router's logger with `rpc.method` set, made once rather than on every call.
+        let logger: Logger
         let calls: Counter
         let latency: Metrics.Timer
     }
 
     public let service: String
     public let version: String
-    public var logger: Logger
+    public let logger: Logger
     public var authenticator: (any RPCAuthenticator)?
     public private(set) var methods: [String: Method] = [:]
 
@@ -44,6 +46,8 @@ public struct RPCRouter: Sendable {
     ) {
         precondition(methods[name] == nil, "method \(name) registered twice")
         let dimensions = [("rpc.system", "jsonrpc"), ("rpc.service", service), ("rpc.method", name)]
+        var methodLogger = logger
+        methodLogger[metadataKey: "rpc.method"] = "\(name)"
         methods[name] = Method(
             name: name, summary: summary, access: access,
             paramsSchema: JSONSchema.of(Params.self), resultSchema: JSONSchema.of(resultShape ?? Result.self),
@@ -59,6 +63,7 @@ public struct RPCRouter: Sendable {
                 if let raw = result as? RawJSON { return raw }
                 return try RawJSON(encoding: result)
             },
+            logger: methodLogger,
             calls: Counter(label: "rpc_server_requests_total", dimensions: dimensions),
             latency: Metrics.Timer(label: "rpc_server_duration_seconds", dimensions: dimensions))
     }
@@ -162,8 +167,7 @@ public struct RPCRouter: Sendable {
         -> Swift.Result<RawJSON, RPCError>
     {
         let meta = header.meta.continuingTrace()
-        var logger = self.logger
-        logger[metadataKey: "rpc.method"] = "\(method.name)"
+        var logger = method.logger
         if let traceID = meta.traceID { logger[metadataKey: "trace_id"] = "\(traceID)" }
         do {
             let isService = meta.service.map { authenticator?.isServiceCredential($0) ?? false } ?? false
