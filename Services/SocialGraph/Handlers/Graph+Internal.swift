@@ -1,5 +1,6 @@
 import AviaryAPI
 import RPC
+import ServiceKit
 
 extension SocialGraph {
     @Sendable func followerIDs(_ params: IDPageParams, _ context: RPCContext) async throws -> RawJSON {
@@ -17,8 +18,8 @@ extension SocialGraph {
             direction, of: params.userId.value, after: try FollowCursor.decode(params.cursor),
             limit: (params.limit ?? IDPageLimit()).value)
         var json = PageJSON()
-        json.reserve(page.userIDs.count * 22)
-        for id in page.userIDs { json.append(plain: String(id)) }
+        json.reserve(page.ids.count * 22)
+        for id in page.ids { json.append(plain: String(id)) }
         return json.finish(nextCursor: page.next?.encoded)
     }
 

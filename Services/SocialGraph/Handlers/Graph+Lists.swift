@@ -1,5 +1,6 @@
 import AviaryAPI
 import RPC
+import ServiceKit
 
 extension SocialGraph {
     @Sendable func followers(_ params: UserPageParams, _ context: RPCContext) async throws -> Page<User> {
@@ -18,10 +19,10 @@ extension SocialGraph {
         let cursor = try FollowCursor.decode(params.cursor)
         let page = try await store.page(
             direction, of: params.userId.value, after: cursor, limit: (params.limit ?? PageLimit()).value)
-        if page.userIDs.isEmpty, cursor == nil, try await !directory.exists(params.userId.value, context: context) {
+        if page.ids.isEmpty, cursor == nil, try await !directory.exists(params.userId.value, context: context) {
             throw Self.unknownUser(params.userId)
         }
-        let users = try await directory.users(page.userIDs, viewer: context.principal?.userID, context: context)
+        let users = try await directory.users(page.ids, viewer: context.principal?.userID, context: context)
         return Page(items: users, nextCursor: page.next?.encoded)
     }
 }

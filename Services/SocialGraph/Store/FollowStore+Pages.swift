@@ -1,13 +1,7 @@
 import AviaryAPI
 import Postgres
 import RPC
-
-/// One page of a user's followers or followees, newest follow first.
-struct FollowPage: Sendable {
-    var userIDs: [Int64]
-    /// Where the next page starts; nil on the last page.
-    var next: KeysetCursor?
-}
+import ServiceKit
 
 /// The cursor of a follow list: a `KeysetCursor` holding the follow's time (microseconds since
 /// 1970) and the other user's id.
@@ -37,7 +31,7 @@ extension FollowStore {
     /// A keyset page of `user`'s followers or followees, newest follow first (ties by id), strictly
     /// after `cursor`. The cursor holds the follow's time in microseconds and the other user's id,
     /// so edges added or removed between pages cause no gaps or repeats.
-    func page(_ direction: Direction, of user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> FollowPage {
+    func page(_ direction: Direction, of user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> KeysetPage {
         let statements = direction == .followers ? Self.followerPages : Self.followingPages
         let rows =
             if let cursor {
@@ -45,18 +39,7 @@ extension FollowStore {
             } else {
                 try await postgres.query(statements.first, [user, limit])
             }
-        var ids: [Int64] = []
-        ids.reserveCapacity(min(rows.count, limit))
-        var next: KeysetCursor?
-        for (index, row) in rows.enumerated() {
-            guard index < limit else {
-                let last = rows[index - 1]
-                next = KeysetCursor(key: try last.decode(Int64.self, at: 1), id: try last.decode(Int64.self, at: 0))
-                break
-            }
-            ids.append(try row.decode(Int64.self, at: 0))
-        }
-        return FollowPage(userIDs: ids, next: next)
+        return try KeysetPage(rows: rows, limit: limit)
     }
 
     private struct PageStatements {

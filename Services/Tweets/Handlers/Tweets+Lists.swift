@@ -1,5 +1,6 @@
 import AviaryAPI
 import RPC
+import ServiceKit
 
 extension TweetsService {
     @Sendable func replies(_ params: RepliesParams, _ context: RPCContext) async throws -> RawJSON {
@@ -52,7 +53,7 @@ extension TweetsService {
 
     /// The page's tweets for the caller, as `{items, nextCursor}`. The cursor follows the stored
     /// order, so a tweet deleted between the two reads shifts nothing.
-    private func hydrated(_ page: TweetIDPage, _ context: RPCContext) async throws -> RawJSON {
+    private func hydrated(_ page: KeysetPage, _ context: RPCContext) async throws -> RawJSON {
         let items = try await hydrator.json(page.ids, viewer: context.principal?.userID, omitDeleted: true, context: context)
         return PageJSON.page(items, nextCursor: page.next?.encoded)
     }

@@ -1,13 +1,7 @@
 import AviaryAPI
 import Postgres
 import RPC
-
-/// One page of tweet ids, in the list's order.
-struct TweetIDPage: Sendable {
-    var ids: [Int64]
-    /// Where the next page starts; nil on the last page.
-    var next: KeysetCursor?
-}
+import ServiceKit
 
 /// Cursors of the tweet lists. Lists ordered by tweet id carry the last id as both parts of a
 /// `KeysetCursor`; `likedBy` carries the like's time in microseconds and the tweet id.
@@ -33,7 +27,7 @@ enum TweetCursor {
 
 extension TweetStore {
     /// `author`'s live tweets newest first, strictly before the tweet id `before`.
-    func byAuthor(_ author: Int64, includeReplies: Bool, before: Int64?, limit: Int) async throws -> TweetIDPage {
+    func byAuthor(_ author: Int64, includeReplies: Bool, before: Int64?, limit: Int) async throws -> KeysetPage {
         let roots = includeReplies ? "" : " AND reply_to IS NULL"
         return try await idPage(
             """
@@ -43,7 +37,7 @@ extension TweetStore {
     }
 
     /// The live replies to `tweet`, oldest first, strictly after the tweet id `after`.
-    func replies(to tweet: Int64, after: Int64?, limit: Int) async throws -> TweetIDPage {
+    func replies(to tweet: Int64, after: Int64?, limit: Int) async throws -> KeysetPage {
         try await idPage(
             """
             SELECT id FROM tweets.tweets
@@ -52,7 +46,7 @@ extension TweetStore {
     }
 
     /// Live tweets holding every one of `words` (full text, any form) and `hashtags`, newest first.
-    func search(words: String, hashtags: [String], before: Int64?, limit: Int) async throws -> TweetIDPage {
+    func search(words: String, hashtags: [String], before: Int64?, limit: Int) async throws -> KeysetPage {
         let before = before ?? Int64.max
         // One statement per shape, so each plan uses its GIN index rather than a generic plan's guess.
         if hashtags.isEmpty {
@@ -78,7 +72,7 @@ extension TweetStore {
     }
 
     /// The live tweets `user` liked, most recent like first.
-    func liked(by user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> TweetIDPage {
+    func liked(by user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> KeysetPage {
         let position = cursor.map { ($0.key, $0.id) } ?? (Int64.max / 2, Int64.max)
         let rows = try await postgres.query(
             """
@@ -88,17 +82,7 @@ extension TweetStore {
                 AND (l.created_at, l.tweet_id) < (TIMESTAMPTZ 'epoch' + $2::bigint * INTERVAL '1 microsecond', $3::bigint)
             ORDER BY l.created_at DESC, l.tweet_id DESC LIMIT $4
             """, [user, min(position.0, 100_000_000_000_000_000), position.1, limit + 1])
-        var ids: [Int64] = []
-        var next: KeysetCursor?
-        for (index, row) in rows.enumerated() {
-            guard index < limit else {
-                let last = rows[index - 1]
-                next = KeysetCursor(key: try last.decode(Int64.self, at: 1), id: try last.decode(Int64.self, at: 0))
-                break
-            }
-            ids.append(try row.decode(Int64.self, at: 0))
-        }
-        return TweetIDPage(ids: ids, next: next)
+        return try KeysetPage(rows: rows, limit: limit)
     }
 
     /// Up to `limit` live tweets of `authors`, newest first across them, strictly before `before`:
@@ -147,10 +131,10 @@ extension TweetStore {
 
     /// Runs a page query whose last parameter is the limit, asking one row more to learn whether a
     /// next page exists.
-    private func idPage(_ sql: String, _ parameters: [any PostgresEncodable], limit: Int) async throws -> TweetIDPage {
+    private func idPage(_ sql: String, _ parameters: [any PostgresEncodable], limit: Int) async throws -> KeysetPage {
         let rows = try await postgres.query(sql, parameters + [limit + 1])
         let ids = try rows.prefix(limit).map { try $0.decode(Int64.self, at: 0) }
         let next = rows.count > limit ? ids.last.map(TweetCursor.after(id:)) : nil
-        return TweetIDPage(ids: ids, next: next)
+        return KeysetPage(ids: ids, next: next)
     }
 }
