@@ -90,16 +90,17 @@ let package = Package(
         .target(
             name: "ChannelSupport", dependencies: nio,
             path: "Shared/ChannelSupport", swiftSettings: strict),
+        .target(name: "CivilCalendar", path: "Shared/CivilCalendar", swiftSettings: strict),
         .target(
             name: "RPC", dependencies: nio + [
-                "ChannelSupport", logging,
+                "ChannelSupport", "CivilCalendar", logging,
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Shared/RPC", swiftSettings: strict),
         .target(
-            name: "Postgres", dependencies: ["CLibPQ", "CEpoll", logging] + nio,
+            name: "Postgres", dependencies: ["CLibPQ", "CEpoll", "CivilCalendar", logging] + nio,
             path: "Shared/Postgres", swiftSettings: strict),
         .target(
             name: "Redis", dependencies: ["CHiredis", "ChannelSupport", logging] + nio,

@@ -1,3 +1,4 @@
+import CivilCalendar
 import Foundation
 
 /// Timestamps in the text form sessions use (`DateStyle=ISO`, `TimeZone=UTC`), converted by
@@ -50,7 +51,7 @@ enum PostgresTimestamp {
         }
         guard scanner.atEnd else { return nil }
         let total =
-            daysFromCivil(year: year, month: month, day: day) * millisecondsPerDay + milliseconds
+            CivilCalendar.days(year: year, month: month, day: day) * millisecondsPerDay + milliseconds
         return Date(timeIntervalSince1970: Double(total) / 1000)
     }
 
@@ -67,7 +68,7 @@ enum PostgresTimestamp {
             days -= 1
             milliseconds += millisecondsPerDay
         }
-        let (year, month, day) = civilFromDays(days)
+        let (year, month, day) = CivilCalendar.date(days: days)
         appendNumber(year > 0 ? year : 1 - year, width: 4, to: &buffer)
         buffer.append(UInt8(ascii: "-"))
         appendNumber(month, width: 2, to: &buffer)
@@ -92,29 +93,6 @@ enum PostgresTimestamp {
             buffer.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width - digits.count))
         }
         buffer.append(contentsOf: digits)
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
-
-    /// The inverse of `daysFromCivil` (Hinnant's `civil_from_days`).
-    static func civilFromDays(_ days: Int64) -> (year: Int64, month: Int64, day: Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shiftedMonth = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
-        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
     /// A cursor over ASCII text.

@@ -1,3 +1,4 @@
+import CivilCalendar
 import Foundation
 
 /// RFC 3339 UTC times with milliseconds (`2026-11-21T22:35:00.123Z`), the contract's only time format.
@@ -9,10 +10,10 @@ public enum RFC3339 {
         let seconds = (totalMilliseconds - Int64(milliseconds)) / 1000
         let days = Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
         let secondOfDay = Int(seconds - Int64(days) * 86_400)
-        let (year, month, day) = civilDate(fromDays: days)
+        let (year, month, day) = CivilCalendar.date(days: Int64(days))
         var text = ""
         text.reserveCapacity(24)
-        text += pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
+        text += pad(Int(year), 4) + "-" + pad(Int(month), 2) + "-" + pad(Int(day), 2)
         text += "T" + pad(secondOfDay / 3600, 2) + ":" + pad(secondOfDay / 60 % 60, 2) + ":" + pad(secondOfDay % 60, 2)
         text += "." + pad(milliseconds, 3) + "Z"
         return text
@@ -64,7 +65,7 @@ public enum RFC3339 {
         default:
             return nil
         }
-        let days = daysFromCivil(year: year, month: month, day: day)
+        let days = Int(CivilCalendar.days(year: Int64(year), month: Int64(month), day: Int64(day)))
         let seconds = Double(days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds)
         return Date(timeIntervalSince1970: seconds + fraction)
     }
@@ -72,28 +73,6 @@ public enum RFC3339 {
     private static func pad(_ value: Int, _ width: Int) -> String {
         let digits = String(value)
         return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
-    }
-
-    // Howard Hinnant's days-from-civil algorithms.
-    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
-
-    private static func civilDate(fromDays days: Int) -> (Int, Int, Int) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }
 
