@@ -8,12 +8,12 @@ public enum RFC3339 {
         let totalMilliseconds = date.millisecondsSince1970
         let milliseconds = Int(((totalMilliseconds % 1000) + 1000) % 1000)
         let seconds = (totalMilliseconds - Int64(milliseconds)) / 1000
-        let days = Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
-        let secondOfDay = Int(seconds - Int64(days) * 86_400)
-        let (year, month, day) = CivilCalendar.date(days: Int64(days))
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        let (year, month, day) = CivilCalendar.date(days: days)
         var text = ""
         text.reserveCapacity(24)
-        text += pad(Int(year), 4) + "-" + pad(Int(month), 2) + "-" + pad(Int(day), 2)
+        text += pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
         text += "T" + pad(secondOfDay / 3600, 2) + ":" + pad(secondOfDay / 60 % 60, 2) + ":" + pad(secondOfDay % 60, 2)
         text += "." + pad(milliseconds, 3) + "Z"
         return text
@@ -70,7 +70,7 @@ public enum RFC3339 {
         return Date(timeIntervalSince1970: seconds + fraction)
     }
 
-    private static func pad(_ value: Int, _ width: Int) -> String {
+    private static func pad(_ value: some BinaryInteger, _ width: Int) -> String {
         let digits = String(value)
         return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
     }

@@ -47,7 +47,7 @@ public struct RPCRouter: Sendable {
         precondition(methods[name] == nil, "method \(name) registered twice")
         let dimensions = [("rpc.system", "jsonrpc"), ("rpc.service", service), ("rpc.method", name)]
         var methodLogger = logger
-        methodLogger[metadataKey: "rpc.method"] = "\(name)"
+        methodLogger[metadataKey: "rpc.method"] = .string(name)
         methods[name] = Method(
             name: name, summary: summary, access: access,
             paramsSchema: JSONSchema.of(Params.self), resultSchema: JSONSchema.of(resultShape ?? Result.self),
@@ -168,7 +168,7 @@ public struct RPCRouter: Sendable {
     {
         let meta = header.meta.continuingTrace()
         var logger = method.logger
-        if let traceID = meta.traceID { logger[metadataKey: "trace_id"] = "\(traceID)" }
+        if let traceID = meta.traceID { logger[metadataKey: "trace_id"] = .string(traceID) }
         do {
             let isService = meta.service.map { authenticator?.isServiceCredential($0) ?? false } ?? false
             var principal: RPCPrincipal?
