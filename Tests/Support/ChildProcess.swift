@@ -60,8 +60,15 @@ final class ChildProcess: Sendable {
     /// closed, and a process that another thread starts at the same moment can inherit a copy and
     /// hold it for as long as it runs (seen in CI: a service that exited at once on a bad setting
     /// counted as running for 25 s). So an ended child that is not yet reaped (a zombie) is read
-    /// from `/proc`, without reaping it.
-    var status: Int32? { exit.value.withLock { $0 } ?? Self.zombieStatus(of: pid) }
+    /// from `/proc`, without reaping it. A status read there is kept: once Foundation reaps the child,
+    /// `/proc` no longer has it, and the termination handler may not have recorded it yet (seen in
+    /// CI: a `psql` that had ended was reported as still running after it was seen to end).
+    var status: Int32? {
+        exit.value.withLock { recorded in
+            if recorded == nil { recorded = Self.zombieStatus(of: pid) }
+            return recorded
+        }
+    }
 
     /// The exit status of `pid` if it is a zombie, from `/proc/<pid>/stat` (state, field 3, and the
     /// status as `waitpid` reports it, field 52); nil otherwise.

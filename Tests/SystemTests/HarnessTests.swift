@@ -83,4 +83,18 @@ struct HarnessTests {
         #expect(await child.waitForExit(timeout: .seconds(5)) == 3)
         #expect(ContinuousClock.now - started < .seconds(2))
     }
+
+    /// Read from `/proc` while the child is a zombie, then reaped by Foundation before its
+    /// termination handler records it, the status went back to nil: 447 and 956 such reads in two runs
+    /// of this test before the fix, and a `psql` reported as not finishing within 60 s in CI.
+    @Test("an ended child's exit status, once seen, stays seen while Foundation reaps it")
+    func exitStatusStaysSeen() async throws {
+        var lapses = 0
+        for _ in 0..<100 {
+            let child = try ChildProcess(["/bin/sh", "-c", "exit 7"])
+            try #require(await eventually(timeout: .seconds(5), interval: .zero) { child.status != nil })
+            for _ in 0..<2000 where child.status != 7 { lapses += 1 }
+        }
+        #expect(lapses == 0)
+    }
 }
