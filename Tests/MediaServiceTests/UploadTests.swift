@@ -121,9 +121,8 @@ struct UploadTests {
         try await media.sendChunk(fay, upload: started.uploadId, png, index: 0, on: client)
         #expect(try media.partFiles().contains("\(started.uploadId).part"))
 
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try media.partFiles().contains("\(started.uploadId).part"), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(200))
+        _ = try await eventually(timeout: .seconds(20), interval: .milliseconds(200)) {
+            try !media.partFiles().contains("\(started.uploadId).part")
         }
         #expect(try !media.partFiles().contains("\(started.uploadId).part"))
         let rows = try await media.stack.database.query(

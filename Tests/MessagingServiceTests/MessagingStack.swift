@@ -114,12 +114,7 @@ final class LiveStream: Sendable {
     func wait(for count: Int = 1, timeout: Duration = .seconds(5), where filter: @escaping (JSONValue) -> Bool) async throws
         -> [JSONValue]
     {
-        let deadline = ContinuousClock.now.advanced(by: timeout)
-        while ContinuousClock.now < deadline {
-            let matching = events(where: filter)
-            if matching.count >= count { return matching }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        _ = await eventually(timeout: timeout, interval: .milliseconds(10)) { events(where: filter).count >= count }
         return events(where: filter)
     }
 

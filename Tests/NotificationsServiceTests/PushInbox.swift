@@ -1,5 +1,6 @@
 import RPC
 import Synchronization
+import TestSupport
 
 /// Collects a connection's pushes from one long-lived task, so that a test can wait for some with a
 /// timeout without cancelling the read (cancelling it would end the connection's stream).
@@ -25,12 +26,7 @@ final class PushInbox: Sendable {
 
     /// The next `count` pushes, or fewer when they do not all come `within`.
     func take(_ count: Int, within timeout: Duration) async -> [RPCNotification] {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let ready = received.items.withLock { $0.count >= count }
-            if ready { break }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
+        _ = await eventually(timeout: timeout, interval: .milliseconds(2)) { received.items.withLock { $0.count >= count } }
         return received.items.withLock { received in
             let taken = Array(received.prefix(count))
             received.removeFirst(taken.count)

@@ -70,11 +70,6 @@ import Testing
     }
 
     static func waitFor(_ client: RPCClient, instances: Set<String>) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while Set(client.instances) != instances {
-            if ContinuousClock.now > deadline { return false }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return true
+        await eventually(timeout: .seconds(5)) { Set(client.instances) == instances }
     }
 }

@@ -54,12 +54,8 @@ struct TimedOut: Error, CustomStringConvertible {
 func eventually(
     _ what: String, timeout: Duration = .seconds(10), _ condition: () async throws -> Bool
 ) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else {
-            throw TimedOut(description: "timed out waiting for \(what)")
-        }
-        try await Task.sleep(for: .milliseconds(10))
+    guard try await TestSupport.eventually(timeout: timeout, interval: .milliseconds(10), condition) else {
+        throw TimedOut(description: "timed out waiting for \(what)")
     }
 }
 

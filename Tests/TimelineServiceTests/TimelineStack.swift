@@ -112,11 +112,8 @@ final class TimelineStack: Sendable {
     /// Waits until every event reached the timeline service and it acknowledged them: both
     /// outboxes empty, and the `timeline` group of each stream at its end with nothing pending.
     func settle(timeout: Duration = .seconds(30)) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if try await isSettled() { return }
-            guard ContinuousClock.now < deadline else { throw TestFailure("events were not consumed within \(timeout)") }
-            try await Task.sleep(for: .milliseconds(20))
+        guard try await eventually(timeout: timeout, { try await isSettled() }) else {
+            throw TestFailure("events were not consumed within \(timeout)")
         }
     }
 

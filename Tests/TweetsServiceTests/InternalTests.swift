@@ -198,10 +198,6 @@ extension InternalTests {
 
 /// Waits until `condition` holds, for at most `timeout`.
 func poll(timeout: Duration = .seconds(15), _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now.advanced(by: timeout)
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    #expect(Bool(false), "condition did not hold within \(timeout)")
+    let held = try await eventually(timeout: timeout, interval: .milliseconds(50), condition)
+    #expect(held, "condition did not hold within \(timeout)")
 }
