@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import RPC
+@testable import RPC
 import TestSupport
 import Synchronization
 import Testing
@@ -174,7 +174,7 @@ import Testing
         }
         // A restart takes a moment, long enough for the client to see its connections closed; a call
         // written in the instant before it sees that is lost like any call in flight at a crash.
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await eventually { await client.openConnectionCount() == 0 })
         try await withRPCServer(router, port: port) { _, _ in
             for _ in 0..<8 {
                 let difference = try await client.call("subtract", params: SubtractParams(minuend: 2, subtrahend: 1), as: Int.self)

@@ -209,15 +209,27 @@ public final class RPCClient: Sendable {
 
     /// Closes every connection; later calls fail with `unavailable`.
     public func shutdown() async {
-        let tasks = state.withLock { state in
+        state.withLock { state in
             state.shutDown = true
             state.resolver?.cancel()
             state.healthChecker?.cancel()
-            return state.endpoints.flatMap { $0.slots.compactMap { $0 } }
         }
+        for connection in await pooledConnections() { await connection.close() }
+    }
+
+    /// The connections of the pool that were made (whether still open or not).
+    private func pooledConnections() async -> [RPCClientConnection] {
+        let tasks = state.withLock { state in state.endpoints.flatMap { $0.slots.compactMap { $0 } } }
+        var connections: [RPCClientConnection] = []
         for task in tasks {
-            if let connection = try? await task.value { await connection.close() }
+            if let connection = try? await task.value { connections.append(connection) }
         }
+        return connections
+    }
+
+    /// How many connections of the pool are open, for tests.
+    func openConnectionCount() async -> Int {
+        await pooledConnections().filter(\.isActive).count
     }
 
     /// A connection to an instance other than `excluded` (an endpoint id) when there is one.
