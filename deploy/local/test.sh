@@ -2,7 +2,8 @@
 # Builds everything and runs the whole test suite: the one test command.
 #
 #   deploy/local/test.sh                     all tests, one test target after another
-#   deploy/local/test.sh --filter Harness    extra arguments go to a single `swift test`
+#   deploy/local/test.sh --filter Harness    with --filter, the arguments go to a single `swift test`
+#   deploy/local/test.sh --skip-build        other arguments go to each target's `swift test`
 #
 # The tests start their own Postgres and Redis (random ports, temporary folders), so this only
 # installs the programs. Set AVIARY_JOBS to limit parallel build jobs.
@@ -20,9 +21,12 @@ jobs=()
 [ -n "${AVIARY_JOBS:-}" ] && jobs=(--jobs "$AVIARY_JOBS")
 
 swift build --build-tests "${jobs[@]}"
-if [ "$#" -gt 0 ]; then
-    exec swift test --skip-build "$@"
-fi
+# Tests picked with --filter run in one `swift test`; all of them at once would overload the machine.
+for argument in "$@"; do
+    case "$argument" in
+        --filter | --filter=*) exec swift test --skip-build "$@" ;;
+    esac
+done
 
 # A target still running after this many seconds has hung (a whole target takes a minute or two):
 # it fails with what it was doing, instead of holding CI until CI's own time runs out.
@@ -33,12 +37,13 @@ trap 'rm -rf "$logs"' EXIT
 # Runs one test target under the watchdog, its output shown and kept in $logs/<target>.
 run_target() {
     local target="$1" log="$logs/$1" pid waited=0
+    shift
     # In a process group of its own (job control on), so that all of it can be killed at once.
     set -m
     (
         set -o pipefail
         # Line-buffered, so the log is up to date when the watchdog reads it.
-        stdbuf -oL -eL swift test --skip-build --filter "^$target\\." 2>&1 | tee "$log"
+        stdbuf -oL -eL swift test --skip-build --filter "^$target\\." "$@" 2>&1 | tee "$log"
     ) &
     pid=$!
     set +m
@@ -80,7 +85,7 @@ for folder in Tests/*/; do
     [ "$target" = Support ] && continue
     say "Tests: $target"
     started=$SECONDS
-    if ! run_target "$target"; then
+    if ! run_target "$target" "$@"; then
         failed+=("$target")
     fi
     say "Tests: $target took $((SECONDS - started)) s"
