@@ -20,8 +20,6 @@ enum TweetCursor {
         return cursor
     }
 
-    static func after(id: Int64) -> KeysetCursor { KeysetCursor(key: id, id: id) }
-
     private static let invalid = RPCError.validation("cursor is not a cursor this service returned", field: "cursor")
 }
 
@@ -132,9 +130,6 @@ extension TweetStore {
     /// Runs a page query whose last parameter is the limit, asking one row more to learn whether a
     /// next page exists.
     private func idPage(_ sql: String, _ parameters: [any PostgresEncodable], limit: Int) async throws -> KeysetPage {
-        let rows = try await postgres.query(sql, parameters + [limit + 1])
-        let ids = try rows.prefix(limit).map { try $0.decode(Int64.self, at: 0) }
-        let next = rows.count > limit ? ids.last.map(TweetCursor.after(id:)) : nil
-        return KeysetPage(ids: ids, next: next)
+        try KeysetPage(rows: try await postgres.query(sql, parameters + [limit + 1]), limit: limit, keyColumn: 0)
     }
 }

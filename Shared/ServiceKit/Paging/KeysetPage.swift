@@ -7,16 +7,12 @@ public struct KeysetPage: Sendable {
     /// Where the next page starts; nil on the last page.
     public var next: KeysetCursor?
 
-    public init(ids: [Int64], next: KeysetCursor?) {
-        self.ids = ids
-        self.next = next
-    }
-
-    /// The page in `rows` of (id, sort key), read with `LIMIT limit + 1`: the extra row only tells
-    /// that a next page exists, which starts after the last row kept.
-    public init(rows: PostgresRows, limit: Int) throws {
+    /// The page in `rows`, read with `LIMIT limit + 1`: each row holds an id (column 0) and the
+    /// list's sort key (column `keyColumn`; 0 for a list ordered by id alone). The extra row only
+    /// tells that a next page exists, which starts after the last row kept.
+    public init(rows: PostgresRows, limit: Int, keyColumn: Int = 1) throws {
         ids = try rows.prefix(limit).map { try $0.decode(Int64.self, at: 0) }
         guard rows.count > limit, let last = ids.last else { return }
-        next = KeysetCursor(key: try rows[ids.count - 1].decode(Int64.self, at: 1), id: last)
+        next = KeysetCursor(key: try rows[ids.count - 1].decode(Int64.self, at: keyColumn), id: last)
     }
 }
