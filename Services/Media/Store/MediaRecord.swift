@@ -19,23 +19,9 @@ struct MediaRecord: Sendable {
     static let columns = """
         id, owner_id, purpose, conversation_id, content_type, byte_size, sha256, width, height, duration_ms
         """
+}
 
-    init(
-        id: Int64, ownerID: Int64, purpose: MediaPurpose, conversationID: Int64?, type: MediaType, byteSize: Int64,
-        sha256: String, width: Int?, height: Int?, durationMs: Int64?
-    ) {
-        self.id = id
-        self.ownerID = ownerID
-        self.purpose = purpose
-        self.conversationID = conversationID
-        self.type = type
-        self.byteSize = byteSize
-        self.sha256 = sha256
-        self.width = width
-        self.height = height
-        self.durationMs = durationMs
-    }
-
+extension MediaRecord {
     /// Reads a row selected with ``columns``.
     init(row: PostgresRow) throws {
         id = try row.decode(Int64.self, at: 0)

@@ -23,23 +23,9 @@ struct UploadRecord: Sendable {
     static let columns = """
         id, owner_id, purpose, conversation_id, content_type, byte_size, declared_sha256, chunk_bytes, received, expires_at
         """
+}
 
-    init(
-        id: Int64, ownerID: Int64, purpose: MediaPurpose, conversationID: Int64?, type: MediaType, byteSize: Int64,
-        declaredSHA256: String?, chunkBytes: Int, received: Int64, expiresAt: Date
-    ) {
-        self.id = id
-        self.ownerID = ownerID
-        self.purpose = purpose
-        self.conversationID = conversationID
-        self.type = type
-        self.byteSize = byteSize
-        self.declaredSHA256 = declaredSHA256
-        self.chunkBytes = chunkBytes
-        self.received = received
-        self.expiresAt = expiresAt
-    }
-
+extension UploadRecord {
     /// Reads a row selected with ``columns``.
     init(row: PostgresRow) throws {
         id = try row.decode(Int64.self, at: 0)

@@ -14,21 +14,9 @@ struct NotificationRow: Sendable, Hashable {
 
     /// The columns `init(row:)` reads, in order.
     static let columns = "id, recipient_id, type, actor_id, tweet_id, conversation_id, created_at, read"
+}
 
-    init(
-        id: Int64, recipient: Int64, kind: NotificationKind, actor: Int64, tweet: Int64?, conversation: Int64?,
-        createdAt: Date, read: Bool
-    ) {
-        self.id = id
-        self.recipient = recipient
-        self.kind = kind
-        self.actor = actor
-        self.tweet = tweet
-        self.conversation = conversation
-        self.createdAt = createdAt
-        self.read = read
-    }
-
+extension NotificationRow {
     init(row: PostgresRow) throws {
         id = try row.decode(Int64.self, at: 0)
         recipient = try row.decode(Int64.self, at: 1)
