@@ -111,15 +111,3 @@ final class MediaStack: Sendable {
         return String(url[range.lowerBound...])
     }
 }
-
-/// The RPC error `body` threw, if any.
-func rpcError(_ body: () async throws -> Void) async -> RPCError? {
-    do {
-        try await body()
-        return nil
-    } catch let error as RPCError {
-        return error
-    } catch {
-        return RPCError.internalError("unexpected \(error)")
-    }
-}

@@ -35,15 +35,7 @@ struct MessagingStack: Sendable {
 
     /// The error a call fails with (nil when it succeeds).
     func refusal(_ method: String, _ params: [String: JSONValue] = [:], as user: StackUser?) async -> RPCError? {
-        do {
-            _ = try await stack.call("messaging", "messaging.\(method)", params, as: user, decoding: JSONValue.self)
-            return nil
-        } catch let error as RPCError {
-            return error
-        } catch {
-            Issue.record("unexpected error \(error)")
-            return nil
-        }
+        await rpcError { _ = try await stack.call("messaging", "messaging.\(method)", params, as: user, decoding: JSONValue.self) }
     }
 
     func users(_ count: Int, _ name: String = "m") async throws -> [StackUser] {

@@ -5,18 +5,6 @@ import RPC
 import TestSupport
 import Testing
 
-/// The RPC error `body` throws, or nil if it succeeds (or throws something else).
-func rpcError(_ body: () async throws -> Void) async -> RPCError? {
-    do {
-        try await body()
-        return nil
-    } catch let error as RPCError {
-        return error
-    } catch {
-        return nil
-    }
-}
-
 /// The `graph` events of the edge `follower → followee` since `since`, oldest first.
 func edgeEvents(_ stack: GraphStack, since: Date, follower: EntityID, followee: EntityID) async throws -> [GraphEvent] {
     try await stack.events(since: since).filter {

@@ -97,18 +97,6 @@ struct TweetEvent: Hashable {
     }
 }
 
-/// The RPC error `body` throws, or nil if it succeeds (or throws something else).
-func rpcError(_ body: () async throws -> Void) async -> RPCError? {
-    do {
-        try await body()
-        return nil
-    } catch let error as RPCError {
-        return error
-    } catch {
-        return nil
-    }
-}
-
 /// A page of tweets.
 struct TweetPage: Decodable {
     var items: [Tweet]
