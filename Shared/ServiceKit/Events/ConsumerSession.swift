@@ -86,7 +86,7 @@ struct ConsumerSession {
                 // Whatever was read but not acknowledged is pending on this consumer: read it first.
                 readsOwnPending = true
                 let delay = redisFailures.next()
-                if redisFailures.failures == 1 || redisFailures.failures.isMultiple(of: 20) {
+                if redisFailures.isWorthLogging {
                     logger.warning(
                         "reading events failed; retrying",
                         metadata: [

@@ -109,7 +109,7 @@ public struct OutboxRelay: Service {
                 if serviceIsStopping { break }
                 redisSuspect = error is RedisError || error is EventStreamFailure
                 let delay = failures.next()
-                if failures.failures == 1 || failures.failures.isMultiple(of: 20) {
+                if failures.isWorthLogging {
                     logger.warning(
                         "relaying outbox events failed; the rows stay in the outbox and will be retried",
                         metadata: [

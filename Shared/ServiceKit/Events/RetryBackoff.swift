@@ -19,6 +19,12 @@ struct RetryBackoff {
         return min(initial * (1 << min(failures - 1, 20)), maximum)
     }
 
+    /// Whether the latest failure deserves a log line: the first, then every 20th, so that a long
+    /// outage writes a line now and then rather than one per retry.
+    var isWorthLogging: Bool {
+        failures == 1 || (failures > 0 && failures.isMultiple(of: 20))
+    }
+
     mutating func reset() {
         failures = 0
     }
