@@ -81,7 +81,7 @@ struct Messaging: Sendable {
             access: .user, handler: presenceOf)
         router.register(
             "messaging.subscribe",
-            summary: "Opens a subscription on this connection: notifications messaging.event with {subscription, event}, event.type one of message, typing, read, presence, conversation (and resync: events may have been missed, reload). A user holds at most \(hub.subscriptionsPerUserAndConnection) subscriptions on one connection (conflict beyond).",
+            summary: "Opens a subscription on this connection: notifications messaging.event with {subscription, event}, event.type one of message, typing, read, presence, conversation (and resync: events may have been missed, reload; unsubscribed, reason unauthenticated, last when the session that subscribed ends: logout, password change). A user holds at most \(hub.subscriptionsPerUserAndConnection) subscriptions on one connection (conflict beyond).",
             access: .user, handler: subscribe)
         router.register(
             "messaging.unsubscribe", summary: "Ends a subscription opened on this connection.", access: .user,

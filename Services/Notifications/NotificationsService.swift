@@ -56,7 +56,8 @@ struct NotificationsService: Sendable {
             summary: """
                 Subscribes to the caller's notifications, on this connection: events {type: "notification", notification} \
                 as they are made, {type: "withdrawn", notificationId} when an unlike, unfollow or deletion takes one back, \
-                and {type: "resync"} when some may have been missed (fetch the list). With lastId, the notifications \
+                {type: "resync"} when some may have been missed (fetch the list), and {type: "unsubscribed", reason: \
+                "unauthenticated"} last when the session that subscribed ends (logout, password change). With lastId, the notifications \
                 after it are sent first, oldest first (at most 1,000, then a resync), with no gap or repeat before the live ones. \
                 A user holds at most \(feed.hub.subscriptionsPerUserAndConnection) subscriptions on one connection (conflict beyond).
                 """,

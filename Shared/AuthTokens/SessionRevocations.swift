@@ -39,6 +39,9 @@ public final class SessionRevocations: Sendable {
         /// The heartbeat sent and not yet seen back.
         var pendingBeat: String?
         var beats = 0
+        /// The streams of ``endedSessions()``.
+        var sinks: [Int: AsyncStream<[Int64]>.Continuation] = [:]
+        var nextSink = 0
     }
 
     public init(redis: RedisClient, tokenLifetime: Duration, heartbeatInterval: Duration = .seconds(1)) {
@@ -53,9 +56,11 @@ public final class SessionRevocations: Sendable {
         guard !sessionIDs.isEmpty else { return }
         let now = Date().millisecondsSince1970
         let expiry = now + tokenLifetime.components.seconds * 1000 + 60_000
-        state.withLock { state in
+        let sinks = state.withLock { state in
             for id in sessionIDs { state.revoked[id] = expiry }
+            return Array(state.sinks.values)
         }
+        for sink in sinks { sink.yield(sessionIDs) }
         let ids = sessionIDs.map { String($0) }
         _ = try await redis.pipeline([
             ["ZADD", RedisArgument(Self.key)] + ids.flatMap { [RedisArgument(expiry), RedisArgument($0)] },
@@ -74,6 +79,31 @@ public final class SessionRevocations: Sendable {
         if let known { return known }
         let score = try await redis.send(["ZSCORE", RedisArgument(Self.key), RedisArgument(sessionID)])
         return (score.string.flatMap { Double($0) } ?? 0) > Double(now)
+    }
+
+    /// Whether this process already knows `sessionID` to be revoked, without asking Redis: for a
+    /// subscription opened while ``endedSessions()`` announced its session.
+    public func isKnownRevoked(sessionID: Int64) -> Bool {
+        let now = Date().millisecondsSince1970
+        return state.withLock { ($0.revoked[sessionID] ?? 0) > now }
+    }
+
+    /// The sessions this process learns are revoked, in batches: by ``revoke(sessionIDs:)`` here, by
+    /// another process's announcement, and, after the watch could not vouch for its copy, every
+    /// revoked session again once it has reloaded the set (it may have missed some meanwhile). For
+    /// what outlives a single call, such as a live subscription, which must end with its session.
+    public func endedSessions() -> AsyncStream<[Int64]> {
+        // Unbounded: revocations are rare, and one dropped would leave a stream open.
+        let (stream, continuation) = AsyncStream.makeStream(of: [Int64].self)
+        let sink = state.withLock { state in
+            defer { state.nextSink += 1 }
+            state.sinks[state.nextSink] = continuation
+            return state.nextSink
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.sinks.removeValue(forKey: sink) }
+        }
+        return stream
     }
 
     /// Whether checks are answered from memory now (for tests and diagnostics).
@@ -163,11 +193,12 @@ public final class SessionRevocations: Sendable {
         switch words[0] {
         case "r":
             guard let expiry = Int64(words[1]) else { return }
-            state.withLock { state in
-                for id in words.dropFirst(2).compactMap({ Int64($0) }) {
-                    state.revoked[id] = max(state.revoked[id] ?? 0, expiry)
-                }
+            let ids = words.dropFirst(2).compactMap { Int64($0) }
+            let sinks = state.withLock { state in
+                for id in ids { state.revoked[id] = max(state.revoked[id] ?? 0, expiry) }
+                return Array(state.sinks.values)
             }
+            for sink in sinks { sink.yield(ids) }
         case "b":
             let epoch: Int? = state.withLock { state in
                 guard state.pendingBeat == String(words[1]) else { return nil }
@@ -200,9 +231,13 @@ public final class SessionRevocations: Sendable {
             else { continue }
             loaded[id] = Int64(expiry)
         }
-        state.withLock { state in
+        let sinks = state.withLock { state in
             state.revoked.merge(loaded) { max($0, $1) }
             if state.epoch == epoch { state.trusted = true }
+            return Array(state.sinks.values)
+        }
+        if !loaded.isEmpty {
+            for sink in sinks { sink.yield(Array(loaded.keys)) }
         }
     }
 }

@@ -168,4 +168,29 @@ struct LiveTests {
         #expect(joined.first?["change"]?.stringValue == "membersAdded")
         #expect(joined.first?["userIds"]?.arrayValue?.compactMap(\.stringValue) == [users[2].id.description])
     }
+
+    @Test("logging out ends the session's subscriptions on every instance at once, with a last event saying so")
+    func logoutEndsSubscriptions() async throws {
+        let fixture = try await MessagingStack.shared()
+        let users = try await fixture.users(2, "bye")
+        let (a, b) = (users[0], users[1])
+        let conversation = try await fixture.direct(a, b)
+        let aHere = try await fixture.subscribe(a)
+        let aThere = try await fixture.subscribe(a, on: fixture.extra)
+        let bLive = try await fixture.subscribe(b, on: fixture.extra)
+        defer { Task { await aHere.close(); await aThere.close(); await bLive.close() } }
+
+        let _: JSONValue = try await fixture.stack.call("auth", "auth.logout", as: a)
+        let ended: @Sendable (JSONValue) -> Bool = { $0["type"]?.stringValue == "unsubscribed" }
+        for stream in [aHere, aThere] {
+            #expect(try await stream.wait(for: 1, where: ended).first?["reason"]?.stringValue == "unauthenticated")
+        }
+        let message = try await fixture.send("after the logout", to: conversation, as: b)
+        let delivered: @Sendable (JSONValue) -> Bool = { $0["message"]?["id"]?.stringValue == message.id.description }
+        try await bLive.wait(for: 1, where: delivered)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(aHere.events(where: delivered).isEmpty && aThere.events(where: delivered).isEmpty)
+        #expect(bLive.events(where: ended).isEmpty, "another user's subscription goes on")
+        await #expect { _ = try await fixture.subscribe(a) } throws: { ($0 as? RPCError)?.reason == "unauthenticated" }
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import AuthTokens
 import Logging
 import RPC
 import Redis
@@ -17,7 +18,7 @@ import TestSupport
             RedisClient(configuration: try RedisConfiguration(url: server.url + "/\($0)", poolSize: 2), logger: logger)
         }
         let service = "hubdb\(UInt32.random(in: 0...UInt32.max))"
-        let hubs = clients.map { LiveHub(service: service, redis: $0, logger: logger) }
+        let hubs = clients.map { LiveHub(service: service, redis: $0, revocations: nil, logger: logger) }
         let subscriber = RedisSubscriber(configuration: clients[1].configuration, logger: logger)
         let heard = try await subscriber.subscribe(hubs[1].channel(of: 5))
         // The same service and user id on the other database reaches nobody here; its own does.
@@ -81,7 +82,7 @@ import TestSupport
             }
             _ = try await connection.subscribe(user: 32)
             _ = try await another.subscribe(user: 31)
-            _ = try await connection.call("live.unsubscribe", ["subscription": .string(subscriptions[0])])
+            _ = try await connection.call("live.unsubscribe", ["subscription": .string(subscriptions[0]), "user": 31])
             _ = try await connection.subscribe(user: 31)
             #expect(first.hub.subscriptionCount == limit + 2)
             for each in [connection, another] { await each.close() }
@@ -95,11 +96,11 @@ import TestSupport
             _ = try await connection.subscribe(user: 22)
             #expect(second.hub.subscriptionCount == 2)
             let presence = second.hub.presenceChanges()
-            _ = try await connection.call("live.unsubscribe", ["subscription": .string(subscription)])
+            _ = try await connection.call("live.unsubscribe", ["subscription": .string(subscription), "user": 21])
             #expect(second.hub.subscriptionCount == 1 && !second.hub.isConnectedHere(21))
             try await first.hub.publish(to: [21], event: RawJSON(unchecked: Array(#"{"n":1}"#.utf8)))
             #expect(try await connection.events(1, within: .milliseconds(300)).isEmpty)
-            await expectFailure { _ = try await connection.call("live.unsubscribe", ["subscription": .string(subscription)]) }
+            await expectFailure { _ = try await connection.call("live.unsubscribe", ["subscription": .string(subscription), "user": 21]) }
             await connection.close()
             #expect(await eventually { second.hub.subscriptionCount == 0 })
             var changes: [LiveHub.PresenceChange] = []
@@ -135,10 +136,49 @@ import TestSupport
         }
     }
 
+    @Test func aRevokedSessionsSubscriptionsEndOnEveryInstanceAndOthersGoOn() async throws {
+        try await withHubs { first, second in
+            let (a, b, c) = (try await first.connect(), try await second.connect(), try await second.connect())
+            let onFirst = try await a.subscribe(user: 51, session: 501)
+            let onSecond = try await b.subscribe(user: 51, session: 501)
+            _ = try await c.subscribe(user: 51, session: 502)
+            try await first.revocations.revoke(sessionIDs: [501])
+            for (client, subscription) in [(a, onFirst), (b, onSecond)] {
+                let last = try await client.events(1)
+                #expect(last.map(\.subscription) == [subscription])
+                #expect(last.first?.event == ["type": "unsubscribed", "reason": "unauthenticated"])
+            }
+            #expect(await eventually { first.hub.subscriptionCount == 0 && second.hub.subscriptionCount == 1 })
+            try await first.hub.publish(to: [51], event: RawJSON(unchecked: Array(#"{"n":1}"#.utf8)))
+            #expect(try await c.events(1).map { $0.event["n"]?.intValue } == [1], "the other session's subscription goes on")
+            #expect(try await a.events(1, within: .milliseconds(300)).isEmpty)
+            #expect(try await b.events(1, within: .milliseconds(300)).isEmpty)
+            // A subscription that arrives after the revocation (its token checked just before) is refused.
+            await #expect { _ = try await b.subscribe(user: 51, session: 501) } throws: {
+                ($0 as? RPCError)?.code == -32001
+            }
+            #expect(second.hub.subscriptionCount == 1)
+            for client in [a, b, c] { await client.close() }
+        }
+    }
+
+    @Test func aUserCannotEndAnotherUsersSubscriptionOnASharedConnection() async throws {
+        try await withHubs { first, _ in
+            let gateway = try await first.connect()
+            let theirs = try await gateway.subscribe(user: 61)
+            _ = try await gateway.subscribe(user: 62)
+            await expectFailure { _ = try await gateway.call("live.unsubscribe", ["subscription": .string(theirs), "user": 62]) }
+            #expect(first.hub.subscriptionCount == 2)
+            _ = try await gateway.call("live.unsubscribe", ["subscription": .string(theirs), "user": 61])
+            #expect(first.hub.subscriptionCount == 1)
+            await gateway.close()
+        }
+    }
+
     @Test func aReaderThatStopsReadingIsDisconnectedAndForgotten() async throws {
         try await withHubs { first, second in
             let reader = try RPCLineClient(port: second.port)
-            try reader.send(#"{"jsonrpc":"2.0","id":1,"method":"live.subscribe","params":{"user":41}}"# + "\n")
+            try reader.send(#"{"jsonrpc":"2.0","id":1,"method":"live.subscribe","params":{"user":41,"session":41}}"# + "\n")
             #expect(await eventually { second.hub.subscriptionCount == 1 })
             let healthy = try await second.connect()
             _ = try await healthy.subscribe(user: 42)
@@ -158,15 +198,19 @@ import TestSupport
 
 // MARK: - Harness
 
-/// One "instance": a hub and an RPC server whose `live.subscribe {user, holding?}` uses it.
+/// One "instance": a hub and an RPC server whose `live.subscribe {user, session?, holding?}` uses it
+/// (the session defaults to the user's id), and the revocations it watches.
 final class HubInstance: Sendable {
     let hub: LiveHub
     let port: Int
+    /// What auth would use to end sessions: announced to both instances' watches.
+    let revocations: SessionRevocations
     private let opened: LockedConnections
 
-    init(hub: LiveHub, port: Int, opened: LockedConnections) {
+    init(hub: LiveHub, port: Int, revocations: SessionRevocations, opened: LockedConnections) {
         self.hub = hub
         self.port = port
+        self.revocations = revocations
         self.opened = opened
     }
 
@@ -202,9 +246,10 @@ struct HubClient: Sendable {
         var subscription: String
     }
 
-    func subscribe(user: Int64, holding: Bool = false) async throws -> String {
+    func subscribe(user: Int64, session: Int64? = nil, holding: Bool = false) async throws -> String {
         try await connection.call(
-            "live.subscribe", params: ["user": JSONValue.int(user), "holding": .bool(holding)], as: Subscribed.self
+            "live.subscribe", params: ["user": JSONValue.int(user), "session": .int(session ?? user), "holding": .bool(holding)],
+            as: Subscribed.self
         ).subscription
     }
 
@@ -225,11 +270,13 @@ struct HubClient: Sendable {
 
 private struct SubscribeParams: Decodable, Sendable {
     var user: Int64
+    var session: Int64
     var holding: Bool?
 }
 
 private struct UnsubscribeParams: Decodable, Sendable {
     var subscription: String
+    var user: Int64
 }
 
 private struct Subscription: Codable, Sendable {
@@ -243,26 +290,32 @@ func withHubs(_ body: @Sendable (HubInstance, HubInstance) async throws -> Void)
     let logger = Logger(label: "LiveHubTests")
     let redis = RedisClient(configuration: try RedisConfiguration(url: server.url + "/10", poolSize: 4), logger: logger)
     let service = "hubtest\(UInt32.random(in: 0...UInt32.max))"
-    let hubs = [LiveHub(service: service, redis: redis, logger: logger), LiveHub(service: service, redis: redis, logger: logger)]
-    let running = hubs.map { hub in Task { try await hub.run() } }
+    // Each instance watches revocations as a service process does; a third stands for auth.
+    let watches = (0..<3).map { _ in SessionRevocations(redis: redis, tokenLifetime: .seconds(60)) }
+    let hubs = watches.prefix(2).map { LiveHub(service: service, redis: redis, revocations: $0, logger: logger) }
+    let running = hubs.map { hub in Task { try await hub.run() } } + watches.map { watch in Task { await watch.watch(logger: logger) } }
     defer {
         for task in running { task.cancel() }
     }
-    guard await eventually({ hubs.allSatisfy(\.isListening) }) else { throw HubTestError("the hubs never subscribed") }
+    guard await eventually({ hubs.allSatisfy(\.isListening) && watches.allSatisfy(\.isWatching) }) else {
+        throw HubTestError("the hubs never subscribed")
+    }
     let opened = [LockedConnections(), LockedConnections()]
     let routers = zip(hubs, opened).map { hub, opened in
         var router = RPCRouter(service: service, version: "1", logger: logger)
         router.register("live.subscribe", summary: "Subscribes as user.", access: .anonymous) {
             (params: SubscribeParams, context) -> Subscription in
             guard let connection = context.connection,
-                let id = try hub.subscribe(user: params.user, connection: connection, holding: params.holding ?? false)
+                let id = try hub.subscribe(
+                    user: params.user, session: params.session, connection: connection, holding: params.holding ?? false)
             else { throw RPCError.unavailable("closed") }
             opened.add(connection)
             return Subscription(subscription: id)
         }
         router.register("live.unsubscribe", summary: "Ends a subscription.", access: .anonymous) {
             (params: UnsubscribeParams, context) -> Empty in
-            guard let connection = context.connection, hub.unsubscribe(params.subscription, connection: connection) else {
+            guard let connection = context.connection, hub.unsubscribe(params.subscription, user: params.user, connection: connection)
+            else {
                 throw RPCError.notFound("no such subscription")
             }
             return Empty()
@@ -272,8 +325,8 @@ func withHubs(_ body: @Sendable (HubInstance, HubInstance) async throws -> Void)
     try await withRPCServer(routers[0]) { firstPort, _ in
         try await withRPCServer(routers[1]) { secondPort, _ in
             try await body(
-                HubInstance(hub: hubs[0], port: firstPort, opened: opened[0]),
-                HubInstance(hub: hubs[1], port: secondPort, opened: opened[1]))
+                HubInstance(hub: hubs[0], port: firstPort, revocations: watches[2], opened: opened[0]),
+                HubInstance(hub: hubs[1], port: secondPort, revocations: watches[2], opened: opened[1]))
         }
     }
     for task in running {

@@ -57,10 +57,10 @@ extension Messaging {
 
     @Sendable func subscribe(_ params: Empty, _ context: RPCContext) async throws -> SubscriptionResult {
         let caller = try context.requireUser()
-        guard let connection = context.connection else {
+        guard let connection = context.connection, let principal = context.principal else {
             throw RPCError.validation("messaging.subscribe needs a connection to push events on", field: "subscription")
         }
-        guard let id = try hub.subscribe(user: caller, connection: connection) else {
+        guard let id = try hub.subscribe(principal, connection: connection) else {
             throw RPCError.unavailable("the connection closed")
         }
         do {
@@ -73,7 +73,7 @@ extension Messaging {
 
     @Sendable func unsubscribe(_ params: UnsubscribeParams, _ context: RPCContext) async throws -> Empty {
         let caller = try context.requireUser()
-        guard let connection = context.connection, hub.unsubscribe(params.subscription, connection: connection) else {
+        guard let connection = context.connection, hub.unsubscribe(params.subscription, user: caller, connection: connection) else {
             throw RPCError.notFound("no subscription \(params.subscription) is open on this connection")
         }
         await recordCall(caller, context)

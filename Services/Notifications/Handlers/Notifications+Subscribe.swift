@@ -9,12 +9,12 @@ extension NotificationsService {
 
     @Sendable func subscribe(_ params: SubscribeParams, _ context: RPCContext) async throws -> SubscriptionResult {
         let user = try context.requireUser()
-        guard let connection = context.connection else {
+        guard let connection = context.connection, let principal = context.principal else {
             throw RPCError.validation("subscriptions need a connection of their own", field: "subscription")
         }
         // With lastId, live events are held from now on, so the catch-up read misses none: every
         // notification is either stored before the read or published after the hold began.
-        guard let id = try feed.hub.subscribe(user: user, connection: connection, holding: params.lastId != nil) else {
+        guard let id = try feed.hub.subscribe(principal, connection: connection, holding: params.lastId != nil) else {
             throw RPCError.unavailable("the connection closed")
         }
         if let lastSeen = params.lastId?.value {
@@ -53,8 +53,8 @@ extension NotificationsService {
     }
 
     @Sendable func unsubscribe(_ params: UnsubscribeParams, _ context: RPCContext) async throws -> Empty {
-        _ = try context.requireUser()
-        guard let connection = context.connection, feed.hub.unsubscribe(params.subscription, connection: connection) else {
+        let user = try context.requireUser()
+        guard let connection = context.connection, feed.hub.unsubscribe(params.subscription, user: user, connection: connection) else {
             throw RPCError.notFound("no subscription \(params.subscription.prefix(40)) on this connection")
         }
         return Empty()

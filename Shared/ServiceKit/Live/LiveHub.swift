@@ -1,3 +1,4 @@
+import AuthTokens
 import Logging
 import Synchronization
 import RPC
@@ -14,7 +15,10 @@ import ServiceLifecycle
 ///   each event to the subscriptions of that user it holds, as the notification `<service>.event` with
 ///   params `{"subscription": "<id>", "event": <event>}` (contract §1).
 /// - Subscriptions live in a local registry (user → connection + subscription id) and leave it when
-///   the client unsubscribes or the connection closes.
+///   the client unsubscribes, the connection closes, or the sign-in session that opened the
+///   subscription is revoked (logout, a password change, a refresh token reused): that one is first
+///   sent the event `{"type":"unsubscribed","reason":"unauthenticated"}`. A token is checked when a
+///   call arrives; a stream outlives its token's expiry (as a call in flight does) but not its session.
 /// - Slow readers: ``RPCConnection/push(method:params:)`` disconnects a peer that stays over the
 ///   socket's high-water mark for many pushes in a row, so a stalled reader holds at most that
 ///   backlog; the hub itself queues nothing per subscriber except while one is held for a catch-up,
@@ -57,17 +61,24 @@ public final class LiveHub: Service, Sendable {
     /// The notification method of pushes: `<service>.event`.
     public let method: String
     private let redis: RedisClient
+    private let revocations: SessionRevocations?
     private let logger: Logger
     private let options: Options
     private let registry: LiveRegistry
     private let channelPrefix: String
     private let listening = Atomic<Bool>(false)
 
-    /// - Parameter redis: publishes go through its pool; the subscriber opens one connection of its own.
-    public init(service: String, redis: RedisClient, logger: Logger, options: Options = Options()) {
+    /// - Parameters:
+    ///   - redis: publishes go through its pool; the subscriber opens one connection of its own.
+    ///   - revocations: whose ``SessionRevocations/endedSessions()`` end the subscriptions of revoked
+    ///     sessions while the hub runs; nil only where no user signs in (tests of delivery alone).
+    public init(
+        service: String, redis: RedisClient, revocations: SessionRevocations?, logger: Logger, options: Options = Options()
+    ) {
         self.service = service
         self.method = "\(service).event"
         self.redis = redis
+        self.revocations = revocations
         var logger = logger
         logger[metadataKey: "live.service"] = "\(service)"
         self.logger = logger
@@ -86,14 +97,24 @@ public final class LiveHub: Service, Sendable {
 
     // MARK: Subscriptions
 
-    /// Opens a subscription of `user` on `connection` and returns its id (nil when the connection is
-    /// already closed). Events published to the user from now on are pushed to it. With `holding`,
-    /// they are kept instead until ``release(_:user:connection:replay:keep:)``, so that a catch-up
-    /// read after this call can be sent first without a gap or a reordering.
+    /// Opens a subscription of `principal`'s user on `connection` and returns its id (nil when the
+    /// connection is already closed). Events published to the user from now on are pushed to it,
+    /// until `principal`'s session is revoked. With `holding`, they are kept instead until
+    /// ``release(_:user:connection:replay:keep:)``, so that a catch-up read after this call can be
+    /// sent first without a gap or a reordering.
     ///
     /// - Throws: `conflict` when the user already holds `Options.perUserAndConnection` subscriptions
-    ///   on this connection.
-    public func subscribe(user: Int64, connection: RPCConnection, holding: Bool = false) throws(RPCError) -> String? {
+    ///   on this connection; `unauthenticated` when the session was revoked since its token was checked.
+    public func subscribe(_ principal: RPCPrincipal, connection: RPCConnection, holding: Bool = false) throws(RPCError)
+        -> String?
+    {
+        try subscribe(user: principal.userID, session: principal.sessionID, connection: connection, holding: holding)
+    }
+
+    /// ``subscribe(_:connection:holding:)`` for `user`, as `session`.
+    public func subscribe(user: Int64, session: Int64, connection: RPCConnection, holding: Bool = false) throws(RPCError)
+        -> String?
+    {
         let registry = self.registry
         let limit = options.perUserAndConnection
         guard registry.count(of: user, on: connection) < limit else {
@@ -108,11 +129,17 @@ public final class LiveHub: Service, Sendable {
             registry.remove(user: user, connection: connection, id: id)
         }) else { return nil }
         box.id = id
-        registry.add(user: user, connection: connection, id: id, holding: holding)
+        registry.add(user: user, session: session, connection: connection, id: id, holding: holding)
         if !connection.isActive {
             // Closed between the two steps: its cancel may have run before the entry existed.
             registry.remove(user: user, connection: connection, id: id)
             return nil
+        }
+        // Revoked after the token was checked, and announced before the entry existed: no sweep of
+        // endedSessions() saw it. (Announced later, the sweep does.)
+        if revocations?.isKnownRevoked(sessionID: session) == true {
+            _ = connection.cancelSubscription(id)
+            throw RPCError.unauthenticated("the session has ended; sign in again")
         }
         return id
     }
@@ -143,9 +170,19 @@ public final class LiveHub: Service, Sendable {
         }
     }
 
-    /// Ends a subscription of `connection`; false when there is no such subscription on it.
-    public func unsubscribe(_ subscription: String, connection: RPCConnection) -> Bool {
-        connection.cancelSubscription(subscription)
+    /// Ends `user`'s subscription on `connection`; false when `user` holds no such subscription
+    /// there (another user's on the same connection, such as a gateway's, is not theirs to end).
+    public func unsubscribe(_ subscription: String, user: Int64, connection: RPCConnection) -> Bool {
+        registry.holds(user: user, connection: connection, id: subscription) && connection.cancelSubscription(subscription)
+    }
+
+    /// Ends the subscriptions opened by any of `sessions`, each after the event
+    /// `{"type":"unsubscribed","reason":"unauthenticated"}`.
+    func endSubscriptions(ofSessions sessions: [Int64]) {
+        for (connection, subscription) in registry.subscriptions(ofSessions: Set(sessions)) {
+            connection.push(method: method, params: Self.params(subscription: subscription, event: Self.sessionEnded))
+            _ = connection.cancelSubscription(subscription)
+        }
     }
 
     /// Whether `user` has a subscription open on this instance.
@@ -192,6 +229,7 @@ public final class LiveHub: Service, Sendable {
     // MARK: Delivery
 
     static let resync = RawJSON(unchecked: Array(#"{"type":"resync"}"#.utf8))
+    static let sessionEnded = RawJSON(unchecked: Array(#"{"type":"unsubscribed","reason":"unauthenticated"}"#.utf8))
 
     static func params(subscription: String, event: RawJSON) -> RawJSON {
         var bytes = Array(#"{"subscription":""#.utf8)
@@ -226,6 +264,14 @@ public final class LiveHub: Service, Sendable {
         let subscriber = RedisSubscriber(configuration: redis.configuration, logger: logger)
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { tasks in
+                if let revocations {
+                    tasks.addTask {
+                        // The stream never ends by itself: the shutdown (or the task's cancellation) ends the loop.
+                        await cancelWhenGracefulShutdown {
+                            for await sessions in revocations.endedSessions() { self.endSubscriptions(ofSessions: sessions) }
+                        }
+                    }
+                }
                 tasks.addTask {
                     for await event in subscriber.events() where event == .reconnected {
                         self.logger.info("live delivery reconnected to Redis; subscribers are told to resync")

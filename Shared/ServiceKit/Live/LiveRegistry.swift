@@ -9,7 +9,9 @@ final class LiveRegistry: Sendable {
     struct Entry {
         let connection: RPCConnection
         let id: String
-        /// Non-nil while the subscription is held (``LiveHub/subscribe(user:connection:holding:)``).
+        /// The sign-in session that opened it: the subscription ends when the session does.
+        let session: Int64
+        /// Non-nil while the subscription is held (``LiveHub/subscribe(user:session:connection:holding:)``).
         var held: [RawJSON]?
         /// Whether events were dropped while held (more than the hold limit arrived).
         var heldOverflowed = false
@@ -54,10 +56,16 @@ final class LiveRegistry: Sendable {
         state.withLock { state in state.users[user]?.count { $0.connection === connection } ?? 0 }
     }
 
-    func add(user: Int64, connection: RPCConnection, id: String, holding: Bool) {
+    /// Whether `user` holds the subscription `id` on `connection`.
+    func holds(user: Int64, connection: RPCConnection, id: String) -> Bool {
+        state.withLock { state in state.users[user]?.contains { $0.connection === connection && $0.id == id } ?? false }
+    }
+
+    func add(user: Int64, session: Int64, connection: RPCConnection, id: String, holding: Bool) {
         let sinks: [AsyncStream<LiveHub.PresenceChange>.Continuation] = state.withLock { state in
             let first = state.users[user] == nil
-            state.users[user, default: []].append(Entry(connection: connection, id: id, held: holding ? [] : nil))
+            state.users[user, default: []].append(
+                Entry(connection: connection, id: id, session: session, held: holding ? [] : nil))
             state.count += 1
             active.record(state.count)
             return first ? Array(state.presence.values) : []
@@ -123,6 +131,15 @@ final class LiveRegistry: Sendable {
             entries[index].heldOverflowed = false
             entries[index].filter = filter
             state.users[user] = entries
+        }
+    }
+
+    /// The open subscriptions of any of `sessions`.
+    func subscriptions(ofSessions sessions: Set<Int64>) -> [(RPCConnection, String)] {
+        state.withLock { state in
+            state.users.values.flatMap { entries in
+                entries.lazy.filter { sessions.contains($0.session) }.map { ($0.connection, $0.id) }
+            }
         }
     }
 

@@ -10,7 +10,7 @@ extension ServiceResources {
     public var liveHub: LiveHub {
         let (hub, created) = liveHubSlot.withLock { slot -> (LiveHub, Bool) in
             if let hub = slot { return (hub, false) }
-            let hub = LiveHub(service: configuration.service.rawValue, redis: redis, logger: logger)
+            let hub = LiveHub(service: configuration.service.rawValue, redis: redis, revocations: sessionRevocations, logger: logger)
             slot = hub
             return (hub, true)
         }
