@@ -29,9 +29,10 @@ extension AuthService {
         else {
             throw RPCError.validation("currentPassword is not this account's password", field: "currentPassword")
         }
-        try await users.setPasswordHash(try await passwords.hash(newPassword), userID: principal.userID)
-        let ended = try await sessions.revokeAll(userID: principal.userID, keeping: principal.sessionID)
-        try await resources.sessionRevocations.revoke(sessionIDs: ended)
+        let revocations = resources.sessionRevocations
+        let ended = try await users.replacePassword(
+            with: try await passwords.hash(newPassword), userID: principal.userID, keeping: principal.sessionID
+        ) { ended in try await revocations.revoke(sessionIDs: ended) }
         return ChangePasswordResult(endedSessions: ended.count)
     }
 }

@@ -66,9 +66,11 @@ struct SessionStore: Sendable {
             [sessionID, userID]) == 1
     }
 
-    /// Ends every live session of `userID` but `keeping`, returning the ids it ended.
-    func revokeAll(userID: Int64, keeping: Int64?) async throws -> [Int64] {
-        try await postgres.query(
+    /// Ends every live session of `userID` but `keeping`, inside the caller's transaction, returning
+    /// the ids it ended. Their tokens are refused everywhere only once the ids are announced
+    /// (`SessionRevocations.revoke`): announce them before the transaction commits.
+    static func revokeAll(userID: Int64, keeping: Int64?, on connection: PostgresConnection) async throws -> [Int64] {
+        try await connection.query(
             """
             UPDATE auth.sessions SET revoked_at = now()
             WHERE user_id = $1 AND revoked_at IS NULL AND id <> $2

@@ -63,8 +63,28 @@ struct UserStore: Sendable {
     }
 
     func setPasswordHash(_ hash: String, userID: Int64) async throws {
-        try await postgres.execute(
-            "UPDATE auth.users SET password_hash = $2, updated_at = now() WHERE id = $1", [userID, hash])
+        try await postgres.execute(Self.setPasswordHash, [userID, hash])
+    }
+
+    /// Sets `userID`'s password hash (nil: the account has no password), inside the caller's transaction.
+    static func setPasswordHash(_ hash: String?, userID: Int64, on connection: PostgresConnection) async throws {
+        try await connection.execute(setPasswordHash, [userID, hash])
+    }
+
+    private static let setPasswordHash = "UPDATE auth.users SET password_hash = $2, updated_at = now() WHERE id = $1"
+
+    /// Replaces `userID`'s password hash and ends their sessions but `keeping`, in one transaction
+    /// that commits only after `announce` has published the ended sessions: when anything fails,
+    /// nothing has changed (the old password still works, and a retry ends the same sessions).
+    func replacePassword(
+        with hash: String, userID: Int64, keeping: Int64?, announce: @Sendable ([Int64]) async throws -> Void
+    ) async throws -> [Int64] {
+        try await postgres.transaction { connection in
+            try await Self.setPasswordHash(hash, userID: userID, on: connection)
+            let ended = try await SessionStore.revokeAll(userID: userID, keeping: keeping, on: connection)
+            try await announce(ended)
+            return ended
+        }
     }
 
     func find(id: Int64) async throws -> UserRecord? {
