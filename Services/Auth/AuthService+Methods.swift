@@ -34,7 +34,9 @@ extension AuthService {
                 "auth.loginWithGoogle",
                 summary: """
                     Signs in with a Google OpenID Connect ID token (idToken). The first sign-in creates an account \
-                    (created: true) or links the account with the same verified email. Google must have verified the email.
+                    (created: true) or links the account with the same email. Google must have verified the email; \
+                    registering did not, so linking an account registered with a password removes that password and \
+                    ends its sessions (whoever registered someone else's address loses the account to its owner).
                     """,
                 access: .anonymous
             ) { params, context in try await loginWithGoogle(params, verifier: google, context: context) }

@@ -34,16 +34,35 @@ import Testing
         await expectRPCError(Code.unauthenticated) { _ = try await auth.login(first.user.username, "any password at all") }
     }
 
-    @Test func linksToTheAccountWithTheSameVerifiedEmail() async throws {
+    /// Registering never verified the email, so whoever registered may not own it (they may be
+    /// waiting for the owner to link the account: pre-hijacking). Google's proof of the address
+    /// wins: the link removes the password and ends the registrant's sessions.
+    @Test func linksToTheAccountWithTheSameEmailAndTakesItFromWhoeverRegisteredIt() async throws {
         let auth = try await AuthStack.shared.main().api
         let google = try await GoogleTestIssuer.shared()
         let account = try await auth.register()
-        let result = try await signIn(
-            auth, try await google.idToken(GoogleTestIssuer.Claims(email: account.email.uppercased())))
+        let otherSession = try await auth.login(account.username, account.password)
+        let claims = GoogleTestIssuer.Claims(email: account.email.uppercased())
+        let result = try await signIn(auth, try await google.idToken(claims))
         #expect(result.created == false)
         #expect(result.user.id == account.signIn.user.id && result.user.username == account.username)
-        // The password still works too.
-        _ = try await auth.login(account.email, account.password)
+        #expect(try await auth.me(result.accessToken).id == result.user.id)
+
+        await expectRPCError(Code.unauthenticated) { _ = try await auth.login(account.email, account.password) }
+        for tokens in [account.signIn, otherSession] {
+            await expectRPCError(Code.unauthenticated) { _ = try await auth.me(tokens.accessToken) }
+            await expectRPCError(Code.unauthenticated) { _ = try await auth.refresh(tokens.refreshToken) }
+        }
+        await expectRPCError(Code.validation, field: "currentPassword") {
+            _ = try await auth.call(
+                "auth.changePassword", ["currentPassword": .string(account.password), "newPassword": "a new password 1"],
+                token: result.accessToken)
+        }
+
+        // Once linked, a later Google sign-in ends nothing.
+        let again = try await signIn(auth, try await google.idToken(claims))
+        #expect(again.user.id == result.user.id)
+        #expect(try await auth.me(result.accessToken).id == result.user.id)
     }
 
     @Test func refusesForgedMisaddressedExpiredAndUnverifiedTokens() async throws {

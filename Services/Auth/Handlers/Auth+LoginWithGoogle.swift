@@ -1,3 +1,4 @@
+import AuthTokens
 import AviaryAPI
 import JWTKit
 import Logging
@@ -24,8 +25,10 @@ extension AuthService {
         let identity = IdentityStore.ExternalIdentity(
             provider: "google", subject: claims.subject.value, email: email,
             fullname: name.isEmpty ? String(localPart.unicodeScalars.prefix(50)) : name, usernameSeed: localPart)
-        let ids = resources.ids
-        let (user, created) = try await identities.signIn(identity, newUserID: { ids.next() })
+        let (ids, revocations) = (resources.ids, resources.sessionRevocations)
+        let (user, created) = try await identities.signIn(identity, newUserID: { ids.next() }) { ended in
+            try await revocations.revoke(sessionIDs: ended)
+        }
         if created {
             context.logger.info("created an account at its first Google sign-in", metadata: ["user.id": "\(user.id)"])
         }

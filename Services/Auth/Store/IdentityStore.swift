@@ -20,15 +20,22 @@ struct IdentityStore: Sendable {
     /// The account of `identity`: the one already linked to it, else the one with its verified
     /// email (now linked), else a new one (`created`), with a free username derived from the seed.
     /// Runs in one transaction; a race with another sign-in of the same person is retried.
-    func signIn(_ identity: ExternalIdentity, newUserID: @escaping @Sendable () -> Int64) async throws
-        -> (user: UserRecord, created: Bool)
-    {
+    ///
+    /// An account found by email that no provider vouched for yet was registered with a password
+    /// and an address Aviary never verified: anyone could have registered it with someone else's
+    /// address, waiting for its owner to sign in with Google (account pre-hijacking). The provider
+    /// now proves who owns the address, so the link removes the password and ends every session
+    /// of the account; `announce` publishes the ended sessions before the transaction commits.
+    func signIn(
+        _ identity: ExternalIdentity, newUserID: @escaping @Sendable () -> Int64,
+        announce: @escaping @Sendable ([Int64]) async throws -> Void
+    ) async throws -> (user: UserRecord, created: Bool) {
         var attempt = 0
         while true {
             attempt += 1
             do {
                 return try await postgres.transaction { connection in
-                    try await Self.signIn(identity, newUserID: newUserID, on: connection)
+                    try await Self.signIn(identity, newUserID: newUserID, announce: announce, on: connection)
                 }
             } catch let error as PostgresError where error.isUniqueViolation && attempt < 4 {
                 continue
@@ -37,7 +44,8 @@ struct IdentityStore: Sendable {
     }
 
     private static func signIn(
-        _ identity: ExternalIdentity, newUserID: () -> Int64, on connection: PostgresConnection
+        _ identity: ExternalIdentity, newUserID: () -> Int64, announce: ([Int64]) async throws -> Void,
+        on connection: PostgresConnection
     ) async throws -> (user: UserRecord, created: Bool) {
         let linked = try await connection.query(
             """
@@ -53,6 +61,11 @@ struct IdentityStore: Sendable {
         if let row = byEmail.first {
             user = try UserRecord(row: row)
             created = false
+            let vouched = try await connection.query("SELECT 1 FROM auth.identities WHERE user_id = $1 LIMIT 1", [user.id])
+            if vouched.isEmpty {
+                try await UserStore.setPasswordHash(nil, userID: user.id, on: connection)
+                try await announce(try await SessionStore.revokeAll(userID: user.id, keeping: nil, on: connection))
+            }
         } else {
             let base = UsernameDerivation.base(from: identity.usernameSeed)
             let taken = Set(
