@@ -84,6 +84,22 @@ struct CreateTests {
         #expect(down?.reason == "unavailable")
     }
 
+    @Test("with auth unreachable a create fails before it stores anything, so a retry cannot post twice")
+    func authDownStoresNothing() async throws {
+        let stack = try await TweetsStack.shared()
+        let (process, client) = try await stack.extraTweets(environment: ["AVIARY_AUTH_ADDRESSES": "127.0.0.1:\(try freePort())"])
+        defer { Task { await client.shutdown(); process.kill() } }
+        let alice = try await stack.makeUser("noauth")
+        let failure = await rpcError {
+            _ = try await client.call(
+                "tweets.create", params: ["text": JSONValue.string("not yet")], meta: RequestMeta(token: alice.token),
+                as: Tweet.self)
+        }
+        #expect(failure?.reason == "unavailable")
+        let stored = try await stack.database.query("SELECT count(*) FROM tweets.tweets WHERE author_id = $1", [alice.id.value])
+        #expect(try stored.first?.decode(Int64.self, at: 0) == 0)
+    }
+
     @Test("replies: an unknown or malformed target is refused; a reply names its parent's author and counts on the parent")
     func replies() async throws {
         let stack = try await TweetsStack.shared()

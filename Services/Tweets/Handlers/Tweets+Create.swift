@@ -1,4 +1,5 @@
 import AviaryAPI
+import Logging
 import RPC
 import ServiceKit
 
@@ -12,11 +13,13 @@ extension TweetsService {
         let key = try Self.idempotencyKey(params.idempotencyKey)
         let parsed = TweetText(text)
 
-        // The author's summary is needed for the reply whatever happens; asked alongside the checks.
+        // The author's summary is needed for the answer whatever happens; asked alongside the checks.
         async let authorSummary = accounts.author(author, context: context)
         async let mentioned = accounts.users(named: parsed.mentions, context: context)
         async let attached = media.media(mediaIDs, ownedBy: author, context: context)
-        let (mentions, found) = try await (mentioned, attached)
+        // Everything that can fail is asked before the tweet is stored: once stored, the call must
+        // not fail, or a client told "unavailable, safe to retry" would post it twice.
+        let (mentions, found, (authorUser, authorEpoch)) = try await (mentioned, attached, authorSummary)
         if let index = mediaIDs.firstIndex(where: { found[$0] == nil }) {
             throw RPCError.validation(
                 "mediaIds[\(index)] is not a finished tweet upload of yours: \(mediaIDs[index])", field: "mediaIds")
@@ -40,10 +43,17 @@ extension TweetsService {
             OutboxRelay.nudge()
             authorCounts.changedHere([author])
             if let parent = params.replyTo { states.changedHere([parent.value]) }
-            let (authorUser, authorEpoch) = try await authorSummary
             var users: [Int64: UserSummary] = authorUser.map { [author: $0] } ?? [:]
             if let replyToUserID, users[replyToUserID] == nil {
-                users.merge(try await accounts.summaries([replyToUserID], context: context)) { first, _ in first }
+                // Known only now; without it the answer carries the parent author's id alone (and
+                // is not cached), which later reads fill in.
+                do {
+                    users.merge(try await accounts.summaries([replyToUserID], context: context)) { first, _ in first }
+                } catch {
+                    context.logger.warning(
+                        "the tweet is stored, but its parent's author could not be read for the answer",
+                        metadata: ["tweet.id": "\(id)", "error": "\(error)"])
+                }
             }
             func summary(_ id: Int64) -> UserSummary {
                 users[id] ?? UserSummary(id: EntityID(id), username: "", fullname: "", profileImageUrl: nil)
