@@ -1,5 +1,6 @@
 import AviaryAPI
 import Foundation
+import Logging
 import Postgres
 import RPC
 import Redis
@@ -131,5 +132,25 @@ struct MessageTests {
         let refusal = await fixture.refusal(
             "send", ["conversationId": conversation.idValue, "mediaId": "12345"], as: users[0])
         #expect(refusal?.reason == "unavailable")
+    }
+
+    @Test("with auth unreachable a send fails before it stores anything, so a retry cannot send twice")
+    func authDownStoresNothing() async throws {
+        let fixture = try await MessagingStack.shared()
+        let users = try await fixture.users(2, "noauth")
+        let conversation = try await fixture.direct(users[0], users[1])
+        let process = try await fixture.stack.startExtraInstance(
+            "messaging", environment: ["AVIARY_AUTH_ADDRESSES": "127.0.0.1:\(try freePort())"])
+        let client = RPCClient(configuration: .init(addresses: [process.rpcAddress]), logger: .init(label: "noauth"))
+        defer { Task { await client.shutdown(); process.kill() } }
+        let failure = await rpcError {
+            _ = try await client.call(
+                "messaging.send", params: ["conversationId": conversation.idValue, "text": "not yet"],
+                meta: RequestMeta(token: users[0].token), as: JSONValue.self)
+        }
+        #expect(failure?.reason == "unavailable")
+        let stored = try await fixture.stack.database.query(
+            "SELECT count(*) FROM messaging.messages WHERE conversation_id = $1", [conversation.id.value])
+        #expect(try stored.first?.decode(Int64.self, at: 0) == 0)
     }
 }

@@ -18,6 +18,10 @@ extension Messaging {
         let clientMessageID = try params.clientMessageId.map { value throws(RPCError) in
             try TextRules.text(value, field: "clientMessageId", allowed: 1...Self.clientMessageIDLimit)
         }
+        // The sender's summary (usually held in memory) is read before the message is stored: once
+        // stored, the call must not fail, or a client told "unavailable, safe to retry" would send
+        // the message twice.
+        async let senderSummary = directory.summaries([caller], context: context)
         var media: Media?
         if let mediaId = params.mediaId {
             // Membership first: a non-member learns nothing, not even whether the media would do.
@@ -26,6 +30,7 @@ extension Messaging {
             }
             media = try await messageMedia(mediaId, conversation: conversation, sender: caller, context: context)
         }
+        let sender = try await senderSummary
         let stored = NewMessageInput(text: text, media: media, clientMessageID: clientMessageID)
         let outcome = try await messages.send(
             MessageStore.NewMessage(
@@ -40,7 +45,6 @@ extension Messaging {
             return try RawJSON(encoding: try await hydrate([row], markers: try await messages.markers(of: conversation), context: context)[0])
         case .sent(let row, let members):
             OutboxRelay.nudge()
-            let sender = try await directory.summaries([caller], context: context)
             let message = try RawJSON(
                 encoding: Self.message(row, summaries: sender, markers: [MemberMarker(userID: caller, readSeq: row.seq)]))
             await publish(context) {
