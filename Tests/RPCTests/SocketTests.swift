@@ -32,6 +32,47 @@ import Testing
         }
     }
 
+    /// A frame of exactly the limit is accepted with `\r\n` too, however the two end bytes arrive.
+    @Test func aFrameOfExactlyTheLimitEndingInCRLFSplitBeforeTheLFIsAccepted() async throws {
+        try await withRPCServer(makeTestRouter(), maxFrameBytes: 1024) { port, _ in
+            let head = #"{"jsonrpc":"2.0","id":1,"method":"echo","params":{"value":""#
+            let frame = head + String(repeating: "x", count: 1024 - head.utf8.count - 3) + #""}}"#
+            #expect(frame.utf8.count == 1024)
+            let client = try RPCLineClient(port: port)
+            try client.send(frame + "\r")
+            try await Task.sleep(for: .milliseconds(100))
+            try client.send("\n")
+            #expect(json(await client.readFrame())?["id"] == 1)
+        }
+    }
+
+    /// A frame must end within the frame timeout of its first byte, or its connection closes (a
+    /// peer cannot hold a partial frame's buffer for ever); between frames a connection may idle.
+    @Test func aFrameThatDoesNotEndInTimeClosesTheConnectionButIdlingBetweenFramesDoesNot() async throws {
+        try await withRPCServer(makeTestRouter(), frameTimeout: .milliseconds(400)) { port, _ in
+            let call = #"{"jsonrpc":"2.0","id":1,"method":"subtract","params":{"minuend":5,"subtrahend":3}}"#
+            let idle = try RPCLineClient(port: port)
+            let stalled = try RPCLineClient(port: port)
+            for _ in 0..<3 {
+                try idle.send(call + "\n")
+                #expect(json(await idle.readFrame())?["result"] == 2)
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            // Half a frame, then a byte every 100 ms: still past the deadline.
+            try stalled.send(String(call.prefix(20)))
+            for character in call.dropFirst(20).prefix(6) {
+                try await Task.sleep(for: .milliseconds(100))
+                try? stalled.send(String(character))
+            }
+            #expect(await stalled.isClosedByPeer())
+            // A frame split over two sends within the deadline is fine, and so is the idle one.
+            try idle.send(String(call.prefix(20)))
+            try await Task.sleep(for: .milliseconds(100))
+            try idle.send(String(call.dropFirst(20)) + "\n")
+            #expect(json(await idle.readFrame())?["result"] == 2)
+        }
+    }
+
     @Test func aConnectionOverTheLimitIsToldWhyAndClosedAndOneClosingMakesRoom() async throws {
         try await withRPCServer(makeTestRouter(), maxConnections: 2) { port, _ in
             let call = #"{"jsonrpc":"2.0","id":1,"method":"subtract","params":{"minuend":5,"subtrahend":3}}"# + "\n"

@@ -6,12 +6,14 @@ import ServiceLifecycle
 public func withRPCServer<T: Sendable>(
     _ router: RPCRouter, host: String = "127.0.0.1", port: Int = 0, maxFrameBytes: Int = 1 << 20,
     maxInFlightPerConnection: Int = 1024, maxConnections: Int = ConnectionLimit.defaultLimit,
+    frameTimeout: Duration = .seconds(60),
     _ body: @Sendable (_ port: Int, _ server: RPCServer) async throws -> T
 ) async throws -> T {
     let server = RPCServer(
         router: router,
         configuration: .init(
-            host: host, port: port, maxFrameBytes: maxFrameBytes, maxInFlightPerConnection: maxInFlightPerConnection),
+            host: host, port: port, maxFrameBytes: maxFrameBytes, maxInFlightPerConnection: maxInFlightPerConnection,
+            frameTimeout: frameTimeout),
         connections: ConnectionLimit(limit: maxConnections), logger: Logger(label: "test"))
     let group = ServiceGroup(
         configuration: .init(services: [.init(service: server)], logger: Logger(label: "test")))

@@ -27,7 +27,8 @@ struct NewlineFrameDecoder: ByteToMessageDecoder {
         }
         guard var length = Self.newline(in: buffer, from: scanned) else {
             scanned = buffer.readableBytes
-            if scanned > maxFrameBytes { fail(context: context, buffer: &buffer) }
+            // One byte more may be the `\r` of a `\r\n` whose `\n` has yet to come.
+            if scanned > maxFrameBytes + 1 { fail(context: context, buffer: &buffer) }
             return .needMoreData
         }
         scanned = 0

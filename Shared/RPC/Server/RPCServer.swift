@@ -23,16 +23,20 @@ public final class RPCServer: Service, Sendable {
         /// connections still open then close when the process exits. systemd's `TimeoutStopSec` and
         /// Kubernetes' grace period are set above it.
         public var drainTimeout: Duration
+        /// How long one frame may take to arrive, from its first byte to its newline, before the
+        /// connection is closed (``FrameDeadlineHandler``); idle time between frames is not limited.
+        public var frameTimeout: Duration
 
         public init(
             host: String = "127.0.0.1", port: Int, maxFrameBytes: Int = 1 << 20, maxInFlightPerConnection: Int = 1024,
-            drainTimeout: Duration = .seconds(10)
+            drainTimeout: Duration = .seconds(10), frameTimeout: Duration = .seconds(60)
         ) {
             self.host = host
             self.port = port
             self.maxFrameBytes = maxFrameBytes
             self.maxInFlightPerConnection = maxInFlightPerConnection
             self.drainTimeout = drainTimeout
+            self.frameTimeout = frameTimeout
         }
     }
 
@@ -110,6 +114,7 @@ public final class RPCServer: Service, Sendable {
                         }
                         try channel.pipeline.syncOperations.addHandlers([
                             FlushCoalescingHandler(),
+                            FrameDeadlineHandler(timeout: TimeAmount(configuration.frameTimeout)),
                             ByteToMessageHandler(NewlineFrameDecoder(maxFrameBytes: configuration.maxFrameBytes)),
                             RPCServerHandler(router: router, maxInFlight: configuration.maxInFlightPerConnection),
                         ])
