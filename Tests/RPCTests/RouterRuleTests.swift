@@ -38,6 +38,12 @@ import Testing
     @Test func nonObjectParamsAreInvalid() async {
         let response = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"sum","params":5}"#))
         #expect(response?["error"]?["code"] == -32600)
+        #expect(response?["id"] == 1)
+        // Without an id it is still no notification (not a valid request at all): it is answered, id null.
+        let unnamed = json(await router.answer(#"{"jsonrpc":"2.0","method":"sum","params":"x"}"#))
+        #expect(unnamed?["error"]?["code"] == -32600)
+        #expect(unnamed?["id"] == .null)
+        #expect(unnamed?["error"]?["message"]?.stringValue?.contains("'params' must be an object") == true)
     }
 
     @Test func batchesHoldAtMostTheirLimitOfRequests() async {

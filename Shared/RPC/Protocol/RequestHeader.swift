@@ -79,6 +79,9 @@ struct RequestHeader {
             header.problem = "'jsonrpc' must be \"2.0\""
         } else if !methodIsString {
             header.problem = "'method' must be a string"
+        } else if case .other = header.params {
+            // Not a request at all, so not a notification either: answered even without an id.
+            header.problem = "'params' must be an object"
         }
         return header
     }

@@ -138,9 +138,7 @@ public struct RPCRouter: Sendable {
         switch header.params {
         case .array:
             outcome = .failure(.invalidParams("params must be an object; positional (array) params are not accepted"))
-        case .other:
-            outcome = .failure(.invalidRequest("invalid request: 'params' must be an object"))
-        case .absent, .object:
+        case .absent, .object, .other:
             if name == "rpc.discover" {
                 outcome = Result { try RawJSON(encoding: OpenRPCDocument(router: self)) }.mapError { _ in .internalError() }
             } else if let method {
