@@ -72,14 +72,14 @@ struct FollowTests {
         #expect(try await stack.storedCounts(erin.id) == nil)
     }
 
-    @Test("an unknown user is not_found for follow, unfollow, stats and lists")
+    @Test("an unknown user is not_found for follow, unfollow, relationship, stats and lists")
     func unknownUser() async throws {
         let stack = try await GraphStack.shared()
         let frank = try await stack.makeUser("frank")
         let nobody = stack.unknownID()
-        for method in ["graph.follow", "graph.unfollow"] {
+        for method in ["graph.follow", "graph.unfollow", "graph.relationship"] {
             let error = await rpcError {
-                _ = try await stack.call(method, ["userId": .id(nobody)], as: frank, decoding: FollowResult.self)
+                _ = try await stack.call(method, ["userId": .id(nobody)], as: frank, decoding: JSONValue.self)
             }
             #expect(error?.code == -32004, "\(method)")
             #expect(error?.reason == "not_found", "\(method)")

@@ -4,7 +4,14 @@ import RPC
 extension SocialGraph {
     @Sendable func relationship(_ params: UserParams, _ context: RPCContext) async throws -> Relationship {
         let caller = try context.requireUser()
-        let relation = try await store.relationship(of: caller, to: params.userId.value)
+        let other = params.userId.value
+        let relation = try await store.relationship(of: caller, to: other)
+        // An edge either way proves the user exists; without one, ask (no such user is not_found,
+        // as for graph.stats and graph.follow, rather than a relationship with nobody). Oneself
+        // neither follows nor is followed.
+        if !relation.isFollowed, !relation.followsYou, other != caller, try await !directory.exists(other, context: context) {
+            throw Self.unknownUser(params.userId)
+        }
         return Relationship(isFollowed: relation.isFollowed, followsYou: relation.followsYou)
     }
 
