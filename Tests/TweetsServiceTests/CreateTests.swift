@@ -29,6 +29,18 @@ struct CreateTests {
         #expect(try await stack.getTweet(tweet.id, as: bob) == tweet)
     }
 
+    @Test("names nobody has do not crowd out real mentions; a tweet mentions the first 10 users that exist")
+    func mentionLimit() async throws {
+        let stack = try await TweetsStack.shared()
+        let author = try await stack.makeUser("ment")
+        let named = try await stack.makeUsers(11, "m")
+        let nobodies = (1...10).map { String(format: "@q%02d", $0) }.joined(separator: " ")
+        let text = nobodies + " " + named.map { "@" + $0.username }.joined(separator: " ")
+        #expect(text.count <= 280)
+        let tweet = try await stack.tweet(author, text)
+        #expect(tweet.mentions.map(\.id) == named.prefix(10).map(\.id))
+    }
+
     @Test("the wire form writes null for absent values")
     func wireForm() async throws {
         let stack = try await TweetsStack.shared()

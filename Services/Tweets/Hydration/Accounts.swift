@@ -10,7 +10,8 @@ struct Accounts: Sendable {
     /// This process's copy of the summaries of users who posted lately, if it keeps one.
     let users: LocalCopy<UserSummary>?
 
-    /// At most this many distinct mentions of one tweet are looked up; the rest stay plain text.
+    /// At most this many users are mentioned by one tweet (the first that exist); the rest stay
+    /// plain text.
     static let mentionLimit = 10
 
     private struct GetUsers: Encodable, Sendable {
@@ -48,12 +49,13 @@ struct Accounts: Sendable {
         return users.isCurrent(epoch)
     }
 
-    /// The users named by `usernames` (lower-case, without `@`), in that order; names nobody has
-    /// are left out. One `auth.getUsers` call, however many names.
+    /// The first ``mentionLimit`` users named by `usernames` (lower-case, without `@`) that exist,
+    /// in that order: names nobody has neither count nor crowd out real ones. One `auth.getUsers`
+    /// call for all the names (a tweet's 280 characters hold at most 70).
     func users(named usernames: [String], context: RPCContext?) async throws -> [UserSummary] {
-        let names = Array(usernames.prefix(Self.mentionLimit))
-        guard !names.isEmpty else { return [] }
-        return try await call("auth.getUsers", GetUsers(usernames: names), context: context, as: [UserSummary].self)
+        guard !usernames.isEmpty else { return [] }
+        let found = try await call("auth.getUsers", GetUsers(usernames: usernames), context: context, as: [UserSummary].self)
+        return Array(found.prefix(Self.mentionLimit))
     }
 
     private func call<Params: Encodable & Sendable, Result: Decodable>(
