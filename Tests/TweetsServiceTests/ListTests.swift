@@ -87,6 +87,10 @@ struct ListTests {
         #expect(try await allPages(stack, "tweets.search", ["query": .string("#\(marker)")], limit: 5).map(\.id) == [c.id])
         #expect(try await allPages(stack, "tweets.search", ["query": .string("\(marker.uppercased()) #RUST")], limit: 5).map(\.id) == [c.id, a.id])
         #expect(try await allPages(stack, "tweets.search", ["query": .string("\(marker) learning")], limit: 5).map(\.id) == [a.id])
+        // A tag typed with a combining accent is the composed one.
+        let decomposed = try await stack.tweet(alice, "#\(marker)cafe\u{301}")
+        #expect(decomposed.hashtags.map { Array($0.unicodeScalars) } == [Array("\(marker)caf\u{E9}".unicodeScalars)])
+        #expect(try await allPages(stack, "tweets.search", ["query": .string("#\(marker)caf\u{E9}")], limit: 5).map(\.id) == [decomposed.id])
         for query in ["", "  ", "!!! ???"] {
             let error = await rpcError { _ = try await stack.call("tweets", "tweets.search", ["query": .string(query)], decoding: TweetPage.self) }
             #expect(error?.field == "query")

@@ -1,5 +1,8 @@
+import Foundation
+
 /// What a tweet's text refers to: `@mentions` and `#hashtags`, lower-cased, each once, in order of
-/// first appearance. A marker counts only at the start of the text or after a character that
+/// first appearance. Hashtags are also composed (Unicode NFC), so that `#café` typed with a
+/// combining accent is the same tag as with `é`, as it reads, and as search finds it. A marker counts only at the start of the text or after a character that
 /// cannot be part of a name (so `me@example.com` mentions no one and `C#` is no hashtag).
 struct TweetText: Sendable, Equatable {
     /// Usernames mentioned (3–15 of `a-z 0-9 _`), without `@`.
@@ -34,7 +37,8 @@ struct TweetText: Sendable, Equatable {
                 while end < scalars.count, Self.isNameScalar(scalars[end]) { end += 1 }
                 let length = end - index - 1
                 if (1...Self.hashtagLimit).contains(length) {
-                    let tag = String(String.UnicodeScalarView(scalars[(index + 1)..<end])).lowercased()
+                    let tag = String(String.UnicodeScalarView(scalars[(index + 1)..<end])).precomposedStringWithCanonicalMapping
+                        .lowercased()
                     if !hashtags.contains(tag) { hashtags.append(tag) }
                 }
             }
