@@ -9,8 +9,15 @@ public enum TextRules {
     public static let usernameLength = 3...15
 
     /// Trims surrounding white space and checks the length: `validation` naming `field` otherwise.
+    /// Where the text may not be empty, text of nothing but invisible characters (zero-width
+    /// spaces, joiners, marks of direction: default-ignorable code points) counts as empty.
     public static func text(_ value: String, field: String, allowed: ClosedRange<Int>) throws(RPCError) -> String {
-        let trimmed = value.trimmingWhitespace()
+        var trimmed = value.trimmingWhitespace()
+        if allowed.lowerBound > 0,
+            trimmed.unicodeScalars.allSatisfy({ $0.properties.isDefaultIgnorableCodePoint || $0.properties.isWhitespace })
+        {
+            trimmed = ""
+        }
         let count = trimmed.unicodeScalars.count
         guard allowed.contains(count) else {
             if count < allowed.lowerBound {

@@ -67,17 +67,19 @@ struct CreateTests {
         #expect(try await stack.getTweet(tweet.id).text == text)
     }
 
-    @Test("280 Unicode scalars are allowed, 281 and empty text are validation errors naming text")
+    @Test("280 Unicode scalars are allowed, 281 and empty or invisible text are validation errors naming text")
     func textLength() async throws {
         let stack = try await TweetsStack.shared()
         let alice = try await stack.makeUser("length")
         let longest = String(repeating: "é", count: 280)
         #expect(try await stack.tweet(alice, longest).text == longest)
-        for text in [String(repeating: "a", count: 281), "", "   \n\t "] {
+        for text in [String(repeating: "a", count: 281), "", "   \n\t ", "\u{200B}", " \u{200D}\u{2060}\u{FEFF} \u{202E}"] {
             let error = await rpcError { _ = try await stack.tweet(alice, text) }
-            #expect(error?.reason == "validation")
+            #expect(error?.reason == "validation", "\(Array(text.unicodeScalars))")
             #expect(error?.field == "text")
         }
+        // Visible text with invisible characters in it is kept as it is.
+        #expect(try await stack.tweet(alice, "a\u{200B}b").text == "a\u{200B}b")
     }
 
     @Test("media: more than four, repeated ids and malformed ids are refused before any call; an unreachable media service is unavailable")
