@@ -139,6 +139,13 @@ struct MediaReferenceTests {
         // Nothing of a refused update is kept.
         let after: User = try await stack.call("auth", "auth.me", as: dan)
         #expect(after.profileImageUrl == expected && after.bio != "changed")
+        // Left out, the image stays; null removes it.
+        let kept: User = try await stack.call("auth", "auth.updateProfile", ["bio": "kept"], as: dan)
+        #expect(kept.profileImageUrl == expected && kept.bio == "kept")
+        let removed: User = try await stack.call("auth", "auth.updateProfile", ["profileImageId": .null], as: dan)
+        #expect(removed.profileImageUrl == nil && removed.bio == "kept")
+        let seenAfter: User = try await stack.call("auth", "auth.getUser", ["userId": dan.idValue], as: eve)
+        #expect(seenAfter.profileImageUrl == nil)
 
         let atRegistration = await rpcError {
             let _: JSONValue = try await stack.call(

@@ -1,12 +1,28 @@
 import AviaryAPI
 import RPC
 
-/// `auth.updateProfile` params: only the fields to change.
-struct UpdateProfileParams: Codable, Sendable {
+/// `auth.updateProfile` params: only the fields to change; `profileImageId: null` removes the
+/// profile image (left out, it stays).
+struct UpdateProfileParams: Decodable, Sendable {
     var fullname: String?
     var bio: String?
     var username: String?
     var profileImageId: EntityID?
+    /// `profileImageId` was given as null.
+    var removesProfileImage = false
+
+    private enum CodingKeys: String, CodingKey {
+        case fullname, bio, username, profileImageId
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        fullname = try container.decodeIfPresent(String.self, forKey: .fullname)
+        bio = try container.decodeIfPresent(String.self, forKey: .bio)
+        username = try container.decodeIfPresent(String.self, forKey: .username)
+        profileImageId = try container.decodeIfPresent(EntityID.self, forKey: .profileImageId)
+        removesProfileImage = profileImageId == nil && container.contains(.profileImageId)
+    }
 }
 
 extension AuthService {
@@ -20,7 +36,8 @@ extension AuthService {
         }
         guard
             let record = try await users.updateProfile(
-                userID: userID, fullname: fullname, bio: bio, username: username, profileImageID: params.profileImageId?.value)
+                userID: userID, fullname: fullname, bio: bio, username: username,
+                profileImage: params.removesProfileImage ? .remove : params.profileImageId.map { .set($0.value) } ?? .keep)
         else { throw RPCError.notFound("this account no longer exists") }
         return await profiles.user(record, viewer: userID, context: context)
     }

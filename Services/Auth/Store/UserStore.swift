@@ -114,16 +114,28 @@ struct UserStore: Sendable {
     /// Changes the given profile fields (nil leaves one as it is); nil when the account is gone. In
     /// the same statement, a `users`/`updated` event `{userId}` goes to the outbox, so services that
     /// cache profiles (tweets) drop theirs.
+    /// What a profile update does to the profile image.
+    enum ProfileImageChange {
+        case keep, remove
+        case set(Int64)
+    }
+
     func updateProfile(
-        userID: Int64, fullname: String?, bio: String?, username: String?, profileImageID: Int64?
+        userID: Int64, fullname: String?, bio: String?, username: String?, profileImage: ProfileImageChange
     ) async throws -> UserRecord? {
-        try await Self.namingConflicts {
+        let (image, removesImage): (Int64?, Bool) =
+            switch profileImage {
+            case .keep: (nil, false)
+            case .remove: (nil, true)
+            case .set(let id): (id, false)
+            }
+        return try await Self.namingConflicts {
             try await postgres.query(
                 """
                 WITH updated AS (
                     UPDATE auth.users SET
                         fullname = coalesce($2, fullname), bio = coalesce($3, bio), username = coalesce($4, username),
-                        profile_image_id = coalesce($5, profile_image_id), updated_at = now()
+                        profile_image_id = CASE WHEN $6 THEN NULL ELSE coalesce($5, profile_image_id) END, updated_at = now()
                     WHERE id = $1
                     RETURNING \(UserRecord.columns)
                 ), event AS (
@@ -131,7 +143,7 @@ struct UserStore: Sendable {
                     SELECT 'users', 'updated', jsonb_build_object('userId', id::text) FROM updated
                 )
                 SELECT * FROM updated
-                """, [userID, fullname, bio, username, profileImageID]
+                """, [userID, fullname, bio, username, image, removesImage]
             ).first.map { try UserRecord(row: $0) }
         }
     }
