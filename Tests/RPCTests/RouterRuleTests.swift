@@ -205,7 +205,11 @@ import Testing
     @Test func traceIDsComeOnlyFromWellFormedTraceparents() {
         let id = "0af7651916cd43dd8448eb211c80319c"
         #expect(RequestMeta(traceparent: "00-\(id)-b7ad6b7169203331-01").traceID == id)
-        for malformed in ["", "garbage", "00-\(id)", "00-\(id)-b7ad6b7169203331", "00-\(id)-b7-01-extra", "-\(id)-b7-01", "00-abc-b7-01"] {
+        let notHex = [
+            "00-zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz-b7ad6b7169203331-01", "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01",
+            "00-0af7651916cd43dd\n448eb211c80319c-b7ad6b7169203331-01", "00-00000000000000000000000000000000-b7ad6b7169203331-01",
+        ]
+        for malformed in ["", "garbage", "00-\(id)", "00-\(id)-b7ad6b7169203331", "00-\(id)-b7-01-extra", "-\(id)-b7-01", "00-abc-b7-01"] + notHex {
             #expect(RequestMeta(traceparent: malformed).traceID == nil, "\(malformed)")
             let started = RequestMeta(traceparent: malformed).continuingTrace()
             #expect(started.traceID?.utf8.count == 32, "\(malformed)")

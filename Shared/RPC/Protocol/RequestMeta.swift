@@ -20,7 +20,9 @@ public struct RequestMeta: Sendable, Hashable, Codable {
 
     public var isEmpty: Bool { token == nil && service == nil && traceparent == nil && timeoutMs == nil }
 
-    /// The trace id part of `traceparent` (`00-<trace id>-<parent id>-<flags>`), for logs.
+    /// The trace id part of `traceparent` (`00-<trace id>-<parent id>-<flags>`), for logs: 32
+    /// lower-case hex digits, not all zero, as W3C trace context requires (anything else, which a
+    /// client could fill with line breaks for the logs, starts a new trace instead).
     public var traceID: String? {
         guard let traceparent else { return nil }
         // Read on every call and for every call it makes: scanned, without splitting into parts.
@@ -33,6 +35,10 @@ public struct RequestMeta: Sendable, Hashable, Codable {
             if dashes == 1 { first = index } else if dashes == 2 { second = index }
         }
         guard dashes == 3, first > bytes.startIndex, bytes.distance(from: first, to: second) == 33 else { return nil }
+        let digits = bytes[bytes.index(after: first)..<second]
+        guard digits.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
+            digits.contains(where: { $0 != UInt8(ascii: "0") })
+        else { return nil }
         return String(traceparent[bytes.index(after: first)..<second])
     }
 
