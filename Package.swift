@@ -108,7 +108,7 @@ let package = Package(
         .target(name: "AviaryAPI", dependencies: ["RPC"], path: "Shared/AviaryAPI", swiftSettings: strict),
         .target(
             name: "AuthTokens", dependencies: [
-                "RPC", "Redis",
+                "RPC", "Redis", "ChannelSupport",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -117,7 +117,7 @@ let package = Package(
             name: "CBuildInfo", path: "Shared/CBuildInfo",
             cSettings: [.define("AVIARY_REVISION", to: "\"\(revision)\"")]),
         .target(
-            name: "ServiceKit", dependencies: ["RPC", "Postgres", "Redis", "AviaryAPI", "AuthTokens", "CBuildInfo", logging] + nio + [
+            name: "ServiceKit", dependencies: ["RPC", "Postgres", "Redis", "AviaryAPI", "AuthTokens", "ChannelSupport", "CBuildInfo", logging] + nio + [
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -1,3 +1,4 @@
+import ChannelSupport
 import Foundation
 import Logging
 import RPC
@@ -28,6 +29,9 @@ public final class SessionRevocations: Sendable {
     private let heartbeatInterval: Duration
     private let instance = UUID().uuidString
     private let state = Mutex(State())
+    /// The streams of ``endedSessions()``; unbounded, since revocations are rare and one dropped
+    /// would leave a live subscription open.
+    private let ended = Broadcast<[Int64]>()
 
     private struct State {
         /// Revoked session → when its tokens have all expired (ms).
@@ -39,9 +43,6 @@ public final class SessionRevocations: Sendable {
         /// The heartbeat sent and not yet seen back.
         var pendingBeat: String?
         var beats = 0
-        /// The streams of ``endedSessions()``.
-        var sinks: [Int: AsyncStream<[Int64]>.Continuation] = [:]
-        var nextSink = 0
     }
 
     public init(redis: RedisClient, tokenLifetime: Duration, heartbeatInterval: Duration = .seconds(1)) {
@@ -56,11 +57,10 @@ public final class SessionRevocations: Sendable {
         guard !sessionIDs.isEmpty else { return }
         let now = Date().millisecondsSince1970
         let expiry = now + tokenLifetime.components.seconds * 1000 + 60_000
-        let sinks = state.withLock { state in
+        state.withLock { state in
             for id in sessionIDs { state.revoked[id] = expiry }
-            return Array(state.sinks.values)
         }
-        for sink in sinks { sink.yield(sessionIDs) }
+        ended.yield(sessionIDs)
         let ids = sessionIDs.map { String($0) }
         _ = try await redis.pipeline([
             ["ZADD", RedisArgument(Self.key)] + ids.flatMap { [RedisArgument(expiry), RedisArgument($0)] },
@@ -93,17 +93,7 @@ public final class SessionRevocations: Sendable {
     /// revoked session again once it has reloaded the set (it may have missed some meanwhile). For
     /// what outlives a single call, such as a live subscription, which must end with its session.
     public func endedSessions() -> AsyncStream<[Int64]> {
-        // Unbounded: revocations are rare, and one dropped would leave a stream open.
-        let (stream, continuation) = AsyncStream.makeStream(of: [Int64].self)
-        let sink = state.withLock { state in
-            defer { state.nextSink += 1 }
-            state.sinks[state.nextSink] = continuation
-            return state.nextSink
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.sinks.removeValue(forKey: sink) }
-        }
-        return stream
+        ended.stream()
     }
 
     /// Whether checks are answered from memory now (for tests and diagnostics).
@@ -194,11 +184,10 @@ public final class SessionRevocations: Sendable {
         case "r":
             guard let expiry = Int64(words[1]) else { return }
             let ids = words.dropFirst(2).compactMap { Int64($0) }
-            let sinks = state.withLock { state in
+            state.withLock { state in
                 for id in ids { state.revoked[id] = max(state.revoked[id] ?? 0, expiry) }
-                return Array(state.sinks.values)
             }
-            for sink in sinks { sink.yield(ids) }
+            ended.yield(ids)
         case "b":
             let epoch: Int? = state.withLock { state in
                 guard state.pendingBeat == String(words[1]) else { return nil }
@@ -231,13 +220,10 @@ public final class SessionRevocations: Sendable {
             else { continue }
             loaded[id] = Int64(expiry)
         }
-        let sinks = state.withLock { state in
+        state.withLock { state in
             state.revoked.merge(loaded) { max($0, $1) }
             if state.epoch == epoch { state.trusted = true }
-            return Array(state.sinks.values)
         }
-        if !loaded.isEmpty {
-            for sink in sinks { sink.yield(Array(loaded.keys)) }
-        }
+        if !loaded.isEmpty { ended.yield(Array(loaded.keys)) }
     }
 }

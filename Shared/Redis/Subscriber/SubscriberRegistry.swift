@@ -1,3 +1,4 @@
+import ChannelSupport
 import Logging
 import Synchronization
 
@@ -20,7 +21,6 @@ final class SubscriberRegistry: Sendable {
 
     private struct State {
         var topics: [SubscriptionTopic: Entry] = [:]
-        var eventSinks: [Int: AsyncStream<RedisSubscriber.Event>.Continuation] = [:]
         var nextID = 0
         var isShuttingDown = false
     }
@@ -28,6 +28,8 @@ final class SubscriberRegistry: Sendable {
     let configuration: RedisConfiguration
     let logger: Logger
     private let state = Mutex(State())
+    /// The streams of ``events()``.
+    private let connectionEvents = Broadcast<RedisSubscriber.Event>(bufferingPolicy: .bufferingNewest(16))
     private let wakeRead: Int32
     private let wakeWrite: Int32
 
@@ -98,22 +100,7 @@ final class SubscriberRegistry: Sendable {
     }
 
     func events() -> AsyncStream<RedisSubscriber.Event> {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: RedisSubscriber.Event.self, bufferingPolicy: .bufferingNewest(16))
-        let id: Int? = state.withLock { state in
-            guard !state.isShuttingDown else { return nil }
-            defer { state.nextID += 1 }
-            state.eventSinks[state.nextID] = continuation
-            return state.nextID
-        }
-        if let id {
-            continuation.onTermination = { [weak self] _ in
-                _ = self?.state.withLock { $0.eventSinks.removeValue(forKey: id) }
-            }
-        } else {
-            continuation.finish()
-        }
-        return stream
+        connectionEvents.stream()
     }
 
     /// Asks the thread to stop; returns `false` if that was already asked.
@@ -190,10 +177,7 @@ final class SubscriberRegistry: Sendable {
     }
 
     func emit(_ event: RedisSubscriber.Event) {
-        let sinks = state.withLock { Array($0.eventSinks.values) }
-        for sink in sinks {
-            sink.yield(event)
-        }
+        connectionEvents.yield(event)
     }
 
     /// Fails the `subscribe` calls whose confirmation is overdue; returns the next deadline, if any.
@@ -220,12 +204,9 @@ final class SubscriberRegistry: Sendable {
 
     /// After the thread stopped: ends every sequence and fails every waiting call with `.closed`.
     func finishAll() {
-        let (topics, eventSinks) = state.withLock { state in
-            defer {
-                state.topics = [:]
-                state.eventSinks = [:]
-            }
-            return (state.topics, state.eventSinks)
+        let topics = state.withLock { state in
+            defer { state.topics = [:] }
+            return state.topics
         }
         for entry in topics.values {
             for waiter in entry.waiters.values {
@@ -235,9 +216,7 @@ final class SubscriberRegistry: Sendable {
                 sink.continuation.finish()
             }
         }
-        for sink in eventSinks.values {
-            sink.finish()
-        }
+        connectionEvents.finish()
     }
 
     // MARK: Private

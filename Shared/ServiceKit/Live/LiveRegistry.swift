@@ -1,3 +1,4 @@
+import ChannelSupport
 import Metrics
 import RPC
 import Synchronization
@@ -29,11 +30,10 @@ final class LiveRegistry: Sendable {
     private struct State {
         var users: [Int64: [Entry]] = [:]
         var count = 0
-        var presence: [Int: AsyncStream<LiveHub.PresenceChange>.Continuation] = [:]
-        var nextPresenceSink = 0
     }
 
     private let state = Mutex(State())
+    private let presence = Broadcast<LiveHub.PresenceChange>(bufferingPolicy: .bufferingNewest(4096))
     private let holdLimit: Int
     private let active = Gauge(label: "aviary_subscriptions_active")
 
@@ -62,29 +62,29 @@ final class LiveRegistry: Sendable {
     }
 
     func add(user: Int64, session: Int64, connection: RPCConnection, id: String, holding: Bool) {
-        let sinks: [AsyncStream<LiveHub.PresenceChange>.Continuation] = state.withLock { state in
+        let first = state.withLock { state in
             let first = state.users[user] == nil
             state.users[user, default: []].append(
                 Entry(connection: connection, id: id, session: session, held: holding ? [] : nil))
             state.count += 1
             active.record(state.count)
-            return first ? Array(state.presence.values) : []
+            return first
         }
-        for sink in sinks { sink.yield(LiveHub.PresenceChange(userID: user, online: true)) }
+        if first { presence.yield(LiveHub.PresenceChange(userID: user, online: true)) }
     }
 
     func remove(user: Int64, connection: RPCConnection, id: String) {
-        let sinks: [AsyncStream<LiveHub.PresenceChange>.Continuation] = state.withLock { state in
+        let last = state.withLock { state in
             guard var entries = state.users[user],
                 let index = entries.firstIndex(where: { $0.connection === connection && $0.id == id })
-            else { return [] }
+            else { return false }
             entries.remove(at: index)
             state.count -= 1
             active.record(state.count)
             state.users[user] = entries.isEmpty ? nil : entries
-            return entries.isEmpty ? Array(state.presence.values) : []
+            return entries.isEmpty
         }
-        for sink in sinks { sink.yield(LiveHub.PresenceChange(userID: user, online: false)) }
+        if last { presence.yield(LiveHub.PresenceChange(userID: user, online: false)) }
     }
 
     /// The subscriptions of `user` to push `event` to now; held ones keep it for later instead.
@@ -149,24 +149,10 @@ final class LiveRegistry: Sendable {
     }
 
     func presenceChanges() -> AsyncStream<LiveHub.PresenceChange> {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: LiveHub.PresenceChange.self, bufferingPolicy: .bufferingNewest(4096))
-        let sink = state.withLock { state in
-            defer { state.nextPresenceSink += 1 }
-            state.presence[state.nextPresenceSink] = continuation
-            return state.nextPresenceSink
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.presence.removeValue(forKey: sink) }
-        }
-        return stream
+        presence.stream()
     }
 
     func finishPresence() {
-        let sinks = state.withLock { state in
-            defer { state.presence = [:] }
-            return Array(state.presence.values)
-        }
-        for sink in sinks { sink.finish() }
+        presence.finish()
     }
 }
