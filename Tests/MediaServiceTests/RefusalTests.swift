@@ -27,6 +27,43 @@ struct RefusalTests {
         #expect(notImage?.reason == "validation" && notImage?.field == "contentType")
     }
 
+    /// Headers crafted to overflow the readers' arithmetic or to make them read byte by byte: each
+    /// upload gets an answer, and the service goes on serving.
+    @Test("hostile headers: a 64-bit box size near Int64.max, an endless movie, a 4-billion-pixel PNG, a JPEG of fill bytes")
+    func hostileHeaders() async throws {
+        let media = try await MediaStack.shared()
+        let ivy = try await media.stack.makeUser("ivy")
+        func be(_ value: UInt64, _ width: Int) -> [UInt8] { (0..<width).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) } }
+        let ftyp = be(16, 4) + Array("ftypisom".utf8) + be(0, 4)
+        let hugeBox = ftyp + be(1, 4) + Array("mdat".utf8) + be(UInt64.max, 8)
+        // moov > mvhd version 1: times (8 + 8), time scale 1, duration 2^56.
+        let mvhd = be(8 + 4 + 28, 4) + Array("mvhd".utf8) + [1, 0, 0, 0] + be(0, 8) + be(0, 8) + be(1, 4) + be(1 << 56, 8)
+        let endless = ftyp + be(UInt64(8 + mvhd.count), 4) + Array("moov".utf8) + mvhd
+        for (name, bytes) in [("huge box", hugeBox), ("endless", endless)] {
+            let started = try await media.begin(ivy, bytes, type: "video/mp4")
+            try await media.sendChunk(ivy, upload: started.uploadId, bytes, index: 0)
+            let finished = try await media.finish(ivy, upload: started.uploadId)
+            #expect(finished.contentType == "video/mp4", "\(name)")
+        }
+
+        var png = Fixtures.png(width: 8, height: 8, seed: 31)
+        png.replaceSubrange(16..<20, with: be(UInt64(UInt32.max), 4))
+        let wide = try await media.begin(ivy, png, type: "image/png")
+        try await media.sendChunk(ivy, upload: wide.uploadId, png, index: 0)
+        let tooWide = await rpcError { _ = try await media.finish(ivy, upload: wide.uploadId) }
+        #expect(tooWide?.reason == "validation" && tooWide?.message.contains("4294967295 pixels wide") == true)
+
+        let fill = [0xFF, 0xD8, 0xFF] + [UInt8](repeating: 0xFF, count: MediaStack.chunkBytes - 3)
+        let fillUpload = try await media.begin(ivy, fill, type: "image/jpeg")
+        try await media.sendChunk(ivy, upload: fillUpload.uploadId, fill, index: 0)
+        let notJPEG = await rpcError { _ = try await media.finish(ivy, upload: fillUpload.uploadId) }
+        #expect(notJPEG?.reason == "validation" && notJPEG?.field == "contentType")
+
+        // Still serving.
+        let png2 = Fixtures.png(width: 4, height: 4, seed: 32)
+        #expect(try await media.upload(ivy, png2, type: "image/png").contentType == "image/png")
+    }
+
     @Test("bad chunks get a clear error and write nothing: negative offset, beyond the size, misaligned, wrong length, bad base64, not an id")
     func badChunksTouchNothing() async throws {
         let media = try await MediaStack.shared()

@@ -16,11 +16,15 @@ enum ImageHeaders {
     /// and DAC), whose height and width follow the sample precision.
     static func jpeg(_ source: some ByteSource) throws -> ContentFacts? {
         var offset: Int64 = 2
-        // A real file reaches its frame header within a few dozen segments.
+        // A real file reaches its frame header within a few dozen segments, with few fill bytes if
+        // any: more of either is no image (and each costs a read).
+        var fillBytes = 0
         for _ in 0..<1024 {
             guard var marker = try source.bytes(at: offset, count: 2), marker[0] == 0xFF else { return nil }
             // Fill bytes (0xFF) may precede a marker.
             while marker[1] == 0xFF {
+                fillBytes += 1
+                guard fillBytes <= 4096 else { return nil }
                 offset += 1
                 guard let next = try source.bytes(at: offset, count: 2) else { return nil }
                 marker = next

@@ -52,7 +52,8 @@ enum MovieHeaders {
             } else if size == 0 {
                 size = range.upperBound - offset
             }
-            guard size >= headerLength, offset + size <= range.upperBound else { break }
+            // Compared without adding: a 64-bit size near Int64.max must end the walk, not overflow.
+            guard size >= headerLength, size <= range.upperBound - offset else { break }
             found.append(Box(type: header.ascii(at: 4, count: 4), content: offset + headerLength..<offset + size))
             offset += size
         }
@@ -68,7 +69,11 @@ enum MovieHeaders {
         let scale = fields.bigEndian(at: 0, width: 4)
         let duration = fields.bigEndian(at: 4, width: wide ? 8 : 4)
         guard scale > 0, duration != (wide ? UInt64.max : UInt64(UInt32.max)) else { return nil }
-        return Int64(clamping: duration.multipliedReportingOverflow(by: 1000).overflow ? duration / scale * 1000 : duration * 1000 / scale)
+        let exact = duration.multipliedReportingOverflow(by: 1000)
+        if !exact.overflow { return Int64(clamping: exact.partialValue / scale) }
+        // Too long to scale exactly; longer than UInt64 milliseconds is no real duration.
+        let coarse = (duration / scale).multipliedReportingOverflow(by: 1000)
+        return coarse.overflow ? nil : Int64(clamping: coarse.partialValue)
     }
 
     /// `tkhd`: width and height are the last two fields, 16.16 fixed point; zero for sound tracks.

@@ -53,8 +53,19 @@ extension MediaService {
             return RPCError.validation(
                 "the file is \(facts.type.rawValue), not \(upload.type.rawValue) as declared\(discarded)", field: "contentType")
         }
+        for (side, value) in [("wide", facts.width), ("high", facts.height)] {
+            if let value, !(1...Self.largestSide).contains(value) {
+                return RPCError.validation(
+                    "the file's headers say it is \(value) pixels \(side); media accepts 1 to \(Self.largestSide)\(discarded)",
+                    field: "contentType")
+            }
+        }
         return nil
     }
+
+    /// The widest or highest picture accepted, in pixels: beyond any camera or screen, and within
+    /// the 32-bit columns that store it.
+    static let largestSide = 65_535
 
     private func discard(_ upload: UploadRecord) async throws {
         try await uploads.delete(upload.id)
