@@ -14,11 +14,21 @@ enum TimelineEvents {
         options.claimMinIdle = .seconds(5)
         options.claimInterval = .seconds(1)
         options.maxRetryDelay = .seconds(4)
+        // Every re-read of a failed entry counts as a delivery, and the default of 10 would move a
+        // tweet's fan-out to the dead letters after some 30 s of social-graph or tweets being
+        // unreachable: it would never reach the followers. 900 rides out an hour's outage.
+        options.maxDeliveries = 900
+        // Fan-out is shared by every instance: each tweet's events stand alone. A follow and the
+        // unfollow after it do not: applied out of order (two instances at once, or one taking over
+        // the other's pending entries after an unfollow it handled), the followee's tweets would come
+        // back for good. One instance at a time consumes the graph (a lease), in order.
+        var graphOptions = options
+        graphOptions.leaseTime = .seconds(5)
         return [
             EventConsumerDefinition(topic: "tweets", options: options) { batch, resources in
                 try await Timeline.shared(resources).handleTweetEvents(batch.events)
             },
-            EventConsumerDefinition(topic: "graph", options: options) { batch, resources in
+            EventConsumerDefinition(topic: "graph", options: graphOptions) { batch, resources in
                 try await Timeline.shared(resources).handleGraphEvents(batch.events)
             },
         ]
