@@ -11,6 +11,10 @@ enum NotificationConsumers {
     static var definitions: [EventConsumerDefinition] {
         var options = EventStreamConsumer.Options()
         options.leaseTime = .seconds(5)
+        // Every re-read of a failed entry counts as a delivery: with the default 10, a minute of
+        // Postgres or auth being unreachable would move events to the dead letters for good. 180,
+        // at the 20 s longest pause between tries, rides out an hour's outage.
+        options.maxDeliveries = 180
         // Most events of a busy topic change nothing here (a tweet without mentions, a message to
         // members who are online): reading them a few at a time costs far less than one wake-up,
         // read and acknowledgement each, and a notification pushed 20 ms later is still well within
