@@ -6,6 +6,13 @@ struct ConnectionSettings: Sendable {
     private(set) var keywords: [String] = []
     private(set) var values: [String] = []
 
+    /// TCP liveness: probes after 30 s of silence, every 10 s, 3 unanswered end it; unacknowledged
+    /// data ends it after 60 s.
+    static let liveness = [
+        ("keepalives", "1"), ("keepalives_idle", "30"), ("keepalives_interval", "10"), ("keepalives_count", "3"),
+        ("tcp_user_timeout", "60000"),
+    ]
+
     /// Session settings sent in the startup packet, so they cost no extra round trip.
     private static let sessionOptions = "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex"
 
@@ -43,6 +50,13 @@ struct ConnectionSettings: Sendable {
             ("application_name", configuration.options.applicationName),
             ("connect_timeout", String(timeoutSeconds)),
         ]
+        // A server or a network that goes silent mid-statement would hold the statement's caller and
+        // its connection until the kernel gives up (15 minutes to hours): TCP keepalives and a user
+        // timeout end such a connection within about a minute. Ignored on Unix sockets; a URL's own
+        // values win.
+        for (keyword, value) in Self.liveness where !parameters.contains(where: { $0.0 == keyword }) {
+            parameters.append((keyword, value))
+        }
         keywords = parameters.map(\.0)
         values = parameters.map(\.1)
     }
