@@ -60,15 +60,17 @@ public final class PostgresClient: Sendable {
     }
 
     /// Runs one statement and returns its rows. If the connection turns out to be broken (the
-    /// server restarted), the statement runs once more on a fresh connection: it was outside any
-    /// transaction, but a statement that did commit before the connection broke would run twice.
+    /// server restarted), a statement that only reads runs once more on a fresh connection; one
+    /// that writes fails with `.connectionFailed` instead, since it may have committed before the
+    /// connection broke and must not run twice.
     public func query(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws
         -> PostgresRows
     {
         try await withReconnection(Self.use(of: sql)) { try await $0.query(sql, parameters) }
     }
 
-    /// Runs one statement and returns how many rows it affected; retried like `query`.
+    /// Runs one statement and returns how many rows it affected; retried like `query` (only if it
+    /// only reads).
     @discardableResult
     public func execute(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws
         -> Int
@@ -126,7 +128,7 @@ public final class PostgresClient: Sendable {
     ) async throws -> T {
         do {
             return try await withSharedConnection(use, body)
-        } catch let error as PostgresError where error.connectionLost {
+        } catch let error as PostgresError where error.connectionLost && use == .reads {
             logger.debug("retrying a statement on a new connection after the connection broke")
             return try await withSharedConnection(use, body)
         }

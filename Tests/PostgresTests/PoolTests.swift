@@ -246,6 +246,24 @@ struct ReconnectionTests {
         }
     }
 
+    /// A write may have committed before its connection broke: it is never sent again.
+    @Test func aWriteCutOffByATerminatedBackendIsNotRunAgain() async throws {
+        let url = try await TestServers.postgres().makeDatabase()
+        try await withTestClient(url: url, poolSize: 1) { client in
+            try await client.execute("CREATE TABLE writes (pid int)")
+            let pid = try #require(try await client.query("SELECT pg_backend_pid()").first).decode(
+                Int32.self, at: 0)
+            async let write = postgresError {
+                try await client.execute(
+                    "INSERT INTO writes SELECT pg_backend_pid() FROM pg_sleep(CASE WHEN pg_backend_pid() = $1 THEN 30 ELSE 0 END)",
+                    [pid])
+            }
+            try await terminateWhenActive(pid, url: url)
+            #expect(await write?.code == .connectionFailed)
+            #expect(try await client.query("SELECT count(*) FROM writes").first?.decode(Int.self, at: 0) == 0)
+        }
+    }
+
     @Test func aTransactionCutOffByATerminatedBackendIsNotRunAgain() async throws {
         let url = try await TestServers.postgres().makeDatabase()
         try await withTestClient(url: url, poolSize: 1) { client in
