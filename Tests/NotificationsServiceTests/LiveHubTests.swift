@@ -307,7 +307,8 @@ func withHubs(_ body: @Sendable (HubInstance, HubInstance) async throws -> Void)
             (params: SubscribeParams, context) -> Subscription in
             guard let connection = context.connection,
                 let id = try hub.subscribe(
-                    user: params.user, session: params.session, connection: connection, holding: params.holding ?? false)
+                    RPCPrincipal(userID: params.user, sessionID: params.session), connection: connection,
+                    holding: params.holding ?? false)
             else { throw RPCError.unavailable("closed") }
             opened.add(connection)
             return Subscription(subscription: id)

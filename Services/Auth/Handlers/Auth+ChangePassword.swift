@@ -29,10 +29,9 @@ extension AuthService {
         else {
             throw RPCError.validation("currentPassword is not this account's password", field: "currentPassword")
         }
-        let revocations = resources.sessionRevocations
         let ended = try await users.replacePassword(
-            with: try await passwords.hash(newPassword), userID: principal.userID, keeping: principal.sessionID
-        ) { ended in try await revocations.revoke(sessionIDs: ended) }
+            with: try await passwords.hash(newPassword), userID: principal.userID, keeping: principal.sessionID,
+            announce: resources.sessionRevocations.revoke(sessionIDs:))
         return ChangePasswordResult(endedSessions: ended.count)
     }
 }

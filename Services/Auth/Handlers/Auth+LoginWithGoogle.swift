@@ -25,10 +25,9 @@ extension AuthService {
         let identity = IdentityStore.ExternalIdentity(
             provider: "google", subject: claims.subject.value, email: email,
             fullname: name.isEmpty ? String(localPart.unicodeScalars.prefix(50)) : name, usernameSeed: localPart)
-        let (ids, revocations) = (resources.ids, resources.sessionRevocations)
-        let (user, created) = try await identities.signIn(identity, newUserID: { ids.next() }) { ended in
-            try await revocations.revoke(sessionIDs: ended)
-        }
+        let ids = resources.ids
+        let (user, created) = try await identities.signIn(
+            identity, newUserID: { ids.next() }, announce: resources.sessionRevocations.revoke(sessionIDs:))
         if created {
             context.logger.info("created an account at its first Google sign-in", metadata: ["user.id": "\(user.id)"])
         }

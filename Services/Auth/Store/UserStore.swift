@@ -63,15 +63,15 @@ struct UserStore: Sendable {
     }
 
     func setPasswordHash(_ hash: String, userID: Int64) async throws {
-        try await postgres.execute(Self.setPasswordHash, [userID, hash])
+        try await postgres.execute(Self.passwordHashUpdate, [userID, hash])
     }
 
     /// Sets `userID`'s password hash (nil: the account has no password), inside the caller's transaction.
     static func setPasswordHash(_ hash: String?, userID: Int64, on connection: PostgresConnection) async throws {
-        try await connection.execute(setPasswordHash, [userID, hash])
+        try await connection.execute(passwordHashUpdate, [userID, hash])
     }
 
-    private static let setPasswordHash = "UPDATE auth.users SET password_hash = $2, updated_at = now() WHERE id = $1"
+    private static let passwordHashUpdate = "UPDATE auth.users SET password_hash = $2, updated_at = now() WHERE id = $1"
 
     /// Replaces `userID`'s password hash and ends their sessions but `keeping`, in one transaction
     /// that commits only after `announce` has published the ended sessions: when anything fails,

@@ -56,8 +56,9 @@ extension Messaging {
     }
 
     @Sendable func subscribe(_ params: Empty, _ context: RPCContext) async throws -> SubscriptionResult {
-        let caller = try context.requireUser()
-        guard let connection = context.connection, let principal = context.principal else {
+        let principal = try context.requirePrincipal()
+        let caller = principal.userID
+        guard let connection = context.connection else {
             throw RPCError.validation("messaging.subscribe needs a connection to push events on", field: "subscription")
         }
         guard let id = try hub.subscribe(principal, connection: connection) else {

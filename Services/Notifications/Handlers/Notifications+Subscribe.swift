@@ -8,8 +8,9 @@ extension NotificationsService {
     static let catchUpLimit = 1000
 
     @Sendable func subscribe(_ params: SubscribeParams, _ context: RPCContext) async throws -> SubscriptionResult {
-        let user = try context.requireUser()
-        guard let connection = context.connection, let principal = context.principal else {
+        let principal = try context.requirePrincipal()
+        let user = principal.userID
+        guard let connection = context.connection else {
             throw RPCError.validation("subscriptions need a connection of their own", field: "subscription")
         }
         // With lastId, live events are held from now on, so the catch-up read misses none: every

@@ -40,8 +40,13 @@ public struct RPCContext: Sendable {
 
     /// The caller's user id; throws `unauthenticated` for anonymous calls.
     public func requireUser() throws(RPCError) -> Int64 {
+        try requirePrincipal().userID
+    }
+
+    /// The caller's user and session; throws `unauthenticated` for anonymous calls.
+    public func requirePrincipal() throws(RPCError) -> RPCPrincipal {
         guard let principal else { throw .unauthenticated() }
-        return principal.userID
+        return principal
     }
 
     /// The budget left for a downstream call, for `_meta.timeoutMs`.

@@ -138,7 +138,7 @@ public struct RPCRouter: Sendable {
         switch header.params {
         case .array:
             outcome = .failure(.invalidParams("params must be an object; positional (array) params are not accepted"))
-        case .absent, .object, .other:
+        case .absent, .object, .other:  // .other never gets here: RequestHeader reports it as invalid.
             if name == "rpc.discover" {
                 outcome = Result { try RawJSON(encoding: OpenRPCDocument(router: self)) }.mapError { _ in .internalError() }
             } else if let method {

@@ -9,15 +9,25 @@ enum InboundFrame {
 
 /// Splits a byte stream into newline-delimited frames (`\n`, or `\r\n`), refusing any frame longer
 /// than `maxFrameBytes` without buffering it whole. Empty lines are skipped.
+///
+/// With a `frameTimeout`, a frame that has not ended that long after its first byte arrived closes
+/// the connection: a frame is buffered until its newline comes, and without a deadline a peer could
+/// send most of one and go quiet (or trickle a byte now and then), thousands of connections holding
+/// gigabytes. Between frames a connection may stay idle as long as it likes: a subscriber waits for
+/// pushes, a pooled client for work.
 struct NewlineFrameDecoder: ByteToMessageDecoder {
     typealias InboundOut = InboundFrame
 
     let maxFrameBytes: Int
+    let frameTimeout: TimeAmount?
     private var scanned = 0
     private var failed = false
+    /// Set while a frame is arriving (with a `frameTimeout`): the close when it has not ended in time.
+    private var deadline: Scheduled<Void>?
 
-    init(maxFrameBytes: Int) {
+    init(maxFrameBytes: Int, frameTimeout: TimeAmount? = nil) {
         self.maxFrameBytes = maxFrameBytes
+        self.frameTimeout = frameTimeout
     }
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
@@ -28,10 +38,17 @@ struct NewlineFrameDecoder: ByteToMessageDecoder {
         guard var length = Self.newline(in: buffer, from: scanned) else {
             scanned = buffer.readableBytes
             // One byte more may be the `\r` of a `\r\n` whose `\n` has yet to come.
-            if scanned > maxFrameBytes + 1 { fail(context: context, buffer: &buffer) }
+            if scanned > maxFrameBytes + 1 {
+                fail(context: context, buffer: &buffer)
+            } else if deadline == nil, let frameTimeout {
+                // The first bytes of a frame: it must end in time.
+                let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+                deadline = context.eventLoop.scheduleTask(in: frameTimeout) { bound.value.close(promise: nil) }
+            }
             return .needMoreData
         }
         scanned = 0
+        cancelDeadline()
         if length > maxFrameBytes + 1 {
             fail(context: context, buffer: &buffer)
             return .needMoreData
@@ -49,9 +66,14 @@ struct NewlineFrameDecoder: ByteToMessageDecoder {
         return .continue
     }
 
+    mutating func decoderRemoved(context: ChannelHandlerContext) {
+        cancelDeadline()
+    }
+
     mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws
         -> DecodingState
     {
+        cancelDeadline()
         while try decode(context: context, buffer: &buffer) == .continue {}
         // A final frame without its newline is still a frame.
         if !failed, buffer.readableBytes > 0, let rest = buffer.readSlice(length: buffer.readableBytes) {
@@ -71,7 +93,13 @@ struct NewlineFrameDecoder: ByteToMessageDecoder {
         }
     }
 
+    private mutating func cancelDeadline() {
+        deadline?.cancel()
+        deadline = nil
+    }
+
     private mutating func fail(context: ChannelHandlerContext, buffer: inout ByteBuffer) {
+        cancelDeadline()
         failed = true
         buffer.moveReaderIndex(to: buffer.writerIndex)
         context.fireChannelRead(wrapInboundOut(.tooLarge(limit: maxFrameBytes)))

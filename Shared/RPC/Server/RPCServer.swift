@@ -24,7 +24,7 @@ public final class RPCServer: Service, Sendable {
         /// Kubernetes' grace period are set above it.
         public var drainTimeout: Duration
         /// How long one frame may take to arrive, from its first byte to its newline, before the
-        /// connection is closed (``FrameDeadlineHandler``); idle time between frames is not limited.
+        /// connection is closed (``NewlineFrameDecoder``); idle time between frames is not limited.
         public var frameTimeout: Duration
 
         public init(
@@ -114,8 +114,9 @@ public final class RPCServer: Service, Sendable {
                         }
                         try channel.pipeline.syncOperations.addHandlers([
                             FlushCoalescingHandler(),
-                            FrameDeadlineHandler(timeout: TimeAmount(configuration.frameTimeout)),
-                            ByteToMessageHandler(NewlineFrameDecoder(maxFrameBytes: configuration.maxFrameBytes)),
+                            ByteToMessageHandler(
+                                NewlineFrameDecoder(
+                                    maxFrameBytes: configuration.maxFrameBytes, frameTimeout: TimeAmount(configuration.frameTimeout))),
                             RPCServerHandler(router: router, maxInFlight: configuration.maxInFlightPerConnection),
                         ])
                     }

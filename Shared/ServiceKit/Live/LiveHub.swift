@@ -108,13 +108,7 @@ public final class LiveHub: Service, Sendable {
     public func subscribe(_ principal: RPCPrincipal, connection: RPCConnection, holding: Bool = false) throws(RPCError)
         -> String?
     {
-        try subscribe(user: principal.userID, session: principal.sessionID, connection: connection, holding: holding)
-    }
-
-    /// ``subscribe(_:connection:holding:)`` for `user`, as `session`.
-    public func subscribe(user: Int64, session: Int64, connection: RPCConnection, holding: Bool = false) throws(RPCError)
-        -> String?
-    {
+        let (user, session) = (principal.userID, principal.sessionID)
         let registry = self.registry
         let limit = options.perUserAndConnection
         guard registry.count(of: user, on: connection) < limit else {

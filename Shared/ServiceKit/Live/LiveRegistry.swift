@@ -12,7 +12,7 @@ final class LiveRegistry: Sendable {
         let id: String
         /// The sign-in session that opened it: the subscription ends when the session does.
         let session: Int64
-        /// Non-nil while the subscription is held (``LiveHub/subscribe(user:session:connection:holding:)``).
+        /// Non-nil while the subscription is held (``LiveHub/subscribe(_:connection:holding:)``).
         var held: [RawJSON]?
         /// Whether events were dropped while held (more than the hold limit arrived).
         var heldOverflowed = false
