@@ -64,6 +64,9 @@ import Testing
                 try await Task.sleep(for: .milliseconds(100))
                 try? stalled.send(String(character))
             }
+            let refusal = json(await stalled.readFrame())
+            #expect(refusal?["error"]?["code"] == -32600 && refusal?["id"] == .null)
+            #expect(refusal?["error"]?["message"]?.stringValue?.contains("frame too slow") == true)
             #expect(await stalled.isClosedByPeer())
             // A frame split over two sends within the deadline is fine, and so is the idle one.
             try idle.send(String(call.prefix(20)))

@@ -1,17 +1,19 @@
 import Foundation
 import NIOCore
 
-/// What the frame decoder hands on: a complete frame, or the news that the peer sent one over the limit.
+/// What the frame decoder hands on: a complete frame, or the news that the peer sent one over the
+/// limit or too slowly.
 enum InboundFrame {
     case frame(ByteBuffer)
     case tooLarge(limit: Int)
+    case tooSlow(timeout: TimeAmount)
 }
 
 /// Splits a byte stream into newline-delimited frames (`\n`, or `\r\n`), refusing any frame longer
 /// than `maxFrameBytes` without buffering it whole. Empty lines are skipped.
 ///
-/// With a `frameTimeout`, a frame that has not ended that long after its first byte arrived closes
-/// the connection: a frame is buffered until its newline comes, and without a deadline a peer could
+/// With a `frameTimeout`, a frame that has not ended that long after its first byte arrived is
+/// reported (`tooSlow`), and the server answers and closes the connection: a frame is buffered until its newline comes, and without a deadline a peer could
 /// send most of one and go quiet (or trickle a byte now and then), thousands of connections holding
 /// gigabytes. Between frames a connection may stay idle as long as it likes: a subscriber waits for
 /// pushes, a pooled client for work.
@@ -41,9 +43,12 @@ struct NewlineFrameDecoder: ByteToMessageDecoder {
             if scanned > maxFrameBytes + 1 {
                 fail(context: context, buffer: &buffer)
             } else if deadline == nil, let frameTimeout {
-                // The first bytes of a frame: it must end in time.
+                // The first bytes of a frame: it must end in time, or the next handler hears so (and
+                // answers and closes, as for a frame over the limit).
                 let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-                deadline = context.eventLoop.scheduleTask(in: frameTimeout) { bound.value.close(promise: nil) }
+                deadline = context.eventLoop.scheduleTask(in: frameTimeout) {
+                    bound.value.fireChannelRead(NIOAny(InboundFrame.tooSlow(timeout: frameTimeout)))
+                }
             }
             return .needMoreData
         }

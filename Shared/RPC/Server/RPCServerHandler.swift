@@ -51,6 +51,11 @@ final class RPCServerHandler: ChannelDuplexHandler {
         case .tooLarge(let limit):
             let error = RPCError.invalidRequest("frame too large: the limit is \(limit) bytes per message")
             context.writeAndClose(ResponseEncoding.line(error))
+        case .tooSlow(let timeout):
+            let milliseconds = timeout.nanoseconds / 1_000_000
+            let within = milliseconds.isMultiple(of: 1000) ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
+            let error = RPCError.invalidRequest("frame too slow: a message must arrive within \(within) of its first byte")
+            context.writeAndClose(ResponseEncoding.line(error))
         case .frame(let buffer):
             guard !quiescing else { return }
             waiting.append(buffer)
