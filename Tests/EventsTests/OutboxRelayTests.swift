@@ -144,6 +144,8 @@ struct OutboxRelayTests {
         small.batchSize = 7
         small.busyDelay = .milliseconds(1)
         small.idleDelay = .milliseconds(5)
+        // Nothing trimmed, so that the stream's length counts every XADD.
+        small.retentionInterval = .seconds(3600)
         try await withServices([
             fixture.relay(options: small), fixture.relay(options: small, postgres: otherPostgres),
             fixture.consumer(topic: topic) { inbox.add($0) },
@@ -162,6 +164,64 @@ struct OutboxRelayTests {
         #expect(inversion == nil, "\(inversion.map { "\(numbers[$0 - 1]) arrived before \(numbers[$0])" } ?? "")")
         #expect(try await fixture.redis.send(["XLEN", RedisArgument(EventStream.key(topic: topic))]).int == 1000)
         await otherPostgres.shutdown()
+        await fixture.shutdown()
+    }
+
+    /// A group that takes nothing for a long time (its service down) keeps every event it has
+    /// not acknowledged: the relay stops at the stream's limit and leaves the rest in the outbox,
+    /// and once the group catches up, everything arrives in order and the stream is trimmed.
+    @Test func aFullStreamHoldsTheRelayBackUntilTheLaggingGroupCatchesUp() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("lagging")
+        let key = RedisArgument(EventStream.key(topic: topic))
+        // The group exists (its service ran once) but nobody reads for it now.
+        _ = try await fixture.redis.send(["XGROUP", "CREATE", key, RedisArgument("\(fixture.prefix).group"), "0", "MKSTREAM"])
+        let registry = PrometheusCollectorRegistry()
+        var options = OutboxRelay.Options()
+        options.streamMaxLength = 300
+        options.batchSize = 50
+        options.retentionInterval = .milliseconds(1)
+        let relay = fixture.relay(options: options, metrics: MetricsBootstrap.makeFactory(registry: registry))
+        func streamLength() async throws -> Int { try #require(try await fixture.redis.send(["XLEN", key]).int) }
+        for i in 0..<10 { try await fixture.append(numberedEvents(topic: topic, i * 100..<i * 100 + 100)) }
+        try await withServices([relay]) {
+            #expect(await eventually { (try? await streamLength()) ?? 0 >= 300 })
+            try await Task.sleep(for: .milliseconds(500))
+            let (length, waiting) = (try await streamLength(), try await fixture.outboxCount())
+            #expect(length < 300 + 50 * 2, "the relay stopped within a batch or two of the limit")
+            #expect(Int64(length) + waiting == 1000, "every event is in the stream or still in the outbox")
+        }
+
+        let inbox = Inbox()
+        try await withServices([relay, fixture.consumer(topic: topic) { inbox.add($0) }]) {
+            #expect(await inbox.wait { $0.count >= 1000 })
+            // Acknowledged entries are trimmed (MINID ~ keeps the last, partial node of 100).
+            #expect(await eventually { (try? await streamLength()) ?? .max <= 100 })
+            #expect(await eventually {
+                prometheusValue(#"aviary_event_stream_length{topic="\#(topic)""#, in: registry).map { $0 <= 100 } ?? false
+            })
+        }
+        #expect(inbox.numbers == Array(0..<1000))
+        #expect(try await fixture.outboxCount() == 0)
+        await fixture.shutdown()
+    }
+
+    /// Without a group nobody will miss old events: the stream keeps its newest `streamMaxLength`
+    /// for a group made later, and the relay never waits.
+    @Test func aStreamNoGroupReadsKeepsItsNewestEventsAndNeverHoldsTheRelay() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("unread")
+        var options = OutboxRelay.Options()
+        options.streamMaxLength = 300
+        options.batchSize = 50
+        options.retentionInterval = .milliseconds(1)
+        for i in 0..<10 { try await fixture.append(numberedEvents(topic: topic, i * 100..<i * 100 + 100)) }
+        try await withServices([fixture.relay(options: options)]) {
+            #expect(await eventually { (try? await fixture.outboxCount()) == 0 })
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let length = try #require(try await fixture.redis.send(["XLEN", RedisArgument(EventStream.key(topic: topic))]).int)
+        #expect((300..<400).contains(length), "\(length)")
         await fixture.shutdown()
     }
 

@@ -10,7 +10,8 @@ import ServiceLifecycle
 ///
 /// - A new group starts at the **beginning** of the stream (`XGROUP CREATE … 0 MKSTREAM`), not at
 ///   its end: a consumer service deployed or started after its producers still gets every event the
-///   stream retains (up to the relay's `MAXLEN`), where `$` would silently skip them.
+///   stream retains (the newest `streamMaxLength` while no group reads it; see ``OutboxRelay``),
+///   where `$` would silently skip them.
 /// - Reads are `XREADGROUP … COUNT batchSize BLOCK blockTimeout`, on a connection of the consumer's
 ///   own (a blocking read must not hold a connection of the shared pool).
 /// - Entries are acknowledged (`XACK`) only after the handler returned. Delivery is **at least

@@ -3,13 +3,11 @@ import Redis
 
 extension OutboxRelay {
     /// Moves one batch in one transaction of two round trips (the deletion, then the commit, with
-    /// the `XADD` pipeline between them); returns how many rows it took (0 when the outbox is empty
-    /// or another relay holds this outbox), events the preparation left out included.
-    func relayBatch() async throws -> Int {
+    /// the `XADD` pipeline between them).
+    func relayBatch() async throws -> RelayedBatch {
         let schema = schema
         let redis = redis
         let batchSize = options.batchSize
-        let maxLength = RedisArgument(options.streamMaxLength)
         let statements = statements
         let preparation = preparation
         return try await postgres.transaction { connection in
@@ -18,7 +16,7 @@ extension OutboxRelay {
             // table, dead rows and all). Without the turn the scan is empty. The deletion only commits
             // once Redis has the events, so a failure below brings the rows back.
             let rows = try await connection.query(statements.takeBatch, [statements.lockKey, batchSize])
-            guard !rows.isEmpty else { return 0 }
+            guard !rows.isEmpty else { return RelayedBatch(rows: 0, topics: []) }
             var events: [Event] = []
             events.reserveCapacity(rows.count)
             for row in rows {
@@ -30,11 +28,11 @@ extension OutboxRelay {
             // RETURNING follows no order: the streams get the events in outbox order.
             events.sort { $0.id < $1.id }
             if let preparation { events = try await preparation(events) }
-            guard !events.isEmpty else { return rows.count }
+            guard !events.isEmpty else { return RelayedBatch(rows: rows.count, topics: []) }
             let replies = try await redis.pipeline(
                 events.map { event in
                     [
-                        "XADD", RedisArgument(EventStream.key(topic: event.topic)), "MAXLEN", "~", maxLength, "*",
+                        "XADD", RedisArgument(EventStream.key(topic: event.topic)), "*",
                         RedisArgument(EventStream.Field.type), RedisArgument(event.type),
                         RedisArgument(EventStream.Field.payload), RedisArgument(event.payload),
                         RedisArgument(EventStream.Field.outboxID), RedisArgument(event.id),
@@ -44,8 +42,17 @@ extension OutboxRelay {
             for case .error(let message) in replies {
                 throw EventStreamFailure("Redis refused an XADD: \(message)")
             }
-            return rows.count
+            return RelayedBatch(rows: rows.count, topics: Set(events.map(\.topic)))
         }
+    }
+
+    /// What one batch moved.
+    struct RelayedBatch {
+        /// The rows it took (0 when the outbox is empty or another relay holds this outbox), events
+        /// the preparation left out included.
+        var rows: Int
+        /// The topics it sent events to.
+        var topics: Set<String>
     }
 
     /// The SQL of one outbox, and the key of its relays' turn.

@@ -16,7 +16,14 @@ extension OutboxRelay {
         public var maxRetryDelay: Duration = .seconds(5)
         /// How often the `aviary_outbox_backlog` gauge is refreshed (one bounded count). Default 1 s.
         public var backlogInterval: Duration = .seconds(1)
-        /// Approximate length each topic stream is trimmed to on `XADD` (`MAXLEN ~`). Default 1,000,000.
+        /// How often the relay trims the streams it sends to and checks their length. Default 1 s.
+        public var retentionInterval: Duration = .seconds(1)
+        /// The most events a topic's stream should hold. The relay trims from each stream what
+        /// every consumer group has taken and acknowledged (`XTRIM MINID`); when the events some
+        /// group has not acknowledged reach this many (its service down for a long time), the relay
+        /// stops sending, and events wait in the outbox on disk, not in Redis' memory, until the
+        /// group catches up. A stream no group reads yet keeps its newest this many (`MAXLEN ~`).
+        /// Default 1,000,000.
         public var streamMaxLength = 1_000_000
 
         public init() {}

@@ -18,13 +18,19 @@ import ServiceLifecycle
 /// without it stand by (taking over within one poll when the holder dies). Sharing one outbox between
 /// relays row by row would let a later batch overtake an earlier one.
 ///
+/// Retention: every `retentionInterval` the relay trims the streams it sends to of the entries
+/// every consumer group has acknowledged. A stream whose unacknowledged entries reach
+/// `streamMaxLength` (a consumer service down for long) holds the relay back: rows stay in the
+/// outbox until the group catches up, so a long outage costs disk in Postgres, never events.
+///
 /// Latency: the relay polls, every `busyDelay` while there is work, backing off to `idleDelay`
 /// when the outbox is empty. A handler that appended events may call ``nudge()`` after its
 /// transaction committed to have them relayed at once, or, within `gatherDelay` of the last batch,
 /// as soon as that delay is over.
 ///
 /// Metrics: `aviary_outbox_backlog` (gauge, rows waiting: exact up to 10,000, then the span of
-/// their ids) and `aviary_outbox_relayed_total` (counter), both with the dimension `schema`.
+/// their ids) and `aviary_outbox_relayed_total` (counter), both with the dimension `schema`, and
+/// `aviary_event_stream_length` (gauge, entries left after trimming) with the dimension `topic`.
 public struct OutboxRelay: Service {
     /// The schema whose `outbox` table this relay empties.
     public let schema: String
@@ -33,6 +39,7 @@ public struct OutboxRelay: Service {
     let options: Options
     let preparation: Preparation?
     let logger: Logger
+    let metrics: any MetricsFactory
     private let relayed: Counter
     private let backlog: Gauge
     /// The statements of this outbox and the key of its relays' turn, made once for its schema.
@@ -72,6 +79,7 @@ public struct OutboxRelay: Service {
         var logger = logger
         logger[metadataKey: "outbox.schema"] = "\(schema)"
         self.logger = logger
+        self.metrics = metrics
         self.relayed = Counter(label: "aviary_outbox_relayed_total", dimensions: [("schema", schema)], factory: metrics)
         self.backlog = Gauge(label: "aviary_outbox_backlog", dimensions: [("schema", schema)], factory: metrics)
         self.statements = Statements(schema: schema)
@@ -95,16 +103,31 @@ public struct OutboxRelay: Service {
         var idleDelay = options.busyDelay
         var redisSuspect = false
         var backlogDue = ContinuousClock.now
+        // The topics sent to since the relay started, and those whose streams are full.
+        var topics: Set<String> = []
+        var heldBack: [String: String] = [:]
+        var retentionDue = ContinuousClock.now + options.retentionInterval
         while !serviceIsStopping {
             if ContinuousClock.now >= backlogDue {
                 await measureBacklog()
                 backlogDue = .now + options.backlogInterval
             }
+            if ContinuousClock.now >= retentionDue {
+                await applyRetention(topics: topics, heldBack: &heldBack)
+                retentionDue = .now + options.retentionInterval
+            }
+            // A batch holds events of any topic: one full stream holds every topic back, in order.
+            if !heldBack.isEmpty {
+                await pauseUnlessStopping(for: options.retentionInterval)
+                continue
+            }
             let moved: Int
             do {
                 // After a Redis failure, wait until it answers before holding outbox rows locked again.
                 if redisSuspect { _ = try await redis.send(["PING"]) }
-                moved = try await relayBatch()
+                let batch = try await relayBatch()
+                moved = batch.rows
+                topics.formUnion(batch.topics)
             } catch {
                 if serviceIsStopping { break }
                 redisSuspect = error is RedisError || error is EventStreamFailure
