@@ -1,6 +1,8 @@
 import AviaryAPI
 import Foundation
+import Postgres
 import RPC
+import ServiceKit
 import Testing
 import TestSupport
 
@@ -156,6 +158,51 @@ import TestSupport
         #expect(likesOnly.count == 3 && likesOnly.allSatisfy { $0["type"] == "like" && $0["count"] == nil })
         let paged = try await stack.notifications(of: author, ["limit": 4])
         #expect(paged.count == 4)
+    }
+
+    /// A viral tweet's 30,000 likes make one item, counted exactly, and paging back over 25 older
+    /// windows (days) neither repeats nor skips an item.
+    @Test func groupedPagesCountLargeGroupsAndWalkManyWindows() async throws {
+        let (stack, _) = try await NotificationsStack.shared()
+        let author = try await stack.makeUser("viral")
+        let fans = try await stack.makeUsers(4, "liker")
+        let tweet = try await stack.tweet("to the moon", as: author)
+        let day: Int64 = 86_400_000
+        let now = Int64(Date().timeIntervalSince1970 * 1000) - SnowflakeGenerator.epochMilliseconds
+        let yesterday = (now / day - 1) * day
+        let fanIDs = fans.map { Int64($0.id.value) }
+        // Yesterday's likes, 1,000 per millisecond; a follow on each of the 25 days before, by fans in turn.
+        try await stack.database.execute(
+            """
+            INSERT INTO notifications.notifications (id, recipient_id, type, actor_id, tweet_id, key, created_at)
+            SELECT (($3::bigint + n / 1000) << 22) | (n % 1000), $1, 'like', ($2::bigint[])[1 + n % 4], $4, 'bulk-like:' || n, now()
+            FROM generate_series(0, 29999) AS n
+            """, [author.id.value, fanIDs, yesterday + 1000, Int64(tweet)!])
+        try await stack.database.execute(
+            """
+            INSERT INTO notifications.notifications (id, recipient_id, type, actor_id, key, created_at)
+            SELECT (($3::bigint - k * $4::bigint) << 22) | k, $1, 'follow', ($2::bigint[])[1 + k % 4], 'bulk-follow:' || k, now()
+            FROM generate_series(1, 25) AS k
+            """, [author.id.value, fanIDs, yesterday + 5000, day])
+
+        var items: [JSONValue] = []
+        var cursor: JSONValue = .null
+        repeat {
+            var params: [String: JSONValue] = ["grouped": true, "limit": 5]
+            if cursor != .null { params["cursor"] = cursor }
+            let page: JSONValue = try await stack.call("notifications", "notifications.list", params, as: author)
+            items += page["items"]?.arrayValue ?? []
+            cursor = page["nextCursor"] ?? .null
+        } while cursor != .null && items.count < 100
+        #expect(items.count == 26)
+        #expect(items.first?["type"] == "like" && items.first?["count"] == 30_000 && items.first?["read"] == false)
+        let likers = items.first?["actors"]?.arrayValue?.compactMap { $0["id"] }
+        #expect(likers == [fans[3].idValue, fans[2].idValue, fans[1].idValue], "the newest three, newest first")
+        let follows = items.dropFirst()
+        #expect(follows.allSatisfy { $0["type"] == "follow" && $0["count"] == 1 })
+        #expect(follows.compactMap { $0["actor"]?["id"] } == (1...25).map { fans[$0 % 4].idValue })
+        let ids = items.compactMap { $0["id"]?.stringValue.flatMap { Int64($0) } }
+        #expect(ids == ids.sorted(by: >) && Set(ids).count == 26)
     }
 
     @Test func messagesAndRetriedEventsAreStoredOnce() async throws {

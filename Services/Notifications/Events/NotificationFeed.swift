@@ -18,7 +18,7 @@ struct NotificationFeed: Sendable {
         if !outcome.added.isEmpty {
             do {
                 // Hydrated for no viewer: one call for every recipient of the batch (`likedByMe` is false).
-                let items = try await hydrator.items(outcome.added.map { [$0] }, grouped: false, viewer: nil, context: nil)
+                let items = try await hydrator.items(outcome.added, viewer: nil, context: nil)
                 let byID = Dictionary(items.map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
                 for row in outcome.added {
                     guard let item = byID[row.id] else { continue }

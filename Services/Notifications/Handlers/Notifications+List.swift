@@ -11,13 +11,13 @@ extension NotificationsService {
         if params.grouped == true {
             let grouping = NotificationGrouping(store: store, window: groupWindow)
             let page = try await grouping.page(of: user, before: before, kinds: kinds, limit: limit)
-            let items = try await hydrator.items(page.groups.map(\.rows), grouped: true, viewer: user, context: context)
+            let items = try await hydrator.items(page.groups, grouped: true, viewer: user, context: context)
             let next = page.hasMore ? page.groups.last.map { KeysetCursor(key: $0.newest.id, id: $0.newest.id) } : nil
             return try NotificationItem.page(items, nextCursor: next?.encoded)
         }
         let rows = try await store.page(of: user, before: before, kinds: kinds, limit: limit + 1)
         let shown = Array(rows.prefix(limit))
-        let items = try await hydrator.items(shown.map { [$0] }, grouped: false, viewer: user, context: context)
+        let items = try await hydrator.items(shown, viewer: user, context: context)
         let next = rows.count > limit ? shown.last.map { KeysetCursor(key: $0.id, id: $0.id) } : nil
         return try NotificationItem.page(items, nextCursor: next?.encoded)
     }

@@ -36,7 +36,7 @@ extension NotificationsService {
         do {
             let rows = try await store.after(lastSeen, of: user, limit: Self.catchUpLimit + 1)
             let shown = Array(rows.prefix(Self.catchUpLimit))
-            let missed = try await hydrator.items(shown.map { [$0] }, grouped: false, viewer: user, context: nil)
+            let missed = try await hydrator.items(shown, viewer: user, context: nil)
             replay = try missed.map(NotificationFeed.event)
             replayed = Set(shown.map(\.id))
             if rows.count > Self.catchUpLimit { replay.append(NotificationFeed.resync) }

@@ -8,37 +8,42 @@ import ServiceKit
 struct NotificationHydrator: Sendable {
     let resources: ServiceResources
 
-    /// The items of `groups` (each one notification, or a grouped item with its rows newest first),
-    /// in order. With `grouped`, items carry `count` and `actors`. An item whose newest actor the
-    /// accounts service does not know (a deleted account) is left out.
+    /// The items of `groups`, in order. With `grouped`, items carry `count` and `actors`. An item
+    /// whose newest actor the accounts service does not know (a deleted account) is left out.
     func items(
-        _ groups: [[NotificationRow]], grouped: Bool, viewer: Int64?, context: RPCContext?
+        _ groups: [NotificationGrouping.Group], grouped: Bool, viewer: Int64?, context: RPCContext?
     ) async throws -> [NotificationItem] {
         let shownActors = groups.map { Self.actors(of: $0, grouped: grouped) }
         let actorIDs = Array(Set(shownActors.joined()))
-        let tweetIDs = Array(Set(groups.compactMap { $0.first?.tweet }))
+        let tweetIDs = Array(Set(groups.compactMap(\.newest.tweet)))
         async let users = users(actorIDs, context: context)
         async let tweets = tweets(tweetIDs, viewer: viewer, context: context)
         let (usersByID, tweetsByID) = try await (users, tweets)
         var items: [NotificationItem] = []
         items.reserveCapacity(groups.count)
-        for (rows, actorIDs) in zip(groups, shownActors) {
-            guard let newest = rows.first, let actor = usersByID[newest.actor] else { continue }
+        for (group, actorIDs) in zip(groups, shownActors) {
+            let newest = group.newest
+            guard let actor = usersByID[newest.actor] else { continue }
             items.append(NotificationItem(
                 id: EntityID(newest.id), type: newest.kind, actor: actor, tweet: newest.tweet.flatMap { tweetsByID[$0] },
                 conversationId: newest.conversation.map { EntityID($0) }, createdAt: newest.createdAt,
-                read: rows.allSatisfy(\.read), count: grouped ? rows.count : nil,
+                read: group.read, count: grouped ? group.count : nil,
                 actors: grouped ? actorIDs.compactMap { usersByID[$0] } : nil))
         }
         return items
     }
 
+    /// The items of notifications shown one by one.
+    func items(_ rows: [NotificationRow], viewer: Int64?, context: RPCContext?) async throws -> [NotificationItem] {
+        try await items(rows.map(NotificationGrouping.Group.init), grouped: false, viewer: viewer, context: context)
+    }
+
     /// The actors an item shows: the newest, or in a grouped list up to three distinct, newest first.
-    private static func actors(of rows: [NotificationRow], grouped: Bool) -> [Int64] {
-        guard grouped else { return rows.first.map { [$0.actor] } ?? [] }
+    private static func actors(of group: NotificationGrouping.Group, grouped: Bool) -> [Int64] {
+        guard grouped else { return [group.newest.actor] }
         var seen: [Int64] = []
-        for row in rows where !seen.contains(row.actor) {
-            seen.append(row.actor)
+        for actor in group.actors where !seen.contains(actor) {
+            seen.append(actor)
             if seen.count == 3 { break }
         }
         return seen
