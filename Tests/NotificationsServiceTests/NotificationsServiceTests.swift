@@ -205,6 +205,51 @@ import TestSupport
         #expect(ids == ids.sorted(by: >) && Set(ids).count == 26)
     }
 
+    /// Two topics' notifications for one user stored at the same moment: the follow draws its id,
+    /// then waits (on a row of the test's open transaction) while the like is stored. A subscriber
+    /// that saw what was pushed, left, and came back with the last id it saw still gets both, once.
+    @Test func aReconnectingSubscriberMissesNoNotificationStoredAlongsideAnother() async throws {
+        let (stack, _) = try await NotificationsStack.shared()
+        let author = try await stack.makeUser("raced")
+        let (follower, liker) = (try await stack.makeUser("follower"), try await stack.makeUser("liker"))
+        let tweet = try await stack.tweet("raced", as: author)
+        let port = stack.process("notifications").rpcPort
+        var live = try await NotificationsConnection.open(author, port: port)
+        _ = try await live.subscribe()
+
+        // The follow's insert will wait for this row's transaction, with its id already drawn.
+        let holding = AsyncStream.makeStream(of: Void.self)
+        let released = AsyncStream.makeStream(of: Void.self)
+        let holder = Task {
+            try await stack.database.transaction { connection in
+                try await connection.execute(
+                    "INSERT INTO notifications.notifications (id, recipient_id, type, actor_id, key, created_at) VALUES (1, $1, 'follow', $2, $3, now())",
+                    [Int64(author.id.value), Int64(follower.id.value), "f:\(follower.id.value)"])
+                holding.continuation.yield()
+                for await _ in released.stream { break }
+                throw CancellationError()  // rolls back
+            }
+        }
+        for await _ in holding.stream { break }
+        let _: JSONValue = try await stack.call("social-graph", "graph.follow", ["userId": author.idValue], as: follower)
+        try await Task.sleep(for: .milliseconds(300))
+        let _: JSONValue = try await stack.call("tweets", "tweets.like", ["tweetId": .string(tweet)], as: liker)
+        // What arrives meanwhile, then gone; the follow is stored while nobody listens.
+        var seen = try await live.events(1, within: .seconds(1))
+        await live.close()
+        released.continuation.yield()
+        await #expect(throws: CancellationError.self) { try await holder.value }
+        #expect(await eventually { (try? await stack.notifications(of: author).count) == 2 })
+
+        live = try await NotificationsConnection.open(author, port: port)
+        let lastSeen = seen.last?["notification"]?["id"]?.stringValue
+        _ = try await live.subscribe(lastId: lastSeen ?? "1")
+        seen += try await live.events(2 - seen.count, within: .seconds(5))
+        #expect(try await live.events(1, within: .milliseconds(300)).isEmpty)
+        #expect(Set(seen.compactMap(\.pushedType)) == ["follow", "like"] && seen.count == 2)
+        await live.close()
+    }
+
     @Test func messagesAndRetriedEventsAreStoredOnce() async throws {
         let (stack, _) = try await NotificationsStack.shared()
         let (sender, away) = (try await stack.makeUser("sender"), try await stack.makeUser("away"))

@@ -32,6 +32,12 @@ struct NotificationStore: Sendable {
             var fresh = Set(try await connection.query(Self.markConsumed, [keys]).map { try $0.decode(String.self, at: 0) })
             // An event delivered twice in one batch counts once, like one delivered again later.
             let changes = events.filter { fresh.remove($0.key) != nil }.flatMap(\.changes)
+            // Ids are drawn below, under the locks of their recipients: a recipient's notifications
+            // then commit in the order of their ids (a batch of another topic that drew an id first
+            // has committed before this one draws), so a subscriber that reconnects after the last
+            // id it saw misses none. Unlocked, a lower id could commit after a higher one was pushed.
+            let recipients = Set(changes.compactMap { if case .add(let new) = $0 { new.recipient } else { nil } })
+            if !recipients.isEmpty { _ = try await connection.query(Self.lockRecipients, [Array(recipients)]) }
             var outcome = Outcome()
             var rest = changes[...]
             while let first = rest.first {
@@ -84,6 +90,15 @@ struct NotificationStore: Sendable {
             "DELETE FROM notifications.consumed_events WHERE consumed_at < now() - make_interval(secs => $1)",
             [Int64(age.components.seconds)])
     }
+
+    /// Takes the transaction's lock of each recipient in `$1`, in the order of the lock keys, so
+    /// that two batches never wait on each other in a cycle.
+    private static let lockRecipients = """
+        SELECT pg_advisory_xact_lock(key) FROM (
+            SELECT DISTINCT hashtextextended('aviary.notifications.recipient:' || recipient, 0) AS key
+            FROM unnest($1::bigint[]) AS recipient ORDER BY key
+        ) AS keys
+        """
 
     /// The keys of the events not consumed before, now marked.
     private static let markConsumed = """
