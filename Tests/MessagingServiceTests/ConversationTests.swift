@@ -6,6 +6,29 @@ import TestSupport
 
 @Suite("Conversations")
 struct ConversationTests {
+    /// markRead answers the unread count after the marker as it stands, even when another device
+    /// moved it further a moment before (this call then moves nothing).
+    @Test func markReadCountsFromAMarkerAnotherDeviceMovedMeanwhile() async throws {
+        let fixture = try await MessagingStack.shared()
+        let users = try await fixture.users(2, "devices")
+        let (a, b) = (users[0], users[1])
+        let direct = try await fixture.direct(a, b)
+        var messages: [Message] = []
+        for text in ["one", "two", "three"] { messages.append(try await fixture.send(text, to: direct, as: a)) }
+        let sent = messages
+        let marking = try await holdingTransaction(
+            "UPDATE messaging.members SET read_seq = 3, read_message_id = $3 WHERE conversation_id = $1 AND user_id = $2",
+            [Int64(direct.id.value), Int64(b.id.value), Int64(sent[2].id.value)], on: fixture.stack.database
+        ) {
+            let marking = Task { () throws -> [String: Int64] in
+                try await fixture.call("markRead", ["conversationId": .string(direct.id.description), "upTo": .string(sent[0].id.description)], as: b)
+            }
+            try await Task.sleep(for: .milliseconds(300))  // waiting on the member row
+            return marking
+        }
+        #expect(try await marking.value["unreadCount"] == 0)
+    }
+
     @Test("openDirect makes one conversation per pair, from either side")
     func directIsOnePerPair() async throws {
         let fixture = try await MessagingStack.shared()

@@ -217,28 +217,19 @@ import TestSupport
         var live = try await NotificationsConnection.open(author, port: port)
         _ = try await live.subscribe()
 
-        // The follow's insert will wait for this row's transaction, with its id already drawn.
-        let holding = AsyncStream.makeStream(of: Void.self)
-        let released = AsyncStream.makeStream(of: Void.self)
-        let holder = Task {
-            try await stack.database.transaction { connection in
-                try await connection.execute(
-                    "INSERT INTO notifications.notifications (id, recipient_id, type, actor_id, key, created_at) VALUES (1, $1, 'follow', $2, $3, now())",
-                    [Int64(author.id.value), Int64(follower.id.value), "f:\(follower.id.value)"])
-                holding.continuation.yield()
-                for await _ in released.stream { break }
-                throw CancellationError()  // rolls back
-            }
+        // The follow's insert waits for this row's transaction (rolled back), with its id already drawn.
+        var seen = try await holdingTransaction(
+            "INSERT INTO notifications.notifications (id, recipient_id, type, actor_id, key, created_at) VALUES (1, $1, 'follow', $2, $3, now())",
+            [Int64(author.id.value), Int64(follower.id.value), "f:\(follower.id.value)"], on: stack.database, commit: false
+        ) {
+            let _: JSONValue = try await stack.call("social-graph", "graph.follow", ["userId": author.idValue], as: follower)
+            try await Task.sleep(for: .milliseconds(300))
+            let _: JSONValue = try await stack.call("tweets", "tweets.like", ["tweetId": .string(tweet)], as: liker)
+            // What arrives meanwhile, then gone; the follow is stored while nobody listens.
+            let seen = try await live.events(1, within: .seconds(1))
+            await live.close()
+            return seen
         }
-        for await _ in holding.stream { break }
-        let _: JSONValue = try await stack.call("social-graph", "graph.follow", ["userId": author.idValue], as: follower)
-        try await Task.sleep(for: .milliseconds(300))
-        let _: JSONValue = try await stack.call("tweets", "tweets.like", ["tweetId": .string(tweet)], as: liker)
-        // What arrives meanwhile, then gone; the follow is stored while nobody listens.
-        var seen = try await live.events(1, within: .seconds(1))
-        await live.close()
-        released.continuation.yield()
-        await #expect(throws: CancellationError.self) { try await holder.value }
         #expect(await eventually { (try? await stack.notifications(of: author).count) == 2 })
 
         live = try await NotificationsConnection.open(author, port: port)
@@ -248,6 +239,30 @@ import TestSupport
         #expect(try await live.events(1, within: .milliseconds(300)).isEmpty)
         #expect(Set(seen.compactMap(\.pushedType)) == ["follow", "like"] && seen.count == 2)
         await live.close()
+    }
+
+    /// markRead answers what stays unread after it, even when another device marked the same
+    /// notifications a moment before: its update skips them, and the count still sees them read.
+    @Test func markReadCountsWhatAConcurrentMarkReadMarked() async throws {
+        let (stack, _) = try await NotificationsStack.shared()
+        let author = try await stack.makeUser("twodevices")
+        let fan = try await stack.makeUser("fan")
+        try await stack.database.execute(
+            """
+            INSERT INTO notifications.notifications (id, recipient_id, type, actor_id, key, created_at)
+            SELECT ($3::bigint << 22) | n, $1, 'mention', $2, 'm:' || n, now() FROM generate_series(1, 3) AS n
+            """, [Int64(author.id.value), Int64(fan.id.value), Int64(1_000_000)])
+        let marking = try await holdingTransaction(
+            "UPDATE notifications.notifications SET read = true WHERE recipient_id = $1", [Int64(author.id.value)],
+            on: stack.database
+        ) {
+            let marking = Task { () throws -> JSONValue in
+                try await stack.call("notifications", "notifications.markRead", as: author)
+            }
+            try await Task.sleep(for: .milliseconds(300))  // waiting on the rows of the other "device"
+            return marking
+        }
+        #expect(try await marking.value["count"] == 0)
     }
 
     @Test func messagesAndRetriedEventsAreStoredOnce() async throws {

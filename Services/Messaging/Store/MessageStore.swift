@@ -182,7 +182,9 @@ struct MessageStore: Sendable {
             WITH target AS (
                 SELECT seq FROM messaging.messages WHERE id = $3 AND conversation_id = $1
             ), member AS (
+                -- Locked, so it reads the marker as a concurrent move left it, not as the statement began.
                 SELECT read_seq FROM messaging.members WHERE conversation_id = $1 AND user_id = $2 AND left_at IS NULL
+                FOR UPDATE
             ), moved AS (
                 UPDATE messaging.members m SET read_message_id = $3, read_seq = target.seq
                 FROM target

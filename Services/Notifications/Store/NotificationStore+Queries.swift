@@ -26,24 +26,20 @@ extension NotificationStore {
     }
 
     func unreadCount(of recipient: Int64) async throws -> Int64 {
-        try await postgres.query(
-            "SELECT count(*) FROM notifications.notifications WHERE recipient_id = $1 AND NOT read", [recipient]
-        ).first?.decode(Int64.self, at: 0) ?? 0
+        try await postgres.query(Self.countUnread, [recipient]).first?.decode(Int64.self, at: 0) ?? 0
     }
+
+    private static let countUnread = "SELECT count(*) FROM notifications.notifications WHERE recipient_id = $1 AND NOT read"
 
     /// Marks `recipient`'s notifications up to `upTo` (all when nil) read; returns how many stay unread.
     func markRead(of recipient: Int64, upTo: Int64?) async throws -> Int64 {
-        // The outer count sees the rows as they were before the update: subtract the ones it marked.
-        try await postgres.query(
-            """
-            WITH marked AS (
-                UPDATE notifications.notifications SET read = true
-                WHERE recipient_id = $1 AND NOT read AND id <= $2
-                RETURNING 1
-            )
-            SELECT (SELECT count(*) FROM notifications.notifications WHERE recipient_id = $1 AND NOT read)
-                 - (SELECT count(*) FROM marked)
-            """, [recipient, upTo ?? .max]
-        ).first?.decode(Int64.self, at: 0) ?? 0
+        // The count is a statement of its own: it sees what a concurrent markRead marked (which the
+        // update waited for and then skipped), where the update's own snapshot would not.
+        try await postgres.transaction { connection in
+            try await connection.execute(
+                "UPDATE notifications.notifications SET read = true WHERE recipient_id = $1 AND NOT read AND id <= $2",
+                [recipient, upTo ?? .max])
+            return try await connection.query(Self.countUnread, [recipient]).first?.decode(Int64.self, at: 0) ?? 0
+        }
     }
 }
