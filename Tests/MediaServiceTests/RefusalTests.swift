@@ -29,7 +29,7 @@ struct RefusalTests {
 
     /// Headers crafted to overflow the readers' arithmetic or to make them read byte by byte: each
     /// upload gets an answer, and the service goes on serving.
-    @Test("hostile headers: a 64-bit box size near Int64.max, an endless movie, a 4-billion-pixel PNG, a JPEG of fill bytes")
+    @Test("hostile headers: a 64-bit box size near Int64.max, an endless movie, a movie of 32,768 empty boxes, a 4-billion-pixel PNG, a JPEG of fill bytes")
     func hostileHeaders() async throws {
         let media = try await MediaStack.shared()
         let ivy = try await media.stack.makeUser("ivy")
@@ -45,6 +45,19 @@ struct RefusalTests {
             let finished = try await media.finish(ivy, upload: started.uploadId)
             #expect(finished.contentType == "video/mp4", "\(name)")
         }
+
+        // Eight tracks of 4,096 empty boxes each, then the real track: the walk reads 4,096 box
+        // headers in all, not 4,096 per box (a 100 MiB file of them took tens of seconds of CPU),
+        // and gives up before the picture size.
+        let free = be(8, 4) + Array("free".utf8)
+        let emptyTrak = be(UInt64(8 + 4096 * 8), 4) + Array("trak".utf8) + Array([[UInt8]](repeating: free, count: 4096).joined())
+        // The real track of a fixture movie: ftyp (24 bytes), then moov's header (8) and mvhd (108), then the trak.
+        let real = Fixtures.movie(durationMs: 1000, width: 320, height: 240)
+        let moovEnd = 24 + real[24..<28].reduce(0) { $0 << 8 | Int($1) }
+        let traks = Array([[UInt8]](repeating: emptyTrak, count: 8).joined()) + real[(24 + 8 + 108)..<moovEnd]
+        let crowded = ftyp + be(UInt64(8 + traks.count), 4) + Array("moov".utf8) + traks
+        let crowdedMovie = try await media.upload(ivy, crowded, type: "video/mp4")
+        #expect(crowdedMovie.contentType == "video/mp4" && crowdedMovie.width == nil)
 
         var png = Fixtures.png(width: 8, height: 8, seed: 31)
         png.replaceSubrange(16..<20, with: be(UInt64(UInt32.max), 4))

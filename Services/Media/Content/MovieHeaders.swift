@@ -15,14 +15,15 @@ enum MovieHeaders {
 
     static func facts(_ source: some ByteSource, type: MediaType) throws -> ContentFacts? {
         var facts = ContentFacts(type: type)
-        guard let moov = try boxes(in: 0..<source.size, of: source).first(where: { $0.type == "moov" }) else {
+        var walk = BoxWalk(source: source)
+        guard let moov = try walk.boxes(in: 0..<walk.size).first(where: { $0.type == "moov" }) else {
             return facts
         }
-        for box in try boxes(in: moov.content, of: source) {
+        for box in try walk.boxes(in: moov.content) {
             if box.type == "mvhd" {
                 facts.durationMs = try duration(box, source)
             } else if box.type == "trak", facts.width == nil,
-                let header = try boxes(in: box.content, of: source).first(where: { $0.type == "tkhd" }),
+                let header = try walk.boxes(in: box.content).first(where: { $0.type == "tkhd" }),
                 let size = try pictureSize(header, source)
             {
                 facts.width = size.width
@@ -37,27 +38,50 @@ enum MovieHeaders {
         var content: Range<Int64>
     }
 
-    /// The boxes directly inside `range`; stops at the first malformed header.
-    private static func boxes(in range: Range<Int64>, of source: some ByteSource) throws -> [Box] {
-        var found: [Box] = []
-        var offset = range.lowerBound
-        while offset + 8 <= range.upperBound, found.count < 4096 {
-            guard let header = try source.bytes(at: offset, count: 8) else { break }
-            var size = Int64(header.bigEndian(at: 0, width: 4))
-            var headerLength: Int64 = 8
-            if size == 1 {
-                guard let large = try source.bytes(at: offset + 8, count: 8) else { break }
-                size = Int64(clamping: large.bigEndian(at: 0, width: 8))
-                headerLength = 16
-            } else if size == 0 {
-                size = range.upperBound - offset
-            }
-            // Compared without adding: a 64-bit size near Int64.max must end the walk, not overflow.
-            guard size >= headerLength, size <= range.upperBound - offset else { break }
-            found.append(Box(type: header.ascii(at: 4, count: 4), content: offset + headerLength..<offset + size))
-            offset += size
+    /// Lists boxes, reading at most `budget` box headers in all, whatever the nesting: a file made
+    /// of thousands of tiny boxes (thousands of `trak`s of thousands of children each) costs no
+    /// more than that. A real movie's walk reads a few dozen.
+    private struct BoxWalk<Source: ByteSource> {
+        let source: Source
+        /// Read once: a file's size costs a system call.
+        let size: Int64
+        var budget = 4096
+
+        init(source: Source) {
+            self.source = source
+            self.size = source.size
         }
-        return found
+
+        /// The boxes directly inside `range`; stops at the first malformed header, or when the
+        /// budget is spent.
+        mutating func boxes(in range: Range<Int64>) throws -> [Box] {
+            var found: [Box] = []
+            var offset = range.lowerBound
+            while offset + 8 <= range.upperBound, budget > 0 {
+                budget -= 1
+                guard let header = try bytes(at: offset, count: 8) else { break }
+                var boxSize = Int64(header.bigEndian(at: 0, width: 4))
+                var headerLength: Int64 = 8
+                if boxSize == 1 {
+                    guard let large = try bytes(at: offset + 8, count: 8) else { break }
+                    boxSize = Int64(clamping: large.bigEndian(at: 0, width: 8))
+                    headerLength = 16
+                } else if boxSize == 0 {
+                    boxSize = range.upperBound - offset
+                }
+                // Compared without adding: a 64-bit size near Int64.max must end the walk, not overflow.
+                guard boxSize >= headerLength, boxSize <= range.upperBound - offset else { break }
+                found.append(Box(type: header.ascii(at: 4, count: 4), content: offset + headerLength..<offset + boxSize))
+                offset += boxSize
+            }
+            return found
+        }
+
+        private func bytes(at offset: Int64, count: Int) throws -> [UInt8]? {
+            guard offset >= 0, offset + Int64(count) <= size else { return nil }
+            let bytes = try source.read(at: offset, count: count)
+            return bytes.count == count ? bytes : nil
+        }
     }
 
     /// `mvhd`: version 0 has 32-bit times, version 1 64-bit; then the time scale and the duration.
