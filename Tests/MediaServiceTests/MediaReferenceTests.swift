@@ -200,7 +200,7 @@ struct MediaReferenceTests {
         let signed = try await Self.fetch(stack, attached.url)
         #expect(signed.status == 200 && signed.body == png)
         let unsigned = try await HTTPProbe.get(port: stack.process("media").adminPort, "/media/\(media.id)")
-        #expect(unsigned.status == 403)
+        #expect(unsigned.status == 404)
 
         let history: Page<Message> = try await stack.call(
             "messaging", "messaging.history", ["conversationId": .string(withHal.id.description)], as: hal)

@@ -43,12 +43,16 @@ struct PrivateMediaTests {
             bare + "?exp=\(expiry)&sig=\(flipped)", bare + "?exp=100&sig=\(signature)",
         ] {
             let refused = try await HTTPProbe.get(port: media.adminPort, target)
-            #expect(refused.status == 403, "\(target)")
+            #expect(refused.status == 404, "\(target)")
         }
         // A signature of one medium does not open another.
         let other = try await media.upload(rae, Fixtures.png(width: 3, height: 3, seed: 91), type: "image/png", purpose: "message", conversation: conversation)
         let swapped = try await HTTPProbe.get(port: media.adminPort, "/media/\(other.id)?\(query)")
-        #expect(swapped.status == 403)
+        #expect(swapped.status == 404)
+        // Told apart from an id that does not exist by nothing but the id.
+        let missingID = other.id.value + 1
+        let missing = try await HTTPProbe.get(port: media.adminPort, "/media/\(missingID)?\(query)")
+        #expect(missing.status == 404 && missing.body == Array(swapped.body.replacing(Array("\(other.id)".utf8), with: Array("\(missingID)".utf8))))
 
         let readParams: [String: JSONValue] = ["mediaId": .string(stored.id.description), "offset": 0, "length": 8]
         let memberRead: [String: String] = try await media.stack.call("media", "media.read", readParams, as: sam)
@@ -62,7 +66,7 @@ struct PrivateMediaTests {
         let anonymousRead = await rpcError {
             _ = try await media.stack.call("media", "media.read", readParams, decoding: JSONValue.self)
         }
-        #expect(anonymousRead?.reason == "unauthenticated")
+        #expect(anonymousRead?.reason == "not_found" && anonymousRead?.message == strangerRead?.message)
 
         let inConversation: [Media] = try await media.stack.callInternal(
             "media", "media.getMany", ["ids": [.string(stored.id.description)], "conversationId": .string(String(conversation))])
@@ -109,7 +113,7 @@ struct PrivateMediaTests {
         let signedAfter = MediaStack.target(of: fresh[0].url)
         #expect(signedAfter != signedBefore)
         #expect(try await HTTPProbe.get(port: rotated.adminPort, signedAfter).status == 200)
-        #expect(try await HTTPProbe.get(port: media.adminPort, signedAfter).status == 403)
+        #expect(try await HTTPProbe.get(port: media.adminPort, signedAfter).status == 404)
     }
 
     @Test("without a reachable messaging service, message uploads and reads by others are unavailable; public media is unaffected")

@@ -7,7 +7,8 @@ import ServiceKit
 /// `GET` and `HEAD /media/<id>` on the admin HTTP port: the bytes of a finished medium with
 /// `Content-Type`, `Content-Length`, a strong `ETag` (its SHA-256), `If-None-Match` (304),
 /// single `Range`s (206, 416; `If-Range` honoured) and cache headers: a year for public media,
-/// private and no longer than the signature for message media, which needs a valid `exp`/`sig`.
+/// private and no longer than the signature for message media, which needs a valid `exp`/`sig`
+/// (without one it is not found, like an id that does not exist).
 struct MediaHTTPRoute: Sendable {
     let media: MediaService
 
@@ -24,9 +25,12 @@ struct MediaHTTPRoute: Sendable {
         guard let id = EntityID(String(idText)) else {
             return .text("bad request: the media id must be 1 to 19 decimal digits\n", status: .badRequest)
         }
-        guard let record = try await media.catalog.record(id.value) else {
-            return .text("not found: no media has id \(id)\n", status: .notFound)
-        }
+        // Message media without a valid signature is answered as if it did not exist, so that
+        // nobody learns which ids are someone's private media.
+        let notFound = AdminResponse.text(
+            "not found: no media has id \(id), or it belongs to a conversation and the URL's signature is missing, wrong or expired\n",
+            status: .notFound)
+        guard let record = try await media.catalog.record(id.value) else { return notFound }
         var headers: HTTPHeaders = [
             "content-type": record.type.rawValue, "etag": "\"\(record.sha256)\"", "accept-ranges": "bytes",
             "x-content-type-options": "nosniff",
@@ -34,7 +38,7 @@ struct MediaHTTPRoute: Sendable {
         if record.isPrivate {
             let now = Date()
             guard let expires = media.signer.validExpiry(of: record.id, query: request.query, now: now) else {
-                return .text("forbidden: message media needs a valid, unexpired signed URL\n", status: .forbidden)
+                return notFound
             }
             let remaining = max(0, min(expires - Int64(now.timeIntervalSince1970), 3600))
             headers.add(name: "cache-control", value: "private, max-age=\(remaining)")
