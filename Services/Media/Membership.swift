@@ -1,4 +1,5 @@
 import AviaryAPI
+import Logging
 import RPC
 import ServiceKit
 
@@ -6,17 +7,24 @@ import ServiceKit
 struct Membership: Sendable {
     let resources: ServiceResources
 
-    /// - Throws: `unavailable` when messaging cannot answer (down, or without the method yet).
+    /// - Throws: `timeout` when the caller's deadline passes first; `unavailable` when messaging
+    ///   cannot answer (down, without the method yet, or failing in a way the caller cannot act
+    ///   on: its errors are about its own call, not the caller's).
     func isMember(user: Int64, of conversation: Int64, context: RPCContext) async throws -> Bool {
         do {
             return try await resources.client(for: .messaging).call(
                 "messaging.isMember",
                 params: MembershipQuery(conversationId: EntityID(conversation), userId: EntityID(user)),
-                meta: resources.internalMeta(context), as: MembershipAnswer.self
+                meta: resources.internalMeta(context), idempotent: true, as: MembershipAnswer.self
             ).member
         } catch let error as RPCError where error.reason == "not_found" {
             return false
-        } catch let error as RPCError where error.reason == "unavailable" || error.code == -32601 {
+        } catch let error as RPCError where error.reason == "timeout" {
+            throw error
+        } catch {
+            if (error as? RPCError)?.reason != "unavailable" {
+                context.logger.error("messaging.isMember failed", metadata: ["error": "\(String(reflecting: error))"])
+            }
             throw RPCError.unavailable("conversation membership cannot be checked now: the messaging service is unavailable")
         }
     }

@@ -20,6 +20,8 @@ final class MessagingStandIn: Sendable {
 
     private final class State: Sendable {
         let members = Mutex<Set<Pair>>([])
+        /// Conversations whose membership checks fail, with the error.
+        let failures = Mutex<[Int64: RPCError]>([:])
         let credential = Mutex<String?>(nil)
     }
 
@@ -40,6 +42,7 @@ final class MessagingStandIn: Sendable {
             service: "messaging", version: "stand-in", logger: logger, authenticator: Credential(state: state))
         router.register("messaging.isMember", summary: "Whether userId belongs to conversationId.", access: .internal) {
             (params: Query, _: RPCContext) in
+            if let failure = state.failures.withLock({ $0[params.conversationId.value] }) { throw failure }
             let pair = Pair(conversation: params.conversationId.value, user: params.userId.value)
             return Answer(member: state.members.withLock { $0.contains(pair) })
         }
@@ -57,6 +60,11 @@ final class MessagingStandIn: Sendable {
     func add(_ user: EntityID, to conversation: Int64) {
         let pair = Pair(conversation: conversation, user: user.value)
         state.members.withLock { _ = $0.insert(pair) }
+    }
+
+    /// Makes every membership check of `conversation` fail with `error`.
+    func fail(_ conversation: Int64, with error: RPCError) {
+        state.failures.withLock { $0[conversation] = error }
     }
 
     private struct Query: Decodable, Sendable {

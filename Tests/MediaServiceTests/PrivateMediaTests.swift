@@ -116,6 +116,25 @@ struct PrivateMediaTests {
         #expect(try await HTTPProbe.get(port: media.adminPort, signedAfter).status == 404)
     }
 
+    /// Messaging's errors are about media's call (its credential, its params), not the user's: a
+    /// user whose read needs a membership check gets unavailable, not messaging's -32003 or -32022.
+    @Test("a membership check that messaging refuses makes the read unavailable")
+    func refusedMembershipCheck() async throws {
+        let media = try await MediaStack.shared()
+        let (wes, xia) = (try await media.stack.makeUser("wes"), try await media.stack.makeUser("xia"))
+        let conversation = Int64.random(in: 1...(1 << 50))
+        media.messaging.add(wes.id, to: conversation)
+        let stored = try await media.upload(wes, Fixtures.png(width: 5, height: 5, seed: 97), type: "image/png", purpose: "message", conversation: conversation)
+        let params: [String: JSONValue] = ["mediaId": .string(stored.id.description), "offset": 0, "length": 4]
+        for refusal in [RPCError.forbidden("this method needs the service credential"), .validation("userId is not a user", field: "userId")] {
+            media.messaging.fail(conversation, with: refusal)
+            let read = await rpcError {
+                _ = try await media.stack.call("media", "media.read", params, as: xia, decoding: JSONValue.self)
+            }
+            #expect(read?.reason == "unavailable", "\(refusal)")
+        }
+    }
+
     @Test("without a reachable messaging service, message uploads and reads by others are unavailable; public media is unaffected")
     func messagingOutage() async throws {
         let media = try await MediaStack.shared()
