@@ -65,6 +65,23 @@ import Testing
         #expect(try await auth.me(result.accessToken).id == result.user.id)
     }
 
+    /// An address can pass to another Google account (a Workspace admin reassigns it, an account
+    /// is deleted and made again): the other account is not the same person and gets nothing.
+    @Test func anotherGoogleAccountWithTheSameEmailIsRefused() async throws {
+        let auth = try await AuthStack.shared.main().api
+        let google = try await GoogleTestIssuer.shared()
+        let claims = GoogleTestIssuer.Claims(email: "owner.\(Unique.word(6))@corp.example")
+        let owner = try await signIn(auth, try await google.idToken(claims))
+        var successor = claims
+        successor.sub = String(UInt64.random(in: 1...UInt64.max))
+        for _ in 0..<2 {
+            await expectRPCError(Code.conflict, field: "email") { _ = try await signIn(auth, try await google.idToken(successor)) }
+        }
+        // The owner keeps the account and the session.
+        #expect(try await auth.me(owner.accessToken).id == owner.user.id)
+        #expect(try await signIn(auth, try await google.idToken(claims)).user.id == owner.user.id)
+    }
+
     @Test func refusesForgedMisaddressedExpiredAndUnverifiedTokens() async throws {
         let auth = try await AuthStack.shared.main().api
         let google = try await GoogleTestIssuer.shared()

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import RPC
 
 /// `auth.identities`: accounts of other providers (Google) linked to Aviary accounts, by the
 /// provider's stable subject id, never by email alone.
@@ -26,6 +27,10 @@ struct IdentityStore: Sendable {
     /// address, waiting for its owner to sign in with Google (account pre-hijacking). The provider
     /// now proves who owns the address, so the link removes the password and ends every session
     /// of the account; `announce` publishes the ended sessions before the transaction commits.
+    ///
+    /// An account found by email that is linked already (to another subject) is refused
+    /// (`conflict`): email is no key of a person (an address given to someone new, a
+    /// Google account deleted and made again), and linking it would hand the account over.
     func signIn(
         _ identity: ExternalIdentity, newUserID: @escaping @Sendable () -> Int64,
         announce: @escaping @Sendable ([Int64]) async throws -> Void
@@ -62,10 +67,13 @@ struct IdentityStore: Sendable {
             user = try UserRecord(row: row)
             created = false
             let vouched = try await connection.query("SELECT 1 FROM auth.identities WHERE user_id = $1 LIMIT 1", [user.id])
-            if vouched.isEmpty {
-                try await UserStore.setPasswordHash(nil, userID: user.id, on: connection)
-                try await announce(try await SessionStore.revokeAll(userID: user.id, keeping: nil, on: connection))
+            guard vouched.isEmpty else {
+                throw RPCError.conflict(
+                    "the Aviary account with this email is linked to another \(identity.provider) account: sign in with that one",
+                    field: "email")
             }
+            try await UserStore.setPasswordHash(nil, userID: user.id, on: connection)
+            try await announce(try await SessionStore.revokeAll(userID: user.id, keeping: nil, on: connection))
         } else {
             let base = UsernameDerivation.base(from: identity.usernameSeed)
             let taken = Set(
