@@ -1,5 +1,6 @@
 import AviaryAPI
 import Foundation
+import Postgres
 import RPC
 import TestSupport
 import Testing
@@ -80,6 +81,25 @@ import Testing
         // The owner keeps the account and the session.
         #expect(try await auth.me(owner.accessToken).id == owner.user.id)
         #expect(try await signIn(auth, try await google.idToken(claims)).user.id == owner.user.id)
+    }
+
+    /// A username derived from the email stays a valid username (at most 15 characters) when the
+    /// base and its 9,999 numbered variants are all taken.
+    @Test func aDerivedUsernameStaysValidWhenEveryNumberedVariantIsTaken() async throws {
+        let instance = try await AuthStack.shared.main()
+        let google = try await GoogleTestIssuer.shared()
+        let base = "z_" + Unique.word(9)  // 11 characters, the longest base
+        let database = try instance.database()
+        try await database.execute(
+            """
+            INSERT INTO auth.users (id, email, username, fullname)
+            SELECT (1::bigint << 60) + ($2::bigint << 14) + n, $1 || n || '@taken.example', $1 || CASE WHEN n = 0 THEN '' ELSE n::text END, 'taken'
+            FROM generate_series(0, 9999) AS n
+            """, [base, Int64.random(in: 0..<(1 << 40))])
+        await database.shutdown()
+        let result = try await signIn(instance.api, try await google.idToken(GoogleTestIssuer.Claims(email: "\(base)@gmail.example")))
+        #expect(result.created == true && result.user.username.count <= 15 && result.user.username.hasPrefix(String(base.prefix(10))))
+        #expect(result.user.username.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") })
     }
 
     @Test func refusesForgedMisaddressedExpiredAndUnverifiedTokens() async throws {

@@ -77,8 +77,10 @@ struct IdentityStore: Sendable {
         } else {
             let base = UsernameDerivation.base(from: identity.usernameSeed)
             let taken = Set(
-                try await connection.query("SELECT username FROM auth.users WHERE username LIKE $1", [base + "%"])
-                    .map { try $0.decode(String.self, at: 0) })
+                try await connection.query(
+                    "SELECT username FROM auth.users WHERE username LIKE $1 AND username ~ $2",
+                    [UsernameDerivation.likePattern(base), UsernameDerivation.variantsPattern(base)]
+                ).map { try $0.decode(String.self, at: 0) })
             user = UserRecord(
                 id: newUserID(), email: identity.email, username: UsernameDerivation.free(base: base, taken: taken),
                 fullname: identity.fullname, bio: "", profileImageID: nil, createdAt: Date())
@@ -109,11 +111,22 @@ enum UsernameDerivation {
         return base
     }
 
-    /// `base` itself when free, else `base` followed by the lowest free number.
+    /// `base` itself when free, else `base` followed by the lowest free number up to 9999. With all
+    /// of those taken, five random digits after the base's first ten characters: a clash fails the
+    /// insert, and the sign-in is tried again.
     static func free(base: String, taken: Set<String>) -> String {
         if !taken.contains(base) { return base }
-        var number = 1
-        while taken.contains(base + String(number)) { number += 1 }
-        return base + String(number)
+        if let number = (1...9999).first(where: { !taken.contains(base + String($0)) }) { return base + String(number) }
+        return String(base.prefix(10)) + String(Int.random(in: 10_000...99_999))
+    }
+
+    /// The usernames starting with `base` (`_` matches itself only, not any character).
+    static func likePattern(_ base: String) -> String {
+        base.replacingOccurrences(of: "_", with: "\\_") + "%"
+    }
+
+    /// `base` and its numbered variants: at most 10,000 names, whatever else starts with it.
+    static func variantsPattern(_ base: String) -> String {
+        "^\(base)[0-9]{0,4}$"
     }
 }
