@@ -18,8 +18,7 @@ extension AuthService {
     func changePassword(_ params: ChangePasswordParams, context: RPCContext) async throws -> ChangePasswordResult {
         guard let principal = context.principal else { throw RPCError.unauthenticated() }
         let newPassword = try AccountRules.password(params.newPassword, field: "newPassword")
-        // Guessing the current password with a stolen access token is limited like signing in.
-        try await limits.checkLogin(account: "user:\(principal.userID)")
+        try await limits.checkPasswordProof(userID: principal.userID)
         guard let stored = try await users.passwordHash(userID: principal.userID) else {
             throw RPCError.validation(
                 "this account signs in with Google and has no password to change", field: "currentPassword")

@@ -59,9 +59,9 @@ extension AuthService {
         return AuthResult(user: own, tokens: session)
     }
 
-    /// Waits for the account's login limit, then starts `user`'s session; nil without a user.
+    /// Waits for the login's limit, then starts `user`'s session; nil without a user.
     private func admit(_ user: UserRecord?, login: String) async throws -> IssuedTokens? {
-        try await limits.checkLogin(account: user.map { "user:\($0.id)" } ?? "login:\(login.lowercased())")
+        try await limits.checkLogin(login: login)
         guard let user else { return nil }
         return try await issuer.start(userID: user.id)
     }

@@ -2,7 +2,8 @@ import RPC
 import ServiceKit
 
 /// How often sign-ins and registrations may be tried, enforced across every instance through Redis:
-/// `AVIARY_AUTH_LOGIN_PER_ACCOUNT_PER_MINUTE` (default 10), `AVIARY_AUTH_LOGIN_PER_ADDRESS_PER_MINUTE`
+/// `AVIARY_AUTH_LOGIN_PER_ACCOUNT_PER_MINUTE` (default 10, per login name: the username and the
+/// email each), `AVIARY_AUTH_LOGIN_PER_ADDRESS_PER_MINUTE`
 /// (default 30), `AVIARY_AUTH_REGISTER_PER_ADDRESS_PER_HOUR` (default 5).
 struct AuthRateLimits: Sendable {
     private let limiter: RateLimiter
@@ -28,12 +29,22 @@ struct AuthRateLimits: Sendable {
             message: "too many sign-in attempts from this address; retry later")
     }
 
-    /// Password attempts against one account (`account` is its id, or the login text for a login
-    /// that names no account, so that probing unknown names is limited the same way).
-    func checkLogin(account: String) async throws(RPCError) {
+    /// Password attempts with one login (a username or an email, as typed, case aside), whether
+    /// or not it names an account. Keyed by the text, not the account it names: an account's
+    /// username and email have buckets of their own, else draining one and trying an address
+    /// would tell whether the address is that account's email.
+    func checkLogin(login: String) async throws(RPCError) {
         try await limiter.check(
-            key: "auth:login:account:\(account)", limit: loginPerAccountPerMinute, per: .seconds(60),
+            key: "auth:login:name:\(login.lowercased())", limit: loginPerAccountPerMinute, per: .seconds(60),
             message: "too many sign-in attempts for this account; retry later")
+    }
+
+    /// Attempts of a signed-in user to prove the current password (`auth.changePassword`): guessing
+    /// it with a stolen access token is limited like signing in.
+    func checkPasswordProof(userID: Int64) async throws(RPCError) {
+        try await limiter.check(
+            key: "auth:password:user:\(userID)", limit: loginPerAccountPerMinute, per: .seconds(60),
+            message: "too many attempts at this account's current password; retry later")
     }
 
     func checkRegistration(address: String?) async throws(RPCError) {
