@@ -4,6 +4,8 @@ import RPC
 /// expiring for message media); `width`, `height` and `durationMs` are null when not known or not
 /// meaningful (no duration for an image).
 public struct Media: Codable, Sendable, Hashable {
+    /// The most media `media.getMany` looks up in one call.
+    public static let lookupLimit = 1000
     public var id: EntityID
     public var url: String
     public var contentType: String

@@ -3,6 +3,9 @@ import RPC
 
 /// The short form of a user embedded in tweets, notifications and messages.
 public struct UserSummary: Codable, Sendable, Hashable {
+    /// The most users `auth.getUsers` looks up in one call.
+    public static let lookupLimit = 1000
+
     public var id: EntityID
     public var username: String
     public var fullname: String

@@ -24,6 +24,34 @@ struct ListTests {
         return items
     }
 
+    /// A page whose tweets name more users than auth.getUsers takes at once (1,000) is hydrated in
+    /// several calls, not refused: 100 tweets mentioning 11 users each name 1,101 users.
+    @Test("a page naming more than 1,000 users is hydrated whole")
+    func pageNamingManyUsers() async throws {
+        let stack = try await TweetsStack.shared()
+        let author = try await stack.makeUser("crowd")
+        let base: Int64 = (1 << 60) + (Int64.random(in: 0..<(1 << 40)) << 12)
+        try await stack.database.execute(
+            """
+            INSERT INTO auth.users (id, email, username, fullname)
+            SELECT $1 + n, 'crowd' || ($1 + n) || '@crowd.example', 'c' || to_hex($1 + n), 'Crowd ' || n FROM generate_series(0, 1099) AS n
+            """, [base])
+        // Rows as tweets.create stores them, never hydrated (so never cached): the page's first read builds them all.
+        try await stack.database.execute(
+            """
+            INSERT INTO tweets.tweets (id, author_id, text, mention_ids)
+            SELECT $1 + t, $2, 'mentions ' || t, ARRAY(SELECT $1 + t * 11 + m FROM generate_series(0, 10) AS m)
+            FROM generate_series(0, 99) AS t
+            """, [base, author.id.value])
+        let page = try await stack.call(
+            "tweets", "tweets.byUser", ["userId": .id(author.id), "limit": 100], decoding: TweetPage.self)
+        #expect(page.items.count == 100)
+        let mentioned: Set<Int64> = Set(page.items.flatMap { $0.mentions.map(\.id.value) })
+        let inserted: Set<Int64> = Set((Int64(0)..<1100).map { base + $0 })
+        #expect(mentioned == inserted)
+        #expect(page.items.allSatisfy { $0.author.id == author.id && $0.mentions.count == 11 })
+    }
+
     @Test("replies come oldest first across pages; an unknown tweet is not_found")
     func replies() async throws {
         let stack = try await TweetsStack.shared()

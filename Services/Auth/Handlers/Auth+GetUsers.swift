@@ -42,7 +42,7 @@ enum GetUsersResult: Encodable, Sendable, JSONSchemaDescribing {
 }
 
 extension AuthService {
-    static let getUsersLimit = 1000
+    static let getUsersLimit = UserSummary.lookupLimit
 
     func getUsers(_ params: GetUsersParams, context: RPCContext) async throws -> GetUsersResult {
         let ids = params.ids ?? []

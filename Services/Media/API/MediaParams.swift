@@ -42,7 +42,7 @@ struct GetManyParams: Decodable, Sendable {
     var purpose: MediaPurpose?
     var conversationId: EntityID?
 
-    static let maximum = 1000
+    static let maximum = Media.lookupLimit
 }
 
 /// A SHA-256 digest as 64 hex digits (either case); kept lower-case.

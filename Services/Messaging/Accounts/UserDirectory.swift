@@ -12,8 +12,6 @@ final class UserDirectory: Sendable {
     private let cache = Mutex<[Int64: (summary: UserSummary, fetched: ContinuousClock.Instant)]>([:])
     private let lifetime: Duration
     private let capacity: Int
-    /// The most ids `auth.getUsers` takes in one call.
-    private static let batchLimit = 1000
 
     init(resources: ServiceResources, lifetime: Duration = .seconds(10), capacity: Int = 50_000) {
         self.resources = resources
@@ -43,14 +41,8 @@ final class UserDirectory: Sendable {
         }
         guard !missing.isEmpty else { return found }
         // One call unless a page names more than auth takes at once (20 full groups).
-        let fetched = try await withThrowingTaskGroup(of: [UserSummary].self) { group in
-            for start in stride(from: 0, to: missing.count, by: Self.batchLimit) {
-                let batch = Array(missing[start..<min(missing.count, start + Self.batchLimit)])
-                group.addTask { try await self.getUsers(batch, context: context) }
-            }
-            var all: [UserSummary] = []
-            for try await part in group { all += part }
-            return all
+        let fetched = try await inBatches(missing, of: UserSummary.lookupLimit) { batch in
+            try await self.getUsers(batch, context: context)
         }
         let capacity = self.capacity
         cache.withLock { cache in

@@ -180,9 +180,9 @@ final class PresenceTracker: Service, Sendable {
         let users = hub.connectedUsersHere
         guard !users.isEmpty else { return }
         let expiry = RedisArgument(String(Date().millisecondsSince1970 + Self.claimLifetime))
-        for start in stride(from: 0, to: users.count, by: 1000) {
+        for batch in users.chunks(of: 1000) {
             _ = try await redis.pipeline(
-                users[start..<min(users.count, start + 1000)].map {
+                batch.map {
                     ["ZADD", RedisArgument(Self.subscriptionsPrefix + String($0)), expiry, RedisArgument(instance)]
                 })
         }

@@ -1,4 +1,5 @@
 import Redis
+import ServiceKit
 import Synchronization
 
 /// Authors with more followers than the threshold. Fan-out skips them (a tweet of theirs would

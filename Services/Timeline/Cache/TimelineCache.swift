@@ -1,4 +1,5 @@
 import Redis
+import ServiceKit
 
 /// One read of a timeline set: its state and up to the requested number of ids, newest first.
 struct TimelineSlice: Sendable {

@@ -90,10 +90,3 @@ struct GraphPeer: Sendable {
             method, params: params, meta: resources.internalMeta(), idempotent: true, as: Result.self)
     }
 }
-
-extension Array {
-    /// The array cut into consecutive pieces of at most `size` elements.
-    func chunks(of size: Int) -> [ArraySlice<Element>] {
-        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
-    }
-}

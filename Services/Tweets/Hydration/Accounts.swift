@@ -19,12 +19,12 @@ struct Accounts: Sendable {
         var usernames: [String]?
     }
 
-    /// The summaries of `ids` by id, from one `auth.getUsers` call; unknown ids are left out.
+    /// The summaries of `ids` by id, from one `auth.getUsers` call (one per 1,000 users, at once,
+    /// for a page of tweets naming more); unknown ids are left out.
     func summaries(_ ids: some Collection<Int64>, context: RPCContext?) async throws -> [Int64: UserSummary] {
-        let unique = Array(Set(ids))
-        guard !unique.isEmpty else { return [:] }
-        let found = try await call(
-            "auth.getUsers", GetUsers(ids: unique.map(EntityID.init)), context: context, as: [UserSummary].self)
+        let found = try await inBatches(Array(Set(ids)), of: UserSummary.lookupLimit) { batch in
+            try await call("auth.getUsers", GetUsers(ids: batch.map(EntityID.init)), context: context, as: [UserSummary].self)
+        }
         return Dictionary(found.map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
     }
 

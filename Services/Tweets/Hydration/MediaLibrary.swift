@@ -18,15 +18,20 @@ struct MediaLibrary: Sendable {
     }
 
     /// The finished media among `ids` by id, restricted to `owner`'s tweet uploads when `owner` is
-    /// given. An unreachable media service is `unavailable`.
+    /// given: one `media.getMany` call (one per 1,000 media, at once, for a page showing more). An
+    /// unreachable media service is `unavailable`.
     func media(_ ids: some Collection<Int64>, ownedBy owner: Int64? = nil, context: RPCContext?) async throws -> [Int64: Media] {
-        let unique = Array(Set(ids))
-        guard !unique.isEmpty else { return [:] }
-        let params = GetMany(
-            ids: unique.map(EntityID.init), ownerId: owner.map(EntityID.init), purpose: owner == nil ? nil : "tweet")
-        let found: [Media]
+        let found = try await inBatches(Array(Set(ids)), of: Media.lookupLimit) { batch in
+            try await getMany(
+                GetMany(ids: batch.map(EntityID.init), ownerId: owner.map(EntityID.init), purpose: owner == nil ? nil : "tweet"),
+                context: context)
+        }
+        return Dictionary(found.map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    private func getMany(_ params: GetMany, context: RPCContext?) async throws -> [Media] {
         do {
-            found = try await resources.client(for: .media).call(
+            return try await resources.client(for: .media).call(
                 "media.getMany", params: params, meta: resources.internalMeta(context), idempotent: true, as: [Media].self)
         } catch let error as RPCError where error.reason == "unavailable" || error.reason == "timeout" {
             throw error
@@ -34,6 +39,5 @@ struct MediaLibrary: Sendable {
             resources.logger.error("media.getMany failed", metadata: ["error": "\(String(reflecting: error))"])
             throw RPCError.unavailable("the media service could not answer; retry shortly")
         }
-        return Dictionary(found.map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
     }
 }

@@ -68,8 +68,7 @@ struct TweetCache: Sendable {
     /// announcement to every process's copy (``LocalCopy``). Throws when Redis fails, so that an event
     /// consumer retries.
     func forget(_ ids: [Int64]) async throws {
-        for start in stride(from: 0, to: ids.count, by: 1000) {
-            let batch = ids[start..<min(start + 1000, ids.count)]
+        for batch in ids.chunks(of: 1000) {
             let commands: [[RedisArgument]] = batch.map { id in
                 ["SET", RedisArgument(Self.key(id)), RedisArgument(Self.tombstone), "EX", RedisArgument(Self.tombstoneLifetime)]
             } + [LocalCopyKind.bodies.announcement(of: batch, database: redis.configuration.database)]
