@@ -105,7 +105,7 @@ struct HomeTimelineTests {
         #expect(try await stack.storedHome(of: reader).isDisjoint(with: theirs))
     }
 
-    @Test("fan-out trims a home set to its capacity, newest kept, and marks it truncated", .timeLimit(.minutes(1)))
+    @Test("fan-out trims a home set to its capacity, newest kept, and marks it truncated; pages past it come from the database", .timeLimit(.minutes(1)))
     func trimToCapacity() async throws {
         let stack = try await TimelineStack.shared()
         let writer = stack.users[stack.nodesByDegree[stack.nodesByDegree.count - 2]]
@@ -119,6 +119,15 @@ struct HomeTimelineTests {
         #expect(try await stack.stack.redis.send(["ZRANGE", key, 0, 0]).array?.first?.string == "0000000000000000001")  // truncated
         #expect(try await stack.storedHome(of: writer) == Set(posted.sorted(by: >).prefix(capacity)))
         #expect(try await stack.homeMismatches([writer]) == 0)
+        // Paging on past the set's oldest entry goes on with older tweets, from the database.
+        var paged: [Int64] = []
+        var cursor: String?
+        repeat {
+            let page = try await stack.home(of: writer, limit: 100, cursor: cursor)
+            paged += page.items.map(\.id.value)
+            cursor = page.nextCursor
+        } while cursor != nil && paged.count < capacity + 100
+        #expect(paged == (try await stack.expectedHomes(of: [writer], limit: capacity + 100))[writer.id])
     }
 
     @Test("a read keeps the home set for the inactivity period, and writes its lease only once it runs low", .timeLimit(.minutes(1)))

@@ -11,7 +11,7 @@ extension Timeline {
         let count = Self.candidateCount(forPage: limit)
         let candidates: TimelineIDs
         do {
-            candidates = try await homeCandidates(of: user, before: before, count: count)
+            candidates = try await homeCandidates(of: user, before: before, count: count, context: context)
         } catch let error as RedisError where error.isOutage {
             context.logger.warning("Redis is unreachable; reading the home timeline from the services", metadata: ["error": "\(error)"])
             candidates = try await homeCandidatesWithoutRedis(of: user, before: before, count: count, context: context)

@@ -3,8 +3,11 @@ import RPC
 
 extension Timeline {
     /// The newest `count` ids strictly before `before` of `user`'s home timeline: their set (rebuilt
-    /// when missing) merged with the user timelines of the celebrities they follow.
-    func homeCandidates(of user: Int64, before: Int64?, count: Int) async throws -> TimelineIDs {
+    /// when missing) merged with the user timelines of the celebrities they follow. A page that
+    /// runs past the oldest entry of a trimmed set comes from the services (``homeCandidatesWithoutRedis``):
+    /// the set no longer holds what its followees posted before, and the celebrities' timelines
+    /// alone would make the rest of the timeline theirs only.
+    func homeCandidates(of user: Int64, before: Int64?, count: Int, context: RPCContext) async throws -> TimelineIDs {
         let key = TimelineKeys.home(user)
         // One round trip: the set's state, the page, how long it is kept (an active user's set never
         // expires: a read renews it), and the cached list of followed celebrities.
@@ -24,6 +27,9 @@ extension Timeline {
         // Kept for at least the inactivity period after this read, so fan-out skips only users
         // inactive for longer.
         try await cache.renewLeases([(key, replies[2])], lifetime: settings.inactiveSeconds)
+        if home.ids.count < count, home.state == .ready(whole: false) {
+            return try await homeCandidatesWithoutRedis(of: user, before: before, count: count, context: context)
+        }
         let followed = try await celebrities.followed(by: user, generation: replies[3], cached: replies[4])
         guard !followed.isEmpty else { return TimelineIDs(ids: home.ids, more: home.ids.count == count) }
 
@@ -56,7 +62,8 @@ extension Timeline {
         }
     }
 
-    /// The same as ``homeCandidates(of:before:count:)`` straight from the services, while Redis is down.
+    /// The same as ``homeCandidates(of:before:count:context:)`` straight from the services: while
+    /// Redis is down, and past the oldest entry of a trimmed set.
     func homeCandidatesWithoutRedis(of user: Int64, before: Int64?, count: Int, context: RPCContext) async throws -> TimelineIDs {
         let following = try await graph.following(of: user)
         let ids = try await tweets.recentIDs(of: [user] + following, limit: count, before: before, context: context)
