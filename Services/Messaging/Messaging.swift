@@ -77,7 +77,7 @@ struct Messaging: Sendable {
             access: .user, handler: typing)
         router.register(
             "messaging.presence",
-            summary: "Whether each of userIds (at most 100) is online (a messaging.subscribe stream open, or a messaging call in the last minute) and when they were last seen (null: never).",
+            summary: "Whether each of userIds (at most 100) is online (a messaging.subscribe stream open, or a messaging call in the last minute) and when they were last seen (null: never). Only the caller's own presence and that of users who took part (made, sent in or read) in a conversation the caller is in are told; anyone else reads as offline and never seen.",
             access: .user, handler: presenceOf)
         router.register(
             "messaging.subscribe",

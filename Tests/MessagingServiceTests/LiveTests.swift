@@ -87,7 +87,12 @@ struct LiveTests {
         let fixture = try await MessagingStack.shared()
         let users = try await fixture.users(3, "pres")
         let (watcher, subject, stranger) = (users[0], users[1], users[2])
-        _ = try await fixture.direct(watcher, subject)
+        let direct = try await fixture.direct(watcher, subject)
+        // The subject took part in it (as a message of theirs would make them, without the call that
+        // would show them online): presence is for those one talks with.
+        try await fixture.stack.database.execute(
+            "UPDATE messaging.members SET took_part = true WHERE conversation_id = $1 AND user_id = $2",
+            [direct.id.value, subject.id.value])
         let watching = try await fixture.subscribe(watcher)
         defer { Task { await watching.close() } }
         let ask = { () async throws -> [Presence] in
@@ -127,6 +132,33 @@ struct LiveTests {
         try await watching.wait(for: 4, timeout: .seconds(10), where: about)
         #expect(watching.events(where: about).map { $0["online"]?.boolValue } == [true, false, true, false])
         #expect(try await ask()[0].online == false)
+    }
+
+    /// Anyone can open a direct conversation with anyone: being put in one shows nothing of one's
+    /// presence to its maker until one takes part (sends or reads there).
+    @Test("presence stays hidden from a stranger who opened a conversation, until the user answers")
+    func presenceHiddenFromWhoeverOpenedAConversation() async throws {
+        let fixture = try await MessagingStack.shared()
+        let users = try await fixture.users(2, "shy")
+        let (stranger, target) = (users[0], users[1])
+        let direct = try await fixture.direct(stranger, target)
+        let watching = try await fixture.subscribe(stranger)
+        let live = try await fixture.subscribe(target)
+        let ask = { () async throws -> Presence? in
+            let presence: [Presence] = try await fixture.call("presence", ["userIds": [target.idValue]], as: stranger)
+            return presence.first
+        }
+        #expect(try await ask() == Presence(userId: target.id, online: false, lastSeen: nil))
+        let about: @Sendable (JSONValue) -> Bool = { $0["type"]?.stringValue == "presence" && $0["userId"]?.stringValue == target.id.description }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(watching.events(where: about).isEmpty)
+
+        _ = try await fixture.send("who is this?", to: direct, as: target)
+        #expect(try await ask()?.online == true)
+        await live.close()
+        try await watching.wait(for: 1, timeout: .seconds(10), where: about)
+        #expect(watching.events(where: about).map { $0["online"]?.boolValue } == [false])
+        await watching.close()
     }
 
     @Test("a member who leaves gets no more events of the group")

@@ -49,7 +49,7 @@ extension Messaging {
         // Presence is private to the people one talks with: anyone else reads as never seen, so a
         // stranger cannot watch when a user is online.
         let asked = params.userIds.map(\.value)
-        let visible = Set(try await conversations.contacts(of: caller, among: asked)).union([caller])
+        let visible = Set(try await conversations.presenceVisible(to: caller, among: asked)).union([caller])
         let known = try await presence.presence(of: asked.filter(visible.contains))
         let byUser = Dictionary(known.map { ($0.userId.value, $0) }, uniquingKeysWith: { first, _ in first })
         return asked.map { user in byUser[user] ?? Presence(userId: EntityID(user), online: false, lastSeen: nil) }

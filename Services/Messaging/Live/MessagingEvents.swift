@@ -83,8 +83,8 @@ struct MessagingEvents: Sendable {
     }
 
     func presence(_ presence: Presence) async throws {
-        let contacts = try await conversations.contacts(of: presence.userId.value)
-        try await hub.publish(to: contacts + [presence.userId.value], event: RawJSON(encoding: PresenceEvent(presence: presence)))
+        let audience = try await conversations.presenceAudience(of: presence.userId.value)
+        try await hub.publish(to: audience + [presence.userId.value], event: RawJSON(encoding: PresenceEvent(presence: presence)))
     }
 
     /// What changed in a conversation.

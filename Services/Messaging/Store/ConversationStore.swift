@@ -48,8 +48,8 @@ struct ConversationStore: Sendable {
             ON CONFLICT (direct_low, direct_high) DO NOTHING
             RETURNING id
         ), joined AS (
-            INSERT INTO messaging.members (conversation_id, user_id)
-            SELECT created.id, member FROM created, unnest(ARRAY[$2, $3]::bigint[]) AS member
+            INSERT INTO messaging.members (conversation_id, user_id, took_part)
+            SELECT created.id, member, member = $4 FROM created, unnest(ARRAY[$2, $3]::bigint[]) AS member
         )
         SELECT id, true FROM created
         UNION ALL
@@ -65,8 +65,8 @@ struct ConversationStore: Sendable {
                 VALUES ($1, 'group', $2, $3, $1)
                 RETURNING id
             )
-            INSERT INTO messaging.members (conversation_id, user_id)
-            SELECT created.id, member FROM created, unnest($4::bigint[]) AS member
+            INSERT INTO messaging.members (conversation_id, user_id, took_part)
+            SELECT created.id, member, member = $3 FROM created, unnest($4::bigint[]) AS member
             RETURNING user_id
             """, [id, title, creator, members])
     }
@@ -171,17 +171,29 @@ struct ConversationStore: Sendable {
         ).isEmpty
     }
 
-    /// Everyone who shares a current conversation with `user` (for presence events), or only those
-    /// among `candidates` when they are given (for presence queries).
-    func contacts(of user: Int64, among candidates: [Int64]? = nil) async throws -> [Int64] {
+    /// Who sees `user`'s presence: the other members of the current conversations `user` took
+    /// part in (made, sent in or read). Being put in a conversation (a stranger's openDirect, a
+    /// group) shows a user to nobody, so nobody can watch when a stranger is online.
+    func presenceAudience(of user: Int64) async throws -> [Int64] {
         try await postgres.query(
             """
             SELECT DISTINCT other.user_id
             FROM messaging.members mine
             JOIN messaging.members other ON other.conversation_id = mine.conversation_id AND other.left_at IS NULL
-            WHERE mine.user_id = $1 AND mine.left_at IS NULL AND other.user_id <> $1
-              AND ($2::bigint[] IS NULL OR other.user_id = ANY($2))
-            """, [user, candidates]
+            WHERE mine.user_id = $1 AND mine.left_at IS NULL AND mine.took_part AND other.user_id <> $1
+            """, [user]
+        ).map { try $0.decode(Int64.self, at: 0) }
+    }
+
+    /// Those of `candidates` whose presence `viewer` sees (``presenceAudience(of:)`` the other way round).
+    func presenceVisible(to viewer: Int64, among candidates: [Int64]) async throws -> [Int64] {
+        try await postgres.query(
+            """
+            SELECT DISTINCT other.user_id
+            FROM messaging.members mine
+            JOIN messaging.members other ON other.conversation_id = mine.conversation_id AND other.left_at IS NULL
+            WHERE mine.user_id = $1 AND mine.left_at IS NULL AND other.took_part AND other.user_id = ANY($2)
+            """, [viewer, candidates]
         ).map { try $0.decode(Int64.self, at: 0) }
     }
 }

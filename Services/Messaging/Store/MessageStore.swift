@@ -120,7 +120,7 @@ struct MessageStore: Sendable {
             ON CONFLICT (conversation_id, sender_id, client_message_id) WHERE client_message_id IS NOT NULL DO NOTHING
             RETURNING \(columns)
         ), marker AS (
-            UPDATE messaging.members m SET read_message_id = inserted.id, read_seq = inserted.seq
+            UPDATE messaging.members m SET read_message_id = inserted.id, read_seq = inserted.seq, took_part = true
             FROM inserted WHERE m.conversation_id = $2 AND m.user_id = $3
         ), event AS (
             INSERT INTO messaging.outbox (topic, type, payload)
@@ -186,7 +186,7 @@ struct MessageStore: Sendable {
                 SELECT read_seq FROM messaging.members WHERE conversation_id = $1 AND user_id = $2 AND left_at IS NULL
                 FOR UPDATE
             ), moved AS (
-                UPDATE messaging.members m SET read_message_id = $3, read_seq = target.seq
+                UPDATE messaging.members m SET read_message_id = $3, read_seq = target.seq, took_part = true
                 FROM target
                 WHERE m.conversation_id = $1 AND m.user_id = $2 AND m.left_at IS NULL AND m.read_seq < target.seq
                 RETURNING m.read_seq

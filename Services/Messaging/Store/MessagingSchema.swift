@@ -78,5 +78,18 @@ enum MessagingSchema {
                 ALTER TABLE messaging.members DROP CONSTRAINT members_conversation_id_fkey;
                 ALTER TABLE messaging.conversations DROP CONSTRAINT conversations_check, DROP CONSTRAINT conversations_kind_check;
                 """),
+        PostgresMigration(
+            version: 4, name: "members who took part",
+            sql: """
+                -- Whether the member made the conversation, sent in it or read it: only then do the
+                -- others see their presence. Being put in one (a stranger's openDirect, a group)
+                -- shows nothing. Existing members count as having taken part when they made the
+                -- conversation or sent in it.
+                ALTER TABLE messaging.members ADD COLUMN took_part boolean NOT NULL DEFAULT false;
+                UPDATE messaging.members m SET took_part = true
+                FROM messaging.conversations c
+                WHERE c.id = m.conversation_id AND (c.created_by = m.user_id OR EXISTS (
+                    SELECT FROM messaging.messages x WHERE x.conversation_id = m.conversation_id AND x.sender_id = m.user_id));
+                """),
     ]
 }
