@@ -118,4 +118,29 @@ struct LikeTests {
         }
         #expect(try await stack.getTweet(tweet.id).likes == Int64(likers.count - 10))
     }
+
+    /// A double tap: the like holds the tweet's row while the unlike waits for it. The unlike must
+    /// then find the like's row and undo it, not answer likedByMe false while the like stays.
+    @Test("an unlike that waited for the same user's like undoes it")
+    func unlikeAfterAWaitedForLike() async throws {
+        let stack = try await TweetsStack.shared()
+        let (author, fan) = (try await stack.makeUser("tapped"), try await stack.makeUser("tapper"))
+        let tweet = try await stack.tweet(author, "double tap")
+        // The like, as its statement does it, in a transaction the test holds open.
+        let unliking = try await holdingTransaction(
+            """
+            WITH liked AS (INSERT INTO tweets.likes (tweet_id, user_id) VALUES ($1, $2) RETURNING tweet_id)
+            UPDATE tweets.tweets SET likes = likes + 1 WHERE id = (SELECT tweet_id FROM liked)
+            """, [tweet.id.value, fan.id.value], on: stack.database
+        ) {
+            let unliking = Task { try await stack.like(tweet.id, by: fan, false) }
+            try await Task.sleep(for: .milliseconds(300))  // waiting on the tweet's row
+            return unliking
+        }
+        let state = try await unliking.value
+        #expect(state.likes == 0 && state.likedByMe == false)
+        let stored = try await stack.database.query("SELECT count(*) FROM tweets.likes WHERE tweet_id = $1", [tweet.id.value])
+        #expect(try stored[0].decode(Int64.self, at: 0) == 0)
+        #expect(try await stack.getTweet(tweet.id).likes == 0)
+    }
 }

@@ -13,9 +13,19 @@ struct LikeStore: Sendable {
     }
 
     /// The tweet's like count after `user` stopped liking it; nil when it does not exist or was deleted.
+    ///
+    /// The tweet's row is locked by a statement of its own first: a like by the same user that
+    /// held the lock (a double tap) has committed by then, and the deletion, in a statement that
+    /// begins after it, sees its row. In one statement the deletion would look for the row in the
+    /// snapshot from before the wait, find nothing, and leave the like that the user undid.
     func unlike(_ tweet: Int64, by user: Int64) async throws -> Int64? {
-        try await postgres.query(Self.unlike, [tweet, user]).first?.decode(Int64.self, at: 0)
+        try await postgres.transaction { connection in
+            guard try await !connection.query(Self.lockTweet, [tweet]).isEmpty else { return nil }
+            return try await connection.query(Self.unlike, [tweet, user]).first?.decode(Int64.self, at: 0)
+        }
     }
+
+    private static let lockTweet = "SELECT FROM tweets.tweets WHERE id = $1 AND deleted_at IS NULL FOR UPDATE"
 
     private static let like = """
         WITH target AS (
