@@ -28,8 +28,8 @@ struct MediaService: Sendable {
             membership: Membership(resources: resources), ids: resources.ids)
         media.registerMethods(with: &router)
         resources.addAdminRoute(MediaHTTPRoute(media: media).route)
-        resources.addBackgroundService(
-            UploadSweeper(uploads: media.uploads, storage: storage, settings: settings, logger: resources.logger))
+        let sweeper = UploadSweeper(uploads: media.uploads, storage: storage, settings: settings, logger: resources.logger)
+        resources.addBackgroundService(PeriodicJob(every: settings.sweepInterval, sweeper.sweep))
         resources.logger.info("media storage", metadata: ["media.root": "\(settings.root)"])
     }
 

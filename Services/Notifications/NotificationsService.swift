@@ -29,7 +29,8 @@ struct NotificationsService: Sendable {
         _ = try resources.configuration.integer(
             "AVIARY_NOTIFICATIONS_GROUP_WINDOW_SECONDS", default: 86_400, in: 1...31_536_000)
         let service = NotificationsService(resources: resources)
-        resources.addBackgroundService(ConsumedEventSweeper(store: service.store, logger: resources.logger))
+        let sweeper = ConsumedEventSweeper(store: service.store, logger: resources.logger)
+        resources.addBackgroundService(PeriodicJob(every: ConsumedEventSweeper.interval, sweeper.sweep))
         service.registerMethods(with: &router)
     }
 

@@ -1,10 +1,9 @@
 import Foundation
 import Logging
-import ServiceLifecycle
 
 /// Removes unfinished uploads past their expiry (rows and parts), and parts no upload owns any
-/// more (left by a crash between the two), every `sweepInterval`, until graceful shutdown.
-struct UploadSweeper: Service {
+/// more (left by a crash between the two); run every `sweepInterval` as a ``PeriodicJob``.
+struct UploadSweeper: Sendable {
     let uploads: UploadStore
     let storage: any MediaStorage
     let settings: MediaSettings
@@ -12,15 +11,6 @@ struct UploadSweeper: Service {
 
     /// Expired uploads deleted per statement.
     static let batch = 500
-
-    func run() async throws {
-        try? await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                await sweep()
-                try await Task.sleep(for: settings.sweepInterval)
-            }
-        }
-    }
 
     func sweep() async {
         do {
