@@ -1,6 +1,7 @@
 import AviaryAPI
 import AuthTokens
 import Foundation
+import Logging
 import RPC
 import ServiceKit
 
@@ -25,7 +26,9 @@ struct AuthService: Sendable {
     /// `AVIARY_AUTH_HASH_THREADS` (threads hashing passwords, default one per core),
     /// `AVIARY_AUTH_ARGON2_MEMORY_KIB` and `AVIARY_AUTH_ARGON2_ITERATIONS` (the hash cost, OWASP's
     /// 19,456 KiB and 2 passes by default; raising them re-hashes each password at its next sign-in) and
-    /// `AVIARY_MEDIA_PUBLIC_URL` (where profile images are served, default `http://127.0.0.1:7207`).
+    /// `AVIARY_MEDIA_PUBLIC_URL` (where profile images are served, default `http://127.0.0.1:7207`),
+    /// `AVIARY_AUTH_SESSION_IDLE_DAYS` and `AVIARY_AUTH_SESSION_MAX_DAYS` (``SessionLifetime``) and
+    /// `AVIARY_AUTH_SESSION_SWEEP_SECONDS` (how often ended sessions are deleted, default hourly).
     static func make(resources: ServiceResources) async throws -> AuthService {
         let configuration = resources.configuration
         let threads = try configuration.integer(
@@ -38,7 +41,14 @@ struct AuthService: Sendable {
         let passwords = PasswordHasher(parameters: cost, threads: threads, maxQueued: threads * 64)
         var generator = SystemRandomNumberGenerator()
         let dummyHash = try await passwords.hash(String(generator.next(), radix: 36) + String(generator.next(), radix: 36))
-        let sessions = SessionStore(postgres: resources.postgres)
+        var lifetime = SessionLifetime()
+        lifetime.idle = .seconds(86_400 * (try configuration.integer("AVIARY_AUTH_SESSION_IDLE_DAYS", default: 30, in: 1...3650)))
+        lifetime.maximum = .seconds(86_400 * (try configuration.integer("AVIARY_AUTH_SESSION_MAX_DAYS", default: 365, in: 1...3650)))
+        let sessions = SessionStore(postgres: resources.postgres, lifetime: lifetime)
+        let sweepInterval = try configuration.integer("AVIARY_AUTH_SESSION_SWEEP_SECONDS", default: 3600, in: 1...86_400)
+        resources.addBackgroundService(PeriodicJob(every: .seconds(sweepInterval)) { [logger = resources.logger] in
+            await sweepEndedSessions(sessions, logger: logger)
+        })
         let mediaBaseURL = configuration.value("AVIARY_MEDIA_PUBLIC_URL") ?? "http://127.0.0.1:7207"
         return AuthService(
             resources: resources,
@@ -56,6 +66,21 @@ struct AuthService: Sendable {
                 resources: resources, mediaBaseURL: mediaBaseURL.hasSuffix("/") ? String(mediaBaseURL.dropLast()) : mediaBaseURL,
                 graphTimeout: .seconds(2)),
             profileImages: ProfileImages(resources: resources))
+    }
+
+    /// Deletes the sessions that ended long enough ago, a thousand per statement.
+    private static func sweepEndedSessions(_ sessions: SessionStore, logger: Logger) async {
+        do {
+            var deleted = 0
+            while true {
+                let batch = try await sessions.deleteEnded(limit: 1000)
+                deleted += batch
+                if batch < 1000 { break }
+            }
+            if deleted > 0 { logger.info("deleted ended sessions", metadata: ["auth.sessions_deleted": "\(deleted)"]) }
+        } catch {
+            logger.warning("deleting ended sessions failed; retrying later", metadata: ["error": "\(String(reflecting: error))"])
+        }
     }
 
     /// The result of every sign-in: the user, as they see themself, and a fresh pair of tokens.

@@ -19,7 +19,7 @@ struct AuthInstance: Sendable {
 
 /// The auth processes the tests share, each started on first use and kept for the whole run:
 /// - `main`: social-graph unreachable (a free port nothing listens on), Google sign-in configured
-///   with the test's own key, rate limits high;
+///   with the test's own key, rate limits high, ended sessions swept every second;
 /// - `withGraph`: social-graph is ``GraphStandIn``, Google sign-in not configured;
 /// - `rateLimited`: low limits, its own Redis database so that other instances' calls cannot drain
 ///   its buckets.
@@ -40,6 +40,7 @@ actor AuthStack {
                 "AVIARY_SOCIAL_GRAPH_ADDRESSES": "127.0.0.1:\(try freePort())",
                 "AVIARY_GOOGLE_CLIENT_ID": GoogleTestIssuer.clientID,
                 "AVIARY_GOOGLE_JWKS_FILE": google.jwksFile,
+                "AVIARY_AUTH_SESSION_SWEEP_SECONDS": "1",
             ])
         }
         main = task

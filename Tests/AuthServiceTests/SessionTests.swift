@@ -71,6 +71,43 @@ import Testing
         #expect(try await instance.api.refresh(signIn.refreshToken).refreshToken != signIn.refreshToken)
     }
 
+    /// A refresh token unused for 30 days, or presented a year after the sign-in, ends its session
+    /// (its access token too); sessions ended 30 days ago are deleted with their spent tokens.
+    @Test func sessionsExpireAndEndedOnesAreDeleted() async throws {
+        let instance = try await AuthStack.shared.main()
+        let postgres = try instance.database()
+        defer { Task { await postgres.shutdown() } }
+        let (idle, old, ended, recent) = (
+            try await instance.api.register(), try await instance.api.register(), try await instance.api.register(),
+            try await instance.api.register()
+        )
+        func age(_ account: Account, _ column: String, days: Int) async throws {
+            try await postgres.execute(
+                "UPDATE auth.sessions SET \(column) = now() - make_interval(days => $2::int) WHERE user_id = $1",
+                [Int64(account.id)!, Int64(days)])
+        }
+        try await age(idle, "last_used_at", days: 31)
+        try await age(old, "created_at", days: 366)
+        for account in [idle, old] {
+            let refused = await expectRPCError(Code.unauthenticated) { _ = try await instance.api.refresh(account.signIn.refreshToken) }
+            #expect(refused?.message.contains("expired") == true)
+            await expectRPCError(Code.unauthenticated) { _ = try await instance.api.me(account.signIn.accessToken) }
+        }
+        // Within the limits a session goes on.
+        try await age(recent, "last_used_at", days: 29)
+        #expect(try await instance.api.refresh(recent.signIn.refreshToken).refreshToken != recent.signIn.refreshToken)
+
+        _ = try await instance.api.call("auth.logout", token: ended.signIn.accessToken)
+        try await age(ended, "revoked_at", days: 31)
+        func sessions(of account: Account) async throws -> Int64 {
+            try await postgres.query("SELECT count(*) FROM auth.sessions WHERE user_id = $1", [Int64(account.id)!])[0]
+                .decode(Int64.self, at: 0)
+        }
+        #expect(try await eventually { try await sessions(of: ended) == 0 })
+        #expect(try await sessions(of: recent) == 1, "in use")
+        #expect(try await sessions(of: idle) == 1, "expired a moment ago: kept a while")
+    }
+
     /// How many password verifications the instance has run (`auth_password_hash_seconds` on /metrics).
     private func passwordChecks(_ instance: AuthInstance) throws -> Int {
         let metrics = try AdminHTTP.get("/metrics", port: instance.process.adminPort).body

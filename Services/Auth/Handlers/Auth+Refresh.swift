@@ -25,6 +25,10 @@ extension AuthService {
             throw RPCError.unauthenticated("this refresh token was already used, so the session has been ended; sign in again")
         case .ended:
             throw RPCError.unauthenticated("the session has ended; sign in again")
+        case .expired(let sessionID):
+            // Its last access token may still be live (a session in use that reached its maximum age).
+            try await resources.sessionRevocations.revoke(sessionIDs: [sessionID])
+            throw RPCError.unauthenticated("the session has expired; sign in again")
         case .unknown:
             throw RPCError.unauthenticated("the refresh token is not valid")
         }

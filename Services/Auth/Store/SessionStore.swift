@@ -4,6 +4,7 @@ import Postgres
 /// current refresh token; the hashes it already exchanged are kept to recognise a stolen copy.
 struct SessionStore: Sendable {
     let postgres: PostgresClient
+    var lifetime = SessionLifetime()
 
     /// What presenting a refresh token did.
     enum Rotation: Sendable {
@@ -13,6 +14,8 @@ struct SessionStore: Sendable {
         case reused(sessionID: Int64)
         /// The token belongs to a session that has ended.
         case ended
+        /// The session went unused too long, or is too old: it was ended now.
+        case expired(sessionID: Int64)
         /// No session ever had this token.
         case unknown
     }
@@ -33,10 +36,18 @@ struct SessionStore: Sendable {
     func rotate(presented: [UInt8], next: [UInt8]) async throws -> Rotation {
         try await postgres.transaction { connection in
             let current = try await connection.query(
-                "SELECT id, user_id, revoked_at IS NOT NULL FROM auth.sessions WHERE refresh_hash = $1 FOR UPDATE", [presented])
+                """
+                SELECT id, user_id, revoked_at IS NOT NULL,
+                    last_used_at < now() - make_interval(secs => $2) OR created_at < now() - make_interval(secs => $3)
+                FROM auth.sessions WHERE refresh_hash = $1 FOR UPDATE
+                """, [presented, lifetime.idle.seconds, lifetime.maximum.seconds])
             if let row = current.first {
                 let sessionID = try row.decode(Int64.self, at: 0)
                 if try row.decode(Bool.self, at: 2) { return .ended }
+                if try row.decode(Bool.self, at: 3) {
+                    try await connection.execute("UPDATE auth.sessions SET revoked_at = now() WHERE id = $1", [sessionID])
+                    return .expired(sessionID: sessionID)
+                }
                 try await connection.execute(
                     "UPDATE auth.sessions SET refresh_hash = $2, last_used_at = now() WHERE id = $1", [sessionID, next])
                 try await connection.execute(
@@ -51,6 +62,21 @@ struct SessionStore: Sendable {
                 "UPDATE auth.sessions SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL", [sessionID])
             return .reused(sessionID: sessionID)
         }
+    }
+
+    /// Deletes up to `limit` sessions that ended more than `lifetime.kept` ago (revoked, or past
+    /// their idle or maximum lifetime), with their spent tokens; returns how many.
+    func deleteEnded(limit: Int) async throws -> Int {
+        try await postgres.execute(
+            """
+            DELETE FROM auth.sessions WHERE id IN (
+                SELECT id FROM auth.sessions
+                WHERE revoked_at < now() - make_interval(secs => $1)
+                   OR last_used_at < now() - make_interval(secs => $2)
+                   OR created_at < now() - make_interval(secs => $3)
+                LIMIT $4)
+            """,
+            [lifetime.kept.seconds, (lifetime.idle + lifetime.kept).seconds, (lifetime.maximum + lifetime.kept).seconds, Int64(limit)])
     }
 
     /// Deletes a session outright (one never handed out: see `SessionIssuer.discard`).
@@ -78,4 +104,20 @@ struct SessionStore: Sendable {
             """, [userID, keeping ?? 0]
         ).map { try $0.decode(Int64.self, at: 0) }
     }
+}
+
+/// How long sessions last, from `AVIARY_AUTH_SESSION_IDLE_DAYS` (30) and `AVIARY_AUTH_SESSION_MAX_DAYS`
+/// (365): a refresh token left unused for `idle`, or presented after `maximum` from the sign-in,
+/// ends its session, so a token stolen from a forgotten device stops working.
+struct SessionLifetime: Sendable {
+    var idle: Duration = .seconds(30 * 86_400)
+    var maximum: Duration = .seconds(365 * 86_400)
+    /// How long an ended session's row is kept: a spent token presented again within it still ends
+    /// nothing new but is told apart from a forged one.
+    var kept: Duration = .seconds(30 * 86_400)
+}
+
+extension Duration {
+    /// Whole seconds, for SQL intervals.
+    fileprivate var seconds: Int64 { components.seconds }
 }
