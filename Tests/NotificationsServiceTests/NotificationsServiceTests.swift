@@ -265,6 +265,29 @@ import TestSupport
         #expect(try await marking.value["count"] == 0)
     }
 
+    /// A subscriber back after a long absence gets up to 1,000 missed notifications at once: a
+    /// burst over the socket's high-water mark, which is no sign of a slow reader.
+    @Test func aLongCatchUpArrivesWholeAndKeepsTheConnection() async throws {
+        let (stack, _) = try await NotificationsStack.shared()
+        let (away, fan) = (try await stack.makeUser("away"), try await stack.makeUser("fan"))
+        let tweet = try await stack.tweet("much discussed", as: away)
+        try await stack.database.execute(
+            """
+            INSERT INTO notifications.notifications (id, recipient_id, type, actor_id, tweet_id, key, created_at)
+            SELECT ($3::bigint << 22) | n, $1, 'mention', $2, $4, 'burst:' || n, now() FROM generate_series(1, 950) AS n
+            """, [Int64(away.id.value), Int64(fan.id.value), Int64(2_000_000), Int64(tweet)!])
+        let live = try await NotificationsConnection.open(away, port: stack.process("notifications").rpcPort)
+        _ = try await live.subscribe(lastId: "1")
+        let caughtUp = try await live.events(950, within: .seconds(20))
+        #expect(caughtUp.count == 950)
+        #expect(caughtUp.compactMap { $0["notification"]?["id"]?.stringValue.flatMap { Int64($0) } }
+            == (1...950).map { (Int64(2_000_000) << 22) | Int64($0) })
+        // Still connected, and still served.
+        let unread: JSONValue = try await live.call("notifications.unreadCount")
+        #expect(unread["count"] == 950)
+        await live.close()
+    }
+
     @Test func messagesAndRetriedEventsAreStoredOnce() async throws {
         let (stack, _) = try await NotificationsStack.shared()
         let (sender, away) = (try await stack.makeUser("sender"), try await stack.makeUser("away"))

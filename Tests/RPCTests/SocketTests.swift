@@ -244,6 +244,42 @@ import Testing
         }
     }
 
+    /// A peer that stops reading holds at most 8 MiB of the server's memory: pushes beyond that past
+    /// the socket's high-water mark fail and the connection closes, ending its subscriptions.
+    @Test func aPeerThatStopsReadingIsDisconnected() async throws {
+        final class Moments: Sendable {
+            let ended = Mutex<ContinuousClock.Instant?>(nil)
+            let refused = Mutex<ContinuousClock.Instant?>(nil)
+            let pushed = Atomic(0)
+        }
+        let moments = Moments()
+        var router = makeTestRouter()
+        router.register("flood.subscribe", summary: "Pushes 16 KiB every millisecond.", access: .anonymous) {
+            (_: Empty, context) -> [String: String] in
+            guard let connection = context.connection,
+                let id = connection.addSubscription(cancel: { moments.ended.withLock { $0 = .now } })
+            else { throw RPCError.internalError() }
+            let event = try RawJSON(encoding: ["subscription": .string(id), "event": .string(String(repeating: "x", count: 16_384))] as JSONValue)
+            Task {
+                while connection.push(method: "flood.event", params: event) {
+                    moments.pushed.add(1, ordering: .relaxed)
+                    try await Task.sleep(for: .milliseconds(1))
+                }
+                moments.refused.withLock { $0 = .now }
+            }
+            return ["subscription": id]
+        }
+        try await withRPCServer(router) { port, _ in
+            let client = try RPCLineClient(port: port)
+            try client.send(#"{"jsonrpc":"2.0","id":1,"method":"flood.subscribe"}"# + "\n")
+            #expect(await client.readFrame() != nil)
+            // Not another byte read.
+            #expect(await eventually(timeout: .seconds(30)) { moments.ended.withLock { $0 } != nil && moments.refused.withLock { $0 } != nil })
+            // What the kernel's buffers took, then 8 MiB: far fewer than 30 s of pushes.
+            #expect(moments.pushed.load(ordering: .relaxed) < 5_000)
+        }
+    }
+
     /// Notifications pass through the client without being parsed when laid out as Aviary servers
     /// write them; a method that needs escapes takes the full parse. Either way method and params
     /// arrive intact, whatever the params' strings hold.

@@ -9,21 +9,26 @@ public final class RPCConnection: Sendable {
         var subscriptions: [String: @Sendable () -> Void] = [:]
         var closed = false
         var nextSubscription: UInt64 = 1
-        var backlogStrikes = 0
+        /// Bytes pushed since the socket last was under its high-water mark.
+        var backlogBytes = 0
+        /// The peer was judged too slow: the connection is closing.
+        var dropped = false
     }
 
     private let channel: any Channel
     private let state = Mutex(State())
-    /// How many pushes may find the socket over its high-water mark in a row before the peer is
-    /// judged too slow and disconnected, so one stalled reader cannot grow the server's memory.
-    private let maxBacklogStrikes: Int
+    /// How many bytes may be pushed past the socket's high-water mark (64 KiB) before the peer is
+    /// judged too slow and disconnected, so that one stalled reader holds at most that much of the
+    /// server's memory. Counted in bytes, not pushes: a catch-up of a thousand missed events is
+    /// written in one go, passes the mark at once without the peer being slow, and must fit.
+    private let maxBacklogBytes: Int
 
     /// The peer's IP address, for per-address limits.
     public let remoteAddress: String?
 
-    init(channel: any Channel, maxBacklogStrikes: Int = 512) {
+    init(channel: any Channel, maxBacklogBytes: Int = 8 << 20) {
         self.channel = channel
-        self.maxBacklogStrikes = maxBacklogStrikes
+        self.maxBacklogBytes = maxBacklogBytes
         self.remoteAddress = channel.remoteAddress?.ipAddress
     }
 
@@ -33,22 +38,26 @@ public final class RPCConnection: Sendable {
     /// closed, or is being closed because the peer stopped reading.
     @discardableResult
     public func push(method: String, params: RawJSON) -> Bool {
+        var frame = ResponseEncoding.notification(method: method, params: params)
+        frame.append(UInt8(ascii: "\n"))
         let tooSlow = state.withLock { state -> Bool? in
-            if state.closed { return nil }
+            if state.closed || state.dropped { return nil }
             if channel.isWritable {
-                state.backlogStrikes = 0
-            } else {
-                state.backlogStrikes += 1
+                state.backlogBytes = 0
+                return false
             }
-            return state.backlogStrikes > maxBacklogStrikes
+            state.backlogBytes += frame.count
+            state.dropped = state.backlogBytes > maxBacklogBytes
+            return state.dropped
         }
         guard let tooSlow else { return false }
         if tooSlow {
-            channel.close(promise: nil)
+            // Later, not from here: closing runs the subscriptions' cancellations at once, and the
+            // caller may be inside their lock (a catch-up delivering held events).
+            let channel = channel
+            channel.eventLoop.execute { channel.close(promise: nil) }
             return false
         }
-        var frame = ResponseEncoding.notification(method: method, params: params)
-        frame.append(UInt8(ascii: "\n"))
         channel.writeAndFlush(ByteBuffer(bytes: frame), promise: nil)
         return true
     }

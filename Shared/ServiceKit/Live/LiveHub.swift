@@ -19,9 +19,9 @@ import ServiceLifecycle
 ///   subscription is revoked (logout, a password change, a refresh token reused): that one is first
 ///   sent the event `{"type":"unsubscribed","reason":"unauthenticated"}`. A token is checked when a
 ///   call arrives; a stream outlives its token's expiry (as a call in flight does) but not its session.
-/// - Slow readers: ``RPCConnection/push(method:params:)`` disconnects a peer that stays over the
-///   socket's high-water mark for many pushes in a row, so a stalled reader holds at most that
-///   backlog; the hub itself queues nothing per subscriber except while one is held for a catch-up,
+/// - Slow readers: ``RPCConnection/push(method:params:)`` disconnects a peer once 8 MiB were pushed
+///   past the socket's high-water mark, so a stalled reader holds at most that backlog (a
+///   catch-up's burst fits); the hub itself queues nothing per subscriber except while one is held for a catch-up,
 ///   and then at most `Options.holdLimit` events.
 /// - When the Redis subscription reconnects or its buffer overflowed, events may have been missed:
 ///   every local subscription then gets the event `{"type": "resync"}` and should catch up from the
