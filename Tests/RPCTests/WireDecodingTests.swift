@@ -131,6 +131,18 @@ struct WireDecodingTests {
         #expect(fast == (try JSONCoding.decoder().decode(JSONValue.self, from: Data(json.utf8))))
     }
 
+    /// An object of 100,000 keys (a 1 MiB frame holds that many) decodes through hash tables, not a
+    /// comparison of every key with every other: a key given twice among them is still found, and
+    /// a field is still found among them.
+    @Test func objectsOfManyKeysAreDecodedAndTheirDuplicatesFound() throws {
+        let keys = (0..<100_000).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
+        let many = try #require(try WireDecoder.decode([String: Int].self, from: Data("{\(keys)}".utf8)))
+        #expect(many.count == 100_000 && many["k99999"] == 99_999)
+        #expect(try WireDecoder.decode([String: Int].self, from: Data("{\(keys),\"k5\":0}".utf8)) == nil)
+        let params = try #require(try WireDecoder.decode(Params.self, from: Data("{\(keys),\"ids\":[\"x\"],\"limit\":3}".utf8)))
+        #expect(params.ids == ["x"] && params.limit == 3)
+    }
+
     /// Numbers other than plain integers that fit and keys given twice are left to Foundation, as
     /// `JSONValue`'s own decoding through the fast path left them.
     @Test(arguments: [

@@ -32,6 +32,10 @@ enum JSONNode {
     /// A string that escapes a lone surrogate (`"\ud800"`): no text. Foundation's decoder refuses
     /// the whole JSON text when a value reads one.
     case loneSurrogate
+
+    /// Objects with up to this many members are searched one member after another; larger ones
+    /// through a hash table.
+    static let linearSearchLimit = 16
 }
 
 extension JSONScanner {
@@ -41,13 +45,21 @@ extension JSONScanner {
         switch peek() {
         case 0x7B:  // {
             var members: [(key: String, value: JSONNode)] = []
+            // Keys seen, once there are too many to compare with each: a hostile object of 100,000
+            // keys would cost billions of comparisons.
+            var keys: Set<String> = []
             var duplicated = false
             try object(depth: depth) { (key, scanner: inout JSONScanner) throws(Failure) in
                 guard let value = try scanner.node(depth: depth + 1) else {
                     duplicated = true
                     return
                 }
-                if members.contains(where: { $0.key == key }) { duplicated = true }
+                if members.count < JSONNode.linearSearchLimit {
+                    if members.contains(where: { $0.key == key }) { duplicated = true }
+                } else {
+                    if keys.isEmpty { keys = Set(members.lazy.map(\.key)) }
+                    if !keys.insert(key).inserted { duplicated = true }
+                }
                 members.append((key, value))
             }
             return duplicated ? nil : .object(members)
@@ -260,17 +272,31 @@ extension WireDecoder {
         let members: [(key: String, value: JSONNode)]
         let decoder: WireDecoder
         let codingPath: [any CodingKey]
+        /// Where each key is, for a large object (its keys are distinct: see `node(depth:)`).
+        private let index: [String: Int]?
+
+        init(members: [(key: String, value: JSONNode)], decoder: WireDecoder, codingPath: [any CodingKey]) {
+            self.members = members
+            self.decoder = decoder
+            self.codingPath = codingPath
+            index = members.count > JSONNode.linearSearchLimit
+                ? Dictionary(members.enumerated().map { ($1.key, $0) }, uniquingKeysWith: { first, _ in first }) : nil
+        }
 
         var allKeys: [Key] { members.compactMap { Key(stringValue: $0.key) } }
 
-        func contains(_ key: Key) -> Bool { members.contains { $0.key == key.stringValue } }
+        func contains(_ key: Key) -> Bool { position(of: key.stringValue) != nil }
+
+        private func position(of name: String) -> Int? {
+            if let index { return index[name] }
+            return members.firstIndex { $0.key == name }
+        }
 
         private func member(_ key: Key) throws -> JSONNode {
-            let name = key.stringValue
-            guard let member = members.first(where: { $0.key == name }) else {
+            guard let position = position(of: key.stringValue) else {
                 throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "missing"))
             }
-            return member.value
+            return members[position].value
         }
 
         func decodeNil(forKey key: Key) throws -> Bool {
