@@ -46,6 +46,9 @@ public final class PostgresConnection: @unchecked Sendable {
         /// Whether the reactor watches the socket for being writable, which it does only while
         /// part of a statement is unsent (a writable socket would wake it all the time).
         var watchesWritable = false
+        /// Set by `close` as it frees libpq's connection: the reactor's thread may have taken this
+        /// connection from its table just before, and must not touch the handle after.
+        var isFinished = false
     }
 
     private struct StatementKey: Hashable {
@@ -84,7 +87,10 @@ public final class PostgresConnection: @unchecked Sendable {
     func close() {
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         reactor.unregister(self)
-        state.withLock { _ in PQfinish(handle) }
+        state.withLock { state in
+            state.isFinished = true
+            PQfinish(handle)
+        }
     }
 
     /// Opens a connection; blocks for up to the connect timeout, so callers run it on a thread
@@ -243,7 +249,8 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Called by the reactor when the socket is readable or, while a statement is being sent,
     /// writable.
     func socketIsReady() {
-        let completions = state.withLock { state in
+        let completions = state.withLock { state -> [Completion] in
+            guard !state.isFinished else { return [] }
             var completions: [Completion] = []
             var writable = false
             if state.inFlight.isEmpty {
@@ -313,7 +320,6 @@ public final class PostgresConnection: @unchecked Sendable {
             case PGRES_PIPELINE_SYNC:
                 completions.append(finishOldest(&state))
             case PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_COPY_BOTH:
-                state.isUnusable = true
                 completions += failAll(&state, PostgresError(code: .queryFailed, reason: "COPY is not supported"))
                 return .finished
             default:
@@ -334,7 +340,10 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Empties the statements in flight, each to fail with `error`.
+    /// Fails every statement in flight and marks the connection unusable: libpq may still hold
+    /// their commands, whose answers would go to the next statements sent.
     private func failAll(_ state: inout State, _ error: any Error) -> [Completion] {
+        state.isUnusable = true
         defer {
             state.inFlight.removeAll()
             state.oldestResults = []
