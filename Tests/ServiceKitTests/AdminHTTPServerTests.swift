@@ -261,6 +261,27 @@ struct AdminHTTPServerTests {
         await #expect(throws: AdminHTTPServerError.self) { try await server.boundPort }
     }
 
+    /// A request whose body never ends (or trickles in) does not hold up the shutdown: it is closed
+    /// two seconds after the shutdown began.
+    @Test func aRequestThatNeverEndsDoesNotHoldUpShutdown() async throws {
+        let server = AdminHTTPServer(
+            host: "127.0.0.1", port: 0, registry: PrometheusCollectorRegistry(), readiness: { [:] }, logger: Self.logger)
+        let group = ServiceGroup(services: [server], logger: Self.logger)
+        try await withThrowingTaskGroup { tasks in
+            tasks.addTask { try await group.run() }
+            let port = try await server.boundPort
+            try await RawHTTPConnection.with(port: port) { stuck in
+                try await stuck.send("POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\nx")
+                try await Task.sleep(for: .milliseconds(100))
+                let began = ContinuousClock.now
+                await group.triggerGracefulShutdown()
+                try await tasks.waitForAll()
+                #expect(ContinuousClock.now - began < .seconds(10))
+                #expect(try await stuck.isClosedByServer())
+            }
+        }
+    }
+
     @Test func bindFailureReachesRunAndBoundPort() async throws {
         try await withServer { port, _ in
             let second = AdminHTTPServer(

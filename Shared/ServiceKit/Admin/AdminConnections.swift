@@ -28,8 +28,13 @@ final class AdminConnections: Sendable {
         _ = self.state.withLock { $0.channels.removeValue(forKey: ObjectIdentifier(channel)) }
     }
 
+    /// How long a connection still busy at shutdown may take before it is closed: admin requests
+    /// are probes and scrapes, and one whose body never ends (or trickles in) must not hold up the
+    /// shutdown of the process, whose RPC server stops after this one.
+    static let quiesceGrace: TimeAmount = .seconds(2)
+
     /// Stops accepting and asks every connection to quiesce: NIO's HTTP pipeline handler closes an
-    /// idle one at once and a busy one after its current response.
+    /// idle one at once and a busy one after its current response, or ``quiesceGrace`` closes it.
     func quiesce(serverChannel: any Channel) {
         let channels = self.state.withLock { state in
             state.isQuiescing = true
@@ -38,6 +43,7 @@ final class AdminConnections: Sendable {
         serverChannel.close(promise: nil)
         for channel in channels {
             channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+            channel.eventLoop.scheduleTask(in: Self.quiesceGrace) { channel.close(promise: nil) }
         }
     }
 }
