@@ -244,6 +244,38 @@ import Testing
         }
     }
 
+    /// A peer that hangs up leaves no work behind: its calls in flight are cancelled and the calls
+    /// it sent that had not started yet never start.
+    @Test func aPeerThatHangsUpLeavesNoWorkBehind() async throws {
+        final class Counts: Sendable {
+            let started = Atomic(0)
+            let cancelled = Atomic(0)
+            let completed = Atomic(0)
+        }
+        let counts = Counts()
+        var router = makeTestRouter()
+        router.register("slow.work", summary: "Works for 5 s.", access: .anonymous) { (_: Empty, _) -> Bool in
+            counts.started.add(1, ordering: .relaxed)
+            do {
+                try await Task.sleep(for: .seconds(5))
+            } catch {
+                counts.cancelled.add(1, ordering: .relaxed)
+                throw error
+            }
+            counts.completed.add(1, ordering: .relaxed)
+            return true
+        }
+        try await withRPCServer(router, maxInFlightPerConnection: 4) { port, _ in
+            let client = try RPCLineClient(port: port)
+            try client.send((1...20).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"slow.work"}"# + "\n" }.joined())
+            #expect(await eventually { counts.started.load(ordering: .relaxed) == 4 })
+            client.hangUp()
+            #expect(await eventually(timeout: .seconds(3)) { counts.cancelled.load(ordering: .relaxed) == 4 })
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(counts.started.load(ordering: .relaxed) == 4 && counts.completed.load(ordering: .relaxed) == 0)
+        }
+    }
+
     /// A peer that stops reading holds at most 8 MiB of the server's memory: pushes beyond that past
     /// the socket's high-water mark fail and the connection closes, ending its subscriptions.
     @Test func aPeerThatStopsReadingIsDisconnected() async throws {

@@ -28,6 +28,11 @@ public final class RPCLineClient: @unchecked Sendable {
 
     deinit { close(socket) }
 
+    /// Ends the connection both ways now (the socket itself is closed with the client).
+    public func hangUp() {
+        _ = Glibc.shutdown(socket, Int32(SHUT_RDWR))
+    }
+
     public func send(_ text: String) throws { try send(Array(text.utf8)) }
 
     public func send(_ bytes: [UInt8]) throws {

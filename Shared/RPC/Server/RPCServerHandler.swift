@@ -9,7 +9,9 @@ import NIOExtras
 /// that sends calls and never reads the answers holds at most `maxInFlight` answers in the server's
 /// memory, not one per call it sent. A batch counts as the most calls a batch may hold. On quiesce
 /// the connection stops reading, finishes what is in flight, and closes; frames still waiting then
-/// are dropped, as if they had come after.
+/// are dropped, as if they had come after. When the peer goes away, its calls in flight are
+/// cancelled and the frames still waiting are dropped: nobody is left to answer, and a peer that
+/// sends a thousand calls and hangs up, again and again, must not pile work up behind it.
 final class RPCServerHandler: ChannelDuplexHandler {
     typealias InboundIn = InboundFrame
     typealias OutboundIn = ByteBuffer
@@ -25,6 +27,10 @@ final class RPCServerHandler: ChannelDuplexHandler {
     private var waiting = CircularBuffer<ByteBuffer>()
     private var readPending = false
     private var quiescing = false
+    /// The calls in flight, by a number of this connection's.
+    private var calls: [Int: Task<Void, Never>] = [:]
+    private var nextCall = 0
+    private var isInactive = false
 
     init(router: RPCRouter, maxInFlight: Int) {
         self.router = router
@@ -42,6 +48,10 @@ final class RPCServerHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        isInactive = true
+        waiting.removeAll()
+        for call in calls.values { call.cancel() }
+        calls.removeAll()
         connection?.closed()
         context.fireChannelInactive()
     }
@@ -77,7 +87,7 @@ final class RPCServerHandler: ChannelDuplexHandler {
     /// Starts the waiting frames while calls may start; a batch waits until its calls fit, unless
     /// nothing else runs.
     private func startWaiting(_ context: ChannelHandlerContext) {
-        while mayStart(context), let buffer = waiting.first {
+        while !isInactive, mayStart(context), let buffer = waiting.first {
             let calls = Self.calls(in: buffer)
             guard inFlight == 0 || inFlight + calls <= maxInFlight else { return }
             waiting.removeFirst()
@@ -87,14 +97,17 @@ final class RPCServerHandler: ChannelDuplexHandler {
             let connection = self.connection
             let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
             let eventLoop = context.eventLoop
-            Task(executorPreference: executor) {
+            let number = nextCall
+            nextCall &+= 1
+            self.calls[number] = Task(executorPreference: executor) {
                 let response = await router.respond(to: frame, connection: connection)
-                eventLoop.execute { handler.value.finished(response, calls: calls) }
+                eventLoop.execute { handler.value.finished(response, calls: calls, number: number) }
             }
         }
     }
 
-    private func finished(_ response: Data?, calls: Int) {
+    private func finished(_ response: Data?, calls: Int, number: Int) {
+        self.calls[number] = nil
         inFlight -= calls
         guard let context else { return }
         if var response {
