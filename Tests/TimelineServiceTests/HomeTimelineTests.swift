@@ -284,7 +284,8 @@ struct HomeTimelineTests {
         let posts = (0..<600).map { index in (busiest[index % busiest.count], "busy words \(index)") }
 
         let posting = Task { try await stack.post(posts) }
-        try await Task.sleep(for: .milliseconds(400))
+        // Killed while fan-out has work in hand (a fixed delay sometimes let it finish first).
+        _ = await eventually(timeout: .seconds(10), interval: .milliseconds(10)) { ((try? await stack.backlog(topic: "tweets")) ?? 0) > 20 }
         stack.stack.process("timeline").kill()
         _ = await stack.stack.process("timeline").waitForExit(timeout: .seconds(10))
         let interrupted = try await stack.backlog(topic: "tweets")
