@@ -149,6 +149,26 @@ struct InternalTests {
         try await poll { try await stack.getTweet(tweet.id).author.fullname == "Renamed Alice" }
         try await poll { try await stack.getTweet(mention.id).mentions.first?.fullname == "Renamed Alice" }
     }
+
+    @Test("a profile change reaches every tweet showing the user, read a page of 5,000 at a time")
+    func profileChangeOfAProlificUser() async throws {
+        let stack = try await TweetsStack.shared()
+        let erin = try await stack.makeUser("prolific")
+        let base: Int64 = (1 << 60) + (Int64.random(in: 0..<(1 << 30)) << 16)
+        try await stack.database.execute(
+            "INSERT INTO tweets.tweets (id, author_id, text) SELECT $1 + n, $2, 'tweet ' || n FROM generate_series(0, 5004) AS n",
+            [base, erin.id.value])
+        let (first, last) = (EntityID(base), EntityID(base + 5004))
+        for id in [first, last] { _ = try await stack.getTweet(id) }
+        try await poll { try await stack.redis.send(["EXISTS", RedisArgument("aviary:tweets:body:\(last)")]).int == 1 }
+
+        _ = try await stack.call("auth", "auth.updateProfile", ["fullname": "Renamed Erin"], as: erin, decoding: JSONValue.self)
+        _ = try await stack.redis.send([
+            "XADD", "aviary:events:users", "*", "type", "updated", "payload", RedisArgument("{\"userId\":\"\(erin.id)\"}"),
+            "outbox_id", RedisArgument(Int64.random(in: 1...Int64.max)), "source", "tests",
+        ])
+        for id in [first, last] { try await poll { try await stack.getTweet(id).author.fullname == "Renamed Erin" } }
+    }
 }
 
 extension InternalTests {
