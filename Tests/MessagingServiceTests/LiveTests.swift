@@ -170,14 +170,23 @@ struct LiveTests {
         let stayer = try await fixture.subscribe(users[1], on: fixture.extra)
         defer { Task { await leaver.close(); await stayer.close() } }
         _ = try await fixture.send("before", to: group, as: users[0])
-        _ = try await fixture.call("leave", ["conversationId": group.idValue], as: users[2], decoding: Conversation.self)
+        let typing: @Sendable (JSONValue) -> Bool = { $0.isEvent("typing", in: group) }
+        _ = try await fixture.call("typing", ["conversationId": group.idValue, "typing": true], as: users[0], decoding: JSONValue.self)
+        try await leaver.wait(for: 1, where: typing)
+        let answer = try await fixture.call("leave", ["conversationId": group.idValue], as: users[2], decoding: Conversation.self)
+        // What the leaver may no longer see is not in the answer either.
+        #expect(answer.lastMessage == nil && answer.unreadCount == 0)
         _ = try await fixture.send("after", to: group, as: users[0])
         let messages: @Sendable (JSONValue) -> Bool = { $0.isEvent("message", in: group) }
         try await stayer.wait(for: 2, where: messages)
-        try await Task.sleep(for: .milliseconds(200))
         #expect(leaver.events(where: messages).compactMap { $0["message"]?["text"]?.stringValue } == ["before"])
         let left = leaver.events(where: { $0.isEvent("conversation", in: group) && $0["change"]?.stringValue == "memberLeft" })
         #expect(left.count == 1)
+        // The typing lapse, 6 s on, goes to the members as they are then.
+        try await stayer.wait(for: 2, timeout: .seconds(10), where: typing)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(stayer.events(where: typing).map { $0["typing"]?.boolValue } == [true, false])
+        #expect(leaver.events(where: typing).map { $0["typing"]?.boolValue } == [true])
     }
     @Test("new conversations, added members and renames reach every member")
     func conversationEvents() async throws {

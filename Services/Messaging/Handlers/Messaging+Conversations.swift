@@ -82,7 +82,11 @@ extension Messaging {
             params.conversationId)
         let conversation = try await self.conversation(params.conversationId.value, viewer: caller, context: context)
         await publish(context) { try await events.conversation(.memberLeft, conversation, actor: caller, users: [caller], to: before) }
-        return conversation
+        // Read after the leave: its last message may be one sent since, which the leaver may not see.
+        var left = conversation
+        left.lastMessage = nil
+        left.unreadCount = 0
+        return left
     }
 
     @Sendable func rename(_ params: RenameParams, _ context: RPCContext) async throws -> Conversation {

@@ -18,12 +18,17 @@ extension Messaging {
                 conversation, user: caller, typing: true, expiresAt: Date().addingTimeInterval(6), to: members)
             let state = typingState
             let events = self.events
+            let conversations = self.conversations
             let logger = context.logger
-            // The instance that announced "typing" announces its lapse, unless something newer came.
+            // The instance that announced "typing" announces its lapse, unless something newer came,
+            // to the members as they are then: one who left meanwhile hears nothing more of it (and
+            // when the typist left, the others see the lapse at expiresAt).
             Task(executorPreference: EventLoopTaskExecutor.current) {
                 try? await Task.sleep(for: TypingState.lifetime + .milliseconds(50))
                 do {
-                    if try await state.expire(conversation, user: caller, token: token) {
+                    if try await state.expire(conversation, user: caller, token: token),
+                        let members = try await conversations.members(of: conversation, ifIncluding: caller)
+                    {
                         try await events.typing(conversation, user: caller, typing: false, expiresAt: nil, to: members)
                     }
                 } catch {
