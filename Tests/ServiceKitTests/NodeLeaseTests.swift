@@ -115,4 +115,24 @@ struct NodeLeaseTests {
         #expect(message.contains("node id \(lease.nodeID) is no longer leased to this process"), "\(message)")
         #expect(message.contains("no id is issued twice"))
     }
+
+    /// A renewal that does not answer (waiting on a lock here; a dead connection or an exhausted
+    /// pool elsewhere) stops the service when the lease may lapse, not whenever the renewal returns.
+    @Test func runStopsWhenARenewalHangsPastTheLeasesEnd() async throws {
+        let postgres = try await Self.database()
+        defer { Task { await postgres.shutdown() } }
+        // Renewed every 200 ms, valid for 800 ms after the last renewal sent.
+        let lease = try await NodeLease.acquire(
+            postgres: postgres, holder: "stuck", lifetime: .seconds(1), logger: Self.logger)
+        let message = try await holdingTransaction(
+            "SELECT FROM aviary_shared.node_leases WHERE node_id = $1 FOR UPDATE", [lease.nodeID], on: postgres, commit: false
+        ) {
+            switch await outcome(within: .seconds(4), of: { try await lease.run() }) {
+            case .failure(let error): "\(error)"
+            case .success: "run() returned"
+            case nil: "run() still runs after 4 s"
+            }
+        }
+        #expect(message.contains("could not renew the lease of node id \(lease.nodeID) in time"), "\(message)")
+    }
 }
