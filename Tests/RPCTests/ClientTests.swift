@@ -141,6 +141,39 @@ import Testing
         await client.shutdown()
     }
 
+    /// An instance that does not complete the TCP handshake (its accept queue is full, so the
+    /// kernel drops the SYNs) holds a call no longer than the call's own time budget.
+    @Test func aCallTimesOutWhileItsConnectionIsStillBeingMade() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                _ = bind(listener, pointer, length)
+                return getsockname(listener, pointer, &length)
+            }
+        }
+        #expect(listen(listener, 0) == 0)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        // Fill the queue that nobody accepts from (one connection, with a backlog of 0).
+        let filler = try RPCLineClient(port: port)
+        defer { _ = filler }
+        var configuration = RPCClient.Configuration(addresses: ["127.0.0.1:\(port)"])
+        configuration.connectTimeout = .seconds(6)
+        let client = RPCClient(configuration: configuration, logger: Logger(label: "test"))
+        let started = ContinuousClock.now
+        await #expect {
+            try await client.call("get_data", timeout: .milliseconds(300), as: JSONValue.self)
+        } throws: { error in
+            (error as? RPCError)?.reason == "timeout"
+        }
+        #expect(ContinuousClock.now - started < .seconds(3))
+        await client.shutdown()  // waits for the connection attempt to give up
+    }
+
     @Test func reconnectsAfterTheServerComesBack() async throws {
         let port = try freePort()
         let router = makeTestRouter()

@@ -181,10 +181,11 @@ public final class RPCClient: Sendable {
         var excluded: Int?
         var retriedLostCall = false
         for attempt in 0..<3 {
-            let (index, connection) = try await connection(excluding: excluded)
+            let (index, connection) = try await connection(excluding: excluded, before: deadline)
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { throw RPCError.timeout("the call's time budget ran out while connecting to the service") }
             do {
-                return try await connection.send(
-                    method, params: params, meta: meta, timeout: ContinuousClock.now.duration(to: deadline))
+                return try await connection.send(method, params: params, meta: meta, timeout: left)
             } catch let error as RPCError where error == .callNotSent && attempt < 2 {
                 // Never sent (the connection had just closed): safe to send again, idempotent or not.
                 excluded = index
@@ -232,8 +233,11 @@ public final class RPCClient: Sendable {
         await pooledConnections().filter(\.isActive).count
     }
 
-    /// A connection to an instance other than `excluded` (an endpoint id) when there is one.
-    private func connection(excluding excluded: Int?) async throws -> (Int, RPCClientConnection) {
+    /// A connection to an instance other than `excluded` (an endpoint id) when there is one; a
+    /// `timeout` error when `deadline` comes while connecting (the attempt goes on for the pool).
+    private func connection(excluding excluded: Int?, before deadline: ContinuousClock.Instant) async throws
+        -> (Int, RPCClientConnection)
+    {
         let count = state.withLock { $0.endpoints.count }
         guard count > 0 else { throw RPCError.unavailable("no address is configured for the service") }
         var lastError: (any Error)?
@@ -244,20 +248,27 @@ public final class RPCClient: Sendable {
         let slots = max(1, configuration.connectionsPerAddress)
         while failures < count {
             let picked = try pick(excluding: excluded)
+            let task = picked.task
+            let connected: RPCClientConnection?
             do {
-                let connection = try await picked.task.value
-                if connection.isActive {
-                    markHealthy(picked.endpoint)
-                    return (picked.endpoint, connection)
-                }
-                replace(picked)
-                replaced += 1
-                if replaced > count * slots { failures += 1 }
+                connected = try await value(of: { try await task.value }, before: deadline)
             } catch {
                 lastError = error
                 markDown(picked)
                 failures += 1
+                continue
             }
+            // Out of time, not out of instances: the endpoint is not marked down.
+            guard let connection = connected else {
+                throw RPCError.timeout("the call's time budget ran out while connecting to the service")
+            }
+            if connection.isActive {
+                markHealthy(picked.endpoint)
+                return (picked.endpoint, connection)
+            }
+            replace(picked)
+            replaced += 1
+            if replaced > count * slots { failures += 1 }
         }
         logger.debug("no instance reachable", metadata: ["error": "\(String(describing: lastError))"])
         throw RPCError.unavailable("no instance of the service is reachable")

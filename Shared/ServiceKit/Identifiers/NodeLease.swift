@@ -5,8 +5,8 @@ import Darwin
 #endif
 import Logging
 import Postgres
+import RPC
 import ServiceLifecycle
-import Synchronization
 
 /// The node id of a process configured without one (`AVIARY_NODE_ID` unset), leased from Postgres
 /// (`aviary_shared.node_leases`), so that processes issuing ids at the same time never share one,
@@ -100,7 +100,7 @@ public struct NodeLease: Service {
             do {
                 // A renewal still waiting at `validUntil` (for a pooled connection, a lock, a dead
                 // TCP connection) is given up on: from then on only the service's stop is safe.
-                guard let renewed = try await Self.result(of: { try await extend(by: lifetime) }, before: validUntil) else {
+                guard let renewed = try await value(of: { try await extend(by: lifetime) }, before: validUntil) else {
                     throw NodeLeaseError.lost("could not renew the lease of node id \(nodeID) in time: the renewal did not answer")
                 }
                 guard renewed else {
@@ -121,42 +121,6 @@ public struct NodeLease: Service {
             }
         }
         await release()
-    }
-
-    /// What `work` returns, or nil when `deadline` comes first; `work` then goes on in the
-    /// background (a statement in flight is not interrupted by a cancellation).
-    private static func result<T: Sendable>(
-        of work: @escaping @Sendable () async throws -> T, before deadline: ContinuousClock.Instant
-    ) async throws -> T? {
-        let race = Race<T>()
-        return try await withCheckedThrowingContinuation { continuation in
-            race.start(continuation)
-            Task {
-                do {
-                    race.finish(.success(try await work()))
-                } catch {
-                    race.finish(.failure(error))
-                }
-            }
-            Task {
-                try? await Task.sleep(until: deadline)
-                race.finish(.success(nil))
-            }
-        }
-    }
-
-    /// Whichever of a renewal and its deadline ends first resumes the waiting caller; the other
-    /// finds nothing to resume.
-    private final class Race<T: Sendable>: Sendable {
-        private let continuation = Mutex<CheckedContinuation<T?, any Error>?>(nil)
-
-        func start(_ continuation: CheckedContinuation<T?, any Error>) {
-            self.continuation.withLock { $0 = continuation }
-        }
-
-        func finish(_ result: Result<T?, any Error>) {
-            continuation.withLock { $0.take() }?.resume(with: result)
-        }
     }
 
     /// Gives the id back: it stays reserved for the quarantine, then any process may lease it.
