@@ -1,5 +1,6 @@
 import AviaryAPI
 import Foundation
+import Postgres
 import RPC
 import TestSupport
 import Testing
@@ -186,5 +187,34 @@ struct ListTests {
         #expect(limited.map(\.id) == [d.id])
         let none = try await stack.call("graph.suggestions", [:], as: g, decoding: [User].self)
         #expect(none.isEmpty)
+    }
+
+    /// However many accounts someone follows, suggestions look at the 500 most recent follows of
+    /// each account the caller follows, so one request stays cheap: an older follow of theirs is
+    /// not counted.
+    @Test("suggestions count each followed account's 500 most recent follows")
+    func suggestionsLookAtRecentFollows() async throws {
+        let stack = try await GraphStack.shared()
+        let users = try await stack.makeUsers(4, "sample")
+        let (me, busy, old, recent) = (users[0], users[1], users[2], users[3])
+        try await stack.follow(me, busy)
+        // busy followed `old` a day ago, then 499 accounts an hour ago, then `recent`.
+        // With the counts the follows change, as graph.follow keeps them.
+        try await stack.database.execute(
+            """
+            WITH made AS (
+                INSERT INTO social_graph.follows (follower_id, followee_id, created_at)
+                SELECT $1, followee, at FROM (
+                    SELECT $2::bigint AS followee, now() - interval '1 day' AS at
+                    UNION ALL SELECT $3::bigint + n, now() - interval '1 hour' FROM generate_series(1, 499) AS n
+                    UNION ALL SELECT $4::bigint, now()
+                ) AS edges
+                RETURNING followee_id
+            )
+            INSERT INTO social_graph.count_deltas (user_id, followers, following)
+            SELECT followee_id, 1, 0 FROM made UNION ALL SELECT $1, 0, count(*) FROM made
+            """, [busy.id.value, old.id.value, (Int64(1) << 60) + (Int64.random(in: 0..<(1 << 30)) << 10), recent.id.value])
+        let suggested = try await stack.call("graph.suggestions", [:], as: me, decoding: [User].self)
+        #expect(suggested.map(\.id) == [recent.id])
     }
 }

@@ -109,17 +109,26 @@ extension FollowStore {
         return summaries
     }
 
+    /// The most recent follows of the user, and of each of them, that suggestions look at: a
+    /// request costs at most 1,000 × 500 index entries, however many accounts are followed.
+    static let suggestionSample = (following: 1_000, theirFollowing: 500)
+
     /// Friends of friends: users followed by those `user` follows, minus `user` and whom `user`
-    /// already follows, most mutual connections first, ties by id. Candidates are counted first
-    /// (index-only lookups on the primary key), so the exclusions run once per candidate, not per path.
+    /// already follows, most mutual connections first, ties by id, counted over the most recent
+    /// follows of each (``suggestionSample``). Candidates are counted first (index-only scans of
+    /// the follower's recent follows), so the exclusions run once per candidate, not per path.
     func suggestions(for user: Int64, limit: Int) async throws -> [Int64] {
         let rows = try await postgres.query(
             """
             SELECT counted.followee_id FROM (
                 SELECT candidate.followee_id, count(*) AS mutual
-                FROM social_graph.follows AS mine
-                JOIN social_graph.follows AS candidate ON candidate.follower_id = mine.followee_id
-                WHERE mine.follower_id = $1
+                FROM (
+                    SELECT followee_id FROM social_graph.follows WHERE follower_id = $1 ORDER BY created_at DESC LIMIT $3
+                ) AS mine
+                CROSS JOIN LATERAL (
+                    SELECT followee_id FROM social_graph.follows WHERE follower_id = mine.followee_id
+                    ORDER BY created_at DESC LIMIT $4
+                ) AS candidate
                 GROUP BY candidate.followee_id
             ) AS counted
             WHERE counted.followee_id <> $1
@@ -128,7 +137,7 @@ extension FollowStore {
                   WHERE already.follower_id = $1 AND already.followee_id = counted.followee_id)
             ORDER BY counted.mutual DESC, counted.followee_id
             LIMIT $2
-            """, [user, limit])
+            """, [user, limit, Self.suggestionSample.following, Self.suggestionSample.theirFollowing])
         return try rows.map { try $0.decode(Int64.self, at: 0) }
     }
 }
