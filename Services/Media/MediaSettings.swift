@@ -22,6 +22,9 @@ struct MediaSettings: Sendable {
     var sweepInterval: Duration
     /// `AVIARY_MEDIA_URL_LIFETIME_SECONDS`: how long a signed (message media) URL is valid at least. Default 1 h.
     var signedURLLifetime: Int64
+    /// `AVIARY_MEDIA_OPEN_UPLOADS_PER_USER`: how many unfinished uploads one user may have at once
+    /// (each holds up to its declared size on disk until it is finished or expires). Default 20.
+    var openUploadsPerUser: Int
 
     /// The longest `length` of `media.read`, so its base64 answer fits a default client frame.
     static let maxReadBytes = 512 * 1024
@@ -44,6 +47,7 @@ struct MediaSettings: Sendable {
         uploadLifetime = .seconds(
             try configuration.integer("AVIARY_MEDIA_UPLOAD_EXPIRY_SECONDS", default: 86_400, in: 1...(365 * 86_400)))
         sweepInterval = .seconds(try configuration.integer("AVIARY_MEDIA_SWEEP_INTERVAL_SECONDS", default: 60, in: 1...86_400))
+        openUploadsPerUser = try configuration.integer("AVIARY_MEDIA_OPEN_UPLOADS_PER_USER", default: 20, in: 1...100_000)
         signedURLLifetime = Int64(
             try configuration.integer("AVIARY_MEDIA_URL_LIFETIME_SECONDS", default: 3600, in: 60...(30 * 86_400)))
     }

@@ -53,7 +53,7 @@ final class MediaStack: Sendable {
         }
     }
 
-    struct Started: Decodable {
+    struct Started: Decodable, Sendable {
         var uploadId: String
         var chunkBytes: Int
     }

@@ -77,6 +77,36 @@ struct RefusalTests {
         #expect(try await media.upload(ivy, png2, type: "image/png").contentType == "image/png")
     }
 
+    /// Unfinished uploads hold disk space up to their declared sizes: one user may have 20 open at
+    /// once (AVIARY_MEDIA_OPEN_UPLOADS_PER_USER), even when asking for them all at the same moment.
+    @Test("a user may have at most 20 uploads open; finishing one makes room")
+    func openUploadsAreLimited() async throws {
+        let media = try await MediaStack.shared()
+        let (ola, pia) = (try await media.stack.makeUser("hoarder"), try await media.stack.makeUser("other"))
+        let png = Fixtures.png(width: 4, height: 4, seed: 61)
+        let outcomes = await withTaskGroup(of: Result<MediaStack.Started, any Error>.self) { group in
+            for _ in 0..<25 {
+                group.addTask {
+                    do { return .success(try await media.begin(ola, png, type: "image/png")) } catch { return .failure(error) }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let started = outcomes.compactMap { try? $0.get() }
+        #expect(started.count == 20)
+        let refusal = outcomes.compactMap { outcome -> RPCError? in
+            if case .failure(let error) = outcome { return error as? RPCError } else { return nil }
+        }.first
+        #expect(refusal?.reason == "rate_limited" && refusal?.message.contains("at most 20 uploads") == true)
+        let retry = refusal?.data?["retryAfterMs"]?.intValue ?? 0
+        #expect(retry > 3_600_000 && retry <= 86_400_000, "until the oldest expires: \(retry) ms")
+        // Another user is not held back; finishing one makes room.
+        _ = try await media.begin(pia, png, type: "image/png")
+        try await media.sendChunk(ola, upload: started[0].uploadId, png, index: 0)
+        _ = try await media.finish(ola, upload: started[0].uploadId)
+        _ = try await media.begin(ola, png, type: "image/png")
+    }
+
     @Test("bad chunks get a clear error and write nothing: negative offset, beyond the size, misaligned, wrong length, bad base64, not an id")
     func badChunksTouchNothing() async throws {
         let media = try await MediaStack.shared()

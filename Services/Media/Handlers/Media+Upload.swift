@@ -34,7 +34,11 @@ extension MediaService {
             id: ids.next(), ownerID: owner, purpose: params.purpose, conversationID: params.conversationId?.value,
             type: params.contentType, byteSize: params.byteSize, declaredSHA256: params.sha256?.value,
             chunkBytes: settings.chunkBytes, received: 0, expiresAt: Date().addingTimeInterval(settings.uploadLifetime.timeInterval))
-        try await uploads.create(upload)
+        if let freed = try await uploads.create(upload, openLimit: settings.openUploadsPerUser) {
+            throw RPCError.rateLimited(
+                retryAfterMs: max(1, Int64(freed.timeIntervalSinceNow * 1000)),
+                "at most \(settings.openUploadsPerUser) uploads may be open at once: finish one, or wait until one expires")
+        }
         return UploadStarted(uploadId: EntityID(upload.id), chunkBytes: upload.chunkBytes, expiresAt: upload.expiresAt)
     }
 

@@ -47,5 +47,8 @@ enum MediaSchema {
                     created_at timestamptz NOT NULL DEFAULT now()
                 );
                 """),
+        PostgresMigration(
+            version: 3, name: "uploads by owner",
+            sql: "CREATE INDEX uploads_owner ON media.uploads (owner_id, expires_at)"),
     ]
 }

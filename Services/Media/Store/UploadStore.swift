@@ -5,16 +5,30 @@ import Postgres
 struct UploadStore: Sendable {
     let postgres: PostgresClient
 
-    func create(_ upload: UploadRecord) async throws {
-        try await postgres.execute(
-            """
-            INSERT INTO media.uploads (\(UploadRecord.columns))
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9)
-            """,
-            [
-                upload.id, upload.ownerID, upload.purpose.rawValue, upload.conversationID, upload.type.rawValue,
-                upload.byteSize, upload.declaredSHA256, upload.chunkBytes, upload.expiresAt,
-            ])
+    /// Records `upload` unless its owner already has `limit` uploads open; then nothing is
+    /// recorded and the answer is when the oldest of them expires. The owner's uploads are counted
+    /// under a lock of theirs, so concurrent beginnings cannot pass the limit together.
+    func create(_ upload: UploadRecord, openLimit limit: Int) async throws -> Date? {
+        try await postgres.transaction { connection in
+            _ = try await connection.query(
+                "SELECT pg_advisory_xact_lock(hashtextextended('aviary.media.uploads:' || $1::bigint, 0))", [upload.ownerID])
+            let open = try await connection.query(
+                "SELECT count(*), min(expires_at) FROM media.uploads WHERE owner_id = $1 AND expires_at > now()",
+                [upload.ownerID])
+            if let row = open.first, try row.decode(Int64.self, at: 0) >= limit {
+                return try row.decode(Date?.self, at: 1) ?? Date()
+            }
+            try await connection.execute(
+                """
+                INSERT INTO media.uploads (\(UploadRecord.columns))
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9)
+                """,
+                [
+                    upload.id, upload.ownerID, upload.purpose.rawValue, upload.conversationID, upload.type.rawValue,
+                    upload.byteSize, upload.declaredSHA256, upload.chunkBytes, upload.expiresAt,
+                ])
+            return nil
+        }
     }
 
     func find(_ id: Int64) async throws -> UploadRecord? {
