@@ -68,6 +68,32 @@ struct UploadTests {
         #expect(try !media.partFiles().contains("\(wrongHash.uploadId).part"))
     }
 
+    /// A client that retries a finish it thought lost (or sends it twice) gets the one medium
+    /// every time, also from a finish that arrives while the first moves the file into place.
+    @Test("finishes of one upload sent one after another while the first runs all return its medium")
+    func overlappingFinishes() async throws {
+        let media = try await MediaStack.shared()
+        let uma = try await media.stack.makeUser("retrier")
+        let movie = Fixtures.movie(durationMs: 1000, width: 64, height: 48, payload: 1 << 20)
+        let started = try await media.begin(uma, movie, type: "video/mp4")
+        let chunks = (movie.count + MediaStack.chunkBytes - 1) / MediaStack.chunkBytes
+        for index in 0..<chunks { _ = try await media.sendChunk(uma, upload: started.uploadId, movie, index: index) }
+        let outcomes = await withTaskGroup(of: String.self) { group in
+            for attempt in 0..<40 {
+                group.addTask {
+                    try? await Task.sleep(for: .milliseconds(attempt))
+                    do {
+                        return try await media.finish(uma, upload: started.uploadId).id.description
+                    } catch {
+                        return "\(error)"
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(Set(outcomes) == [started.uploadId], "\(Set(outcomes))")
+    }
+
     @Test("identical files are stored once")
     func deduplicates() async throws {
         let media = try await MediaStack.shared()

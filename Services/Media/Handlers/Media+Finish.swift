@@ -10,14 +10,28 @@ extension MediaService {
         if let finished = try await catalog.record(params.uploadId.value), finished.ownerID == caller {
             return media(finished)
         }
-        let upload = try await ownUpload(params.uploadId, context)
+        let upload: UploadRecord
+        do {
+            upload = try await ownUpload(params.uploadId, context)
+        } catch let error as RPCError where error.reason == "not_found" {
+            // Finished by another finish of it since the look above?
+            if let finished = try await catalog.record(params.uploadId.value), finished.ownerID == caller {
+                return media(finished)
+            }
+            throw error
+        }
         guard upload.received == upload.byteSize else {
             throw RPCError.conflict(
                 "upload \(params.uploadId) is incomplete: \(upload.received) of \(upload.byteSize) bytes received; send the missing chunks",
                 field: "uploadId")
         }
-        let examined = try await storage.readPart(upload: upload.id) { source in
-            PartExamination(size: source.size, sha256: try Self.sha256(of: source), facts: try ContentFacts.inspect(source))
+        let examined: PartExamination
+        do {
+            examined = try await storage.readPart(upload: upload.id) { source in
+                PartExamination(size: source.size, sha256: try Self.sha256(of: source), facts: try ContentFacts.inspect(source))
+            }
+        } catch let error as PosixError where error.code == ENOENT {
+            return try await finishedMeanwhile(params.uploadId, caller: caller)
         }
         if let refusal = refusal(of: upload, examined) {
             try await discard(upload)
@@ -27,10 +41,29 @@ extension MediaService {
             id: upload.id, ownerID: upload.ownerID, purpose: upload.purpose, conversationID: upload.conversationID,
             type: upload.type, byteSize: examined.size, sha256: examined.sha256, width: examined.facts?.width,
             height: examined.facts?.height, durationMs: examined.facts?.durationMs)
-        try await storage.commitPart(upload: upload.id, sha256: record.sha256)
+        do {
+            try await storage.commitPart(upload: upload.id, sha256: record.sha256)
+        } catch let error as PosixError where error.code == ENOENT {
+            return try await finishedMeanwhile(params.uploadId, caller: caller)
+        }
         try await items.finish(record)
         catalog.remember([record])
         return media(record)
+    }
+
+    /// The medium of an upload whose part another finish of it took away meanwhile (a client
+    /// retrying a finish it thought lost): it appears once that finish commits, which takes the
+    /// upload's row away in the same transaction. No row and no medium: the upload expired or was
+    /// discarded.
+    private func finishedMeanwhile(_ id: EntityID, caller: Int64) async throws -> Media {
+        for _ in 0..<50 {
+            // The row first: once it is gone, the medium committed with its deletion is visible.
+            let open = try await uploads.find(id.value) != nil
+            if let record = try await catalog.record(id.value), record.ownerID == caller { return media(record) }
+            guard open else { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw RPCError.notFound("upload \(id) no longer exists: it expired or was discarded; begin a new one")
     }
 
     /// Why the examined part cannot become `upload`'s medium, if it cannot.
