@@ -52,14 +52,21 @@ struct LocalMediaStorage: MediaStorage {
         let object = "\(folder)/\(sha256)"
         try await threadPool.runIfActive {
             if access(object, F_OK) == 0 {
-                // The same content is stored already: keep one copy.
+                // The same content is stored already: keep one copy. Its name may have been put
+                // there a moment ago by a finish that has not made it durable yet: this one, whose
+                // medium will point at it too, makes sure before it says so.
                 unlink(part)
+                try PosixFile.synchronizeFolder(folder)
                 return
             }
             let file = try PosixFile.open(part, flags: O_WRONLY)
             defer { file.close() }
             try file.synchronize()
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            if access(folder, F_OK) != 0 {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                // The new folder's own name, in objects/, must survive a power loss too.
+                try PosixFile.synchronizeFolder(objects)
+            }
             guard rename(part, object) == 0 else { throw PosixError(operation: "rename", path: part) }
             try PosixFile.synchronizeFolder(folder)
         }
