@@ -9,16 +9,17 @@ public func value<T: Sendable>(
     let race = DeadlineRace<T>()
     return try await withCheckedThrowingContinuation { continuation in
         race.start(continuation)
+        let timer = Task {
+            try? await Task.sleep(until: deadline)
+            race.finish(.success(nil))
+        }
         Task {
             do {
                 race.finish(.success(try await work()))
             } catch {
                 race.finish(.failure(error))
             }
-        }
-        Task {
-            try? await Task.sleep(until: deadline)
-            race.finish(.success(nil))
+            timer.cancel()
         }
     }
 }

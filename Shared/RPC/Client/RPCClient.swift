@@ -71,6 +71,9 @@ public final class RPCClient: Sendable {
         var shutDown = false
         var resolver: Task<Void, Never>?
         var healthChecker: Task<Void, Never>?
+        /// The connections slots' attempts made, once a call saw them made: a call through such a
+        /// slot takes it at once instead of awaiting the attempt against its deadline.
+        var ready: [Task<RPCClientConnection, any Error>: RPCClientConnection] = [:]
 
         mutating func add(host: String, port: Int, name: String?, slots: Int) {
             endpoints.append(
@@ -157,6 +160,7 @@ public final class RPCClient: Sendable {
                 for endpoint in state.endpoints where goes(endpoint) {
                     dropped += endpoint.slots.compactMap { $0 }
                 }
+                for task in dropped { state.ready[task] = nil }
                 state.endpoints.removeAll(where: goes)
                 for address in addresses.sorted()
                 where !state.endpoints.contains(where: { $0.name == named.name && $0.host == address && $0.port == named.port }) {
@@ -249,14 +253,17 @@ public final class RPCClient: Sendable {
         while failures < count {
             let picked = try pick(excluding: excluded)
             let task = picked.task
-            let connected: RPCClientConnection?
-            do {
-                connected = try await value(of: { try await task.value }, before: deadline)
-            } catch {
-                lastError = error
-                markDown(picked)
-                failures += 1
-                continue
+            var connected = picked.ready
+            if connected == nil {
+                do {
+                    connected = try await value(of: { try await task.value }, before: deadline)
+                } catch {
+                    lastError = error
+                    markDown(picked)
+                    failures += 1
+                    continue
+                }
+                if let connected { remember(connected, of: picked) }
             }
             // Out of time, not out of instances: the endpoint is not marked down.
             guard let connection = connected else {
@@ -279,6 +286,8 @@ public final class RPCClient: Sendable {
         var endpoint: Int
         var slot: Int
         var task: Task<RPCClientConnection, any Error>
+        /// What `task` made, when known.
+        var ready: RPCClientConnection?
     }
 
     private func pick(excluding excluded: Int?) throws(RPCError) -> Pick {
@@ -329,7 +338,7 @@ public final class RPCClient: Sendable {
                 endpoint.slots[slot] = task
             }
             state.endpoints[index] = endpoint
-            return Pick(endpoint: endpoint.id, slot: slot, task: task)
+            return Pick(endpoint: endpoint.id, slot: slot, task: task, ready: state.ready[task])
         }
     }
 
@@ -341,9 +350,18 @@ public final class RPCClient: Sendable {
         }
     }
 
+    /// Records the connection a slot's attempt made, while the slot still holds that attempt.
+    private func remember(_ connection: RPCClientConnection, of pick: Pick) {
+        state.withLock { state in
+            guard let index = state.position(of: pick.endpoint), state.endpoints[index].slots[pick.slot] == pick.task else { return }
+            state.ready[pick.task] = connection
+        }
+    }
+
     /// Forgets a dead connection so the next call through its slot connects anew.
     private func replace(_ pick: Pick) {
         state.withLock { state in
+            state.ready[pick.task] = nil
             guard let index = state.position(of: pick.endpoint) else { return }
             if state.endpoints[index].slots[pick.slot] == pick.task {
                 state.endpoints[index].slots[pick.slot] = nil
@@ -354,6 +372,7 @@ public final class RPCClient: Sendable {
     private func markDown(_ pick: Pick) {
         let configuration = self.configuration
         state.withLock { state in
+            state.ready[pick.task] = nil
             guard let index = state.position(of: pick.endpoint) else { return }
             var endpoint = state.endpoints[index]
             if endpoint.slots[pick.slot] == pick.task { endpoint.slots[pick.slot] = nil }
