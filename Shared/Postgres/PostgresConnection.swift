@@ -46,9 +46,6 @@ public final class PostgresConnection: @unchecked Sendable {
         /// Whether the reactor watches the socket for being writable, which it does only while
         /// part of a statement is unsent (a writable socket would wake it all the time).
         var watchesWritable = false
-        /// Set by `close` as it frees libpq's connection: the reactor's thread may have taken this
-        /// connection from its table just before, and must not touch the handle after.
-        var isFinished = false
     }
 
     private struct StatementKey: Hashable {
@@ -87,10 +84,9 @@ public final class PostgresConnection: @unchecked Sendable {
     func close() {
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         reactor.unregister(self)
-        state.withLock { state in
-            state.isFinished = true
-            PQfinish(handle)
-        }
+        // Under the lock: the reactor's thread may have taken this connection from its table just
+        // before, and `socketIsReady` looks at `isClosed` under the same lock before touching the handle.
+        state.withLock { _ in PQfinish(handle) }
     }
 
     /// Opens a connection; blocks for up to the connect timeout, so callers run it on a thread
@@ -250,7 +246,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// writable.
     func socketIsReady() {
         let completions = state.withLock { state -> [Completion] in
-            guard !state.isFinished else { return [] }
+            guard !isClosed.load(ordering: .acquiring) else { return [] }
             var completions: [Completion] = []
             var writable = false
             if state.inFlight.isEmpty {
@@ -270,7 +266,6 @@ public final class PostgresConnection: @unchecked Sendable {
     /// its socket, readable for ever at the end of the stream, would wake the reactor at every turn,
     /// and libpq may have closed it already, its number free for a newer connection.
     private func brokenConnection(_ state: inout State) -> [Completion] {
-        state.isUnusable = true
         reactor.unregister(self)
         return failAll(&state, error(from: nil))
     }
@@ -339,7 +334,6 @@ public final class PostgresConnection: @unchecked Sendable {
         return (finished.continuation, .success(state.oldestResults))
     }
 
-    /// Empties the statements in flight, each to fail with `error`.
     /// Fails every statement in flight and marks the connection unusable: libpq may still hold
     /// their commands, whose answers would go to the next statements sent.
     private func failAll(_ state: inout State, _ error: any Error) -> [Completion] {

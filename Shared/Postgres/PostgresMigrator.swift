@@ -86,14 +86,7 @@ public struct PostgresMigrator: Sendable {
         }
     }
 
-    /// A stable 64-bit key for the schema (FNV-1a), the same in every process and release.
-    private var advisoryLockKey: Int64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in "aviary.migrations.\(schema)".utf8 {
-            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
-        }
-        return Int64(bitPattern: hash)
-    }
+    private var advisoryLockKey: Int64 { AdvisoryLockKey.of("aviary.migrations.\(schema)") }
 }
 
 /// `name` as a quoted SQL identifier, so any schema name is safe to interpolate.

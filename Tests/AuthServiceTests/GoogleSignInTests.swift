@@ -76,7 +76,7 @@ import Testing
         var successor = claims
         successor.sub = String(UInt64.random(in: 1...UInt64.max))
         for _ in 0..<2 {
-            await expectRPCError(Code.conflict, field: "email") { _ = try await signIn(auth, try await google.idToken(successor)) }
+            await expectRPCError(Code.conflict, field: "idToken") { _ = try await signIn(auth, try await google.idToken(successor)) }
         }
         // The owner keeps the account and the session.
         #expect(try await auth.me(owner.accessToken).id == owner.user.id)

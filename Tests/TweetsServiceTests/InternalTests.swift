@@ -150,7 +150,7 @@ struct InternalTests {
         try await poll { try await stack.getTweet(mention.id).mentions.first?.fullname == "Renamed Alice" }
     }
 
-    @Test("a profile change reaches every tweet showing the user, read a page of 5,000 at a time")
+    @Test("a profile change reaches every tweet showing the user, 5,005 of them")
     func profileChangeOfAProlificUser() async throws {
         let stack = try await TweetsStack.shared()
         let erin = try await stack.makeUser("prolific")

@@ -7,9 +7,8 @@ struct UpdateProfileParams: Decodable, Sendable {
     var fullname: String?
     var bio: String?
     var username: String?
-    var profileImageId: EntityID?
-    /// `profileImageId` was given as null.
-    var removesProfileImage = false
+    /// From `profileImageId`: an id sets the image, null removes it, left out it stays.
+    var profileImage = UserStore.ProfileImageChange.keep
 
     private enum CodingKeys: String, CodingKey {
         case fullname, bio, username, profileImageId
@@ -20,8 +19,9 @@ struct UpdateProfileParams: Decodable, Sendable {
         fullname = try container.decodeIfPresent(String.self, forKey: .fullname)
         bio = try container.decodeIfPresent(String.self, forKey: .bio)
         username = try container.decodeIfPresent(String.self, forKey: .username)
-        profileImageId = try container.decodeIfPresent(EntityID.self, forKey: .profileImageId)
-        removesProfileImage = profileImageId == nil && container.contains(.profileImageId)
+        if container.contains(.profileImageId) {
+            profileImage = try container.decodeIfPresent(EntityID.self, forKey: .profileImageId).map { .set($0.value) } ?? .remove
+        }
     }
 }
 
@@ -31,13 +31,12 @@ extension AuthService {
         let fullname = try params.fullname.map { name throws(RPCError) in try AccountRules.fullname(name) }
         let bio = try params.bio.map { text throws(RPCError) in try AccountRules.bio(text) }
         let username = try params.username.map { name throws(RPCError) in try AccountRules.username(name) }
-        if let image = params.profileImageId {
-            try await profileImages.check(image, ownedBy: userID, context: context)
+        if case .set(let image) = params.profileImage {
+            try await profileImages.check(EntityID(image), ownedBy: userID, context: context)
         }
         guard
             let record = try await users.updateProfile(
-                userID: userID, fullname: fullname, bio: bio, username: username,
-                profileImage: params.removesProfileImage ? .remove : params.profileImageId.map { .set($0.value) } ?? .keep)
+                userID: userID, fullname: fullname, bio: bio, username: username, profileImage: params.profileImage)
         else { throw RPCError.notFound("this account no longer exists") }
         return await profiles.user(record, viewer: userID, context: context)
     }

@@ -60,5 +60,12 @@ enum AuthMigrations {
                 CREATE INDEX spent_refresh_tokens_session_id ON auth.spent_refresh_tokens (session_id);
                 """),
         Outbox.migration(schema: "auth", version: 4),
+        PostgresMigration(
+            version: 5, name: "ended sessions",
+            sql: """
+                -- What the hourly sweep of ended sessions looks for, without reading the whole table.
+                CREATE INDEX sessions_revoked_at ON auth.sessions (revoked_at) WHERE revoked_at IS NOT NULL;
+                CREATE INDEX sessions_last_used_at ON auth.sessions (last_used_at);
+                """),
     ]
 }

@@ -69,8 +69,8 @@ struct IdentityStore: Sendable {
             let vouched = try await connection.query("SELECT 1 FROM auth.identities WHERE user_id = $1 LIMIT 1", [user.id])
             guard vouched.isEmpty else {
                 throw RPCError.conflict(
-                    "the Aviary account with this email is linked to another \(identity.provider) account: sign in with that one",
-                    field: "email")
+                    "the Aviary account with this token's email is linked to another \(identity.provider) account: sign in with that one",
+                    field: "idToken")
             }
             try await UserStore.setPasswordHash(nil, userID: user.id, on: connection)
             try await announce(try await SessionStore.revokeAll(userID: user.id, keeping: nil, on: connection))

@@ -64,19 +64,19 @@ struct SessionStore: Sendable {
         }
     }
 
-    /// Deletes up to `limit` sessions that ended more than `lifetime.kept` ago (revoked, or past
-    /// their idle or maximum lifetime), with their spent tokens; returns how many.
+    /// Deletes up to `limit` sessions that ended more than `lifetime.kept` ago, with their spent
+    /// tokens; returns how many. Ended: revoked (a session past its maximum age is revoked at its
+    /// next refresh), or unused past the idle lifetime. Both are indexed.
     func deleteEnded(limit: Int) async throws -> Int {
         try await postgres.execute(
             """
             DELETE FROM auth.sessions WHERE id IN (
-                SELECT id FROM auth.sessions
-                WHERE revoked_at < now() - make_interval(secs => $1)
-                   OR last_used_at < now() - make_interval(secs => $2)
-                   OR created_at < now() - make_interval(secs => $3)
-                LIMIT $4)
+                SELECT id FROM auth.sessions WHERE revoked_at < now() - make_interval(secs => $1)
+                UNION ALL
+                SELECT id FROM auth.sessions WHERE last_used_at < now() - make_interval(secs => $2)
+                LIMIT $3)
             """,
-            [lifetime.kept.seconds, (lifetime.idle + lifetime.kept).seconds, (lifetime.maximum + lifetime.kept).seconds, Int64(limit)])
+            [lifetime.kept.seconds, (lifetime.idle + lifetime.kept).seconds, Int64(limit)])
     }
 
     /// Deletes a session outright (one never handed out: see `SessionIssuer.discard`).

@@ -111,15 +111,15 @@ struct UserStore: Sendable {
             .map { try UserRecord(row: $0) }
     }
 
-    /// Changes the given profile fields (nil leaves one as it is); nil when the account is gone. In
-    /// the same statement, a `users`/`updated` event `{userId}` goes to the outbox, so services that
-    /// cache profiles (tweets) drop theirs.
     /// What a profile update does to the profile image.
-    enum ProfileImageChange {
+    enum ProfileImageChange: Sendable, Equatable {
         case keep, remove
         case set(Int64)
     }
 
+    /// Changes the given profile fields (nil leaves one as it is); nil when the account is gone. In
+    /// the same statement, a `users`/`updated` event `{userId}` goes to the outbox, so services that
+    /// cache profiles (tweets) drop theirs.
     func updateProfile(
         userID: Int64, fullname: String?, bio: String?, username: String?, profileImage: ProfileImageChange
     ) async throws -> UserRecord? {

@@ -7,6 +7,22 @@ protocol ByteSource {
     func read(at offset: Int64, count: Int) throws -> [UInt8]
 }
 
+/// A source whose size is read once: a file's size costs a system call, and readers ask for it at
+/// every read (``ByteSource/bytes(at:count:)``).
+struct SizedSource<Source: ByteSource>: ByteSource {
+    let source: Source
+    let size: Int64
+
+    init(_ source: Source) {
+        self.source = source
+        self.size = source.size
+    }
+
+    func read(at offset: Int64, count: Int) throws -> [UInt8] {
+        try source.read(at: offset, count: count)
+    }
+}
+
 extension ByteSource {
     /// Exactly `count` bytes from `offset`, or nil when the source ends first.
     func bytes(at offset: Int64, count: Int) throws -> [UInt8]? {

@@ -16,7 +16,7 @@ enum MovieHeaders {
     static func facts(_ source: some ByteSource, type: MediaType) throws -> ContentFacts? {
         var facts = ContentFacts(type: type)
         var walk = BoxWalk(source: source)
-        guard let moov = try walk.boxes(in: 0..<walk.size).first(where: { $0.type == "moov" }) else {
+        guard let moov = try walk.boxes(in: 0..<source.size).first(where: { $0.type == "moov" }) else {
             return facts
         }
         for box in try walk.boxes(in: moov.content) {
@@ -43,14 +43,7 @@ enum MovieHeaders {
     /// more than that. A real movie's walk reads a few dozen.
     private struct BoxWalk<Source: ByteSource> {
         let source: Source
-        /// Read once: a file's size costs a system call.
-        let size: Int64
         var budget = 4096
-
-        init(source: Source) {
-            self.source = source
-            self.size = source.size
-        }
 
         /// The boxes directly inside `range`; stops at the first malformed header, or when the
         /// budget is spent.
@@ -59,11 +52,11 @@ enum MovieHeaders {
             var offset = range.lowerBound
             while offset + 8 <= range.upperBound, budget > 0 {
                 budget -= 1
-                guard let header = try bytes(at: offset, count: 8) else { break }
+                guard let header = try source.bytes(at: offset, count: 8) else { break }
                 var boxSize = Int64(header.bigEndian(at: 0, width: 4))
                 var headerLength: Int64 = 8
                 if boxSize == 1 {
-                    guard let large = try bytes(at: offset + 8, count: 8) else { break }
+                    guard let large = try source.bytes(at: offset + 8, count: 8) else { break }
                     boxSize = Int64(clamping: large.bigEndian(at: 0, width: 8))
                     headerLength = 16
                 } else if boxSize == 0 {
@@ -75,12 +68,6 @@ enum MovieHeaders {
                 offset += boxSize
             }
             return found
-        }
-
-        private func bytes(at offset: Int64, count: Int) throws -> [UInt8]? {
-            guard offset >= 0, offset + Int64(count) <= size else { return nil }
-            let bytes = try source.read(at: offset, count: count)
-            return bytes.count == count ? bytes : nil
         }
     }
 

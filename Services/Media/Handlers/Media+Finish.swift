@@ -31,7 +31,7 @@ extension MediaService {
                 PartExamination(size: source.size, sha256: try Self.sha256(of: source), facts: try ContentFacts.inspect(source))
             }
         } catch let error as PosixError where error.code == ENOENT {
-            return try await finishedMeanwhile(params.uploadId, caller: caller)
+            return try await finishedMeanwhile(params.uploadId, caller: caller, context: context)
         }
         if let refusal = refusal(of: upload, examined) {
             try await discard(upload)
@@ -44,7 +44,7 @@ extension MediaService {
         do {
             try await storage.commitPart(upload: upload.id, sha256: record.sha256)
         } catch let error as PosixError where error.code == ENOENT {
-            return try await finishedMeanwhile(params.uploadId, caller: caller)
+            return try await finishedMeanwhile(params.uploadId, caller: caller, context: context)
         }
         try await items.finish(record)
         catalog.remember([record])
@@ -53,17 +53,23 @@ extension MediaService {
 
     /// The medium of an upload whose part another finish of it took away meanwhile (a client
     /// retrying a finish it thought lost): it appears once that finish commits, which takes the
-    /// upload's row away in the same transaction. No row and no medium: the upload expired or was
-    /// discarded.
-    private func finishedMeanwhile(_ id: EntityID, caller: Int64) async throws -> Media {
-        for _ in 0..<50 {
+    /// upload's row away in the same transaction. Waited for within the call's budget (5 s at
+    /// most); no row and no medium: the upload expired or was discarded.
+    private func finishedMeanwhile(_ id: EntityID, caller: Int64, context: RPCContext) async throws -> Media {
+        let limit = ContinuousClock.now + .seconds(5)
+        let deadline = context.deadline.map { min($0, limit) } ?? limit
+        while true {
             // The row first: once it is gone, the medium committed with its deletion is visible.
             let open = try await uploads.find(id.value) != nil
             if let record = try await catalog.record(id.value), record.ownerID == caller { return media(record) }
-            guard open else { break }
+            guard open else {
+                throw RPCError.notFound("upload \(id) no longer exists: it expired or was discarded; begin a new one")
+            }
+            guard ContinuousClock.now + .milliseconds(100) < deadline else {
+                throw RPCError.unavailable("upload \(id) is being finished by another call; retry shortly")
+            }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw RPCError.notFound("upload \(id) no longer exists: it expired or was discarded; begin a new one")
     }
 
     /// Why the examined part cannot become `upload`'s medium, if it cannot.

@@ -42,7 +42,8 @@ struct LocalMediaStorage: MediaStorage {
         return try await threadPool.runIfActive {
             let file = try PosixFile.open(path, flags: O_RDONLY)
             defer { file.close() }
-            return try body(file)
+            // The part does not change while it is read: its size once, not at every read.
+            return try body(SizedSource(file))
         }
     }
 

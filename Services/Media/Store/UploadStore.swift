@@ -11,7 +11,7 @@ struct UploadStore: Sendable {
     func create(_ upload: UploadRecord, openLimit limit: Int) async throws -> Date? {
         try await postgres.transaction { connection in
             _ = try await connection.query(
-                "SELECT pg_advisory_xact_lock(hashtextextended('aviary.media.uploads:' || $1::bigint, 0))", [upload.ownerID])
+                "SELECT pg_advisory_xact_lock($1)", [AdvisoryLockKey.of("aviary.media.uploads:\(upload.ownerID)")])
             let open = try await connection.query(
                 "SELECT count(*), min(expires_at) FROM media.uploads WHERE owner_id = $1 AND expires_at > now()",
                 [upload.ownerID])

@@ -62,7 +62,7 @@ struct NotificationGrouping: Sendable {
             ).first?.decode(Int64.self, at: 0)
             let lower = deepest.map { windowStart(of: $0) } ?? .min
             let read = try await store.postgres.query(
-                Self.groupsBetween, [recipient, lower, upper, kinds, window, Int64(Self.actorsKept)]
+                Self.groupsBetween, [recipient, lower, upper, kinds, window, Int64(Self.actorsKept), Self.groupableKinds]
             ).map { row in
                 Group(
                     newest: try NotificationRow(row: row), count: Int(try row.decode(Int64.self, at: 8)),
@@ -79,19 +79,22 @@ struct NotificationGrouping: Sendable {
 
     /// `$1`'s items of types `$4` with ids in [`$2`, `$3`) (whole windows of `$5` ms), newest first:
     /// each as its newest row's columns, then its count, whether all is read, and its newest `$6`
-    /// actors. The kinds grouped are those of ``NotificationKind/isGroupable``.
+    /// actors. The kinds grouped are `$7`, ``groupableKinds``.
     static let groupsBetween = """
         WITH grouped AS (
             SELECT max(id) AS newest, count(*) AS total, bool_and(read) AS all_read,
                 (array_agg(actor_id ORDER BY id DESC))[1:$6::int] AS actor_ids
             FROM notifications.notifications
             WHERE recipient_id = $1 AND id >= $2 AND id < $3 AND type = ANY($4)
-            GROUP BY type, tweet_id, CASE WHEN type IN ('like', 'follow') THEN (id >> 22) / $5 ELSE id END
+            GROUP BY type, tweet_id, CASE WHEN type = ANY($7) THEN (id >> 22) / $5 ELSE id END
         )
         SELECT \(NotificationRow.columns), total, all_read, actor_ids
         FROM grouped JOIN notifications.notifications ON id = newest
         ORDER BY id DESC
         """
+
+    /// The kinds whose notifications of one window are grouped (``NotificationKind/isGroupable``).
+    static let groupableKinds = NotificationKind.allCases.filter(\.isGroupable).map(\.rawValue)
 
     /// The first id of the window of `id`.
     private func windowStart(of id: Int64) -> Int64 {

@@ -26,20 +26,18 @@ extension NotificationStore {
     }
 
     func unreadCount(of recipient: Int64) async throws -> Int64 {
-        try await postgres.query(Self.countUnread, [recipient]).first?.decode(Int64.self, at: 0) ?? 0
+        try await postgres.query(
+            "SELECT count(*) FROM notifications.notifications WHERE recipient_id = $1 AND NOT read", [recipient]
+        ).first?.decode(Int64.self, at: 0) ?? 0
     }
-
-    private static let countUnread = "SELECT count(*) FROM notifications.notifications WHERE recipient_id = $1 AND NOT read"
 
     /// Marks `recipient`'s notifications up to `upTo` (all when nil) read; returns how many stay unread.
     func markRead(of recipient: Int64, upTo: Int64?) async throws -> Int64 {
         // The count is a statement of its own: it sees what a concurrent markRead marked (which the
         // update waited for and then skipped), where the update's own snapshot would not.
-        try await postgres.transaction { connection in
-            try await connection.execute(
-                "UPDATE notifications.notifications SET read = true WHERE recipient_id = $1 AND NOT read AND id <= $2",
-                [recipient, upTo ?? .max])
-            return try await connection.query(Self.countUnread, [recipient]).first?.decode(Int64.self, at: 0) ?? 0
-        }
+        try await postgres.execute(
+            "UPDATE notifications.notifications SET read = true WHERE recipient_id = $1 AND NOT read AND id <= $2",
+            [recipient, upTo ?? .max])
+        return try await unreadCount(of: recipient)
     }
 }

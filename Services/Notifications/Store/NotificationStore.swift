@@ -37,7 +37,10 @@ struct NotificationStore: Sendable {
             // has committed before this one draws), so a subscriber that reconnects after the last
             // id it saw misses none. Unlocked, a lower id could commit after a higher one was pushed.
             let recipients = Set(changes.compactMap { if case .add(let new) = $0 { new.recipient } else { nil } })
-            if !recipients.isEmpty { _ = try await connection.query(Self.lockRecipients, [Array(recipients)]) }
+            if !recipients.isEmpty {
+                let keys = recipients.map { AdvisoryLockKey.of("aviary.notifications.recipient:\($0)") }
+                _ = try await connection.query(Self.lockRecipients, [Array(Set(keys)).sorted()])
+            }
             var outcome = Outcome()
             var rest = changes[...]
             while let first = rest.first {
@@ -91,14 +94,9 @@ struct NotificationStore: Sendable {
             [Int64(age.components.seconds)])
     }
 
-    /// Takes the transaction's lock of each recipient in `$1`, in the order of the lock keys, so
-    /// that two batches never wait on each other in a cycle.
-    private static let lockRecipients = """
-        SELECT pg_advisory_xact_lock(key) FROM (
-            SELECT DISTINCT hashtextextended('aviary.notifications.recipient:' || recipient, 0) AS key
-            FROM unnest($1::bigint[]) AS recipient ORDER BY key
-        ) AS keys
-        """
+    /// Takes the transaction's locks of `$1`, the recipients' keys in ascending order, one after
+    /// another in that order, so that two batches never wait on each other in a cycle.
+    private static let lockRecipients = "SELECT pg_advisory_xact_lock(key) FROM unnest($1::bigint[]) WITH ORDINALITY AS keys (key, n) ORDER BY n"
 
     /// The keys of the events not consumed before, now marked.
     private static let markConsumed = """

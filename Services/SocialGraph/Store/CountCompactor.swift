@@ -44,12 +44,7 @@ struct CountCompactor: Service {
         }
     }
 
-    /// "aviary.social_graph.count_deltas" as a stable 64-bit FNV-1a hash.
-    static let lockKey: Int64 = {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in "aviary.social_graph.count_deltas".utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return Int64(bitPattern: hash)
-    }()
+    static let lockKey = AdvisoryLockKey.of("aviary.social_graph.count_deltas")
 
     // An upsert cannot serve: CHECK constraints judge the candidate row (a negative sum) before the
     // conflict, so existing rows are updated and new ones inserted.

@@ -8,9 +8,6 @@ import ServiceKit
 /// it (theirs, replies to them, mentions of them) get tombstones, so the next read builds them with
 /// the new name and picture.
 enum ProfileUpdates {
-    /// Tweets read and tombstoned at a time.
-    static let pageSize = 5_000
-
     static let consumer = EventConsumerDefinition(topic: "users") { batch, resources in
         let users = Set(
             batch.events.compactMap { delivered -> Int64? in
@@ -28,15 +25,8 @@ enum ProfileUpdates {
         // Announcing what it forgets reaches this process's copy of the bodies too.
         let cache = TweetCache(redis: resources.redis, local: nil, logger: resources.logger)
         for user in users {
-            // Idempotent: a redelivered event only tombstones the same keys again. A page at a
-            // time, so that a user shown by millions of tweets costs no more memory than one page.
-            var after: Int64 = 0
-            while true {
-                let page = try await store.showing(user: user, after: after, limit: ProfileUpdates.pageSize)
-                try await cache.forget(page)
-                guard page.count == ProfileUpdates.pageSize, let last = page.last else { break }
-                after = last
-            }
+            // Idempotent: a redelivered event only tombstones the same keys again.
+            try await cache.forget(try await store.showing(user: user))
         }
     }
 }

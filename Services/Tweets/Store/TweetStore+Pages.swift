@@ -116,18 +116,16 @@ extension TweetStore {
         return counts
     }
 
-    /// The tweets that show `user`'s summary (theirs, replies to them, and those mentioning them)
-    /// with ids above `after`, the first `limit` of them in id order: a popular user shows in
-    /// millions, read a page at a time.
-    func showing(user: Int64, after: Int64, limit: Int) async throws -> [Int64] {
+    /// The tweets that show `user`'s summary: theirs, replies to them, and those mentioning them.
+    /// One read (8 bytes an id, a few MB for the most popular users): paging it would read the
+    /// three branches again for every page, none of which comes out in id order.
+    func showing(user: Int64) async throws -> [Int64] {
         let rows = try await postgres.query(
             """
-            SELECT id FROM (
-                SELECT id FROM tweets.tweets WHERE author_id = $1 AND id > $2
-                UNION SELECT id FROM tweets.tweets WHERE reply_to_user_id = $1 AND id > $2
-                UNION SELECT id FROM tweets.tweets WHERE mention_ids @> ARRAY[$1::bigint] AND id > $2
-            ) AS showing ORDER BY id LIMIT $3
-            """, [user, after, Int64(limit)])
+            SELECT id FROM tweets.tweets WHERE author_id = $1
+            UNION SELECT id FROM tweets.tweets WHERE reply_to_user_id = $1
+            UNION SELECT id FROM tweets.tweets WHERE mention_ids @> ARRAY[$1::bigint]
+            """, [user])
         return try rows.map { try $0.decode(Int64.self, at: 0) }
     }
 

@@ -50,12 +50,20 @@ public final class RPCClient: Sendable {
         var name: String?
         var host: String
         var port: Int
-        var slots: [Task<RPCClientConnection, any Error>?]
+        var slots: [Slot?]
         var nextSlot = 0
         var failures = 0
         var downUntil: ContinuousClock.Instant?
         /// False while its last health check failed; calls then go elsewhere if they can.
         var healthy = true
+    }
+
+    /// A connection of an endpoint: the attempt that makes it, and what it made once a call saw it
+    /// made (a call through the slot then takes it at once instead of awaiting the attempt against
+    /// its deadline).
+    private struct Slot {
+        let attempt: Task<RPCClientConnection, any Error>
+        var connection: RPCClientConnection?
     }
 
     /// A configured address whose host is a name.
@@ -71,9 +79,6 @@ public final class RPCClient: Sendable {
         var shutDown = false
         var resolver: Task<Void, Never>?
         var healthChecker: Task<Void, Never>?
-        /// The connections slots' attempts made, once a call saw them made: a call through such a
-        /// slot takes it at once instead of awaiting the attempt against its deadline.
-        var ready: [Task<RPCClientConnection, any Error>: RPCClientConnection] = [:]
 
         mutating func add(host: String, port: Int, name: String?, slots: Int) {
             endpoints.append(
@@ -158,9 +163,8 @@ public final class RPCClient: Sendable {
                     endpoint.name == named.name && endpoint.port == named.port && !addresses.contains(endpoint.host)
                 }
                 for endpoint in state.endpoints where goes(endpoint) {
-                    dropped += endpoint.slots.compactMap { $0 }
+                    dropped += endpoint.slots.compactMap { $0?.attempt }
                 }
-                for task in dropped { state.ready[task] = nil }
                 state.endpoints.removeAll(where: goes)
                 for address in addresses.sorted()
                 where !state.endpoints.contains(where: { $0.name == named.name && $0.host == address && $0.port == named.port }) {
@@ -224,7 +228,7 @@ public final class RPCClient: Sendable {
 
     /// The connections of the pool that were made (whether still open or not).
     private func pooledConnections() async -> [RPCClientConnection] {
-        let tasks = state.withLock { state in state.endpoints.flatMap { $0.slots.compactMap { $0 } } }
+        let tasks = state.withLock { state in state.endpoints.flatMap { $0.slots.compactMap { $0?.attempt } } }
         var connections: [RPCClientConnection] = []
         for task in tasks {
             if let connection = try? await task.value { connections.append(connection) }
@@ -253,7 +257,7 @@ public final class RPCClient: Sendable {
         while failures < count {
             let picked = try pick(excluding: excluded)
             let task = picked.task
-            var connected = picked.ready
+            var connected = picked.connection
             if connected == nil {
                 do {
                     connected = try await value(of: { try await task.value }, before: deadline)
@@ -287,7 +291,7 @@ public final class RPCClient: Sendable {
         var slot: Int
         var task: Task<RPCClientConnection, any Error>
         /// What `task` made, when known.
-        var ready: RPCClientConnection?
+        var connection: RPCClientConnection?
     }
 
     private func pick(excluding excluded: Int?) throws(RPCError) -> Pick {
@@ -324,8 +328,9 @@ public final class RPCClient: Sendable {
             let slot = affinity.slot(from: endpoint.nextSlot, of: endpoint.slots.count)
             endpoint.nextSlot = slot + 1
             let task: Task<RPCClientConnection, any Error>
+            let connection: RPCClientConnection?
             if let existing = endpoint.slots[slot] {
-                task = existing
+                (task, connection) = (existing.attempt, existing.connection)
             } else {
                 let host = endpoint.host
                 let port = endpoint.port
@@ -335,10 +340,11 @@ public final class RPCClient: Sendable {
                         host: host, port: port, group: loop, maxFrameBytes: configuration.maxFrameBytes,
                         connectTimeout: configuration.connectTimeout)
                 }
-                endpoint.slots[slot] = task
+                endpoint.slots[slot] = Slot(attempt: task)
+                connection = nil
             }
             state.endpoints[index] = endpoint
-            return Pick(endpoint: endpoint.id, slot: slot, task: task, ready: state.ready[task])
+            return Pick(endpoint: endpoint.id, slot: slot, task: task, connection: connection)
         }
     }
 
@@ -353,17 +359,17 @@ public final class RPCClient: Sendable {
     /// Records the connection a slot's attempt made, while the slot still holds that attempt.
     private func remember(_ connection: RPCClientConnection, of pick: Pick) {
         state.withLock { state in
-            guard let index = state.position(of: pick.endpoint), state.endpoints[index].slots[pick.slot] == pick.task else { return }
-            state.ready[pick.task] = connection
+            guard let index = state.position(of: pick.endpoint), state.endpoints[index].slots[pick.slot]?.attempt == pick.task
+            else { return }
+            state.endpoints[index].slots[pick.slot]?.connection = connection
         }
     }
 
     /// Forgets a dead connection so the next call through its slot connects anew.
     private func replace(_ pick: Pick) {
         state.withLock { state in
-            state.ready[pick.task] = nil
             guard let index = state.position(of: pick.endpoint) else { return }
-            if state.endpoints[index].slots[pick.slot] == pick.task {
+            if state.endpoints[index].slots[pick.slot]?.attempt == pick.task {
                 state.endpoints[index].slots[pick.slot] = nil
             }
         }
@@ -372,10 +378,9 @@ public final class RPCClient: Sendable {
     private func markDown(_ pick: Pick) {
         let configuration = self.configuration
         state.withLock { state in
-            state.ready[pick.task] = nil
             guard let index = state.position(of: pick.endpoint) else { return }
             var endpoint = state.endpoints[index]
-            if endpoint.slots[pick.slot] == pick.task { endpoint.slots[pick.slot] = nil }
+            if endpoint.slots[pick.slot]?.attempt == pick.task { endpoint.slots[pick.slot] = nil }
             endpoint.failures += 1
             let exponent = min(endpoint.failures - 1, 16)
             let backoff = min(configuration.initialBackoff * (1 << exponent), configuration.maxBackoff)
@@ -389,7 +394,7 @@ public final class RPCClient: Sendable {
     /// back in turn at its first `ok`. A server without the method answered, so it counts as healthy.
     func checkHealth() async {
         let targets = state.withLock { state in
-            state.endpoints.compactMap { endpoint in endpoint.slots.compactMap { $0 }.first.map { (endpoint.id, $0) } }
+            state.endpoints.compactMap { endpoint in endpoint.slots.compactMap { $0?.attempt }.first.map { (endpoint.id, $0) } }
         }
         await withTaskGroup(of: (Int, HealthVerdict).self) { group in
             for (id, task) in targets {

@@ -27,8 +27,8 @@ final class RPCServerHandler: ChannelDuplexHandler {
     private var waiting = CircularBuffer<ByteBuffer>()
     private var readPending = false
     private var quiescing = false
-    /// The calls in flight, by a number of this connection's.
-    private var calls: [Int: Task<Void, Never>] = [:]
+    /// The calls in flight, by a number of this connection's, to cancel when the peer goes away.
+    private var running: [Int: Task<Void, Never>] = [:]
     private var nextCall = 0
     private var isInactive = false
 
@@ -50,8 +50,8 @@ final class RPCServerHandler: ChannelDuplexHandler {
     func channelInactive(context: ChannelHandlerContext) {
         isInactive = true
         waiting.removeAll()
-        for call in calls.values { call.cancel() }
-        calls.removeAll()
+        for call in running.values { call.cancel() }
+        running.removeAll()
         connection?.closed()
         context.fireChannelInactive()
     }
@@ -99,7 +99,7 @@ final class RPCServerHandler: ChannelDuplexHandler {
             let eventLoop = context.eventLoop
             let number = nextCall
             nextCall &+= 1
-            self.calls[number] = Task(executorPreference: executor) {
+            running[number] = Task(executorPreference: executor) {
                 let response = await router.respond(to: frame, connection: connection)
                 eventLoop.execute { handler.value.finished(response, calls: calls, number: number) }
             }
@@ -107,7 +107,7 @@ final class RPCServerHandler: ChannelDuplexHandler {
     }
 
     private func finished(_ response: Data?, calls: Int, number: Int) {
-        self.calls[number] = nil
+        running[number] = nil
         inFlight -= calls
         guard let context else { return }
         if var response {

@@ -14,13 +14,9 @@ public struct PeriodicJob: Service {
     }
 
     public func run() async throws {
-        while !Task.isCancelled {
+        while !serviceIsStopping {
             await work()
-            do {
-                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
-            } catch {
-                return
-            }
+            await pauseUnlessStopping(for: interval)
         }
     }
 }

@@ -82,14 +82,9 @@ extension OutboxRelay {
         }
     }
 
-    /// The advisory lock that lets one relay at a time work on `schema`'s outbox: a stable 64-bit
-    /// FNV-1a hash, like the migrator's lock (whose text differs). Whoever holds it holds every
-    /// relay of the outbox back.
+    /// The advisory lock that lets one relay at a time work on `schema`'s outbox. Whoever holds it
+    /// holds every relay of the outbox back.
     public static func lockKey(schema: String) -> Int64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in "aviary.outbox.\(schema)".utf8 {
-            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
-        }
-        return Int64(bitPattern: hash)
+        AdvisoryLockKey.of("aviary.outbox.\(schema)")
     }
 }

@@ -24,11 +24,11 @@ extension OutboxRelay {
         return StreamRetention(length: length, slowestGroup: fields[1].string)
     }
 
-    /// Trims every topic this relay has sent to, records each stream's length, and updates
+    /// Trims every topic this relay has sent to, records each stream's length on its gauge, and updates
     /// `heldBack` (the topics whose streams are full, with the group each waits for), logging each
     /// change. Redis failing leaves `heldBack` as it was: the relay itself finds out soon enough.
-    func applyRetention(topics: Set<String>, heldBack: inout [String: String]) async {
-        for topic in topics.sorted() {
+    func applyRetention(streams: [String: Gauge], heldBack: inout [String: String]) async {
+        for (topic, length) in streams.sorted(by: { $0.key < $1.key }) {
             let retention: StreamRetention
             do {
                 retention = try await trimStream(topic: topic)
@@ -37,8 +37,7 @@ extension OutboxRelay {
                     "trimming an event stream failed", metadata: ["topic": "\(topic)", "error": "\(String(reflecting: error))"])
                 return
             }
-            Gauge(label: "aviary_event_stream_length", dimensions: [("topic", topic)], factory: metrics)
-                .record(retention.length)
+            length.record(retention.length)
             let full = retention.length >= options.streamMaxLength
             if full, let group = retention.slowestGroup, heldBack[topic] == nil {
                 heldBack[topic] = group

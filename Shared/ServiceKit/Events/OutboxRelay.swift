@@ -103,8 +103,9 @@ public struct OutboxRelay: Service {
         var idleDelay = options.busyDelay
         var redisSuspect = false
         var backlogDue = ContinuousClock.now
-        // The topics sent to since the relay started, and those whose streams are full.
-        var topics: Set<String> = []
+        // The topics sent to since the relay started, with their streams' length gauges, and the
+        // topics whose streams are full.
+        var streams: [String: Gauge] = [:]
         var heldBack: [String: String] = [:]
         var retentionDue = ContinuousClock.now + options.retentionInterval
         while !serviceIsStopping {
@@ -113,7 +114,7 @@ public struct OutboxRelay: Service {
                 backlogDue = .now + options.backlogInterval
             }
             if ContinuousClock.now >= retentionDue {
-                await applyRetention(topics: topics, heldBack: &heldBack)
+                await applyRetention(streams: streams, heldBack: &heldBack)
                 retentionDue = .now + options.retentionInterval
             }
             // A batch holds events of any topic: one full stream holds every topic back, in order.
@@ -127,7 +128,9 @@ public struct OutboxRelay: Service {
                 if redisSuspect { _ = try await redis.send(["PING"]) }
                 let batch = try await relayBatch()
                 moved = batch.rows
-                topics.formUnion(batch.topics)
+                for topic in batch.topics where streams[topic] == nil {
+                    streams[topic] = Gauge(label: "aviary_event_stream_length", dimensions: [("topic", topic)], factory: metrics)
+                }
             } catch {
                 if serviceIsStopping { break }
                 redisSuspect = error is RedisError || error is EventStreamFailure
