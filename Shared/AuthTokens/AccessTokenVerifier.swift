@@ -13,7 +13,7 @@ public final class AccessTokenVerifier: Sendable {
     private let cache = Mutex<[String: (principal: RPCPrincipal, expiresAt: Date)]>([:])
     private let cacheLimit: Int
 
-    /// - Parameter revocations: nil only in tools and benchmarks that measure the signature path alone.
+    /// - Parameter revocations: nil only in tools and benchmarks that have no Redis.
     public init(keys: TokenKeys, revocations: SessionRevocations?, cacheLimit: Int = 100_000) async {
         let collection = JWTKeyCollection()
         for (keyID, key) in keys.publicKeys {
@@ -39,7 +39,7 @@ public final class AccessTokenVerifier: Sendable {
     }
 
     /// The signature and claims check alone (cached).
-    public func verifySignature(_ token: String) async throws(RPCError) -> RPCPrincipal {
+    private func verifySignature(_ token: String) async throws(RPCError) -> RPCPrincipal {
         let now = Date()
         if let cached = cache.withLock({ $0[token] }) {
             guard cached.expiresAt > now else { throw RPCError.unauthenticated("the access token has expired") }
