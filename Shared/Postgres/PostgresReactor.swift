@@ -35,8 +35,8 @@ final class PostgresReactor: TaskExecutor, Sendable {
     }
     /// The connections whose sockets are registered, by descriptor.
     private let connections = Mutex<[Int32: PostgresConnection]>([:])
-    /// Whether the loop has ended, and who waits for it to end.
-    private let ending = Mutex<(ended: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+    /// Whether the loop has ended, and who waits for it to end (every caller of ``shutdown()``).
+    private let ending = Mutex<(ended: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
     private let isStopping = Atomic<Bool>(false)
     /// The loop's thread (`pthread_self`), once it has started.
     private let thread = Atomic<UInt>(0)
@@ -104,7 +104,7 @@ final class PostgresReactor: TaskExecutor, Sendable {
     func shutdown() async {
         await withCheckedContinuation { continuation in
             let ended = ending.withLock { ending in
-                if !ending.ended { ending.waiter = continuation }
+                if !ending.ended { ending.waiters.append(continuation) }
                 return ending.ended
             }
             if ended { continuation.resume() } else { stop() }
@@ -190,10 +190,12 @@ final class PostgresReactor: TaskExecutor, Sendable {
             close(wakeup)
             close(epoll)
             runLeftoverJobs()
-            ending.withLock { ending in
+            let waiters = ending.withLock { ending in
                 ending.ended = true
-                return ending.waiter.take()
-            }?.resume()
+                defer { ending.waiters = [] }
+                return ending.waiters
+            }
+            for waiter in waiters { waiter.resume() }
         }
         while !isStopping.load(ordering: .sequentiallyConsistent) {
             runJobs()

@@ -110,6 +110,18 @@ struct PoolTests {
         #expect(await client.isReachable() == false)
     }
 
+    @Test func concurrentShutdownsAllReturn() async throws {
+        let url = try await TestServers.postgres().makeDatabase()
+        let client = try PostgresClient(configuration: PostgresConfiguration(url: url), logger: quietLogger)
+        #expect(try await client.query("SELECT 1").count == 1)
+        let finished = await outcome(within: .seconds(10), of: {
+            await withDiscardingTaskGroup { group in
+                for _ in 0..<4 { group.addTask { await client.shutdown() } }
+            }
+        })
+        #expect(finished != nil, "every shutdown() returns, not only the last to wait")
+    }
+
     @Test func executeReportsAffectedRows() async throws {
         try await withTestClient(poolSize: 1) { client in
             try await client.execute(
