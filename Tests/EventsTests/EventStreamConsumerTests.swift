@@ -44,8 +44,9 @@ struct EventStreamConsumerTests {
         var options = EventStreamConsumer.Options()
         options.leaseTime = .milliseconds(500)
         options.blockTimeout = .milliseconds(100)
-        // A takes the lease and then a batch it never finishes; B stands by until the lease runs out,
-        // then claims what A left pending before it reads anything new.
+        options.maxHandlerTime = .seconds(1)
+        // A takes the lease and then a batch it does not finish in the longest time allowed; B stands
+        // by until A gives the lease up, then claims what A left pending before it reads anything new.
         let (consumerA, seenByA, consumerB, inboxB) = stuckAndStandby(fixture, topic: topic, options: options)
         try await withServices([fixture.relay()]) {
             let runA = Task { try await consumerA.run() }
@@ -59,6 +60,42 @@ struct EventStreamConsumerTests {
             _ = try? await runA.value
         }
         #expect(inboxB.numbers == Array(0..<20))
+        #expect(try await pendingCount(fixture, topic: topic) == 0)
+        await fixture.shutdown()
+    }
+
+    @Test func aSlowHandlerKeepsItsLeaseAndTheStandbyTakesNothing() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("slow")
+        var options = EventStreamConsumer.Options()
+        options.leaseTime = .milliseconds(500)
+        options.blockTimeout = .milliseconds(100)
+        // A's first batch takes three lease terms (calls waiting out their timeouts in an outage).
+        let startedByA = Inbox()
+        let inboxA = Inbox()
+        let inboxB = Inbox()
+        let consumerA = fixture.consumer(topic: topic, name: "a", options: options) { batch in
+            startedByA.add(batch)
+            if startedByA.events.count == batch.events.count { try await Task.sleep(for: .seconds(1.5)) }
+            inboxA.add(batch)
+        }
+        let consumerB = fixture.consumer(topic: topic, name: "b", options: options) { inboxB.add($0) }
+        try await withServices([fixture.relay()]) {
+            let runA = Task { try await consumerA.run() }
+            try await fixture.append(numberedEvents(topic: topic, 0..<10))
+            #expect(await startedByA.wait { !$0.isEmpty })
+            try await withServices([consumerB]) {
+                try await fixture.append(numberedEvents(topic: topic, 10..<20))
+                #expect(await inboxA.wait { $0.count >= 20 })
+                // B looks every 125 ms: long enough to have taken over had the lease lapsed.
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            runA.cancel()
+            _ = try? await runA.value
+        }
+        #expect(inboxA.numbers == Array(0..<20))
+        #expect(inboxA.events.allSatisfy { $0.deliveries == 1 })
+        #expect(inboxB.events.isEmpty)
         #expect(try await pendingCount(fixture, topic: topic) == 0)
         await fixture.shutdown()
     }

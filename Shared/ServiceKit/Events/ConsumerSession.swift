@@ -159,7 +159,7 @@ struct ConsumerSession {
         if !rejected.isEmpty { try await deadLetter(rejected) }
         guard !events.isEmpty, !Task.isCancelled else { return }
         do {
-            try await handler(EventBatch(topic: topic, events: events))
+            guard try await handle(EventBatch(topic: topic, events: events)) else { return }
         } catch {
             // A consumer stopped mid-batch leaves its entries pending, for another consumer to claim.
             if Task.isCancelled { return }
@@ -181,5 +181,67 @@ struct ConsumerSession {
         _ = try await redis.send(
             ["XACK", RedisArgument(key), RedisArgument(group)] + events.map { RedisArgument($0.streamID) })
         metrics.consumed.increment(by: events.count)
+    }
+
+    /// Runs the handler; false when it was cancelled because this consumer can no longer vouch for
+    /// its lease. With a lease, renews it every fifth of its term while the handler runs, so that a
+    /// standby does not claim the events of a handler that is slow but alive (calls waiting out
+    /// their timeouts in an outage) and handle them, and the events after them, alongside it. A
+    /// handler still running after `maxHandlerTime`, or whose lease was taken or could not be renewed
+    /// within four fifths of its term, is cancelled; once it has ended, the consumer gives the lease
+    /// up and stands back for a term, so a standby takes over, and its events are read again.
+    private mutating func handle(_ batch: EventBatch) async throws -> Bool {
+        guard let leaseTime = options.leaseTime else {
+            try await handler(batch)
+            return true
+        }
+        enum Ending { case handled, renewalDue, leaseLost, overran }
+        let (handler, maxHandlerTime) = (handler, options.maxHandlerTime)
+        let started = ContinuousClock.now
+        var lastRenewal = leaseRenewed
+        let ending = try await withThrowingTaskGroup(of: Ending.self) { group in
+            defer { group.cancelAll() }
+            group.addTask {
+                try await handler(batch)
+                return .handled
+            }
+            var due = lastRenewal + leaseTime / 5
+            while true {
+                group.addTask { [due] in
+                    try await Task.sleep(until: min(due, started + maxHandlerTime))
+                    return .renewalDue
+                }
+                guard try await group.next() == .renewalDue else { return Ending.handled }
+                let now = ContinuousClock.now
+                if now - started >= maxHandlerTime { return .overran }
+                do {
+                    guard try await renewLease(for: leaseTime) else { return .leaseLost }
+                    lastRenewal = now
+                    due = now + leaseTime / 5
+                } catch {
+                    // Redis is unreachable: past four fifths of the term, a standby may take over.
+                    if ContinuousClock.now - lastRenewal >= leaseTime * 4 / 5 { return .leaseLost }
+                    due = ContinuousClock.now + .milliseconds(50)
+                }
+            }
+        }
+        leaseRenewed = lastRenewal
+        guard ending != .handled else { return true }
+        metrics.failures.increment()
+        holdsLease = false
+        readsOwnPending = true
+        logger.warning(
+            ending == .overran
+                ? "an event handler ran past the longest allowed; it was cancelled, and another instance may take the topic over"
+                : "the consumer lease was lost while an event handler ran; it was cancelled, and another instance takes the topic over",
+            metadata: [
+                "events.count": "\(batch.events.count)", "events.first_id": "\(batch.events[0].streamID)",
+                "handler.ran": "\(ContinuousClock.now - started)",
+            ])
+        // The handler has ended (the group waited for it): the lease can go at once, and a standby,
+        // which looks every quarter term at most, takes it before this consumer looks again.
+        await releaseLease()
+        await pauseUnlessStopping(for: leaseTime)
+        return false
     }
 }

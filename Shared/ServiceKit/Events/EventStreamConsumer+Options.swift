@@ -22,13 +22,18 @@ extension EventStreamConsumer {
         /// Approximate length the dead-letter stream is trimmed to (`MAXLEN ~`). Default 100,000.
         public var deadLetterMaxLength = 100_000
         /// When set, one consumer of the group at a time reads the topic, holding a lease in Redis that
-        /// it renews as it goes (before a read, once a fifth of the lease has passed since the last
-        /// renewal), so events are handled in stream order whichever instance handles them. The others
-        /// stand by; one takes over within this time of the holder's death (or at once when it stops
-        /// gracefully), first claiming whatever the holder left pending. `blockTimeout` plus the
-        /// longest handler run must take less than four fifths of it. Default nil: all consumers share
-        /// the work.
+        /// it renews as it goes (before a read, and while a handler runs, once a fifth of the lease
+        /// has passed since the last renewal), so events are handled in stream order whichever
+        /// instance handles them. The others stand by; one takes over within this time of the
+        /// holder's death (or at once when it stops gracefully), first claiming whatever the holder
+        /// left pending. `blockTimeout` must take less than four fifths of it. Default nil: all
+        /// consumers share the work.
         public var leaseTime: Duration?
+        /// With a lease, how long a handler may run: past it, the handler is cancelled (its events
+        /// stay pending and count a delivery), renewals stop, and the consumer stands back for a
+        /// lease term so that a standby can take the topic over. Bounds how long a handler that hangs
+        /// holds the topic up. Default 60 s.
+        public var maxHandlerTime: Duration = .seconds(60)
         /// After a read that found new entries, but fewer than `batchSize`, the consumer waits this
         /// long before it reads again, so that events arriving meanwhile come in one batch: one read,
         /// one handler call and one acknowledgement for several events, at the price of up to this
