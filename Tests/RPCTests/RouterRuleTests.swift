@@ -46,6 +46,17 @@ import Testing
         #expect(unnamed?["error"]?["message"]?.stringValue?.contains("'params' must be an object") == true)
     }
 
+    @Test func eachRequestOfABatchIsAnsweredAsIfAlone() async throws {
+        // 1e400 is valid JSON that no Swift number holds: only the request carrying it fails.
+        let alone = try #require(json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"sum","params":{"values":[1e400]}}"#)))
+        #expect(alone["error"]?["code"] == -32602)
+        let frame = #"[{"jsonrpc":"2.0","id":1,"method":"sum","params":{"values":[1e400]}}, {"jsonrpc":"2.0","id":2,"method":"sum","params":{"values":[1,2]}}]"#
+        let responses = try #require(json(await router.answer(frame))?.arrayValue)
+        #expect(responses.count == 2)
+        #expect(responses.first == alone)
+        #expect(responses.last?["result"] == 3)
+    }
+
     @Test func batchesHoldAtMostTheirLimitOfRequests() async {
         func batch(_ count: Int) -> String {
             "[" + (0..<count).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"get_data"}"# }.joined(separator: ",") + "]"

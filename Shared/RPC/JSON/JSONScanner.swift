@@ -7,6 +7,17 @@ struct JSONScanner {
         case invalidUTF8
         /// Valid JSON, but nested deeper than ``maximumDepth``.
         case tooDeep
+
+        /// The parse error (-32700) a frame that fails so is answered with.
+        var rpcError: RPCError {
+            switch self {
+            case .invalidUTF8: RPCError.parseError("parse error: the frame is not valid UTF-8")
+            case .malformed: RPCError.parseError()
+            case .tooDeep:
+                RPCError.parseError(
+                    "parse error: the frame's arrays and objects nest deeper than \(JSONScanner.maximumDepth) levels (the limit)")
+            }
+        }
     }
 
     /// Deeper nesting is refused, as Foundation's decoder refuses it, before it can exhaust a stack.
@@ -93,6 +104,27 @@ struct JSONScanner {
         default: _ = try number()
         }
         return start..<index
+    }
+
+    /// Consumes the array that starts here and the end of the text (a JSON-RPC batch), and returns
+    /// where each of its elements lies.
+    mutating func arrayElements() throws(Failure) -> [Range<Int>] {
+        try expect(0x5B)  // [
+        var elements: [Range<Int>] = []
+        if peek() == 0x5D {  // ]
+            index += 1
+        } else {
+            elements: while true {
+                elements.append(try skipValue(depth: 1))
+                switch peek() {
+                case 0x2C: index += 1  // ,
+                case 0x5D: index += 1; break elements
+                default: throw .malformed
+                }
+            }
+        }
+        try expectEnd()
+        return elements
     }
 
     /// Reads a string value (with its escapes resolved); an escaped lone surrogate becomes U+FFFD.

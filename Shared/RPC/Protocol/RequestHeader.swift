@@ -25,14 +25,7 @@ struct RequestHeader {
             var scanner = JSONScanner(bytes)
             return Result { () throws(JSONScanner.Failure) in try read(&scanner) }
         }
-        switch outcome {
-        case .success(let header): return header
-        case .failure(.invalidUTF8): throw RPCError.parseError("parse error: the frame is not valid UTF-8")
-        case .failure(.malformed): throw RPCError.parseError()
-        case .failure(.tooDeep):
-            throw RPCError.parseError(
-                "parse error: the frame's arrays and objects nest deeper than \(JSONScanner.maximumDepth) levels (the limit)")
-        }
+        return try outcome.mapError(\.rpcError).get()
     }
 
     private static func read(_ scanner: inout JSONScanner) throws(JSONScanner.Failure) -> RequestHeader {

@@ -81,12 +81,16 @@ public struct RPCRouter: Sendable {
         guard Self.isBatch(frame) else {
             return await respondToSingle(frame, connection: connection)
         }
-        // JSON text is UTF-8 (RFC 8259); the decoder only checks the strings it is asked for.
-        guard String(validating: frame, as: UTF8.self) != nil else {
-            return ResponseEncoding.error(RPCError.parseError("parse error: the frame is not valid UTF-8"), id: .null)
+        // Each request is answered from its own bytes, as a single one would be: nothing in it is
+        // decoded twice, and a value no Swift type holds (1e400) concerns only its request.
+        let scanned = frame.withUnsafeBytes { bytes -> Result<[Range<Int>], JSONScanner.Failure> in
+            var scanner = JSONScanner(bytes)
+            return Result { () throws(JSONScanner.Failure) in try scanner.arrayElements() }
         }
-        guard let elements = try? JSONDecoder().decode([JSONValue].self, from: frame) else {
-            return ResponseEncoding.error(RPCError.parseError(), id: .null)
+        let elements: [Range<Int>]
+        switch scanned {
+        case .success(let ranges): elements = ranges
+        case .failure(let failure): return ResponseEncoding.error(failure.rpcError, id: .null)
         }
         if elements.isEmpty {
             return ResponseEncoding.error(RPCError.invalidRequest("an empty batch is not a request"), id: .null)
@@ -99,7 +103,7 @@ public struct RPCRouter: Sendable {
         }
         let responses = await withTaskGroup(of: (Int, Data?).self) { group in
             for (index, element) in elements.enumerated() {
-                let elementFrame = Data((try? WireEncoding.encode(element)) ?? [])
+                let elementFrame = frame[(frame.startIndex + element.lowerBound)..<(frame.startIndex + element.upperBound)]
                 group.addTask { (index, await respondToSingle(elementFrame, connection: connection)) }
             }
             var collected: [(Int, Data)] = []
