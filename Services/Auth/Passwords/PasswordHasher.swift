@@ -94,7 +94,20 @@ final class PasswordHasher: Sendable {
         guard queued <= maxQueued else {
             throw RPCError.unavailable("too many sign-ins are being checked right now; retry shortly")
         }
-        return try await threadPool.runIfActive(body)
+        return try await threadPool.runIfActive {
+            Self.yieldToCalls()
+            return try body()
+        }
+    }
+
+    /// Lowers the calling hash thread's priority (nice 10; idempotent). Hashing is batch work: a
+    /// call's event loop woken while a hash runs then gets the core at once, instead of waiting out
+    /// the hash's time slice, and under load hashes take the CPU the calls leave. (On Linux the nice
+    /// value is per thread, and `who` 0 is the calling thread.)
+    private static func yieldToCalls() {
+        #if os(Linux)
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
+        #endif
     }
 }
 
