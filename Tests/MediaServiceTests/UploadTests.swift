@@ -131,6 +131,43 @@ struct UploadTests {
         #expect(fetched.status == 200 && fetched.body == movie)
     }
 
+    @Test("a finish cut short by a crash after storing the content, before recording the medium, is finished when retried")
+    func finishRetriedAfterACrashMidway() async throws {
+        let media = try await MediaStack.shared()
+        let gil = try await media.stack.makeUser("gil")
+        let png = Fixtures.png(width: 33, height: 21, seed: 213)
+        let hash = Fixtures.sha256Hex(png)
+        #expect(try !media.objectFiles().contains(hash))
+        let doomed = try await media.stack.startExtraInstance("media")
+        let doomedClient = RPCClient(configuration: .init(addresses: [doomed.rpcAddress]), logger: .init(label: "doomed"))
+        let started = try await media.begin(gil, png, type: "image/png", on: doomedClient)
+        for index in 0..<((png.count + MediaStack.chunkBytes - 1) / MediaStack.chunkBytes) {
+            try await media.sendChunk(gil, upload: started.uploadId, png, index: index, on: doomedClient)
+        }
+        // While a medium of the same id is being inserted (and then rolled back), the doomed instance's
+        // finish stores the content and then waits to record its medium: it is killed there.
+        try await holdingTransaction(
+            """
+            INSERT INTO media.items (id, owner_id, purpose, content_type, byte_size, sha256)
+            VALUES ($1, $2, 'tweet', 'image/png', 1, 'held')
+            """,
+            [Int64(started.uploadId)!, gil.id.value], on: media.stack.database, commit: false
+        ) {
+            let finishing = Task { try? await media.finish(gil, upload: started.uploadId, on: doomedClient) }
+            let stored = try await eventually(timeout: .seconds(20), interval: .milliseconds(20)) { try media.objectFiles().contains(hash) }
+            #expect(stored)
+            doomed.kill()
+            _ = await doomed.waitForExit()
+            _ = await finishing.value
+        }
+        await doomedClient.shutdown()
+
+        let finished = try await media.finish(gil, upload: started.uploadId)
+        #expect(finished.width == 33 && finished.height == 21 && finished.byteSize == Int64(png.count))
+        let fetched = try await HTTPProbe.get(port: media.adminPort, MediaStack.target(of: finished.url))
+        #expect(fetched.status == 200 && fetched.body == png)
+    }
+
     @Test("an expired upload is swept: its part and its row go, and it takes no more chunks")
     func expiredUploadsAreSwept() async throws {
         let media = try await MediaStack.shared()

@@ -27,9 +27,7 @@ extension MediaService {
         }
         let examined: PartExamination
         do {
-            examined = try await storage.readPart(upload: upload.id) { source in
-                PartExamination(size: source.size, sha256: try Self.sha256(of: source), facts: try ContentFacts.inspect(source))
-            }
+            examined = try await storage.readPart(upload: upload.id, Self.examine)
         } catch let error as PosixError where error.code == ENOENT {
             return try await finishedMeanwhile(params.uploadId, caller: caller, context: context)
         }
@@ -37,33 +35,52 @@ extension MediaService {
             try await discard(upload)
             throw refusal
         }
+        // Noted before the part moves: a finish retried after a crash between the move and the
+        // recording finds no part, and finishes from the content instead.
+        try await uploads.markStored(upload.id, sha256: examined.sha256)
+        do {
+            try await storage.commitPart(upload: upload.id, sha256: examined.sha256)
+        } catch let error as PosixError where error.code == ENOENT {
+            return try await finishedMeanwhile(params.uploadId, caller: caller, context: context)
+        }
+        return try await record(upload, examined)
+    }
+
+    /// Records `upload`'s medium, whose content is stored.
+    private func record(_ upload: UploadRecord, _ examined: PartExamination) async throws -> Media {
         let record = MediaRecord(
             id: upload.id, ownerID: upload.ownerID, purpose: upload.purpose, conversationID: upload.conversationID,
             type: upload.type, byteSize: examined.size, sha256: examined.sha256, width: examined.facts?.width,
             height: examined.facts?.height, durationMs: examined.facts?.durationMs)
-        do {
-            try await storage.commitPart(upload: upload.id, sha256: record.sha256)
-        } catch let error as PosixError where error.code == ENOENT {
-            return try await finishedMeanwhile(params.uploadId, caller: caller, context: context)
-        }
         try await items.finish(record)
         catalog.remember([record])
         return media(record)
     }
 
-    /// The medium of an upload whose part another finish of it took away meanwhile (a client
-    /// retrying a finish it thought lost): it appears once that finish commits, which takes the
-    /// upload's row away in the same transaction. Waited for within the call's budget (5 s at
-    /// most); no row and no medium: the upload expired or was discarded.
+    /// The medium of an upload whose part is gone: moved to its content's name by another finish of
+    /// it (a client retrying a finish it thought lost), whose medium appears once that finish
+    /// commits (taking the upload's row away in the same transaction), or by a finish that crashed
+    /// before it could record the medium, which this one then records. Waited for within the call's
+    /// budget (5 s at most); no row and no medium: the upload expired or was discarded.
     private func finishedMeanwhile(_ id: EntityID, caller: Int64, context: RPCContext) async throws -> Media {
         let limit = ContinuousClock.now + .seconds(5)
         let deadline = context.deadline.map { min($0, limit) } ?? limit
         while true {
             // The row first: once it is gone, the medium committed with its deletion is visible.
-            let open = try await uploads.find(id.value) != nil
+            let open = try await uploads.find(id.value)
             if let record = try await catalog.record(id.value), record.ownerID == caller { return media(record) }
-            guard open else {
+            guard let open else {
                 throw RPCError.notFound("upload \(id) no longer exists: it expired or was discarded; begin a new one")
+            }
+            if let stored = open.storedSHA256, open.ownerID == caller {
+                do {
+                    let examined = try await storage.readObject(sha256: stored, Self.examine)
+                    // Checked when it was stored; a stored file that no longer passes is not served.
+                    if let refusal = refusal(of: open, examined) { throw refusal }
+                    return try await record(open, examined)
+                } catch let error as PosixError where error.code == ENOENT {
+                    // Noted, but not moved yet: the finish that noted it is still at work.
+                }
             }
             guard ContinuousClock.now + .milliseconds(100) < deadline else {
                 throw RPCError.unavailable("upload \(id) is being finished by another call; retry shortly")
@@ -109,6 +126,11 @@ extension MediaService {
     private func discard(_ upload: UploadRecord) async throws {
         try await uploads.delete(upload.id)
         try await storage.removePart(upload: upload.id)
+    }
+
+    /// The size, hash and content facts of a whole part or stored content.
+    @Sendable private static func examine(_ source: any ByteSource) throws -> PartExamination {
+        PartExamination(size: source.size, sha256: try sha256(of: source), facts: try ContentFacts.inspect(source))
     }
 
     /// Hashes the whole source in 1 MiB reads.

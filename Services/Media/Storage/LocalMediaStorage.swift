@@ -38,11 +38,18 @@ struct LocalMediaStorage: MediaStorage {
     }
 
     func readPart<T: Sendable>(upload: Int64, _ body: @escaping @Sendable (any ByteSource) throws -> T) async throws -> T {
-        let path = partPath(upload)
-        return try await threadPool.runIfActive {
+        try await readWhole(partPath(upload), body)
+    }
+
+    func readObject<T: Sendable>(sha256: String, _ body: @escaping @Sendable (any ByteSource) throws -> T) async throws -> T {
+        try await readWhole(objectPath(sha256), body)
+    }
+
+    private func readWhole<T: Sendable>(_ path: String, _ body: @escaping @Sendable (any ByteSource) throws -> T) async throws -> T {
+        try await threadPool.runIfActive {
             let file = try PosixFile.open(path, flags: O_RDONLY)
             defer { file.close() }
-            // The part does not change while it is read: its size once, not at every read.
+            // The file does not change while it is read: its size once, not at every read.
             return try body(SizedSource(file))
         }
     }
@@ -50,7 +57,7 @@ struct LocalMediaStorage: MediaStorage {
     func commitPart(upload: Int64, sha256: String) async throws {
         let part = partPath(upload)
         let folder = "\(objects)/\(sha256.prefix(2))"
-        let object = "\(folder)/\(sha256)"
+        let object = objectPath(sha256)
         try await threadPool.runIfActive {
             if access(object, F_OK) == 0 {
                 // The same content is stored already: keep one copy. Its name may have been put
@@ -93,7 +100,7 @@ struct LocalMediaStorage: MediaStorage {
     }
 
     func read(sha256: String, offset: Int64, count: Int) async throws -> ByteBuffer {
-        let path = "\(objects)/\(sha256.prefix(2))/\(sha256)"
+        let path = objectPath(sha256)
         return try await threadPool.runIfActive {
             let file = try PosixFile.open(path, flags: O_RDONLY)
             defer { file.close() }
@@ -107,5 +114,9 @@ struct LocalMediaStorage: MediaStorage {
 
     private func partPath(_ upload: Int64) -> String {
         parts + "/\(upload).part"
+    }
+
+    private func objectPath(_ sha256: String) -> String {
+        "\(objects)/\(sha256.prefix(2))/\(sha256)"
     }
 }

@@ -11,6 +11,9 @@ protocol MediaStorage: Sendable {
     /// Runs `body` (off the event loops) over the part of `upload`, to hash and inspect it.
     func readPart<T: Sendable>(upload: Int64, _ body: @escaping @Sendable (any ByteSource) throws -> T) async throws -> T
 
+    /// Runs `body` (off the event loops) over content `sha256`, to inspect it.
+    func readObject<T: Sendable>(sha256: String, _ body: @escaping @Sendable (any ByteSource) throws -> T) async throws -> T
+
     /// Makes the verified part of `upload` the durable content `sha256`: a crash leaves either
     /// no content or the whole of it under that name, never half of it. The part is gone afterwards.
     func commitPart(upload: Int64, sha256: String) async throws

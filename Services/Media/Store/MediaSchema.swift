@@ -50,5 +50,12 @@ enum MediaSchema {
         PostgresMigration(
             version: 3, name: "uploads by owner",
             sql: "CREATE INDEX uploads_owner ON media.uploads (owner_id, expires_at)"),
+        PostgresMigration(
+            version: 4, name: "stored content of uploads",
+            sql: """
+                -- Set by a finish before it moves the part to its content's name: a finish retried after
+                -- a crash between that move and the recording of the medium finishes from the content.
+                ALTER TABLE media.uploads ADD COLUMN stored_sha256 text;
+                """),
     ]
 }

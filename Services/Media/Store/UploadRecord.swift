@@ -14,6 +14,8 @@ struct UploadRecord: Sendable {
     var chunkBytes: Int
     var received: Int64
     var expiresAt: Date
+    /// The content's SHA-256 once a finish has begun storing the part under it (``UploadStore/markStored(_:sha256:)``).
+    var storedSHA256: String? = nil
 
     /// The length of the chunk at `offset`: `chunkBytes`, or what is left for the last one.
     func chunkLength(at offset: Int64) -> Int {
@@ -21,7 +23,8 @@ struct UploadRecord: Sendable {
     }
 
     static let columns = """
-        id, owner_id, purpose, conversation_id, content_type, byte_size, declared_sha256, chunk_bytes, received, expires_at
+        id, owner_id, purpose, conversation_id, content_type, byte_size, declared_sha256, chunk_bytes, received, expires_at,
+        stored_sha256
         """
 }
 
@@ -38,5 +41,6 @@ extension UploadRecord {
         chunkBytes = try row.decode(Int.self, at: 7)
         received = try row.decode(Int64.self, at: 8)
         expiresAt = try row.decode(Date.self, at: 9)
+        storedSHA256 = try row.decode(String?.self, at: 10)
     }
 }

@@ -21,7 +21,7 @@ struct UploadStore: Sendable {
             try await connection.execute(
                 """
                 INSERT INTO media.uploads (\(UploadRecord.columns))
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, NULL)
                 """,
                 [
                     upload.id, upload.ownerID, upload.purpose.rawValue, upload.conversationID, upload.type.rawValue,
@@ -53,6 +53,11 @@ struct UploadStore: Sendable {
             """,
             [upload, index, length]
         ).first?.decode(Int64.self, at: 0)
+    }
+
+    /// Notes that a finish is storing upload `id`'s part as content `sha256`.
+    func markStored(_ id: Int64, sha256: String) async throws {
+        try await postgres.execute("UPDATE media.uploads SET stored_sha256 = $2 WHERE id = $1", [id, sha256])
     }
 
     func delete(_ id: Int64) async throws {
