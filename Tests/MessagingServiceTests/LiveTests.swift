@@ -134,6 +134,39 @@ struct LiveTests {
         #expect(try await ask()[0].online == false)
     }
 
+    @Test("lastSeen is stored before the sweep forgets the last call: a sweep that cannot store it leaves the user for the next")
+    func lastSeenOutlivesAFailedSweep() async throws {
+        let fixture = try await MessagingStack.shared()
+        let users = try await fixture.users(2, "seen")
+        let (watcher, subject) = (users[0], users[1])
+        let direct = try await fixture.direct(watcher, subject)
+        try await fixture.stack.database.execute(
+            "UPDATE messaging.members SET took_part = true WHERE conversation_id = $1 AND user_id = $2",
+            [direct.id.value, subject.id.value])
+        let watching = try await fixture.subscribe(watcher)
+        defer { Task { await watching.close() } }
+        let live = try await fixture.subscribe(subject)
+        // Storing the subject's lastSeen fails (as with Postgres unreachable) until the constraint goes.
+        let constraint = "refuse_presence_\(subject.id.value)"
+        try await fixture.stack.database.execute(
+            "ALTER TABLE messaging.presence ADD CONSTRAINT \(constraint) CHECK (user_id <> \(subject.id.value)) NOT VALID")
+        await live.close()
+        let closedAt = Date()
+        try await Task.sleep(for: MessagingStack.presenceWindow + .seconds(1))
+        let during: [Presence] = try await fixture.call("presence", ["userIds": [subject.idValue]], as: watcher)
+        try await fixture.stack.database.execute("ALTER TABLE messaging.presence DROP CONSTRAINT \(constraint)")
+        #expect(during.first?.online == false)
+        #expect(during.first?.lastSeen.map { abs($0.timeIntervalSince(closedAt)) < 1.5 } == true, "\(during)")
+
+        let about: @Sendable (JSONValue) -> Bool = { $0["type"]?.stringValue == "presence" && $0["userId"]?.stringValue == subject.id.description }
+        let changes = try await watching.wait(for: 2, timeout: .seconds(10), where: about)
+        #expect(changes.map { $0["online"]?.boolValue } == [true, false])
+        let stored = try await fixture.stack.database.query(
+            "SELECT last_seen FROM messaging.presence WHERE user_id = $1", [subject.id.value])
+        let lastSeen = try #require(stored.first).decode(Date.self, at: 0)
+        #expect(abs(lastSeen.timeIntervalSince(closedAt)) < 1.5)
+    }
+
     /// Anyone can open a direct conversation with anyone: being put in one shows nothing of one's
     /// presence to its maker until one takes part (sends or reads there).
     @Test("presence stays hidden from a stranger who opened a conversation, until the user answers")

@@ -188,6 +188,24 @@ final class PresenceTracker: Service, Sendable {
         }
     }
 
+    /// The users the sweep would take out now (every call and subscription lapsed, announced
+    /// online), each with their last call: read only, so that their `lastSeen` is stored before the
+    /// sweep forgets their last call.
+    private static let leavingScript = RedisScript(
+        """
+        local now = tonumber(ARGV[1])
+        local stale = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]), 'WITHSCORES', 'LIMIT', 0, 500)
+        local leaving = {}
+        for i = 1, #stale, 2 do
+            local user = stale[i]
+            if redis.call('ZCOUNT', ARGV[3] .. user, now, '+inf') == 0 and redis.call('SISMEMBER', KEYS[2], user) == 1 then
+                table.insert(leaving, user)
+                table.insert(leaving, stale[i + 1])
+            end
+        end
+        return leaving
+        """)
+
     private static let sweepScript = RedisScript(
         """
         local now = tonumber(ARGV[1])
@@ -211,34 +229,48 @@ final class PresenceTracker: Service, Sendable {
         """)
 
     /// Takes out the users whose subscriptions and calls have all lapsed, stores when they were last
-    /// seen and announces them offline.
+    /// seen and announces them offline. Their `lastSeen` is stored first: a sweep stopped before
+    /// it could (a crash, Postgres unreachable) leaves them for the next sweep, instead of having
+    /// forgotten their last call already.
     private func sweep() async throws {
-        let reply = try await redis.evaluate(
-            Self.sweepScript, keys: [Self.activeKey, Self.onlineKey],
-            arguments: [RedisArgument(Date().millisecondsSince1970), RedisArgument(windowMilliseconds), RedisArgument(Self.subscriptionsPrefix)])
+        let keys = [Self.activeKey, Self.onlineKey]
+        let arguments = [
+            RedisArgument(Date().millisecondsSince1970), RedisArgument(windowMilliseconds), RedisArgument(Self.subscriptionsPrefix),
+        ]
+        let leaving = Self.lastCalls(in: try await redis.evaluate(Self.leavingScript, keys: keys, arguments: arguments))
+        try await storeLastSeen(leaving)
+        let gone = Self.lastCalls(in: try await redis.evaluate(Self.sweepScript, keys: keys, arguments: arguments))
+        guard !gone.isEmpty else { return }
+        recorded.withLock { recorded in for (user, _) in gone { recorded.removeValue(forKey: user) } }
+        // Users who went stale between the two scripts.
+        let stored = Set(leaving.map(\.user))
+        try await storeLastSeen(gone.filter { !stored.contains($0.user) })
+        for (user, milliseconds) in gone {
+            await announce(
+                Presence(userId: EntityID(user), online: false, lastSeen: Date(timeIntervalSince1970: Double(milliseconds) / 1000)))
+        }
+    }
+
+    /// The users and last calls (ms) of a sweep script's answer: user, score, user, score, ….
+    private static func lastCalls(in reply: RESPValue) -> [(user: Int64, milliseconds: Int64)] {
         let values = reply.array ?? []
-        guard values.count >= 2 else { return }
-        var users: [Int64] = []
-        var seen: [Int64] = []
-        for index in stride(from: 0, to: values.count - 1, by: 2) {
+        return stride(from: 0, to: values.count - 1, by: 2).compactMap { index in
             guard let user = values[index].string.flatMap({ Int64($0) }),
                 let milliseconds = values[index + 1].string.flatMap({ Double($0) })
-            else { continue }
-            users.append(user)
-            seen.append(Int64(milliseconds))
+            else { return nil }
+            return (user, Int64(milliseconds))
         }
-        recorded.withLock { recorded in for user in users { recorded.removeValue(forKey: user) } }
+    }
+
+    private func storeLastSeen(_ lastCalls: [(user: Int64, milliseconds: Int64)]) async throws {
+        guard !lastCalls.isEmpty else { return }
         try await postgres.execute(
             """
             INSERT INTO messaging.presence AS p (user_id, last_seen)
             SELECT user_id, TIMESTAMPTZ 'epoch' + seen * INTERVAL '1 millisecond'
             FROM unnest($1::bigint[], $2::bigint[]) AS gone (user_id, seen)
             ON CONFLICT (user_id) DO UPDATE SET last_seen = greatest(p.last_seen, EXCLUDED.last_seen)
-            """, [users, seen])
-        for (user, milliseconds) in zip(users, seen) {
-            await announce(
-                Presence(userId: EntityID(user), online: false, lastSeen: Date(timeIntervalSince1970: Double(milliseconds) / 1000)))
-        }
+            """, [lastCalls.map(\.user), lastCalls.map(\.milliseconds)])
     }
 
     /// Tells everyone who shares a conversation with the user (and the user's own subscriptions).
