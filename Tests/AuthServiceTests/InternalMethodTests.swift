@@ -34,6 +34,15 @@ import Testing
         #expect(none.isEmpty)
     }
 
+    @Test func getUsersFindsNoOneUnderANameNoAccountCanHave() async throws {
+        let auth = try await AuthStack.shared.main().api
+        let a = try await auth.register()
+        let names: [JSONValue] = ["ab\u{0}c", .string(String(repeating: "x", count: 100)), "a b", .string(a.username.uppercased())]
+        let summaries = try await auth.call(
+            "auth.getUsers", ["usernames": .array(names)], service: AuthStack.serviceSecret, as: [UserSummary].self)
+        #expect(summaries.map(\.id.description) == [a.id])
+    }
+
     @Test func getUsersValidatesIds() async throws {
         let auth = try await AuthStack.shared.main().api
         let tooMany = JSONValue.array((1...1001).map { .string(String($0)) })

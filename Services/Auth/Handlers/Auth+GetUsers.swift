@@ -53,7 +53,8 @@ extension AuthService {
                 field: params.ids == nil ? "usernames" : "ids")
         }
         async let byID = users.find(ids: Array(Set(ids.map(\.value))))
-        async let byName = users.find(usernames: Array(Set(usernames.filter { $0.utf8.count <= 64 })))
+        // A name no account can have (too long, a NUL, a space) is simply not found.
+        async let byName = users.find(usernames: Array(Set(usernames.filter { (try? TextRules.username($0)) != nil })))
         let idIndex = Dictionary(try await byID.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let nameIndex = Dictionary(try await byName.map { ($0.username, $0) }, uniquingKeysWith: { first, _ in first })
         let ordered = ids.compactMap { idIndex[$0.value] } + usernames.compactMap { nameIndex[$0] }
