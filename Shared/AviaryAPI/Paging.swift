@@ -87,8 +87,21 @@ public struct KeysetCursor: Sendable, Hashable {
             let parts = String(data: data, encoding: .utf8)?.split(separator: ":"), parts.count == 2,
             let key = Int64(parts[0]), let id = Int64(parts[1])
         else {
-            throw RPCError.validation("\(field) is not a cursor this service returned", field: field)
+            throw refusal(field: field)
         }
         return KeysetCursor(key: key, id: id)
+    }
+
+    /// Reads the cursor of a list ordered by one id, which both parts carry: that id (positive),
+    /// or nil for the first page; anything else is a `validation` error.
+    public static func decodeID(_ text: String?, field: String = "cursor") throws(RPCError) -> Int64? {
+        guard let cursor = try decode(text, field: field) else { return nil }
+        guard cursor.key == cursor.id, cursor.id > 0 else { throw refusal(field: field) }
+        return cursor.id
+    }
+
+    /// The error for a cursor this service did not make.
+    public static func refusal(field: String = "cursor") -> RPCError {
+        RPCError.validation("\(field) is not a cursor this service returned", field: field)
     }
 }

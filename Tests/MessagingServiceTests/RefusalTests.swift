@@ -101,6 +101,8 @@ struct RefusalTests {
             ("history", ["conversationId": id, "limit": 101], "limit"),
             ("history", ["conversationId": id, "cursor": "not a cursor"], "cursor"),
             ("conversations", ["cursor": "%%%"], "cursor"),
+            ("conversations", ["cursor": .string(KeysetCursor(key: -1, id: -1).encoded)], "cursor"),
+            ("conversations", ["cursor": .string(KeysetCursor(key: 0, id: 0).encoded)], "cursor"),
             ("markRead", ["conversationId": id, "upTo": "x"], "upTo"),
             ("presence", ["userIds": .array((1...101).map { .string(String($0)) })], "userIds"),
             ("addMembers", ["conversationId": id, "memberIds": [b.idValue]], "conversationId"),

@@ -353,6 +353,15 @@ import TestSupport
         #expect(await reason {
             let _: JSONValue = try await stack.call("notifications", "notifications.list", ["cursor": "bogus!"], as: author)
         } == "validation")
+        // Well formed, but not one this service makes (its cursors carry one positive id twice).
+        for forged in [KeysetCursor(key: 5, id: -7), KeysetCursor(key: 0, id: 0), KeysetCursor(key: 3, id: 9)] {
+            for grouped in [false, true] {
+                #expect(await reason {
+                    let _: JSONValue = try await stack.call(
+                        "notifications", "notifications.list", ["cursor": .string(forged.encoded), "grouped": .bool(grouped)], as: author)
+                } == "validation")
+            }
+        }
         #expect(await reason {
             let _: JSONValue = try await stack.call("notifications", "notifications.list", ["types": ["poke"]], as: author)
         } != nil)

@@ -106,6 +106,7 @@ extension Messaging {
     @Sendable func conversationPage(_ params: ConversationPageParams, _ context: RPCContext) async throws -> Page<Conversation> {
         let caller = try context.requireUser()
         let cursor = try KeysetCursor.decode(params.cursor)
+        if let cursor, cursor.key <= 0 || cursor.id <= 0 { throw KeysetCursor.refusal() }
         await recordCall(caller, context)
         let (snapshot, next) = try await conversations.page(of: caller, after: cursor, limit: (params.limit ?? PageLimit()).value)
         return Page(items: try await hydrate(snapshot, context: context), nextCursor: next?.encoded)

@@ -5,7 +5,7 @@ extension NotificationsService {
     /// Answers a `Page` of items, written by hand around the tweets (``NotificationItem/page(_:nextCursor:)``).
     @Sendable func list(_ params: ListParams, _ context: RPCContext) async throws -> RawJSON {
         let user = try context.requireUser()
-        let before = try KeysetCursor.decode(params.cursor)?.id
+        let before = try KeysetCursor.decodeID(params.cursor)
         let limit = (params.limit ?? PageLimit()).value
         let kinds = params.types.flatMap { $0.isEmpty ? nil : Array(Set($0)) } ?? NotificationKind.allCases
         if params.grouped == true {

@@ -20,13 +20,4 @@ enum TimelineCursor {
     static func encode(_ id: Int64) -> String {
         KeysetCursor(key: id, id: id).encoded
     }
-
-    /// The id the next page starts strictly before; nil for the first page.
-    static func decode(_ text: String?) throws(RPCError) -> Int64? {
-        guard let cursor = try KeysetCursor.decode(text) else { return nil }
-        guard cursor.key == cursor.id, cursor.id > 0 else {
-            throw RPCError.validation("cursor is not a cursor this service returned", field: "cursor")
-        }
-        return cursor.id
-    }
 }

@@ -7,7 +7,7 @@ extension Timeline {
     @Sendable func home(_ params: HomeParams, _ context: RPCContext) async throws -> RawJSON {
         let user = try context.requireUser()
         let limit = (params.limit ?? PageLimit()).value
-        let before = try TimelineCursor.decode(params.cursor)
+        let before = try KeysetCursor.decodeID(params.cursor)
         let count = Self.candidateCount(forPage: limit)
         let candidates: TimelineIDs
         do {

@@ -4,7 +4,7 @@ import ServiceKit
 
 extension TweetsService {
     @Sendable func replies(_ params: RepliesParams, _ context: RPCContext) async throws -> RawJSON {
-        let after = try TweetCursor.id(params.cursor)
+        let after = try KeysetCursor.decodeID(params.cursor)
         let page = try await store.replies(
             to: params.tweetId.value, after: after, limit: (params.limit ?? PageLimit()).value)
         if page.ids.isEmpty, after == nil, try await store.tweets([params.tweetId.value], viewer: nil).isEmpty {
@@ -14,7 +14,7 @@ extension TweetsService {
     }
 
     @Sendable func byUser(_ params: ByUserParams, _ context: RPCContext) async throws -> RawJSON {
-        let before = try TweetCursor.id(params.cursor)
+        let before = try KeysetCursor.decodeID(params.cursor)
         let page = try await store.byAuthor(
             params.userId.value, includeReplies: params.includeReplies ?? false, before: before,
             limit: (params.limit ?? PageLimit()).value)
@@ -44,7 +44,7 @@ extension TweetsService {
             throw RPCError.validation("query must hold at least one word or #hashtag", field: "query")
         }
         let page = try await store.search(
-            words: words.joined(separator: " "), hashtags: hashtags, before: try TweetCursor.id(params.cursor),
+            words: words.joined(separator: " "), hashtags: hashtags, before: try KeysetCursor.decodeID(params.cursor),
             limit: (params.limit ?? PageLimit()).value)
         return try await hydrated(page, context)
     }

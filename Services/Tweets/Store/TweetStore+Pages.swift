@@ -3,24 +3,15 @@ import Postgres
 import RPC
 import ServiceKit
 
-/// Cursors of the tweet lists. Lists ordered by tweet id carry the last id as both parts of a
-/// `KeysetCursor`; `likedBy` carries the like's time in microseconds and the tweet id.
+/// The cursor of `likedBy`: the like's time in microseconds and the tweet id. (Lists ordered by
+/// tweet id carry the last id as both parts of a `KeysetCursor`: `KeysetCursor.decodeID`.)
 enum TweetCursor {
-    /// Reads the cursor of a list ordered by tweet id: nil for the first page.
-    static func id(_ text: String?) throws(RPCError) -> Int64? {
-        guard let cursor = try KeysetCursor.decode(text) else { return nil }
-        guard cursor.key == cursor.id, cursor.id > 0 else { throw invalid }
-        return cursor.id
-    }
-
     /// Reads a `likedBy` cursor: nil for the first page.
     static func like(_ text: String?) throws(RPCError) -> KeysetCursor? {
         guard let cursor = try KeysetCursor.decode(text) else { return nil }
-        guard (0...100_000_000_000_000_000).contains(cursor.key), cursor.id > 0 else { throw invalid }
+        guard (0...100_000_000_000_000_000).contains(cursor.key), cursor.id > 0 else { throw KeysetCursor.refusal() }
         return cursor
     }
-
-    private static let invalid = RPCError.validation("cursor is not a cursor this service returned", field: "cursor")
 }
 
 extension TweetStore {
