@@ -120,5 +120,8 @@ struct RefusalTests {
         #expect(
             await fixture.refusal("markRead", ["conversationId": id, "upTo": "999999999999"], as: a)?.reason == "not_found")
         #expect(await fixture.refusal("unsubscribe", ["subscription": "77"], as: a)?.reason == "not_found")
+        // An id as long as a frame allows is not echoed whole.
+        let long = await fixture.refusal("unsubscribe", ["subscription": .string(String(repeating: "7", count: 100_000))], as: a)
+        #expect(long?.reason == "not_found" && (long?.message.count ?? .max) < 200)
     }
 }

@@ -78,11 +78,8 @@ extension Messaging {
     }
 
     @Sendable func unsubscribe(_ params: UnsubscribeParams, _ context: RPCContext) async throws -> Empty {
-        let caller = try context.requireUser()
-        guard let connection = context.connection, hub.unsubscribe(params.subscription, user: caller, connection: connection) else {
-            throw RPCError.notFound("no subscription \(params.subscription) is open on this connection")
-        }
-        await recordCall(caller, context)
+        try hub.unsubscribe(params.subscription, context: context)
+        await recordCall(try context.requireUser(), context)
         return Empty()
     }
 }

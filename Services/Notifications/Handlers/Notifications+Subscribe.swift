@@ -54,10 +54,7 @@ extension NotificationsService {
     }
 
     @Sendable func unsubscribe(_ params: UnsubscribeParams, _ context: RPCContext) async throws -> Empty {
-        let user = try context.requireUser()
-        guard let connection = context.connection, feed.hub.unsubscribe(params.subscription, user: user, connection: connection) else {
-            throw RPCError.notFound("no subscription \(params.subscription.prefix(40)) on this connection")
-        }
+        try feed.hub.unsubscribe(params.subscription, context: context)
         return Empty()
     }
 }

@@ -164,8 +164,18 @@ public final class LiveHub: Service, Sendable {
         }
     }
 
-    /// Ends `user`'s subscription on `connection`; false when `user` holds no such subscription
-    /// there (another user's on the same connection, such as a gateway's, is not theirs to end).
+    /// Ends the caller's subscription on the call's connection: the `<service>.unsubscribe` methods.
+    /// `not_found` when the caller holds no such subscription there (another user's on the same
+    /// connection, such as a gateway's, is not theirs to end).
+    public func unsubscribe(_ subscription: String, context: RPCContext) throws(RPCError) {
+        let user = try context.requireUser()
+        guard let connection = context.connection, unsubscribe(subscription, user: user, connection: connection) else {
+            // The id as sent may be up to a frame long: the start of it is enough to recognise.
+            throw RPCError.notFound("no subscription \(subscription.prefix(40)) is open on this connection")
+        }
+    }
+
+    /// Ends `user`'s subscription on `connection`; false when `user` holds no such subscription there.
     public func unsubscribe(_ subscription: String, user: Int64, connection: RPCConnection) -> Bool {
         registry.holds(user: user, connection: connection, id: subscription) && connection.cancelSubscription(subscription)
     }
