@@ -156,6 +156,16 @@ import Testing
         #expect(good?["result"]?["userID"] == 42)
     }
 
+    @Test func anonymousMethodsTakeABadTokenForNoneButNotAnOutage() async {
+        func answer(token: String) async -> JSONValue? {
+            json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"whoever","params":{"_meta":{"token":"\#(token)"}}}"#))
+        }
+        #expect(await answer(token: "good-token")?["result"] == 42)
+        #expect(await answer(token: "forged")?["result"] == 0)
+        // Answered as to a stranger, a member's own private medium would read as not found.
+        #expect(await answer(token: "outage")?["error"]?["data"]?["reason"] == "unavailable")
+    }
+
     @Test func internalMethodsNeedTheServiceCredential() async {
         let none = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"secret"}"#))
         #expect(none?["error"]?["code"] == -32003)

@@ -34,6 +34,7 @@ struct WhoAmI: Codable, Sendable {
 /// Accepts the token "good-token" as user 42 and "sesame" as the service credential.
 struct TestAuthenticator: RPCAuthenticator {
     func authenticate(token: String) async throws(RPCError) -> RPCPrincipal {
+        if token == "outage" { throw .unavailable("cannot check the session right now; retry shortly") }
         guard token == "good-token" else { throw .unauthenticated("the access token is not valid") }
         return RPCPrincipal(userID: 42, sessionID: 7)
     }
@@ -65,6 +66,9 @@ func makeTestRouter() -> RPCRouter {
         WhoAmI(userID: try context.requireUser())
     }
     router.register("secret", summary: "Internal only.", access: .internal) { (_: Empty, _) in "classified" }
+    router.register("whoever", summary: "The caller if signed in, else 0.", access: .anonymous) { (_: Empty, context) in
+        context.principal?.userID ?? 0
+    }
     router.register("meta", summary: "Returns the request's metadata.", access: .anonymous) { (_: Empty, context) in
         context.meta
     }

@@ -183,8 +183,16 @@ public struct RPCRouter: Sendable {
                 guard let token = meta.token else { throw RPCError.unauthenticated("\(method.name) needs an access token in _meta.token") }
                 principal = try await authenticate(token)
             case .anonymous:
-                // A stale token must not block what anyone may call (auth.refresh with an expired access token).
-                if let token = meta.token { principal = try? await authenticate(token) }
+                // A stale token must not block what anyone may call (auth.refresh with an expired access
+                // token): the caller is then anonymous. A token that cannot be checked right now
+                // (Redis down) fails the call instead, which would otherwise answer as to a stranger.
+                if let token = meta.token {
+                    do {
+                        principal = try await authenticate(token)
+                    } catch {
+                        guard error.reason == "unauthenticated" else { throw error }
+                    }
+                }
             }
             var deadline: ContinuousClock.Instant?
             if let timeoutMs = meta.timeoutMs {
