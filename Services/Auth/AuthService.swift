@@ -60,7 +60,7 @@ struct AuthService: Sendable {
                 sessions: sessions, ids: resources.ids),
             passwords: passwords,
             dummyHash: dummyHash,
-            limits: try AuthRateLimits(configuration: configuration, limiter: RateLimiter(redis: resources.redis)),
+            limits: try AuthRateLimits(configuration: configuration, limiter: RateLimiter(redis: resources.redis, logger: resources.logger)),
             google: try GoogleIDTokenVerifier(configuration: configuration, logger: resources.logger),
             profiles: UserHydrator(
                 resources: resources, mediaBaseURL: mediaBaseURL.hasSuffix("/") ? String(mediaBaseURL.dropLast()) : mediaBaseURL,

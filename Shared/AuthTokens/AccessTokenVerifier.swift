@@ -1,5 +1,6 @@
 import Foundation
 import JWTKit
+import Logging
 import RPC
 import Synchronization
 
@@ -12,9 +13,12 @@ public final class AccessTokenVerifier: Sendable {
     private let revocations: SessionRevocations?
     private let cache = Mutex<[String: (principal: RPCPrincipal, expiresAt: Date)]>([:])
     private let cacheLimit: Int
+    private let logger: Logger?
 
-    /// - Parameter revocations: nil only in tools and benchmarks that have no Redis.
-    public init(keys: TokenKeys, revocations: SessionRevocations?, cacheLimit: Int = 100_000) async {
+    /// - Parameters:
+    ///   - revocations: nil only in tools and benchmarks that have no Redis.
+    ///   - logger: where the cause of a revocation check that failed is told.
+    public init(keys: TokenKeys, revocations: SessionRevocations?, cacheLimit: Int = 100_000, logger: Logger? = nil) async {
         let collection = JWTKeyCollection()
         for (keyID, key) in keys.publicKeys {
             await collection.add(eddsa: EdDSA.PublicKey(backing: key), kid: JWKIdentifier(string: keyID))
@@ -22,6 +26,7 @@ public final class AccessTokenVerifier: Sendable {
         self.keys = collection
         self.revocations = revocations
         self.cacheLimit = cacheLimit
+        self.logger = logger
     }
 
     public func verify(_ token: String) async throws(RPCError) -> RPCPrincipal {
@@ -31,6 +36,7 @@ public final class AccessTokenVerifier: Sendable {
             do {
                 revoked = try await revocations.isRevoked(sessionID: principal.sessionID)
             } catch {
+                logger?.warning("a session's revocation could not be checked", metadata: ["error": "\(String(reflecting: error))"])
                 throw RPCError.unavailable("cannot check the session right now; retry shortly")
             }
             if revoked { throw RPCError.unauthenticated("the session has ended; sign in again") }

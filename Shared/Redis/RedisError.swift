@@ -52,6 +52,27 @@ public struct RedisError: Error, Sendable, CustomStringConvertible, CustomDebugS
         self.detail = detail
     }
 
+    /// The error reply `message` that Redis gave one command of a pipeline (where replies,
+    /// error or not, come back in place), as an error to throw.
+    public static func refusal(_ message: String) -> RedisError {
+        RedisError(.serverError, serverMessage: message, detail: "an error reply within a pipeline")
+    }
+
+    /// Whether the same command may well succeed later: Redis could not be reached or did not
+    /// answer, or it answered that it cannot serve now (still loading its data after a restart,
+    /// busy with a script, a replica cut off from its primary or not writable during a failover).
+    public var isTransient: Bool {
+        switch code {
+        case .connectionFailed, .timeout, .closed: true
+        case .serverError: serverMessage.map { Self.notNowReplies.contains(String($0.prefix { $0 != " " })) } ?? false
+        default: false
+        }
+    }
+
+    private static let notNowReplies: Set<String> = [
+        "LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS",
+    ]
+
     public var description: String {
         "RedisError(code: \(code)) – details are hidden to avoid leaking data; use String(reflecting:) to see them"
     }

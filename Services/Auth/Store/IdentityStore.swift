@@ -42,7 +42,9 @@ struct IdentityStore: Sendable {
                 return try await postgres.transaction { connection in
                     try await Self.signIn(identity, newUserID: newUserID, announce: announce, on: connection)
                 }
-            } catch let error as PostgresError where error.isUniqueViolation && attempt < 4 {
+            } catch let error as PostgresError where error.isUniqueViolation {
+                // Not the caller's doing (no value of theirs is taken): sign-ins racing on.
+                guard attempt < 4 else { throw RPCError.unavailable("this account is being signed in elsewhere right now; retry shortly") }
                 continue
             }
         }

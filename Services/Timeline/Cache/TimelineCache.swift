@@ -57,7 +57,7 @@ struct TimelineCache: Sendable {
             let lowest = replies[index * stride]
             let range = replies[index * stride + 1]
             for reply in [lowest, range] {
-                if case .error(let message) = reply { throw RedisRefusal(message: message) }
+                if case .error(let message) = reply { throw RedisError.refusal(message) }
             }
             let state = TimelineState(lowestMember: lowest.array?.first?.bytes)
             let ids = (range.array ?? []).compactMap { $0.bytes.flatMap(TimelineMember.decode) }
@@ -96,7 +96,7 @@ struct TimelineCache: Sendable {
             }
         }
         if let message = replies.lazy.compactMap(\.errorMessage).first {
-            throw RedisRefusal(message: message)
+            throw RedisError.refusal(message)
         }
         return !replies.contains { $0.int == -1 }
     }
@@ -108,7 +108,7 @@ struct TimelineCache: Sendable {
         for chunk in keys.chunks(of: batch) {
             let replies = try await redis.pipeline(chunk.map { ["ZREM", RedisArgument($0)] + members })
             if let message = replies.lazy.compactMap(\.errorMessage).first {
-                throw RedisRefusal(message: message)
+                throw RedisError.refusal(message)
             }
         }
     }
@@ -119,7 +119,7 @@ struct TimelineCache: Sendable {
         let checks: [[RedisArgument]] = users.map { ["EXISTS", RedisArgument(TimelineKeys.home($0))] }
         let replies = try await redis.pipeline(first + checks)
         if let message = replies.lazy.compactMap(\.errorMessage).first {
-            throw RedisRefusal(message: message)
+            throw RedisError.refusal(message)
         }
         return Set(zip(users, replies.dropFirst(first.count)).lazy.filter { $0.1.int == 1 }.map(\.0))
     }
@@ -132,9 +132,3 @@ extension RESPValue {
     }
 }
 
-/// Redis refused a command of a pipeline (a script error, a key of the wrong type).
-struct RedisRefusal: Error, CustomStringConvertible {
-    var message: String
-
-    var description: String { "Redis refused a timeline command: \(message)" }
-}

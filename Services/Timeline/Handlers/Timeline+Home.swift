@@ -12,8 +12,8 @@ extension Timeline {
         let candidates: TimelineIDs
         do {
             candidates = try await homeCandidates(of: user, before: before, count: count, context: context)
-        } catch let error as RedisError where error.isOutage {
-            context.logger.warning("Redis is unreachable; reading the home timeline from the services", metadata: ["error": "\(error)"])
+        } catch let error as RedisError where error.isTransient {
+            context.logger.warning("Redis cannot serve now; reading the home timeline from the services", metadata: ["error": "\(error)"])
             candidates = try await homeCandidatesWithoutRedis(of: user, before: before, count: count, context: context)
         }
         return try await page(of: candidates.ids, more: candidates.more, limit: limit, viewer: user, context: context)

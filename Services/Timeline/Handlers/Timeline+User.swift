@@ -15,8 +15,8 @@ extension Timeline {
                 throw Self.unknownUser(params.userId)
             }
             candidates = found
-        } catch let error as RedisError where error.isOutage {
-            context.logger.warning("Redis is unreachable; reading the user timeline from the tweets service", metadata: ["error": "\(error)"])
+        } catch let error as RedisError where error.isTransient {
+            context.logger.warning("Redis cannot serve now; reading the user timeline from the tweets service", metadata: ["error": "\(error)"])
             let ids = try await tweets.recentIDs(of: [author], limit: count, before: before, context: context)
             if ids.isEmpty, try await !accounts.exists(author, context: context) { throw Self.unknownUser(params.userId) }
             candidates = TimelineIDs(ids: ids, more: ids.count == count)

@@ -59,9 +59,3 @@ extension Timeline {
     }
 }
 
-extension RedisError {
-    /// Redis could not be reached or did not answer (as opposed to refusing a command).
-    var isOutage: Bool {
-        code == .connectionFailed || code == .timeout || code == .closed
-    }
-}

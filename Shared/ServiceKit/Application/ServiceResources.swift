@@ -40,7 +40,7 @@ public final class ServiceResources: Sendable {
         self.tokenKeys = tokenKeys
         self.tokenLifetime = tokenLifetime
         self.sessionRevocations = SessionRevocations(redis: redis, tokenLifetime: tokenLifetime)
-        self.tokenVerifier = await AccessTokenVerifier(keys: tokenKeys, revocations: sessionRevocations)
+        self.tokenVerifier = await AccessTokenVerifier(keys: tokenKeys, revocations: sessionRevocations, logger: logger)
         self.logger = logger
         self.ids = SnowflakeGenerator(nodeID: nodeID)
     }

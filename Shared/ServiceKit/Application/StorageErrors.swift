@@ -8,6 +8,8 @@ import Redis
 extension PostgresError: RPCErrorConvertible {
     public var rpcError: RPCError {
         if isUniqueViolation { return .conflict("that value is already taken") }
+        // Retried inside `transaction` already; what still fails is contention to wait out.
+        if isRetryableTransactionFailure { return .unavailable("the database is busy; retry shortly") }
         switch code {
         case .connectionFailed, .poolClosed, .timeout: return .unavailable("the database is unavailable; retry shortly")
         default: return .internalError()
@@ -17,9 +19,6 @@ extension PostgresError: RPCErrorConvertible {
 
 extension RedisError: RPCErrorConvertible {
     public var rpcError: RPCError {
-        switch code {
-        case .connectionFailed, .timeout, .closed: .unavailable("the cache is unavailable; retry shortly")
-        default: .internalError()
-        }
+        isTransient ? .unavailable("the cache is unavailable; retry shortly") : .internalError()
     }
 }

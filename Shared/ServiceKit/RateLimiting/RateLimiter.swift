@@ -1,3 +1,4 @@
+import Logging
 import RPC
 import Redis
 
@@ -10,11 +11,15 @@ import Redis
 public struct RateLimiter: Sendable {
     private let redis: RedisClient
     private let prefix: String
+    private let logger: Logger
 
-    /// - Parameter prefix: put before every key, so that unrelated limits never share a bucket.
-    public init(redis: RedisClient, prefix: String = "aviary:rate:") {
+    /// - Parameters:
+    ///   - prefix: put before every key, so that unrelated limits never share a bucket.
+    ///   - logger: where a failure's cause is told (the caller only learns it was refused).
+    public init(redis: RedisClient, prefix: String = "aviary:rate:", logger: Logger) {
         self.redis = redis
         self.prefix = prefix
+        self.logger = logger
     }
 
     /// Takes one token from the bucket `key`, or throws `rate_limited` with `retryAfterMs`.
@@ -32,12 +37,12 @@ public struct RateLimiter: Sendable {
         do {
             reply = try await redis.evaluate(
                 Self.script, keys: [prefix + key], arguments: [RedisArgument(max(1, limit)), RedisArgument(periodMs)])
-        } catch let error as RedisError {
-            throw error.rpcError
         } catch {
-            throw RPCError.unavailable("the rate limiter is unavailable; retry shortly")
+            logger.warning("a rate limit could not be checked", metadata: ["error": "\(String(reflecting: error))"])
+            throw (error as? RedisError)?.rpcError ?? RPCError.unavailable("the rate limiter is unavailable; retry shortly")
         }
         guard let values = reply.array, values.count == 2, let allowed = values[0].int, let retryAfter = values[1].int else {
+            logger.error("the rate limit script answered in an unexpected shape", metadata: ["reply": "\(reply)"])
             throw RPCError.internalError()
         }
         if allowed != 1 {
