@@ -1,5 +1,6 @@
 import AviaryAPI
 import Foundation
+import Logging
 import RPC
 import Redis
 import Testing
@@ -71,6 +72,24 @@ struct UserTimelineTests {
         await #expect { try await stack.stack.call("timeline", "timeline.home", decoding: TweetPage.self) } throws: {
             ($0 as? RPCError)?.reason == "unauthenticated"
         }
+    }
+
+    @Test("another service's refusal that is not the caller's (a wrong service credential) is answered unavailable")
+    func peerRefusalsAreNotPassedOn() async throws {
+        let stack = try await TimelineStack.shared()
+        let reader = try await stack.stack.makeUser("misread")
+        let misconfigured = try await stack.stack.startExtraInstance(
+            "timeline", environment: ["AVIARY_SERVICE_SECRET": "a credential no other service accepts"])
+        let client = RPCClient(configuration: .init(addresses: [misconfigured.rpcAddress]), logger: .init(label: "misconfigured"))
+        defer {
+            misconfigured.terminate()
+            Task { await client.shutdown() }
+        }
+        // Building this reader's home asks social-graph (graph.followingIds), which refuses the credential.
+        let error = await rpcError {
+            _ = try await client.call("timeline.home", meta: RequestMeta(token: reader.token), as: TweetPage.self)
+        }
+        #expect(error?.reason == "unavailable", "\(String(describing: error))")
     }
 }
 }

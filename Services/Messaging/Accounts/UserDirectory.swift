@@ -59,15 +59,6 @@ final class UserDirectory: Sendable {
     }
 
     private func getUsers(_ ids: [Int64], context: RPCContext) async throws -> [UserSummary] {
-        do {
-            return try await resources.client(for: .auth).call(
-                "auth.getUsers", params: GetUsers(ids: ids.map { EntityID($0) }), meta: resources.internalMeta(context),
-                idempotent: true, as: [UserSummary].self)
-        } catch let error as RPCError where error.reason == "unavailable" || error.reason == "timeout" {
-            throw error
-        } catch {
-            context.logger.error("auth.getUsers failed", metadata: ["error": "\(String(reflecting: error))"])
-            throw RPCError.unavailable("the accounts service could not answer; retry shortly")
-        }
+        try await resources.callPeer(.auth, "auth.getUsers", params: GetUsers(ids: ids.map { EntityID($0) }), context: context)
     }
 }

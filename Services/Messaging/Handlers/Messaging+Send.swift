@@ -126,18 +126,9 @@ extension Messaging {
 
     /// The media `id` if the media service vouches that `sender` uploaded it for `conversation`.
     private func messageMedia(_ id: EntityID, conversation: Int64, sender: Int64, context: RPCContext) async throws -> Media {
-        let found: [Media]
-        do {
-            found = try await resources.client(for: .media).call(
-                "media.getMany",
-                params: MediaQuery(ids: [id], ownerId: EntityID(sender), conversationId: EntityID(conversation)),
-                meta: resources.internalMeta(context), idempotent: true, as: [Media].self)
-        } catch let error as RPCError where error.reason == "unavailable" || error.reason == "timeout" {
-            throw error
-        } catch {
-            context.logger.error("media.getMany failed", metadata: ["error": "\(String(reflecting: error))"])
-            throw RPCError.unavailable("the media service could not answer; retry shortly")
-        }
+        let found: [Media] = try await resources.callPeer(
+            .media, "media.getMany",
+            params: MediaQuery(ids: [id], ownerId: EntityID(sender), conversationId: EntityID(conversation)), context: context)
         guard let media = found.first(where: { $0.id == id }) else {
             throw RPCError.validation(
                 "mediaId must name a finished upload of yours made for this conversation (purpose message)", field: "mediaId")

@@ -87,16 +87,6 @@ struct NotificationHydrator: Sendable {
     private func call<Params: Encodable & Sendable, Result: Decodable>(
         _ service: ServiceName, _ method: String, _ params: Params, context: RPCContext?, as type: Result.Type
     ) async throws -> Result {
-        do {
-            return try await resources.client(for: service).call(
-                method, params: params, meta: resources.internalMeta(context), idempotent: true, as: type)
-        } catch let error as RPCError where error.reason == "unavailable" || error.reason == "timeout" {
-            throw error
-        } catch {
-            // Anything else is the other service misbehaving; the caller can only retry later.
-            (context?.logger ?? resources.logger).error(
-                "\(method) failed", metadata: ["error": "\(String(reflecting: error))"])
-            throw RPCError.unavailable("the \(service.rawValue) service could not answer; retry shortly")
-        }
+        try await resources.callPeer(service, method, params: params, context: context, as: type)
     }
 }

@@ -34,15 +34,6 @@ struct UserDirectory: Sendable {
     }
 
     private func getUsers<Result: Decodable>(_ request: GetUsers, context: RPCContext, as type: Result.Type) async throws -> Result {
-        do {
-            return try await resources.client(for: .auth).call(
-                "auth.getUsers", params: request, meta: resources.internalMeta(context), idempotent: true, as: type)
-        } catch let error as RPCError where error.reason == "unavailable" || error.reason == "timeout" {
-            throw error
-        } catch {
-            // Anything else is the accounts service misbehaving; the caller can only retry later.
-            context.logger.error("auth.getUsers failed", metadata: ["error": "\(String(reflecting: error))"])
-            throw RPCError.unavailable("the accounts service could not answer; retry shortly")
-        }
+        try await resources.callPeer(.auth, "auth.getUsers", params: request, context: context, as: type)
     }
 }

@@ -15,9 +15,8 @@ struct AccountsPeer: Sendable {
     }
 
     func exists(_ user: Int64, context: RPCContext?) async throws -> Bool {
-        let found: [Summary] = try await resources.client(for: .auth).call(
-            "auth.getUsers", params: GetUsers(ids: [EntityID(user)]), meta: resources.internalMeta(context),
-            idempotent: true, as: [Summary].self)
+        let found: [Summary] = try await resources.callPeer(
+            .auth, "auth.getUsers", params: GetUsers(ids: [EntityID(user)]), context: context)
         return found.contains { $0.id.value == user }
     }
 }

@@ -86,7 +86,6 @@ struct GraphPeer: Sendable {
     }
 
     private func call<Result: Decodable>(_ method: String, _ params: some Encodable & Sendable) async throws -> Result {
-        try await resources.client(for: .socialGraph).call(
-            method, params: params, meta: resources.internalMeta(), idempotent: true, as: Result.self)
+        try await resources.callPeer(.socialGraph, method, params: params, context: nil)
     }
 }

@@ -13,10 +13,10 @@ struct TweetsPeer: Sendable {
     /// The hydrated tweets of `ids` as `viewer` sees them, as the encoded array `tweets.getMany`
     /// answered (in the order asked, deleted and unknown ones left out).
     func tweets(_ ids: [Int64], viewer: Int64?, context: RPCContext?) async throws -> [UInt8] {
-        let response = try await resources.client(for: .tweets).send(
-            "tweets.getMany", params: Self.getManyParams(ids, viewer: viewer), meta: resources.internalMeta(context),
-            idempotent: true)
-        return try response.result().bytes
+        try await resources.askPeer(.tweets, "tweets.getMany", context: context) { client, meta in
+            try await client.send("tweets.getMany", params: Self.getManyParams(ids, viewer: viewer), meta: meta, idempotent: true)
+                .result().bytes
+        }
     }
 
     /// `{"ids":["1",…],"viewerId":"2","omitDeleted":true}`, written by hand: every home read sends
@@ -58,10 +58,10 @@ struct TweetsPeer: Sendable {
         let limit = min(limit, Self.maximumRecent)
         var merged: [Int64] = []
         for chunk in authors.chunks(of: Self.authorsPerCall) {
-            let found: [Recent] = try await resources.client(for: .tweets).call(
-                "tweets.recentIds",
+            let found: [Recent] = try await resources.callPeer(
+                .tweets, "tweets.recentIds",
                 params: RecentParams(authorIds: chunk.map { EntityID($0) }, limit: limit, before: before.map { EntityID($0) }),
-                meta: resources.internalMeta(context), idempotent: true, as: [Recent].self)
+                context: context)
             merged += found.map(\.id.value)
         }
         if authors.count > Self.authorsPerCall {

@@ -61,15 +61,6 @@ struct Accounts: Sendable {
     private func call<Params: Encodable & Sendable, Result: Decodable>(
         _ method: String, _ params: Params, context: RPCContext?, as type: Result.Type
     ) async throws -> Result {
-        do {
-            return try await resources.client(for: .auth).call(
-                method, params: params, meta: resources.internalMeta(context), idempotent: true, as: type)
-        } catch let error as RPCError where ["unavailable", "timeout", "not_found"].contains(error.reason) {
-            throw error
-        } catch {
-            // Anything else is the accounts service misbehaving; the caller can only retry later.
-            resources.logger.error("\(method) failed", metadata: ["error": "\(String(reflecting: error))"])
-            throw RPCError.unavailable("the accounts service could not answer; retry shortly")
-        }
+        try await resources.callPeer(.auth, method, params: params, context: context, passing: ["not_found"], as: type)
     }
 }

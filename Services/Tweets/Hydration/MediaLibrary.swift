@@ -30,14 +30,6 @@ struct MediaLibrary: Sendable {
     }
 
     private func getMany(_ params: GetMany, context: RPCContext?) async throws -> [Media] {
-        do {
-            return try await resources.client(for: .media).call(
-                "media.getMany", params: params, meta: resources.internalMeta(context), idempotent: true, as: [Media].self)
-        } catch let error as RPCError where error.reason == "unavailable" || error.reason == "timeout" {
-            throw error
-        } catch {
-            resources.logger.error("media.getMany failed", metadata: ["error": "\(String(reflecting: error))"])
-            throw RPCError.unavailable("the media service could not answer; retry shortly")
-        }
+        try await resources.callPeer(.media, "media.getMany", params: params, context: context)
     }
 }
