@@ -68,16 +68,22 @@ struct AuthService: Sendable {
             profileImages: ProfileImages(resources: resources))
     }
 
-    /// Deletes the sessions that ended long enough ago, a thousand per statement.
+    /// Deletes the sessions that ended long enough ago, and refresh tokens spent long ago, a
+    /// thousand per statement.
     private static func sweepEndedSessions(_ sessions: SessionStore, logger: Logger) async {
-        do {
+        func deleteAll(_ batch: (Int) async throws -> Int) async throws -> Int {
             var deleted = 0
             while true {
-                let batch = try await sessions.deleteEnded(limit: 1000)
-                deleted += batch
-                if batch < 1000 { break }
+                let count = try await batch(1000)
+                deleted += count
+                if count < 1000 { return deleted }
             }
-            if deleted > 0 { logger.info("deleted ended sessions", metadata: ["auth.sessions_deleted": "\(deleted)"]) }
+        }
+        do {
+            let ended = try await deleteAll(sessions.deleteEnded)
+            if ended > 0 { logger.info("deleted ended sessions", metadata: ["auth.sessions_deleted": "\(ended)"]) }
+            let spent = try await deleteAll(sessions.deleteLongSpent)
+            if spent > 0 { logger.info("deleted refresh tokens spent long ago", metadata: ["auth.spent_tokens_deleted": "\(spent)"]) }
         } catch {
             logger.warning("deleting ended sessions failed; retrying later", metadata: ["error": "\(String(reflecting: error))"])
         }

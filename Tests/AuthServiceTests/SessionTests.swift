@@ -108,6 +108,31 @@ import Testing
         #expect(try await sessions(of: idle) == 1, "expired a moment ago: kept a while")
     }
 
+    /// Refresh tokens spent more than 30 days ago are deleted, so a session refreshed every few
+    /// minutes for a year does not keep every token it spent; one presented again then is unknown.
+    @Test func refreshTokensSpentLongAgoAreDeleted() async throws {
+        let instance = try await AuthStack.shared.main()
+        let postgres = try instance.database()
+        defer { Task { await postgres.shutdown() } }
+        let account = try await instance.api.register()
+        let first = try await instance.api.refresh(account.signIn.refreshToken)
+        let second = try await instance.api.refresh(first.refreshToken)
+        let session = "SELECT session_id FROM auth.spent_refresh_tokens WHERE session_id IN (SELECT id FROM auth.sessions WHERE user_id = $1)"
+        func spent() async throws -> Int { try await postgres.query(session, [Int64(account.id)!]).count }
+        #expect(try await spent() == 2)
+        // The sign-in's token was spent 31 days ago; the next one a moment ago.
+        try await postgres.execute(
+            """
+            UPDATE auth.spent_refresh_tokens SET spent_at = now() - interval '31 days'
+            WHERE spent_at = (SELECT min(spent_at) FROM auth.spent_refresh_tokens WHERE session_id IN (\(session)))
+            """, [Int64(account.id)!])
+        #expect(try await eventually { try await spent() == 1 })
+        // The forgotten one is refused as unknown; the session goes on.
+        let refused = await expectRPCError(Code.unauthenticated) { _ = try await instance.api.refresh(account.signIn.refreshToken) }
+        #expect(refused?.message.contains("already used") == false)
+        #expect(try await instance.api.me(second.accessToken).id == account.signIn.user.id)
+    }
+
     /// How many password verifications the instance has run (`auth_password_hash_seconds` on /metrics).
     private func passwordChecks(_ instance: AuthInstance) throws -> Int {
         let metrics = try AdminHTTP.get("/metrics", port: instance.process.adminPort).body

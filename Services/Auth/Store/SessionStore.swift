@@ -79,6 +79,20 @@ struct SessionStore: Sendable {
             [lifetime.kept.seconds, (lifetime.idle + lifetime.kept).seconds, Int64(limit)])
     }
 
+    /// Deletes up to `limit` refresh tokens spent more than `lifetime.kept` ago, of sessions still
+    /// going; returns how many. One presented again after that is refused as unknown, without
+    /// ending its session: a thief's copy that old is rarely the danger, a table that grows with
+    /// every refresh of every session for a year is.
+    func deleteLongSpent(limit: Int) async throws -> Int {
+        try await postgres.execute(
+            """
+            DELETE FROM auth.spent_refresh_tokens WHERE refresh_hash IN (
+                SELECT refresh_hash FROM auth.spent_refresh_tokens WHERE spent_at < now() - make_interval(secs => $1)
+                LIMIT $2)
+            """,
+            [lifetime.kept.seconds, Int64(limit)])
+    }
+
     /// Deletes a session outright (one never handed out: see `SessionIssuer.discard`).
     func delete(sessionID: Int64) async throws {
         try await postgres.execute("DELETE FROM auth.sessions WHERE id = $1", [sessionID])
