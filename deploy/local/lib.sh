@@ -5,6 +5,7 @@ AVIARY_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # What building, testing and running Aviary needs from Debian.
 AVIARY_APT_PACKAGES=(
     postgresql postgresql-contrib redis-server libpq-dev libhiredis-dev libargon2-dev libjemalloc-dev libcurl4-openssl-dev pkg-config curl
+    procps
 )
 
 say() { printf '%s\n' "$*"; }
@@ -69,4 +70,13 @@ ensure_system_user() {
 # Is something listening on 127.0.0.1:$1?
 port_in_use() {
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# The first port from $1 on (20 tried) that nothing listens on.
+free_port_from() {
+    local port
+    for port in $(seq "$1" $(($1 + 20))); do
+        port_in_use "$port" || { echo "$port"; return 0; }
+    done
+    die "ports $1 to $(($1 + 20)) are all taken"
 }

@@ -11,8 +11,10 @@
 # Environment:
 #   AVIARY_POSTGRES_URL      use this Postgres instead of starting one
 #   AVIARY_REDIS_URL         use this Redis instead of starting one
-#   AVIARY_LOCAL_PG_PORT     port of the local Postgres (5432)
-#   AVIARY_LOCAL_REDIS_PORT  port of the local Redis (6379)
+#   AVIARY_LOCAL_PG_PORT     port of the local Postgres (5432; the next free one when a server
+#                            there is not one role aviary can use, such as Debian's own cluster)
+#   AVIARY_LOCAL_REDIS_PORT  port of the local Redis (6379; the next free one when a server there
+#                            keeps no append-only file, such as Debian's own)
 #   AVIARY_BUILD             debug (default) or release
 #   AVIARY_LOCAL_BIN         run the executables in this folder instead of building
 #   AVIARY_LOCAL_TIMEOUT     seconds to wait for each service to be ready (60)
@@ -25,6 +27,12 @@ STATE="$AVIARY_ROOT/.aviary-local"
 LOGS="$STATE/logs"
 RUN="$STATE/run"
 PG_DIR="$STATE/postgres"
+PG_LOG="$LOGS/postgres.log"
+# A cluster kept outside the repository (see relocate_cluster_if_closed) is linked from there.
+if [ -L "$PG_DIR" ]; then
+    PG_DIR="$(readlink -f "$PG_DIR")"
+    PG_LOG="$PG_DIR/postgres.log"
+fi
 REDIS_DIR="$STATE/redis"
 PG_PORT="${AVIARY_LOCAL_PG_PORT:-5432}"
 REDIS_PORT="${AVIARY_LOCAL_REDIS_PORT:-6379}"
@@ -93,12 +101,12 @@ choose_pg_user() {
     fi
 }
 
-# Runs a command as the cluster's OS user.
+# Runs a command as the cluster's OS user (from /, since our folder may be closed to it).
 as_pg() {
     if [ "$PG_USER" = "$(id -un)" ]; then
         "$@"
     else
-        as_root runuser -u "$PG_USER" -- "$@"
+        (cd / && as_root runuser -u "$PG_USER" -- "$@")
     fi
 }
 
@@ -133,7 +141,27 @@ can_use_postgres() {
     "$PG_BIN/psql" -X -q -d "$1" -c 'SELECT 1' >/dev/null 2>&1
 }
 
+# When we are root and the repository lies in a folder closed to the cluster's OS user (a clone
+# in /root), the cluster and its log live in /var/lib/aviary-local/<repository hash>/postgres
+# instead, linked from .aviary-local/postgres (and logs/postgres.log).
+relocate_cluster_if_closed() {
+    is_root || return 0
+    mkdir -p "$STATE"
+    as_pg test -x "$STATE" && return 0
+    local elsewhere
+    elsewhere="/var/lib/aviary-local/$(printf %s "$AVIARY_ROOT" | sha256sum | cut -c1-16)/postgres"
+    # A cluster left there by a folder since deleted belongs to nothing: start afresh.
+    rm -rf "$elsewhere" "$PG_DIR"
+    mkdir -p "$elsewhere"
+    ln -s "$elsewhere" "$PG_DIR"
+    PG_DIR="$elsewhere"
+    PG_LOG="$PG_DIR/postgres.log"
+    ln -sfn "$PG_LOG" "$LOGS/postgres.log"
+    say "Postgres: $(short "$STATE") is closed to OS user $PG_USER, so the cluster lives in $elsewhere"
+}
+
 create_cluster() {
+    relocate_cluster_if_closed
     local socket="$PG_DIR/socket"
     # A deep or oddly named checkout gets TCP only.
     socket_folder_usable "$socket" || socket=""
@@ -171,25 +199,27 @@ start_postgres() {
         port="$(postgres_port)"
         url="$(our_postgres_url aviary "$port")"
         say "Postgres: ours already runs (pid $pid, $url)"
-    elif port_in_use "$PG_PORT"; then
-        "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" ||
-            die "port $PG_PORT is taken by something that is not Postgres (AVIARY_LOCAL_PG_PORT picks another)"
-        can_use_postgres "$url" || die "port $PG_PORT answers as Postgres, but role aviary cannot use database aviary there without a password.
-  Start ours on another port (AVIARY_LOCAL_PG_PORT=5433 $0 up), stop that server
-  (a Debian cluster: pg_ctlcluster <version> main stop), or set AVIARY_POSTGRES_URL."
+    elif port_in_use "$PG_PORT" && "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && can_use_postgres "$url"; then
         say "Postgres: reusing the server that already answers on port $PG_PORT (down leaves it alone)"
         echo "$url" >"$RUN/postgres.url"
         export AVIARY_POSTGRES_URL="$url"
         return
     else
+        if port_in_use "$PG_PORT"; then
+            # Installing postgresql on a machine with systemd starts Debian's own cluster there.
+            local taken="$PG_PORT"
+            PG_PORT="$(free_port_from $((PG_PORT + 1)))"
+            port="$PG_PORT"
+            say "Postgres: port $taken is taken by a server role aviary cannot use (Debian's cluster?); ours listens on $PG_PORT"
+        fi
         choose_pg_user
         [ -f "$PG_DIR/data/PG_VERSION" ] || create_cluster
-        touch "$LOGS/postgres.log"
-        if is_root; then chown "$PG_USER" "$LOGS/postgres.log"; fi
-        as_pg "$PG_BIN/pg_ctl" start -D "$PG_DIR/data" -l "$LOGS/postgres.log" -w -t 60 \
+        touch "$PG_LOG"
+        if is_root; then chown "$PG_USER" "$PG_LOG"; fi
+        as_pg "$PG_BIN/pg_ctl" start -D "$PG_DIR/data" -l "$PG_LOG" -w -t 60 \
             -o "-p $PG_PORT" >/dev/null || {
-            tail -n 20 "$LOGS/postgres.log" >&2
-            die "Postgres did not start, see $(short "$LOGS/postgres.log")"
+            tail -n 20 "$PG_LOG" >&2
+            die "Postgres did not start, see $(short "$PG_LOG")"
         }
         say "Postgres: started on 127.0.0.1:$PG_PORT (pid $(postgres_pid))"
         url="$(our_postgres_url aviary "$PG_PORT")"
@@ -224,6 +254,9 @@ redis_pid() {
 
 redis_answers() { [ "$(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" = PONG ]; }
 
+# Whether the Redis on port $1 keeps an append-only file, as the services' events need.
+redis_keeps_writes() { [ "$(redis-cli -h 127.0.0.1 -p "$1" config get appendonly 2>/dev/null | tail -n 1)" = yes ]; }
+
 start_redis() {
     if [ -n "${AVIARY_REDIS_URL:-}" ]; then
         say "Redis: using AVIARY_REDIS_URL ($AVIARY_REDIS_URL)"
@@ -234,11 +267,17 @@ start_redis() {
     if pid="$(redis_pid)"; then
         url="$(cat "$RUN/redis.url" 2>/dev/null || echo "$url")"
         say "Redis: ours already runs (pid $pid, $url)"
-    elif port_in_use "$REDIS_PORT"; then
-        redis_answers "$REDIS_PORT" ||
-            die "port $REDIS_PORT is taken by something that is not a Redis we can use (AVIARY_LOCAL_REDIS_PORT picks another)"
+    elif port_in_use "$REDIS_PORT" && redis_answers "$REDIS_PORT" && redis_keeps_writes "$REDIS_PORT"; then
         say "Redis: reusing the server that already answers on port $REDIS_PORT (down leaves it alone)"
     else
+        if port_in_use "$REDIS_PORT"; then
+            # Installing redis-server on a machine with systemd starts Debian's own there, which
+            # keeps no append-only file: a restart would lose the events waiting in it.
+            local taken="$REDIS_PORT"
+            REDIS_PORT="$(free_port_from $((REDIS_PORT + 1)))"
+            url="redis://127.0.0.1:$REDIS_PORT"
+            say "Redis: port $taken is taken by a server that is not one to use (no append-only file?); ours listens on $REDIS_PORT"
+        fi
         mkdir -p "$REDIS_DIR"
         # Also on a Unix socket, which the services then use, as they do Postgres's.
         local socket=()
