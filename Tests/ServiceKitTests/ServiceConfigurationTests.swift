@@ -152,6 +152,10 @@ struct ServiceConfigurationTests {
             "AVIARY_SERVICE_SECRETS_ACCEPTED needs AVIARY_SERVICE_SECRET: it lists the credentials accepted besides that one"
         ),
         (
+            "AVIARY_SERVICE_SECRET", "REPLACE-ME-service-secret",
+            "AVIARY_SERVICE_SECRET is still a placeholder (REPLACE-ME…): set a secret of your own, such as the output of openssl rand -hex 32"
+        ),
+        (
             "AVIARY_MAX_FRAME_BYTES", "1e6",
             "AVIARY_MAX_FRAME_BYTES must be an integer 1024...1073741824, got '1e6'"
         ),

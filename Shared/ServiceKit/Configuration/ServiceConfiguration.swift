@@ -75,6 +75,14 @@ public struct ServiceConfiguration: Sendable {
 }
 
 extension ServiceConfiguration {
+    /// `AVIARY_SERVICE_SECRET`, unless it is still a template's placeholder.
+    private static func serviceSecret(_ values: ConfigurationValues) throws -> String? {
+        let variable = "AVIARY_SERVICE_SECRET"
+        guard let secret = values[variable] else { return nil }
+        try refusePlaceholder(secret, variable: variable)
+        return secret
+    }
+
     /// `AVIARY_SERVICE_SECRETS_ACCEPTED`, which only makes sense next to an explicit `AVIARY_SERVICE_SECRET`.
     private static func acceptedServiceSecrets(_ values: ConfigurationValues) throws -> [String] {
         let variable = "AVIARY_SERVICE_SECRETS_ACCEPTED"
@@ -84,7 +92,18 @@ extension ServiceConfiguration {
                 variable: variable,
                 message: "\(variable) needs AVIARY_SERVICE_SECRET: it lists the credentials accepted besides that one")
         }
+        for secret in accepted { try refusePlaceholder(secret, variable: variable) }
         return accepted
+    }
+
+    /// A credential left as a template's placeholder (`REPLACE-ME…`, as in the Kubernetes Secret) is
+    /// known to everyone: it would let anyone make internal calls, and sign private media URLs.
+    private static func refusePlaceholder(_ secret: String, variable: String) throws {
+        guard !secret.uppercased().hasPrefix("REPLACE-ME") else {
+            throw ConfigurationError(
+                variable: variable,
+                message: "\(variable) is still a placeholder (REPLACE-ME…): set a secret of your own, such as the output of openssl rand -hex 32")
+        }
     }
 
     /// `AVIARY_REDIS_URL`, parsed once here so that a bad one stops the service naming the variable.
@@ -139,7 +158,7 @@ extension ServiceConfiguration {
             rpcPort: try values.integer("AVIARY_RPC_PORT", default: service.defaultRPCPort, in: 0...65535),
             adminPort: try values.integer("AVIARY_ADMIN_PORT", default: service.defaultAdminPort, in: 0...65535),
             nodeID: try values.integer("AVIARY_NODE_ID", in: 0...SnowflakeGenerator.maxNodeID),
-            serviceSecret: values["AVIARY_SERVICE_SECRET"],
+            serviceSecret: try serviceSecret(values),
             acceptedServiceSecrets: try acceptedServiceSecrets(values),
             logLevel: try values.choice(
                 "AVIARY_LOG_LEVEL", default: .info,
