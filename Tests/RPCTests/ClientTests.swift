@@ -174,6 +174,47 @@ import Testing
         await client.shutdown()  // waits for the connection attempt to give up
     }
 
+    /// An instance that stops reading (here one that never accepts the connection: the kernel
+    /// queues it, and its bytes, all the same) holds at most the backlog limit of a caller's calls
+    /// unsent: later ones fail at once as unavailable instead of queueing until they time out.
+    @Test func callsToAnInstanceThatStopsReadingFailAtOncePastTheBacklogLimit() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                _ = bind(listener, pointer, length)
+                return getsockname(listener, pointer, &length)
+            }
+        }
+        #expect(listen(listener, 16) == 0)
+        var configuration = RPCClient.Configuration(addresses: ["127.0.0.1:\(Int(UInt16(bigEndian: address.sin_port)))"])
+        configuration.connectionsPerAddress = 1
+        let client = RPCClient(configuration: configuration, logger: Logger(label: "test"))
+        // 500 calls of 64 KiB: 32 MiB, far past the kernel's buffers and the 8 MiB limit.
+        let value = JSONValue.string(String(repeating: "x", count: 64 << 10))
+        let started = ContinuousClock.now
+        let outcomes = await withTaskGroup(of: (String?, Duration).self) { group in
+            for _ in 0..<500 {
+                group.addTask {
+                    do {
+                        _ = try await client.call("echo", params: ["value": value], timeout: .seconds(5), as: JSONValue.self)
+                        return (nil, ContinuousClock.now - started)
+                    } catch {
+                        return ((error as? RPCError)?.reason, ContinuousClock.now - started)
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let refusedAtOnce = outcomes.filter { $0.0 == "unavailable" && $0.1 < .seconds(2) }.count
+        #expect(refusedAtOnce >= 100, "refused at once: \(refusedAtOnce); timed out: \(outcomes.filter { $0.0 == "timeout" }.count)")
+        await client.shutdown()
+    }
+
     @Test func reconnectsAfterTheServerComesBack() async throws {
         let port = try freePort()
         let router = makeTestRouter()

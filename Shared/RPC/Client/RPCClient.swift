@@ -194,8 +194,9 @@ public final class RPCClient: Sendable {
             guard left > .zero else { throw RPCError.timeout("the call's time budget ran out while connecting to the service") }
             do {
                 return try await connection.send(method, params: params, meta: meta, timeout: left)
-            } catch let error as RPCError where error == .callNotSent && attempt < 2 {
-                // Never sent (the connection had just closed): safe to send again, idempotent or not.
+            } catch let error as RPCError where (error == .callNotSent || error == .callNotTaken) && attempt < 2 {
+                // Never sent (the connection had just closed, or is not read): safe to send again,
+                // idempotent or not.
                 excluded = index
                 logger.debug("sending a call again after its connection closed", metadata: ["rpc.method": "\(method)"])
             } catch let error as RPCError where error.reason == "unavailable" && idempotent && !retriedLostCall {

@@ -25,6 +25,7 @@ public final class RPCClientConnection: Sendable {
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(.milliseconds(connectTimeout.milliseconds))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.writeBufferWaterMark, value: RPCClientHandler.backlogLimit)
             .channelInitializer { channel in
                 channel.closeFuture.whenComplete { _ in continuation.finish() }
                 return channel.eventLoop.makeCompletedFuture {

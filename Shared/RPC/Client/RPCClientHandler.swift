@@ -30,6 +30,10 @@ final class RPCClientHandler: ChannelDuplexHandler {
         self.onNotification = onNotification
     }
 
+    /// The calls a connection holds unsent (beyond the kernel's socket buffers) before refusing
+    /// more: 8 MiB, taking them again below 4 MiB.
+    static let backlogLimit = ChannelOptions.Types.WriteBufferWaterMark(low: 4 << 20, high: 8 << 20)
+
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let call: OutgoingCall
         switch unwrapOutboundIn(data) {
@@ -39,9 +43,18 @@ final class RPCClientHandler: ChannelDuplexHandler {
         case .call(let outgoing):
             call = outgoing
         }
+        // Past the backlog limit the instance has stopped reading (a peer never does in normal
+        // work: it reads while 1,024 of a connection's calls run). Queued, the call would only wait
+        // out its budget, holding its bytes, and run late if ever; refused now, it is not sent at
+        // all, so the client may send it elsewhere.
         guard !closed else {
             call.promise.fail(RPCError.callNotSent)
             promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        guard context.channel.isWritable else {
+            call.promise.fail(RPCError.callNotTaken)
+            promise?.fail(RPCError.callNotTaken)
             return
         }
         let id = call.id
@@ -165,4 +178,7 @@ extension RPCError {
     /// The call never left this process (its connection was closed first), so sending it on another
     /// connection cannot run it twice.
     static let callNotSent = RPCError.unavailable("the connection to the service closed before the call was sent")
+
+    /// The call was not sent either: its connection held the backlog limit of unsent calls.
+    static let callNotTaken = RPCError.unavailable("the service stopped taking calls on its connection; the call was not sent")
 }
