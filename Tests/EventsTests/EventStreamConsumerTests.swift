@@ -100,6 +100,31 @@ struct EventStreamConsumerTests {
         await fixture.shutdown()
     }
 
+    @Test func consumersLeftByEarlierProcessesAreRemovedUnlessTheyHoldEntries() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("consumers")
+        let (key, group) = (RedisArgument(EventStream.key(topic: topic)), RedisArgument("\(fixture.prefix).group"))
+        _ = try await fixture.redis.send(["XGROUP", "CREATE", key, group, "0", "MKSTREAM"])
+        // An earlier process that read nothing, and one that holds an entry it never acknowledged.
+        _ = try await fixture.redis.send(["XGROUP", "CREATECONSUMER", key, group, "gone-empty"])
+        _ = try await fixture.redis.send(["XADD", key, "*", "type", "numbered"])
+        _ = try await fixture.redis.send(["XREADGROUP", "GROUP", group, "gone-holding", "COUNT", "1", "STREAMS", key, ">"])
+        var options = EventStreamConsumer.Options()
+        options.idleConsumerRetention = .milliseconds(300)
+        options.claimInterval = .milliseconds(100)
+        options.claimMinIdle = .seconds(3600)
+        func consumers() async throws -> Set<String> {
+            let reply = try await fixture.redis.send(["XINFO", "CONSUMERS", key, group])
+            return Set((reply.array ?? []).compactMap { $0.array?[1].string })
+        }
+        let tidied = try await withServices([fixture.consumer(topic: topic, name: "live", options: options) { _ in }]) {
+            try await eventually(timeout: .seconds(10)) { try await consumers() == ["gone-holding", "live"] }
+        }
+        let left = try await consumers()
+        #expect(tidied, "consumers: \(left)")
+        await fixture.shutdown()
+    }
+
     @Test func aLeaseIsRenewedOnceAFifthOfItHasPassedNotAtEveryRead() async throws {
         let fixture = try await EventFixture.make()
         let topic = fixture.topic("renewal")

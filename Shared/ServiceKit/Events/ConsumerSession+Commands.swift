@@ -33,7 +33,13 @@ extension ConsumerSession {
             throw EventStreamFailure("an XAUTOCLAIM reply is not [cursor, entries, …]")
         }
         claimCursor = cursor
-        if cursor == "0-0" { nextClaim = .now + options.claimInterval }
+        if cursor == "0-0" {
+            nextClaim = .now + options.claimInterval
+            if ContinuousClock.now >= nextConsumerSweep {
+                nextConsumerSweep = .now + options.idleConsumerRetention
+                try await removeIdleConsumers()
+            }
+        }
         let entries = try claimed.map(StreamEntry.init(parsing:))
         if !entries.isEmpty {
             logger.notice(
@@ -75,6 +81,34 @@ extension ConsumerSession {
         """
         if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
         return 0
+        """)
+
+    /// Removes from the group the other consumers that hold no pending entries and have not tried to
+    /// read for `idleConsumerRetention`: each process that ever consumed left one behind. In one
+    /// script, so that none gets an entry between the look and the removal (its entries would be
+    /// lost to the group: `XGROUP DELCONSUMER` drops them). A standby removed so is made again by
+    /// its first read.
+    func removeIdleConsumers() async throws {
+        let removed = try await redis.evaluate(
+            Self.removeIdleConsumersScript, keys: [key],
+            arguments: [RedisArgument(group), RedisArgument(consumer), RedisArgument(Self.milliseconds(options.idleConsumerRetention))])
+        if let count = removed.int, count > 0 {
+            logger.info("removed idle consumers from the group", metadata: ["consumers.removed": "\(count)"])
+        }
+    }
+
+    private static let removeIdleConsumersScript = RedisScript(
+        """
+        local removed = 0
+        for _, fields in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+            local consumer = {}
+            for i = 1, #fields, 2 do consumer[fields[i]] = fields[i + 1] end
+            if consumer['name'] ~= ARGV[2] and consumer['pending'] == 0 and consumer['idle'] >= tonumber(ARGV[3]) then
+                redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], consumer['name'])
+                removed = removed + 1
+            end
+        end
+        return removed
         """)
 
     /// How many times each entry, now pending on this consumer, has been delivered (`XPENDING`).

@@ -23,6 +23,8 @@ struct ConsumerSession {
     /// When to look for entries other consumers left pending, and where that scan stands.
     var nextClaim = ContinuousClock.now
     var claimCursor = "0-0"
+    /// When to remove the group's idle consumers next (``removeIdleConsumers()``).
+    var nextConsumerSweep = ContinuousClock.now
     /// With a lease: whether this consumer holds it, and whether it still has to claim what the
     /// previous holder left pending (before reading anything new, which keeps the order).
     private var holdsLease = false

@@ -10,7 +10,13 @@ extension EventStreamConsumer {
         /// (`XAUTOCLAIM` min-idle-time). Longer than any handler takes. Default 30 s.
         public var claimMinIdle: Duration = .seconds(30)
         /// How often to look for such entries. Default 10 s.
+        /// (Each look, at most every `idleConsumerRetention`, also removes from the group the
+        /// consumers that hold nothing and have not read for that long: one is left by every
+        /// process that ever consumed, as each names its consumer after itself.)
         public var claimInterval: Duration = .seconds(10)
+        /// How long a consumer of the group that holds no pending entries may go without reading
+        /// before it is removed from the group (see `claimInterval`). Default 1 hour.
+        public var idleConsumerRetention: Duration = .seconds(3600)
         /// Deliveries after which an entry is moved to the dead-letter stream (it is dead-lettered
         /// on delivery `maxDeliveries + 1`, without calling the handler). Default 10.
         public var maxDeliveries = 10
