@@ -68,7 +68,7 @@ struct EventStreamConsumerTests {
         let fixture = try await EventFixture.make()
         let topic = fixture.topic("slow")
         var options = EventStreamConsumer.Options()
-        options.leaseTime = .milliseconds(500)
+        options.leaseTime = .seconds(1)
         options.blockTimeout = .milliseconds(100)
         // A's first batch takes three lease terms (calls waiting out their timeouts in an outage).
         let startedByA = Inbox()
@@ -76,7 +76,7 @@ struct EventStreamConsumerTests {
         let inboxB = Inbox()
         let consumerA = fixture.consumer(topic: topic, name: "a", options: options) { batch in
             startedByA.add(batch)
-            if startedByA.events.count == batch.events.count { try await Task.sleep(for: .seconds(1.5)) }
+            if startedByA.events.count == batch.events.count { try await Task.sleep(for: .seconds(3)) }
             inboxA.add(batch)
         }
         let consumerB = fixture.consumer(topic: topic, name: "b", options: options) { inboxB.add($0) }
@@ -87,7 +87,7 @@ struct EventStreamConsumerTests {
             try await withServices([consumerB]) {
                 try await fixture.append(numberedEvents(topic: topic, 10..<20))
                 #expect(await inboxA.wait { $0.count >= 20 })
-                // B looks every 125 ms: long enough to have taken over had the lease lapsed.
+                // B looks every 250 ms: long enough to have taken over had the lease lapsed.
                 try await Task.sleep(for: .milliseconds(500))
             }
             runA.cancel()

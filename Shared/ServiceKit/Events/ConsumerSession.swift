@@ -1,5 +1,6 @@
 import Logging
 import Metrics
+import RPC
 import Redis
 
 /// The loop of one running ``EventStreamConsumer`` and what it must read next.
@@ -198,7 +199,7 @@ struct ConsumerSession {
             return true
         }
         enum Ending { case handled, renewalDue, leaseLost, overran }
-        let (handler, maxHandlerTime) = (handler, options.maxHandlerTime)
+        let (handler, maxHandlerTime, session) = (handler, options.maxHandlerTime, self)
         let started = ContinuousClock.now
         var lastRenewal = leaseRenewed
         let ending = try await withThrowingTaskGroup(of: Ending.self) { group in
@@ -217,7 +218,12 @@ struct ConsumerSession {
                 let now = ContinuousClock.now
                 if now - started >= maxHandlerTime { return .overran }
                 do {
-                    guard try await renewLease(for: leaseTime) else { return .leaseLost }
+                    // A renewal still waiting (Redis stalled for this instance alone) when four
+                    // fifths of the term are gone vouches for nothing: a standby may take over.
+                    let renewal = { @Sendable in try await session.renewLease(for: leaseTime) }
+                    guard try await value(of: renewal, before: lastRenewal + leaseTime * 4 / 5) == true else {
+                        return .leaseLost
+                    }
                     lastRenewal = now
                     due = now + leaseTime / 5
                 } catch {
