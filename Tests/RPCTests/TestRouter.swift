@@ -66,8 +66,9 @@ func makeTestRouter() -> RPCRouter {
         WhoAmI(userID: try context.requireUser())
     }
     router.register("secret", summary: "Internal only.", access: .internal) { (_: Empty, _) in "classified" }
-    router.register("whoever", summary: "The caller if signed in, else 0.", access: .anonymous) { (_: Empty, context) in
-        context.principal?.userID ?? 0
+    router.register("whoever", summary: "The caller if signed in, else 0 (-1: a token that could not be checked).", access: .anonymous) {
+        (_: Empty, context) in
+        context.principal?.userID ?? (context.tokenUnchecked ? -1 : 0)
     }
     router.register("meta", summary: "Returns the request's metadata.", access: .anonymous) { (_: Empty, context) in
         context.meta

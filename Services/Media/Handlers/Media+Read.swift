@@ -45,7 +45,13 @@ extension MediaService {
     /// The finished medium `id` if the caller may see it: public media to anyone, message media to
     /// its uploader and the members of its conversation. Anything else is `not_found`.
     private func visibleRecord(_ id: EntityID, _ context: RPCContext) async throws -> MediaRecord {
-        let notFound = RPCError.notFound("no media has id \(id)")
+        // A caller whose token could not be checked (Redis down) may be one who may see it: not
+        // found would be a final, wrong answer, and told apart from unavailable, it would tell
+        // which ids are private media.
+        let notFound =
+            context.tokenUnchecked
+            ? RPCError.unavailable("cannot check the session right now; retry shortly")
+            : RPCError.notFound("no media has id \(id)")
         guard let record = try await catalog.record(id.value) else { throw notFound }
         guard record.isPrivate else { return record }
         // Without a token too: an error of its own would tell anyone which ids are private media.

@@ -24,10 +24,15 @@ public struct RPCContext: Sendable {
     public let isService: Bool
     /// The connection the call came on; `nil` for calls made without a socket (tests, batches of one process).
     public let connection: RPCConnection?
+    /// On a method anyone may call: the caller sent a token that could not be checked right now
+    /// (its session's revocation unknown, Redis down), so the call runs as anonymous. A handler
+    /// whose answer to an anonymous caller would be final and wrong for the token's user (not
+    /// found, for what only they may see) answers ``RPCError/unavailable(_:)`` instead.
+    public let tokenUnchecked: Bool
 
     public init(
         method: String, meta: RequestMeta = RequestMeta(), logger: Logger, deadline: ContinuousClock.Instant? = nil,
-        principal: RPCPrincipal? = nil, isService: Bool = false, connection: RPCConnection? = nil
+        principal: RPCPrincipal? = nil, isService: Bool = false, connection: RPCConnection? = nil, tokenUnchecked: Bool = false
     ) {
         self.method = method
         self.meta = meta
@@ -36,6 +41,7 @@ public struct RPCContext: Sendable {
         self.principal = principal
         self.isService = isService
         self.connection = connection
+        self.tokenUnchecked = tokenUnchecked
     }
 
     /// The caller's user id; throws `unauthenticated` for anonymous calls.

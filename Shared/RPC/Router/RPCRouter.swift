@@ -174,6 +174,7 @@ public struct RPCRouter: Sendable {
         do {
             let isService = meta.service.map { authenticator?.isServiceCredential($0) ?? false } ?? false
             var principal: RPCPrincipal?
+            var tokenUnchecked = false
             switch method.access {
             case .internal:
                 guard isService else {
@@ -184,13 +185,13 @@ public struct RPCRouter: Sendable {
                 principal = try await authenticate(token)
             case .anonymous:
                 // A stale token must not block what anyone may call (auth.refresh with an expired access
-                // token): the caller is then anonymous. A token that cannot be checked right now
-                // (Redis down) fails the call instead, which would otherwise answer as to a stranger.
+                // token): the caller is then anonymous. So is one whose token cannot be checked right
+                // now (Redis down), which the handler is told (`tokenUnchecked`).
                 if let token = meta.token {
                     do {
                         principal = try await authenticate(token)
                     } catch {
-                        guard error.reason == "unauthenticated" else { throw error }
+                        tokenUnchecked = error.reason != "unauthenticated"
                     }
                 }
             }
@@ -201,7 +202,7 @@ public struct RPCRouter: Sendable {
             }
             let context = RPCContext(
                 method: method.name, meta: meta, logger: logger, deadline: deadline, principal: principal,
-                isService: isService, connection: connection)
+                isService: isService, connection: connection, tokenUnchecked: tokenUnchecked)
             // The budget is checked before work starts and travels downstream; the caller's own timer ends
             // the wait, so racing every handler against a timer here would only cost time.
             let params = header.paramsRange.map { frame[(frame.startIndex + $0.lowerBound)..<(frame.startIndex + $0.upperBound)] }
