@@ -190,6 +190,10 @@ import Testing
                 return getsockname(listener, pointer, &length)
             }
         }
+        // A small receive buffer (the queued connection inherits it), so that the kernel holds little
+        // of what is sent whatever the host's TCP buffer settings.
+        var receiveBuffer: Int32 = 64 << 10
+        _ = setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size))
         #expect(listen(listener, 16) == 0)
         var configuration = RPCClient.Configuration(addresses: ["127.0.0.1:\(Int(UInt16(bigEndian: address.sin_port)))"])
         configuration.connectionsPerAddress = 1

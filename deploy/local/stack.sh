@@ -30,7 +30,8 @@ PG_DIR="$STATE/postgres"
 PG_LOG="$LOGS/postgres.log"
 # A cluster kept outside the repository (see relocate_cluster_if_closed) is linked from there.
 if [ -L "$PG_DIR" ]; then
-    PG_DIR="$(readlink -f "$PG_DIR")"
+    # -m: the folder may be gone (deleted by hand); then a cluster is made there again.
+    PG_DIR="$(readlink -m "$PG_DIR")"
     PG_LOG="$PG_DIR/postgres.log"
 fi
 REDIS_DIR="$STATE/redis"
@@ -151,9 +152,9 @@ relocate_cluster_if_closed() {
     local elsewhere
     elsewhere="/var/lib/aviary-local/$(printf %s "$AVIARY_ROOT" | sha256sum | cut -c1-16)/postgres"
     # A cluster left there by a folder since deleted belongs to nothing: start afresh.
-    rm -rf "$elsewhere" "$PG_DIR"
+    rm -rf "$elsewhere" "$STATE/postgres"
     mkdir -p "$elsewhere"
-    ln -s "$elsewhere" "$PG_DIR"
+    ln -s "$elsewhere" "$STATE/postgres"
     PG_DIR="$elsewhere"
     PG_LOG="$PG_DIR/postgres.log"
     ln -sfn "$PG_LOG" "$LOGS/postgres.log"

@@ -15,7 +15,8 @@ final class PasswordHasher: Sendable {
     private let maxQueued: Int
     private let pending = Atomic<Int>(0)
     /// `auth_password_hash_seconds{operation="hash"|"verify"}`: the time of the hash itself, without
-    /// the wait for a thread, so the cost of the parameters can be told apart from load.
+    /// the wait for a thread, so the cost of the parameters can be told apart from the queue (on a
+    /// busy machine it still includes time the hash, at its lower priority, waited for a core).
     private let hashTimer = Metrics.Timer(label: "auth_password_hash_seconds", dimensions: [("operation", "hash")])
     private let verifyTimer = Metrics.Timer(label: "auth_password_hash_seconds", dimensions: [("operation", "verify")])
 

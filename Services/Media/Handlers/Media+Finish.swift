@@ -77,6 +77,9 @@ extension MediaService {
                     let examined = try await storage.readObject(sha256: stored, Self.examine)
                     // Checked when it was stored; a stored file that no longer passes is not served.
                     if let refusal = refusal(of: open, examined) { throw refusal }
+                    // The finish that moved it may have stopped before syncing its folder: its
+                    // name must survive a power loss before a medium points at it.
+                    try await storage.commitPart(upload: open.id, sha256: stored)
                     return try await record(open, examined)
                 } catch let error as PosixError where error.code == ENOENT {
                     // Noted, but not moved yet: the finish that noted it is still at work.

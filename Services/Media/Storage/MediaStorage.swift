@@ -16,6 +16,7 @@ protocol MediaStorage: Sendable {
 
     /// Makes the verified part of `upload` the durable content `sha256`: a crash leaves either
     /// no content or the whole of it under that name, never half of it. The part is gone afterwards.
+    /// With content `sha256` stored already, only makes sure its name is durable.
     func commitPart(upload: Int64, sha256: String) async throws
 
     /// Removes the part of `upload`, if there is one.

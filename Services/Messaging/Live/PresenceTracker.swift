@@ -242,9 +242,13 @@ final class PresenceTracker: Service, Sendable {
         let gone = Self.lastCalls(in: try await redis.evaluate(Self.sweepScript, keys: keys, arguments: arguments))
         guard !gone.isEmpty else { return }
         recorded.withLock { recorded in for (user, _) in gone { recorded.removeValue(forKey: user) } }
-        // Users who went stale between the two scripts.
+        // Users who went stale between the two scripts; taken out already, so announced whatever happens.
         let stored = Set(leaving.map(\.user))
-        try await storeLastSeen(gone.filter { !stored.contains($0.user) })
+        do {
+            try await storeLastSeen(gone.filter { !stored.contains($0.user) })
+        } catch {
+            logger.warning("could not store when users were last seen", metadata: ["error": "\(String(reflecting: error))"])
+        }
         for (user, milliseconds) in gone {
             await announce(
                 Presence(userId: EntityID(user), online: false, lastSeen: Date(timeIntervalSince1970: Double(milliseconds) / 1000)))
