@@ -144,20 +144,8 @@ import Testing
     /// An instance that does not complete the TCP handshake (its accept queue is full, so the
     /// kernel drops the SYNs) holds a call no longer than the call's own time budget.
     @Test func aCallTimesOutWhileItsConnectionIsStillBeingMade() async throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (listener, port) = Self.listeningSocket(backlog: 0)
         defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                _ = bind(listener, pointer, length)
-                return getsockname(listener, pointer, &length)
-            }
-        }
-        #expect(listen(listener, 0) == 0)
-        let port = Int(UInt16(bigEndian: address.sin_port))
         // Fill the queue that nobody accepts from (one connection, with a backlog of 0).
         let filler = try RPCLineClient(port: port)
         defer { _ = filler }
@@ -178,24 +166,11 @@ import Testing
     /// queues it, and its bytes, all the same) holds at most the backlog limit of a caller's calls
     /// unsent: later ones fail at once as unavailable instead of queueing until they time out.
     @Test func callsToAnInstanceThatStopsReadingFailAtOncePastTheBacklogLimit() async throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                _ = bind(listener, pointer, length)
-                return getsockname(listener, pointer, &length)
-            }
-        }
         // A small receive buffer (the queued connection inherits it), so that the kernel holds little
         // of what is sent whatever the host's TCP buffer settings.
-        var receiveBuffer: Int32 = 64 << 10
-        _ = setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size))
-        #expect(listen(listener, 16) == 0)
-        var configuration = RPCClient.Configuration(addresses: ["127.0.0.1:\(Int(UInt16(bigEndian: address.sin_port)))"])
+        let (listener, port) = Self.listeningSocket(backlog: 16, receiveBuffer: 64 << 10)
+        defer { close(listener) }
+        var configuration = RPCClient.Configuration(addresses: ["127.0.0.1:\(port)"])
         configuration.connectionsPerAddress = 1
         let client = RPCClient(configuration: configuration, logger: Logger(label: "test"))
         // 500 calls of 64 KiB: 32 MiB, far past the kernel's buffers and the 8 MiB limit.
@@ -217,6 +192,26 @@ import Testing
         let refusedAtOnce = outcomes.filter { $0.0 == "unavailable" && $0.1 < .seconds(2) }.count
         #expect(refusedAtOnce >= 100, "refused at once: \(refusedAtOnce); timed out: \(outcomes.filter { $0.0 == "timeout" }.count)")
         await client.shutdown()
+    }
+
+    /// A socket listening on a free port of 127.0.0.1 that nobody accepts from, and that port.
+    private static func listeningSocket(backlog: Int32, receiveBuffer: Int32? = nil) -> (Int32, Int) {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                _ = bind(listener, pointer, length)
+                return getsockname(listener, pointer, &length)
+            }
+        }
+        if var receiveBuffer {
+            _ = setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size))
+        }
+        #expect(listen(listener, backlog) == 0)
+        return (listener, Int(UInt16(bigEndian: address.sin_port)))
     }
 
     @Test func reconnectsAfterTheServerComesBack() async throws {
