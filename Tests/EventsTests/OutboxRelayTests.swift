@@ -206,6 +206,29 @@ struct OutboxRelayTests {
         await fixture.shutdown()
     }
 
+    /// A lagging group destroyed for good (as the relay's warning suggests) no longer holds the relay:
+    /// the stream stays at its limit without groups, and the rest of the outbox goes on.
+    @Test func destroyingTheLaggingGroupLetsTheRelayGoOn() async throws {
+        let fixture = try await EventFixture.make()
+        let topic = fixture.topic("retired")
+        let (key, group) = (RedisArgument(EventStream.key(topic: topic)), RedisArgument("\(fixture.prefix).group"))
+        _ = try await fixture.redis.send(["XGROUP", "CREATE", key, group, "0", "MKSTREAM"])
+        var options = OutboxRelay.Options()
+        options.streamMaxLength = 300
+        options.batchSize = 50
+        options.retentionInterval = .milliseconds(1)
+        for i in 0..<10 { try await fixture.append(numberedEvents(topic: topic, i * 100..<i * 100 + 100)) }
+        let drained = try await withServices([fixture.relay(options: options)]) {
+            #expect(await eventually { (try? await fixture.redis.send(["XLEN", key]).int) ?? 0 >= 300 })
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await fixture.outboxCount() > 0, "held back")
+            _ = try await fixture.redis.send(["XGROUP", "DESTROY", key, group])
+            return await eventually { (try? await fixture.outboxCount()) == 0 }
+        }
+        #expect(drained, "the outbox drains once the group is gone")
+        await fixture.shutdown()
+    }
+
     /// Without a group nobody will miss old events: the stream keeps its newest `streamMaxLength`
     /// for a group made later, and the relay never waits.
     @Test func aStreamNoGroupReadsKeepsItsNewestEventsAndNeverHoldsTheRelay() async throws {

@@ -38,16 +38,19 @@ extension OutboxRelay {
                 return
             }
             length.record(retention.length)
-            let full = retention.length >= options.streamMaxLength
-            if full, let group = retention.slowestGroup, heldBack[topic] == nil {
-                heldBack[topic] = group
+            // Worked out afresh each pass: a stream full but without groups (the slow one destroyed)
+            // holds nothing back, whatever the pass before said.
+            let waitsFor = retention.length >= options.streamMaxLength ? retention.slowestGroup : nil
+            let before = heldBack[topic]
+            heldBack[topic] = waitsFor
+            if let group = waitsFor, before == nil {
                 logger.warning(
                     "an event stream is full of events a consumer group has not acknowledged; the relay leaves further events in the outbox until the group catches up (or is removed with XGROUP DESTROY)",
                     metadata: [
                         "topic": "\(topic)", "group": "\(group)", "stream_length": "\(retention.length)",
                         "limit": "\(options.streamMaxLength)",
                     ])
-            } else if !full, let group = heldBack.removeValue(forKey: topic) {
+            } else if waitsFor == nil, let group = before {
                 logger.notice(
                     "the consumer group caught up; relaying events again",
                     metadata: ["topic": "\(topic)", "group": "\(group)", "stream_length": "\(retention.length)"])
