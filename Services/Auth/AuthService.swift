@@ -42,8 +42,11 @@ struct AuthService: Sendable {
         var generator = SystemRandomNumberGenerator()
         let dummyHash = try await passwords.hash(String(generator.next(), radix: 36) + String(generator.next(), radix: 36))
         var lifetime = SessionLifetime()
-        lifetime.idle = .seconds(86_400 * (try configuration.integer("AVIARY_AUTH_SESSION_IDLE_DAYS", default: 30, in: 1...3650)))
-        lifetime.maximum = .seconds(86_400 * (try configuration.integer("AVIARY_AUTH_SESSION_MAX_DAYS", default: 365, in: 1...3650)))
+        func days(_ variable: String, default value: Duration) throws -> Duration {
+            .seconds(86_400 * (try configuration.integer(variable, default: Int(value.components.seconds / 86_400), in: 1...3650)))
+        }
+        lifetime.idle = try days("AVIARY_AUTH_SESSION_IDLE_DAYS", default: lifetime.idle)
+        lifetime.maximum = try days("AVIARY_AUTH_SESSION_MAX_DAYS", default: lifetime.maximum)
         let sessions = SessionStore(postgres: resources.postgres, lifetime: lifetime)
         let sweepInterval = try configuration.integer("AVIARY_AUTH_SESSION_SWEEP_SECONDS", default: 3600, in: 1...86_400)
         resources.addBackgroundService(PeriodicJob(every: .seconds(sweepInterval)) { [logger = resources.logger] in
@@ -74,9 +77,11 @@ struct AuthService: Sendable {
         func deleteAll(_ batch: (Int) async throws -> Int) async throws -> Int {
             var deleted = 0
             while true {
+                // Until one comes back empty: a batch's limit counts a session both revoked and idle
+                // twice, so a short batch does not mean none is left.
                 let count = try await batch(1000)
                 deleted += count
-                if count < 1000 { return deleted }
+                if count == 0 { return deleted }
             }
         }
         do {

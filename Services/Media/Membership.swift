@@ -1,5 +1,4 @@
 import AviaryAPI
-import Logging
 import RPC
 import ServiceKit
 
@@ -12,20 +11,13 @@ struct Membership: Sendable {
     ///   on: its errors are about its own call, not the caller's).
     func isMember(user: Int64, of conversation: Int64, context: RPCContext) async throws -> Bool {
         do {
-            return try await resources.client(for: .messaging).call(
-                "messaging.isMember",
-                params: MembershipQuery(conversationId: EntityID(conversation), userId: EntityID(user)),
-                meta: resources.internalMeta(context), idempotent: true, as: MembershipAnswer.self
+            return try await resources.callPeer(
+                .messaging, "messaging.isMember",
+                params: MembershipQuery(conversationId: EntityID(conversation), userId: EntityID(user)), context: context,
+                passing: ["not_found"], as: MembershipAnswer.self
             ).member
         } catch let error as RPCError where error.reason == "not_found" {
             return false
-        } catch let error as RPCError where error.reason == "timeout" {
-            throw error
-        } catch {
-            if (error as? RPCError)?.reason != "unavailable" {
-                context.logger.error("messaging.isMember failed", metadata: ["error": "\(String(reflecting: error))"])
-            }
-            throw RPCError.unavailable("conversation membership cannot be checked now: the messaging service is unavailable")
         }
     }
 }

@@ -92,6 +92,11 @@ public struct KeysetCursor: Sendable, Hashable {
         return KeysetCursor(key: key, id: id)
     }
 
+    /// The cursor of a list ordered by one id, after `id`: both parts carry it (``decodeID(_:field:)``).
+    public static func encodeID(_ id: Int64) -> String {
+        KeysetCursor(key: id, id: id).encoded
+    }
+
     /// Reads the cursor of a list ordered by one id, which both parts carry: that id (positive),
     /// or nil for the first page; anything else is a `validation` error.
     public static func decodeID(_ text: String?, field: String = "cursor") throws(RPCError) -> Int64? {

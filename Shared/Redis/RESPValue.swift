@@ -51,6 +51,11 @@ extension RESPValue {
     }
 
     /// Whether this is `.null`.
+    /// The message of an error reply; nil for any other reply.
+    public var errorMessage: String? {
+        if case .error(let message) = self { message } else { nil }
+    }
+
     public var isNull: Bool {
         self == .null
     }

@@ -43,9 +43,7 @@ public final class RedisClient: Sendable {
     ///   `.connectionFailed`, `.timeout`, `.protocolError` or `.closed`; or `CancellationError`.
     public func send(_ command: [RedisArgument]) async throws -> RESPValue {
         let reply = try await execute([command])[0]
-        if case .error(let message) = reply {
-            throw RedisError(.serverError, serverMessage: message)
-        }
+        try RedisError.throwFirstRefusal(in: [reply])
         return reply
     }
 

@@ -52,10 +52,17 @@ public struct RedisError: Error, Sendable, CustomStringConvertible, CustomDebugS
         self.detail = detail
     }
 
-    /// The error reply `message` that Redis gave one command of a pipeline (where replies,
-    /// error or not, come back in place), as an error to throw.
+    /// The error reply `message` that Redis gave a command, as an error to throw.
     public static func refusal(_ message: String) -> RedisError {
-        RedisError(.serverError, serverMessage: message, detail: "an error reply within a pipeline")
+        RedisError(.serverError, serverMessage: message)
+    }
+
+    /// Throws the first error reply among a pipeline's `replies`, which come back in place (as
+    /// ``RedisClient/send(_:)`` throws a single command's).
+    public static func throwFirstRefusal(in replies: some Sequence<RESPValue>) throws(RedisError) {
+        for reply in replies {
+            if let message = reply.errorMessage { throw refusal(message) }
+        }
     }
 
     /// Whether the same command may well succeed later: Redis could not be reached or did not

@@ -48,16 +48,8 @@ struct EventStreamConsumerTests {
         // A takes the lease and then a batch it does not finish in the longest time allowed; B stands
         // by until A gives the lease up, then claims what A left pending before it reads anything new.
         let (consumerA, seenByA, consumerB, inboxB) = stuckAndStandby(fixture, topic: topic, options: options)
-        try await withServices([fixture.relay()]) {
-            let runA = Task { try await consumerA.run() }
-            try await fixture.append(numberedEvents(topic: topic, 0..<10))
-            #expect(await seenByA.wait { !$0.isEmpty })
-            try await withServices([consumerB]) {
-                try await fixture.append(numberedEvents(topic: topic, 10..<20))
-                #expect(await inboxB.wait { $0.count >= 20 })
-            }
-            runA.cancel()
-            _ = try? await runA.value
+        try await runAThenB(fixture, topic: topic, a: consumerA, aTook: seenByA, b: consumerB) {
+            #expect(await inboxB.wait { $0.count >= 20 })
         }
         #expect(inboxB.numbers == Array(0..<20))
         #expect(try await pendingCount(fixture, topic: topic) == 0)
@@ -80,18 +72,10 @@ struct EventStreamConsumerTests {
             inboxA.add(batch)
         }
         let consumerB = fixture.consumer(topic: topic, name: "b", options: options) { inboxB.add($0) }
-        try await withServices([fixture.relay()]) {
-            let runA = Task { try await consumerA.run() }
-            try await fixture.append(numberedEvents(topic: topic, 0..<10))
-            #expect(await startedByA.wait { !$0.isEmpty })
-            try await withServices([consumerB]) {
-                try await fixture.append(numberedEvents(topic: topic, 10..<20))
-                #expect(await inboxA.wait { $0.count >= 20 })
-                // B looks every 250 ms: long enough to have taken over had the lease lapsed.
-                try await Task.sleep(for: .milliseconds(500))
-            }
-            runA.cancel()
-            _ = try? await runA.value
+        try await runAThenB(fixture, topic: topic, a: consumerA, aTook: startedByA, b: consumerB) {
+            #expect(await inboxA.wait { $0.count >= 20 })
+            // B looks every 250 ms: long enough to have taken over had the lease lapsed.
+            try await Task.sleep(for: .milliseconds(500))
         }
         #expect(inboxA.numbers == Array(0..<20))
         #expect(inboxA.events.allSatisfy { $0.deliveries == 1 })
@@ -175,6 +159,25 @@ struct EventStreamConsumerTests {
         #expect(batches.withLock { $0 } == [1, 5])
         #expect(inbox.numbers == Array(0..<6))
         await fixture.shutdown()
+    }
+
+    /// Runs the relay and consumer `a`, appends events 0–9 and waits until `a` took some; then runs
+    /// `b` beside it, appends 10–19 and runs `whileBothRun`; `a` stops last.
+    private func runAThenB(
+        _ fixture: EventFixture, topic: String, a: EventStreamConsumer, aTook: Inbox, b: EventStreamConsumer,
+        _ whileBothRun: () async throws -> Void
+    ) async throws {
+        try await withServices([fixture.relay()]) {
+            let runA = Task { try await a.run() }
+            try await fixture.append(numberedEvents(topic: topic, 0..<10))
+            #expect(await aTook.wait { !$0.isEmpty })
+            try await withServices([b]) {
+                try await fixture.append(numberedEvents(topic: topic, 10..<20))
+                try await whileBothRun()
+            }
+            runA.cancel()
+            _ = try? await runA.value
+        }
     }
 
     /// Consumer "a", which takes a batch and never finishes it, and consumer "b", which records what

@@ -88,11 +88,7 @@ struct LiveTests {
         let users = try await fixture.users(3, "pres")
         let (watcher, subject, stranger) = (users[0], users[1], users[2])
         let direct = try await fixture.direct(watcher, subject)
-        // The subject took part in it (as a message of theirs would make them, without the call that
-        // would show them online): presence is for those one talks with.
-        try await fixture.stack.database.execute(
-            "UPDATE messaging.members SET took_part = true WHERE conversation_id = $1 AND user_id = $2",
-            [direct.id.value, subject.id.value])
+        try await fixture.markTookPart(subject, in: direct)
         let watching = try await fixture.subscribe(watcher)
         defer { Task { await watching.close() } }
         let ask = { () async throws -> [Presence] in
@@ -115,7 +111,7 @@ struct LiveTests {
         #expect(try await ask()[0].online)
         await live.close()
         let closedAt = Date()
-        let about: @Sendable (JSONValue) -> Bool = { $0["type"]?.stringValue == "presence" && $0["userId"]?.stringValue == subject.id.description }
+        let about = MessagingStack.presence(of: subject)
         let changes = try await watching.wait(for: 2, timeout: .seconds(10), where: about)
         #expect(changes.map { $0["online"]?.boolValue } == [true, false])
         let after = try await ask()[0]
@@ -140,9 +136,7 @@ struct LiveTests {
         let users = try await fixture.users(2, "seen")
         let (watcher, subject) = (users[0], users[1])
         let direct = try await fixture.direct(watcher, subject)
-        try await fixture.stack.database.execute(
-            "UPDATE messaging.members SET took_part = true WHERE conversation_id = $1 AND user_id = $2",
-            [direct.id.value, subject.id.value])
+        try await fixture.markTookPart(subject, in: direct)
         let watching = try await fixture.subscribe(watcher)
         defer { Task { await watching.close() } }
         let live = try await fixture.subscribe(subject)
@@ -158,7 +152,7 @@ struct LiveTests {
         #expect(during.first?.online == false)
         #expect(during.first?.lastSeen.map { abs($0.timeIntervalSince(closedAt)) < 1.5 } == true, "\(during)")
 
-        let about: @Sendable (JSONValue) -> Bool = { $0["type"]?.stringValue == "presence" && $0["userId"]?.stringValue == subject.id.description }
+        let about = MessagingStack.presence(of: subject)
         let changes = try await watching.wait(for: 2, timeout: .seconds(10), where: about)
         #expect(changes.map { $0["online"]?.boolValue } == [true, false])
         let stored = try await fixture.stack.database.query(
@@ -182,7 +176,7 @@ struct LiveTests {
             return presence.first
         }
         #expect(try await ask() == Presence(userId: target.id, online: false, lastSeen: nil))
-        let about: @Sendable (JSONValue) -> Bool = { $0["type"]?.stringValue == "presence" && $0["userId"]?.stringValue == target.id.description }
+        let about = MessagingStack.presence(of: target)
         try await Task.sleep(for: .milliseconds(500))
         #expect(watching.events(where: about).isEmpty)
 

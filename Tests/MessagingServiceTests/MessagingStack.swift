@@ -1,5 +1,6 @@
 import AviaryAPI
 import Foundation
+import Postgres
 import RPC
 import Synchronization
 import Testing
@@ -40,6 +41,20 @@ struct MessagingStack: Sendable {
 
     func users(_ count: Int, _ name: String = "m") async throws -> [StackUser] {
         try await stack.makeUsers(count, name)
+    }
+
+    /// Marks `user` as having taken part in `conversation` (as a message of theirs would), without
+    /// the call that would show them online: presence is shown to those one talks with.
+    func markTookPart(_ user: StackUser, in conversation: Conversation) async throws {
+        try await stack.database.execute(
+            "UPDATE messaging.members SET took_part = true WHERE conversation_id = $1 AND user_id = $2",
+            [conversation.id.value, user.id.value])
+    }
+
+    /// Whether a pushed event is a presence change of `user`.
+    static func presence(of user: StackUser) -> @Sendable (JSONValue) -> Bool {
+        let id = user.id.description
+        return { $0["type"]?.stringValue == "presence" && $0["userId"]?.stringValue == id }
     }
 
     func direct(_ a: StackUser, _ b: StackUser) async throws -> Conversation {

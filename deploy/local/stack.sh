@@ -6,7 +6,8 @@
 #   deploy/local/stack.sh status   show what runs
 #
 # Everything lives in .aviary-local/ in the repository: postgres/ (the cluster), redis/ (its data),
-# logs/ (one log per program) and run/ (pid files).
+# logs/ (one log per program) and run/ (pid files). As root in a folder closed to the cluster's
+# OS user, the cluster lives in /var/lib/aviary-local/<hash>, linked from postgres/.
 #
 # Environment:
 #   AVIARY_POSTGRES_URL      use this Postgres instead of starting one

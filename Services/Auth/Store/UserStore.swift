@@ -112,7 +112,7 @@ struct UserStore: Sendable {
     }
 
     /// What a profile update does to the profile image.
-    enum ProfileImageChange: Sendable, Equatable {
+    enum ProfileImageChange: Sendable {
         case keep, remove
         case set(Int64)
     }

@@ -76,7 +76,10 @@ extension MediaService {
                 do {
                     let examined = try await storage.readObject(sha256: stored, Self.examine)
                     // Checked when it was stored; a stored file that no longer passes is not served.
-                    if let refusal = refusal(of: open, examined) { throw refusal }
+                    if let refusal = refusal(of: open, examined) {
+                        try await discard(open)
+                        throw refusal
+                    }
                     // The finish that moved it may have stopped before syncing its folder: its
                     // name must survive a power loss before a medium points at it.
                     try await storage.commitPart(upload: open.id, sha256: stored)

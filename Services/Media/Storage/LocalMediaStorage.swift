@@ -72,9 +72,10 @@ struct LocalMediaStorage: MediaStorage {
             try file.synchronize()
             if access(folder, F_OK) != 0 {
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-                // The new folder's own name, in objects/, must survive a power loss too.
-                try PosixFile.synchronizeFolder(objects)
             }
+            // The folder's own name, in objects/, must survive a power loss too: whoever made it a
+            // moment ago may not have synced it yet.
+            try PosixFile.synchronizeFolder(objects)
             guard rename(part, object) == 0 else { throw PosixError(operation: "rename", path: part) }
             try PosixFile.synchronizeFolder(folder)
         }

@@ -188,9 +188,10 @@ final class PresenceTracker: Service, Sendable {
         }
     }
 
-    /// The users the sweep would take out now (every call and subscription lapsed, announced
-    /// online), each with their last call: read only, so that their `lastSeen` is stored before the
-    /// sweep forgets their last call.
+    /// Looks at up to 500 users whose last call is older than the window: drops their lapsed
+    /// subscription claims, keeps those still subscribed active (as of now), forgets those never
+    /// announced online, and returns the rest with their last call, to be taken out. It forgets no
+    /// last call it returns: that is stored first (``sweep()``).
     private static let leavingScript = RedisScript(
         """
         local now = tonumber(ARGV[1])
@@ -198,7 +199,13 @@ final class PresenceTracker: Service, Sendable {
         local leaving = {}
         for i = 1, #stale, 2 do
             local user = stale[i]
-            if redis.call('ZCOUNT', ARGV[3] .. user, now, '+inf') == 0 and redis.call('SISMEMBER', KEYS[2], user) == 1 then
+            local subscriptions = ARGV[3] .. user
+            redis.call('ZREMRANGEBYSCORE', subscriptions, '-inf', now)
+            if redis.call('EXISTS', subscriptions) == 1 then
+                redis.call('ZADD', KEYS[1], now, user)
+            elseif redis.call('SISMEMBER', KEYS[2], user) == 0 then
+                redis.call('ZREM', KEYS[1], user)
+            else
                 table.insert(leaving, user)
                 table.insert(leaving, stale[i + 1])
             end
@@ -206,22 +213,21 @@ final class PresenceTracker: Service, Sendable {
         return leaving
         """)
 
-    private static let sweepScript = RedisScript(
+    /// Takes out the users listed (ARGV[4…]) who are still leaving: no call since the window and no
+    /// subscription. Returns those taken out, each with their last call.
+    private static let takeOutScript = RedisScript(
         """
         local now = tonumber(ARGV[1])
-        local stale = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]), 'WITHSCORES', 'LIMIT', 0, 500)
         local gone = {}
-        for i = 1, #stale, 2 do
-            local user = stale[i]
-            local subscriptions = ARGV[3] .. user
-            redis.call('ZREMRANGEBYSCORE', subscriptions, '-inf', now)
-            if redis.call('EXISTS', subscriptions) == 1 then
-                redis.call('ZADD', KEYS[1], now, user)
-            else
+        for i = 4, #ARGV do
+            local user = ARGV[i]
+            local lastCall = redis.call('ZSCORE', KEYS[1], user)
+            if lastCall and tonumber(lastCall) <= now - tonumber(ARGV[2])
+                and redis.call('ZCOUNT', ARGV[3] .. user, now, '+inf') == 0 then
                 redis.call('ZREM', KEYS[1], user)
                 if redis.call('SREM', KEYS[2], user) == 1 then
                     table.insert(gone, user)
-                    table.insert(gone, stale[i + 1])
+                    table.insert(gone, lastCall)
                 end
             end
         end
@@ -238,17 +244,12 @@ final class PresenceTracker: Service, Sendable {
             RedisArgument(Date().millisecondsSince1970), RedisArgument(windowMilliseconds), RedisArgument(Self.subscriptionsPrefix),
         ]
         let leaving = Self.lastCalls(in: try await redis.evaluate(Self.leavingScript, keys: keys, arguments: arguments))
+        guard !leaving.isEmpty else { return }
         try await storeLastSeen(leaving)
-        let gone = Self.lastCalls(in: try await redis.evaluate(Self.sweepScript, keys: keys, arguments: arguments))
-        guard !gone.isEmpty else { return }
+        let gone = Self.lastCalls(
+            in: try await redis.evaluate(
+                Self.takeOutScript, keys: keys, arguments: arguments + leaving.map { RedisArgument($0.user) }))
         recorded.withLock { recorded in for (user, _) in gone { recorded.removeValue(forKey: user) } }
-        // Users who went stale between the two scripts; taken out already, so announced whatever happens.
-        let stored = Set(leaving.map(\.user))
-        do {
-            try await storeLastSeen(gone.filter { !stored.contains($0.user) })
-        } catch {
-            logger.warning("could not store when users were last seen", metadata: ["error": "\(String(reflecting: error))"])
-        }
         for (user, milliseconds) in gone {
             await announce(
                 Presence(userId: EntityID(user), online: false, lastSeen: Date(timeIntervalSince1970: Double(milliseconds) / 1000)))

@@ -12,13 +12,13 @@ extension NotificationsService {
             let grouping = NotificationGrouping(store: store, window: groupWindow)
             let page = try await grouping.page(of: user, before: before, kinds: kinds, limit: limit)
             let items = try await hydrator.items(page.groups, grouped: true, viewer: user, context: context)
-            let next = page.hasMore ? page.groups.last.map { KeysetCursor(key: $0.newest.id, id: $0.newest.id) } : nil
-            return try NotificationItem.page(items, nextCursor: next?.encoded)
+            let next = page.hasMore ? page.groups.last.map { KeysetCursor.encodeID($0.newest.id) } : nil
+            return try NotificationItem.page(items, nextCursor: next)
         }
         let rows = try await store.page(of: user, before: before, kinds: kinds, limit: limit + 1)
         let shown = Array(rows.prefix(limit))
         let items = try await hydrator.items(shown, viewer: user, context: context)
-        let next = rows.count > limit ? shown.last.map { KeysetCursor(key: $0.id, id: $0.id) } : nil
-        return try NotificationItem.page(items, nextCursor: next?.encoded)
+        let next = rows.count > limit ? shown.last.map { KeysetCursor.encodeID($0.id) } : nil
+        return try NotificationItem.page(items, nextCursor: next)
     }
 }

@@ -60,8 +60,8 @@ struct NotificationHydrator: Sendable {
 
     private func users(_ ids: [Int64], context: RPCContext?) async throws -> [Int64: UserSummary] {
         guard !ids.isEmpty else { return [:] }
-        let users = try await call(
-            .auth, "auth.getUsers", GetUsers(ids: ids.map { EntityID($0) }), context: context, as: [UserSummary].self)
+        let users = try await resources.callPeer(
+            .auth, "auth.getUsers", params: GetUsers(ids: ids.map { EntityID($0) }), context: context, as: [UserSummary].self)
         return Dictionary(users.map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
@@ -69,8 +69,8 @@ struct NotificationHydrator: Sendable {
     /// answer, not decoded.
     private func tweets(_ ids: [Int64], viewer: Int64?, context: RPCContext?) async throws -> [Int64: RawJSON] {
         guard !ids.isEmpty else { return [:] }
-        let array = try await call(
-            .tweets, "tweets.getMany", GetTweets(ids: ids.map { EntityID($0) }, viewerId: viewer.map { EntityID($0) }),
+        let array = try await resources.callPeer(
+            .tweets, "tweets.getMany", params: GetTweets(ids: ids.map { EntityID($0) }, viewerId: viewer.map { EntityID($0) }),
             context: context, as: RawJSON.self
         ).bytes
         let elements = try JSONSplice.elements(ofAnswer: array, to: "tweets.getMany", logger: context?.logger ?? resources.logger)
@@ -82,11 +82,5 @@ struct NotificationHydrator: Sendable {
             }
         }
         return byID
-    }
-
-    private func call<Params: Encodable & Sendable, Result: Decodable>(
-        _ service: ServiceName, _ method: String, _ params: Params, context: RPCContext?, as type: Result.Type
-    ) async throws -> Result {
-        try await resources.callPeer(service, method, params: params, context: context, as: type)
     }
 }

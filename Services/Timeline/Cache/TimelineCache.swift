@@ -56,9 +56,7 @@ struct TimelineCache: Sendable {
         try (0..<count).map { index in
             let lowest = replies[index * stride]
             let range = replies[index * stride + 1]
-            for reply in [lowest, range] {
-                if case .error(let message) = reply { throw RedisError.refusal(message) }
-            }
+            try RedisError.throwFirstRefusal(in: [lowest, range])
             let state = TimelineState(lowestMember: lowest.array?.first?.bytes)
             let ids = (range.array ?? []).compactMap { $0.bytes.flatMap(TimelineMember.decode) }
             return TimelineSlice(state: state, ids: ids)
@@ -95,9 +93,7 @@ struct TimelineCache: Sendable {
                 replies = try await redis.pipeline(calls)
             }
         }
-        if let message = replies.lazy.compactMap(\.errorMessage).first {
-            throw RedisError.refusal(message)
-        }
+        try RedisError.throwFirstRefusal(in: replies)
         return !replies.contains { $0.int == -1 }
     }
 
@@ -107,9 +103,7 @@ struct TimelineCache: Sendable {
         let members = ids.map { RedisArgument(TimelineMember.encode($0)) }
         for chunk in keys.chunks(of: batch) {
             let replies = try await redis.pipeline(chunk.map { ["ZREM", RedisArgument($0)] + members })
-            if let message = replies.lazy.compactMap(\.errorMessage).first {
-                throw RedisError.refusal(message)
-            }
+            try RedisError.throwFirstRefusal(in: replies)
         }
     }
 
@@ -118,17 +112,9 @@ struct TimelineCache: Sendable {
     func usersWithHome(_ users: [Int64], after first: [[RedisArgument]]) async throws -> Set<Int64> {
         let checks: [[RedisArgument]] = users.map { ["EXISTS", RedisArgument(TimelineKeys.home($0))] }
         let replies = try await redis.pipeline(first + checks)
-        if let message = replies.lazy.compactMap(\.errorMessage).first {
-            throw RedisError.refusal(message)
-        }
+        try RedisError.throwFirstRefusal(in: replies)
         return Set(zip(users, replies.dropFirst(first.count)).lazy.filter { $0.1.int == 1 }.map(\.0))
     }
 }
 
-extension RESPValue {
-    /// The message of an error reply; nil for any other reply.
-    var errorMessage: String? {
-        if case .error(let message) = self { message } else { nil }
-    }
-}
 

@@ -32,13 +32,14 @@ struct GraphPeer: Sendable {
         } while cursor != nil
     }
 
-    /// Everyone `user` follows.
-    func following(of user: Int64) async throws -> [Int64] {
+    /// Everyone `user` follows; within `context`'s budget and trace when a call asks.
+    func following(of user: Int64, context: RPCContext? = nil) async throws -> [Int64] {
         var ids: [Int64] = []
         var cursor: String?
         repeat {
             let page: IDPage = try await call(
-                "graph.followingIds", IDPageParams(userId: EntityID(user), limit: Self.pageSize, cursor: cursor))
+                "graph.followingIds", IDPageParams(userId: EntityID(user), limit: Self.pageSize, cursor: cursor),
+                context: context)
             ids += page.items.compactMap { Int64($0) }
             cursor = page.nextCursor
         } while cursor != nil
@@ -85,7 +86,9 @@ struct GraphPeer: Sendable {
         return followed
     }
 
-    private func call<Result: Decodable>(_ method: String, _ params: some Encodable & Sendable) async throws -> Result {
-        try await resources.callPeer(.socialGraph, method, params: params, context: nil)
+    private func call<Result: Decodable>(
+        _ method: String, _ params: some Encodable & Sendable, context: RPCContext? = nil
+    ) async throws -> Result {
+        try await resources.callPeer(.socialGraph, method, params: params, context: context)
     }
 }

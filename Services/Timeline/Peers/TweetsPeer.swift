@@ -56,13 +56,13 @@ struct TweetsPeer: Sendable {
     func recentIDs(of authors: [Int64], limit: Int, before: Int64? = nil, context: RPCContext? = nil) async throws -> [Int64] {
         guard !authors.isEmpty else { return [] }
         let limit = min(limit, Self.maximumRecent)
-        var merged: [Int64] = []
-        for chunk in authors.chunks(of: Self.authorsPerCall) {
+        let resources = resources
+        var merged = try await inBatches(authors, of: Self.authorsPerCall) { batch in
             let found: [Recent] = try await resources.callPeer(
                 .tweets, "tweets.recentIds",
-                params: RecentParams(authorIds: chunk.map { EntityID($0) }, limit: limit, before: before.map { EntityID($0) }),
+                params: RecentParams(authorIds: batch.map { EntityID($0) }, limit: limit, before: before.map { EntityID($0) }),
                 context: context)
-            merged += found.map(\.id.value)
+            return found.map(\.id.value)
         }
         if authors.count > Self.authorsPerCall {
             merged.sort(by: >)

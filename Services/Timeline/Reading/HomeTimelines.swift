@@ -65,7 +65,7 @@ extension Timeline {
     /// The same as ``homeCandidates(of:before:count:context:)`` straight from the services: while
     /// Redis is down, and past the oldest entry of a trimmed set.
     func homeCandidatesWithoutRedis(of user: Int64, before: Int64?, count: Int, context: RPCContext) async throws -> TimelineIDs {
-        let following = try await graph.following(of: user)
+        let following = try await graph.following(of: user, context: context)
         let ids = try await tweets.recentIDs(of: [user] + following, limit: count, before: before, context: context)
         return TimelineIDs(ids: ids, more: ids.count == count)
     }

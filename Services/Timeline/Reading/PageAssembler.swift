@@ -21,6 +21,7 @@ extension Timeline {
         }
         let hasMore = consumed < candidates.count || more
         let next = hasMore && consumed > 0 ? candidates[consumed - 1] : nil
-        return page.finish(nextCursor: next.map(TimelineCursor.encode))
+        // The id of the last tweet the page considered (shown, or left out as deleted).
+        return page.finish(nextCursor: next.map(KeysetCursor.encodeID))
     }
 }

@@ -21,15 +21,13 @@ struct MediaLibrary: Sendable {
     /// given: one `media.getMany` call (one per 1,000 media, at once, for a page showing more). An
     /// unreachable media service is `unavailable`.
     func media(_ ids: some Collection<Int64>, ownedBy owner: Int64? = nil, context: RPCContext?) async throws -> [Int64: Media] {
-        let found = try await inBatches(Array(Set(ids)), of: Media.lookupLimit) { batch in
-            try await getMany(
-                GetMany(ids: batch.map(EntityID.init), ownerId: owner.map(EntityID.init), purpose: owner == nil ? nil : "tweet"),
+        let resources = resources
+        let found: [Media] = try await inBatches(Array(Set(ids)), of: Media.lookupLimit) { batch in
+            try await resources.callPeer(
+                .media, "media.getMany",
+                params: GetMany(ids: batch.map(EntityID.init), ownerId: owner.map(EntityID.init), purpose: owner == nil ? nil : "tweet"),
                 context: context)
         }
         return Dictionary(found.map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
-    }
-
-    private func getMany(_ params: GetMany, context: RPCContext?) async throws -> [Media] {
-        try await resources.callPeer(.media, "media.getMany", params: params, context: context)
     }
 }

@@ -1,9 +1,10 @@
 import Postgres
 
 /// Likes in Postgres: one `tweets.likes` row per (tweet, user), and the tweet's `likes` count
-/// changed in the same statement only when that row was really inserted or deleted. The statement
-/// locks the tweet's row first, so likes of one tweet queue behind each other and each reads the
-/// count the one before left: the count is exact under any concurrency.
+/// changed only when that row was really inserted or deleted. The tweet's row is locked first (in
+/// `like`'s statement; in a statement of its own before `unlike`'s), so changes to one tweet's likes
+/// queue behind each other and each reads the count the one before left: the count is exact under
+/// any concurrency.
 struct LikeStore: Sendable {
     let postgres: PostgresClient
 

@@ -191,14 +191,14 @@ public final class RPCClient: Sendable {
         for attempt in 0..<3 {
             let (index, connection) = try await connection(excluding: excluded, before: deadline)
             let left = ContinuousClock.now.duration(to: deadline)
-            guard left > .zero else { throw RPCError.timeout("the call's time budget ran out while connecting to the service") }
+            guard left > .zero else { throw RPCError.outOfTimeConnecting }
             do {
                 return try await connection.send(method, params: params, meta: meta, timeout: left)
             } catch let error as RPCError where (error == .callNotSent || error == .callNotTaken) && attempt < 2 {
                 // Never sent (the connection had just closed, or is not read): safe to send again,
                 // idempotent or not.
                 excluded = index
-                logger.debug("sending a call again after its connection closed", metadata: ["rpc.method": "\(method)"])
+                logger.debug("sending a call again: its connection closed, or stopped taking calls", metadata: ["rpc.method": "\(method)"])
             } catch let error as RPCError where error.reason == "unavailable" && idempotent && !retriedLostCall {
                 retriedLostCall = true
                 excluded = index
@@ -272,7 +272,7 @@ public final class RPCClient: Sendable {
             }
             // Out of time, not out of instances: the endpoint is not marked down.
             guard let connection = connected else {
-                throw RPCError.timeout("the call's time budget ran out while connecting to the service")
+                throw RPCError.outOfTimeConnecting
             }
             if connection.isActive {
                 markHealthy(picked.endpoint)

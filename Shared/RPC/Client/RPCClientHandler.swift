@@ -181,4 +181,7 @@ extension RPCError {
 
     /// The call was not sent either: its connection held the backlog limit of unsent calls.
     static let callNotTaken = RPCError.unavailable("the service stopped taking calls on its connection; the call was not sent")
+
+    /// The call's budget ran out before a connection to the service was made.
+    static let outOfTimeConnecting = RPCError.timeout("the call's time budget ran out while connecting to the service")
 }

@@ -83,19 +83,8 @@ struct JSONScanner {
                 try scanner.skipValue(depth: depth + 1)
             }
         case 0x5B:  // [
-            guard depth < Self.maximumDepth else { throw .tooDeep }
-            index += 1
-            if peek() == 0x5D {
-                index += 1
-            } else {
-                while true {
-                    try skipValue(depth: depth + 1)
-                    switch peek() {
-                    case 0x2C: index += 1
-                    case 0x5D: index += 1; return start..<index
-                    default: throw .malformed
-                    }
-                }
+            try array(depth: depth) { (scanner: inout JSONScanner) throws(Failure) in
+                try scanner.skipValue(depth: depth + 1)
             }
         case 0x22: _ = try stringRange()
         case 0x74: try literal("true")
@@ -106,22 +95,31 @@ struct JSONScanner {
         return start..<index
     }
 
+    /// Walks the elements of the array that starts here, calling `element` for each; `element`
+    /// must consume the value.
+    mutating func array(depth: Int, _ element: (_ scanner: inout JSONScanner) throws(Failure) -> Void) throws(Failure) {
+        guard depth < Self.maximumDepth else { throw .tooDeep }
+        try expect(0x5B)  // [
+        if peek() == 0x5D {  // ]
+            index += 1
+            return
+        }
+        while true {
+            try element(&self)
+            switch peek() {
+            case 0x2C: index += 1  // ,
+            case 0x5D: index += 1; return
+            default: throw .malformed
+            }
+        }
+    }
+
     /// Consumes the array that starts here and the end of the text (a JSON-RPC batch), and returns
     /// where each of its elements lies.
     mutating func arrayElements() throws(Failure) -> [Range<Int>] {
-        try expect(0x5B)  // [
         var elements: [Range<Int>] = []
-        if peek() == 0x5D {  // ]
-            index += 1
-        } else {
-            elements: while true {
-                elements.append(try skipValue(depth: 1))
-                switch peek() {
-                case 0x2C: index += 1  // ,
-                case 0x5D: index += 1; break elements
-                default: throw .malformed
-                }
-            }
+        try array(depth: 0) { (scanner: inout JSONScanner) throws(Failure) in
+            elements.append(try scanner.skipValue(depth: 1))
         }
         try expectEnd()
         return elements

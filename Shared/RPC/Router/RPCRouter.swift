@@ -103,7 +103,7 @@ public struct RPCRouter: Sendable {
         }
         let responses = await withTaskGroup(of: (Int, Data?).self) { group in
             for (index, element) in elements.enumerated() {
-                let elementFrame = frame[(frame.startIndex + element.lowerBound)..<(frame.startIndex + element.upperBound)]
+                let elementFrame = Self.slice(frame, element)
                 group.addTask { (index, await respondToSingle(elementFrame, connection: connection)) }
             }
             var collected: [(Int, Data)] = []
@@ -205,7 +205,7 @@ public struct RPCRouter: Sendable {
                 isService: isService, connection: connection, tokenUnchecked: tokenUnchecked)
             // The budget is checked before work starts and travels downstream; the caller's own timer ends
             // the wait, so racing every handler against a timer here would only cost time.
-            let params = header.paramsRange.map { frame[(frame.startIndex + $0.lowerBound)..<(frame.startIndex + $0.upperBound)] }
+            let params = header.paramsRange.map { Self.slice(frame, $0) }
             return .success(try await method.invoke(params ?? Self.emptyParams, context))
         } catch let error as any RPCErrorConvertible {
             let rpcError = error.rpcError
@@ -214,7 +214,7 @@ public struct RPCRouter: Sendable {
             }
             return .failure(rpcError)
         } catch is CancellationError {
-            return .failure(.unavailable("the call was cancelled because the server is shutting down"))
+            return .failure(.unavailable("the call was cancelled: the server is shutting down, or the caller hung up"))
         } catch {
             logger.error("call failed with an unexpected error", metadata: ["error": "\(String(reflecting: error))"])
             return .failure(.internalError())
@@ -229,6 +229,11 @@ public struct RPCRouter: Sendable {
     private static func nanoseconds(since start: ContinuousClock.Instant) -> Int64 {
         let elapsed = ContinuousClock.now - start
         return elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+    }
+
+    /// The bytes of `frame` at `range`, counted from its start (a frame may itself be a slice).
+    private static func slice(_ frame: Data, _ range: Range<Int>) -> Data {
+        frame[(frame.startIndex + range.lowerBound)..<(frame.startIndex + range.upperBound)]
     }
 
     /// What an omitted `params` decodes from.

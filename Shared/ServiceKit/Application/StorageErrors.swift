@@ -8,7 +8,8 @@ import Redis
 extension PostgresError: RPCErrorConvertible {
     public var rpcError: RPCError {
         if isUniqueViolation { return .conflict("that value is already taken") }
-        // Retried inside `transaction` already; what still fails is contention to wait out.
+        // Retried inside `transaction`; what still fails there, or came from a single statement, is
+        // contention to wait out.
         if isRetryableTransactionFailure { return .unavailable("the database is busy; retry shortly") }
         switch code {
         case .connectionFailed, .poolClosed, .timeout: return .unavailable("the database is unavailable; retry shortly")

@@ -33,13 +33,7 @@ extension ConsumerSession {
             throw EventStreamFailure("an XAUTOCLAIM reply is not [cursor, entries, …]")
         }
         claimCursor = cursor
-        if cursor == "0-0" {
-            nextClaim = .now + options.claimInterval
-            if ContinuousClock.now >= nextConsumerSweep {
-                nextConsumerSweep = .now + options.idleConsumerRetention
-                try await removeIdleConsumers()
-            }
-        }
+        if cursor == "0-0" { nextClaim = .now + options.claimInterval }
         let entries = try claimed.map(StreamEntry.init(parsing:))
         if !entries.isEmpty {
             logger.notice(
@@ -87,13 +81,17 @@ extension ConsumerSession {
     /// read for `idleConsumerRetention`: each process that ever consumed left one behind. In one
     /// script, so that none gets an entry between the look and the removal (its entries would be
     /// lost to the group: `XGROUP DELCONSUMER` drops them). A standby removed so is made again by
-    /// its first read.
-    func removeIdleConsumers() async throws {
-        let removed = try await redis.evaluate(
-            Self.removeIdleConsumersScript, keys: [key],
-            arguments: [RedisArgument(group), RedisArgument(consumer), RedisArgument(Self.milliseconds(options.idleConsumerRetention))])
-        if let count = removed.int, count > 0 {
-            logger.info("removed idle consumers from the group", metadata: ["consumers.removed": "\(count)"])
+    /// its first read. Best effort: a failure waits for the next time.
+    func removeIdleConsumers() async {
+        do {
+            let removed = try await redis.evaluate(
+                Self.removeIdleConsumersScript, keys: [key],
+                arguments: [RedisArgument(group), RedisArgument(consumer), RedisArgument(Self.milliseconds(options.idleConsumerRetention))])
+            if let count = removed.int, count > 0 {
+                logger.info("removed idle consumers from the group", metadata: ["consumers.removed": "\(count)"])
+            }
+        } catch {
+            logger.debug("could not remove idle consumers from the group", metadata: ["error": "\(String(reflecting: error))"])
         }
     }
 

@@ -24,7 +24,7 @@ struct ConsumerSession {
     /// When to look for entries other consumers left pending, and where that scan stands.
     var nextClaim = ContinuousClock.now
     var claimCursor = "0-0"
-    /// When to remove the group's idle consumers next (``removeIdleConsumers()``).
+    /// When to remove the group's idle consumers next (``removeIdleConsumers()``), along a claim.
     var nextConsumerSweep = ContinuousClock.now
     /// With a lease: whether this consumer holds it, and whether it still has to claim what the
     /// previous holder left pending (before reading anything new, which keeps the order).
@@ -120,6 +120,10 @@ struct ConsumerSession {
         } else if ContinuousClock.now >= nextClaim {
             let entries = try await claimIdleEntries(minIdle: options.claimMinIdle)
             if !entries.isEmpty { try await deliver(entries, redelivered: true) }
+            if ContinuousClock.now >= nextConsumerSweep {
+                nextConsumerSweep = .now + options.idleConsumerRetention
+                await removeIdleConsumers()
+            }
         } else {
             let command =
                 readCommand(from: ">", count: options.batchSize, block: Self.milliseconds(options.blockTimeout))
