@@ -14,9 +14,12 @@ struct TweetsService: Sendable {
     let media: MediaLibrary
     let hydrator: TweetHydrator
     let authorCounts: AuthorTweetCounts
+    /// `AVIARY_TWEETS_MAX_LENGTH`: the longest tweet, links counted as ``TextRules/linkWeight``.
+    let maxLength: Int
 
-    init(resources: ServiceResources, copies: LocalCopies?) {
+    init(resources: ServiceResources, copies: LocalCopies?, maxLength: Int) {
         self.resources = resources
+        self.maxLength = maxLength
         store = TweetStore(postgres: resources.postgres)
         likes = LikeStore(postgres: resources.postgres)
         cache = TweetCache(redis: resources.redis, local: copies?.bodies, logger: resources.logger)
@@ -43,14 +46,17 @@ struct TweetsService: Sendable {
         resources.prepareOutboxEvents(
             with: LocalCopyKind.announcer(
                 [(.states, TweetStates.changedBy), (.counts, AuthorTweetCounts.changedBy)], redis: resources.redis))
-        TweetsService(resources: resources, copies: copies).registerMethods(with: &router)
+        let maxLength = try resources.configuration.integer(
+            "AVIARY_TWEETS_MAX_LENGTH", default: TextRules.tweetLimit, in: 1...10_000)
+        TweetsService(resources: resources, copies: copies, maxLength: maxLength).registerMethods(with: &router)
     }
 
     func registerMethods(with router: inout RPCRouter) {
         router.register(
             "tweets.create",
             summary: """
-                Posts a tweet: text of 1-280 characters (Unicode scalars, after trimming white space), replyTo (a tweet \
+                Posts a tweet: text of 1 to \(maxLength) characters (Unicode scalars after trimming white space; each \
+                http:// or https:// link counts as \(TextRules.linkWeight)), replyTo (a tweet \
                 id to reply to; not_found when it does not exist or was deleted), mediaIds (at most 4 of the caller's \
                 finished tweet uploads) and idempotencyKey (at most 100 characters: a retried create with the same key \
                 returns the first tweet instead of posting a second). @usernames of existing users become mentions and \

@@ -2,7 +2,14 @@ import RPC
 
 /// The contract's text limits (§2), counted in Unicode scalars, with the errors that name the field.
 public enum TextRules {
+    /// The default longest tweet (`AVIARY_TWEETS_MAX_LENGTH` sets another).
     public static let tweetLimit = 280
+    /// What a link (`http://…`, `https://…`) counts for in a tweet's length, whatever its own
+    /// length, as Twitter counts its shortened links.
+    public static let linkWeight = 23
+    /// A tweet's text is refused past this many scalars as written, links counted in full, so
+    /// that long links cannot carry an unbounded text: four times its limit.
+    public static let rawTweetFactor = 4
     public static let bioLimit = 160
     public static let fullnameLimit = 50
     public static let messageLimit = 4000
@@ -31,6 +38,49 @@ public enum TextRules {
             throw RPCError.validation("\(field) must not contain NUL characters", field: field)
         }
         return trimmed
+    }
+
+    /// A tweet's text: trimmed, not empty, at most `limit` characters with every link counted as
+    /// ``linkWeight``, and at most ``rawTweetFactor`` × `limit` as written.
+    public static func tweet(_ value: String, field: String = "text", limit: Int) throws(RPCError) -> String {
+        let trimmed = try text(value, field: field, allowed: 1...(limit * rawTweetFactor))
+        let length = weightedLength(trimmed)
+        guard length <= limit else {
+            throw RPCError.validation(
+                "\(field) must be at most \(limit) characters (a link counts as \(linkWeight)), got \(length)", field: field)
+        }
+        return trimmed
+    }
+
+    /// Unicode scalars, each `http://` or `https://` link (up to the next white space) counted as ``linkWeight``.
+    public static func weightedLength(_ text: String) -> Int {
+        let scalars = Array(text.unicodeScalars)
+        var length = 0
+        var index = 0
+        while index < scalars.count {
+            if (index == 0 || scalars[index - 1].properties.isWhitespace), let end = linkEnd(scalars, from: index) {
+                length += linkWeight
+                index = end
+            } else {
+                length += 1
+                index += 1
+            }
+        }
+        return length
+    }
+
+    /// Where the link starting at `start` ends, if one starts there.
+    private static func linkEnd(_ scalars: [Unicode.Scalar], from start: Int) -> Int? {
+        for scheme in ["https://", "http://"] {
+            let prefix = Array(scheme.unicodeScalars)
+            guard start + prefix.count < scalars.count,
+                scalars[start..<(start + prefix.count)].map({ Character($0).lowercased() }) == prefix.map({ String($0) })
+            else { continue }
+            var end = start + prefix.count
+            while end < scalars.count, !scalars[end].properties.isWhitespace { end += 1 }
+            return end > start + prefix.count ? end : nil
+        }
+        return nil
     }
 
     /// A username: 3–15 of `[a-z0-9_]` after lower-casing.

@@ -82,6 +82,31 @@ struct CreateTests {
         #expect(try await stack.tweet(alice, "a\u{200B}b").text == "a\u{200B}b")
     }
 
+    @Test("a link counts as 23 characters whatever its length; AVIARY_TWEETS_MAX_LENGTH sets the limit")
+    func linkWeightAndConfiguredLimit() async throws {
+        let stack = try await TweetsStack.shared()
+        let alice = try await stack.makeUser("links")
+        let link = "https://example.com/" + String(repeating: "p", count: 100)
+        // 256 + 1 + 23 = 280 as counted, 377 as written.
+        let fits = String(repeating: "a", count: 256) + " " + link
+        #expect(try await stack.tweet(alice, fits).text == fits)
+        let error = await rpcError { _ = try await stack.tweet(alice, "b" + fits) }
+        #expect(error?.field == "text" && error?.message.contains("got 281") == true, "\(String(describing: error))")
+        // Past four times the limit as written, long links do not help.
+        let links = Array(repeating: link, count: 10).joined(separator: " ")
+        #expect(await rpcError { _ = try await stack.tweet(alice, links) }?.field == "text")
+
+        // DeathStarBench's posts: 256 characters, six mentions and six links of 64.
+        let (longer, client) = try await stack.extraTweets(environment: ["AVIARY_TWEETS_MAX_LENGTH": "600"])
+        defer { longer.kill() }
+        let post = String(repeating: "c", count: 256) + String(repeating: " @\(alice.username)", count: 6)
+            + String(repeating: " http://" + String(repeating: "u", count: 57), count: 6)
+        let created = try await client.call(
+            "tweets.create", params: ["text": JSONValue.string(post)], meta: RequestMeta(token: alice.token), as: Tweet.self)
+        #expect(created.text == post)
+        #expect(await rpcError { _ = try await stack.tweet(alice, post) }?.field == "text")
+    }
+
     @Test("media: more than four, repeated ids and malformed ids are refused before any call; an unreachable media service is unavailable")
     func media() async throws {
         let stack = try await TweetsStack.shared()

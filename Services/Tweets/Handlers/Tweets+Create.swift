@@ -8,7 +8,7 @@ extension TweetsService {
 
     @Sendable func create(_ params: CreateParams, _ context: RPCContext) async throws -> RawJSON {
         let author = try context.requireUser()
-        let text = try TextRules.text(params.text, field: "text", allowed: 1...TextRules.tweetLimit)
+        let text = try TextRules.tweet(params.text, limit: maxLength)
         let mediaIDs = try Self.mediaIDs(params.mediaIds)
         let key = try Self.idempotencyKey(params.idempotencyKey)
         let parsed = TweetText(text)
