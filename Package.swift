@@ -9,7 +9,7 @@ let strict: [SwiftSetting] = [
     .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
 ]
 
-/// The seven services: executable `aviary-<name>` built from `Services/<Folder>`, with what each needs beyond ServiceKit.
+/// The seven services and the public edge (gateway): executable `aviary-<name>` built from `Services/<Folder>`, with what each needs beyond ServiceKit.
 let services: [(executable: String, target: String, folder: String, extra: [Target.Dependency])] = [
     ("aviary-auth", "AuthService", "Auth", [
         "CArgon2", "AuthTokens", .product(name: "JWTKit", package: "jwt-kit"),
@@ -21,6 +21,18 @@ let services: [(executable: String, target: String, folder: String, extra: [Targ
     ("aviary-messaging", "MessagingService", "Messaging", [.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
     ("aviary-notifications", "NotificationsService", "Notifications", [
         .product(name: "Logging", package: "swift-log"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+    ]),
+    ("aviary-gateway", "GatewayService", "Gateway", [
+        "AuthTokens", .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "HummingbirdTLS", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
+        .product(name: "NIOFoundationCompat", package: "swift-nio"),
+        .product(name: "MultipartKit", package: "multipart-kit"),
+        .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+        .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "NIOWebSocket", package: "swift-nio"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "Logging", package: "swift-log"), .product(name: "Metrics", package: "swift-metrics"),
+        .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
     ]),
     ("aviary-media", "MediaService", "Media", [
@@ -74,6 +86,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        // The WebSocket client the gateway's tests talk through (a library that is not ours).
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
     ],
     targets: [
         .systemLibrary(
@@ -135,7 +154,7 @@ let package = Package(
 
         .target(
             name: "TestSupport", dependencies: [
-                "RPC", "Postgres", "Redis", "AviaryAPI", logging, .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "RPC", "Postgres", "Redis", "AviaryAPI", logging, .product(name: "Crypto", package: "swift-crypto"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "RPCTests", dependencies: ["RPC", "ChannelSupport", "TestSupport"], swiftSettings: strict),
@@ -186,6 +205,16 @@ let package = Package(
         .testTarget(
             name: "SocialGraphTests",
             dependencies: ["RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "ServiceKit", "TestSupport", logging],
+            swiftSettings: strict),
+        .testTarget(
+            name: "GatewayTests",
+            dependencies: [
+                "RPC", "AviaryAPI", "Redis", "TestSupport", logging,
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "MediaServiceTests",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the release binaries of the seven services and the `aviary` tool with the Swift standard
-# library (and Foundation) linked statically, copies them to dist/bin/, and checks with readelf and
-# ldd that a host needs nothing but the shared libraries allowed below.
+# Builds the release binaries of the seven services, the gateway and the `aviary` tool with the
+# Swift standard library (and Foundation) linked statically, copies them to dist/bin/, and checks
+# with readelf and ldd that a host needs nothing but the shared libraries allowed below.
 #
 #   deploy/build-release.sh                build, copy to dist/, check
 #   deploy/build-release.sh --check-only   only check the binaries already in dist/bin
@@ -27,7 +27,7 @@ DIST="$PACKAGE/dist"
 BUILD_PATH="${AVIARY_BUILD_PATH:-$PACKAGE/.build-release-static}"
 
 SERVICES=(aviary-auth aviary-tweets aviary-social-graph aviary-timeline aviary-messaging aviary-notifications
-    aviary-media)
+    aviary-media aviary-gateway)
 EXECUTABLES=("${SERVICES[@]}" aviary)
 
 # What building needs from Debian: the C libraries' headers, and libcurl's for the static

@@ -23,8 +23,8 @@ while [ $# -gt 0 ]; do
 done
 ROOT="${ROOT%/}"
 EXECUTABLES=(aviary-auth aviary-tweets aviary-social-graph aviary-timeline aviary-messaging aviary-notifications
-    aviary-media aviary)
-SERVICES=(auth tweets social-graph timeline messaging notifications media)
+    aviary-media aviary-gateway aviary)
+SERVICES=(auth tweets social-graph timeline messaging notifications media gateway)
 
 on_this_host() { [ -z "$ROOT" ]; }
 

@@ -68,7 +68,7 @@ struct MediaReferenceTests {
     func tweetMedia() async throws {
         let stack = try await Self.stack()
         let ann = try await stack.makeUser("ann")
-        let png = Fixtures.png(width: 20, height: 10, seed: 60)
+        let png = MediaFixtures.png(width: 20, height: 10, seed: 60)
         let media = try await Self.upload(stack, ann, png, purpose: "tweet")
 
         let created = try await Self.tweet(stack, ann, media: [media.id])
@@ -89,15 +89,15 @@ struct MediaReferenceTests {
     func tweetRefusals() async throws {
         let stack = try await Self.stack()
         let (bea, cal) = (try await stack.makeUser("bea"), try await stack.makeUser("cal"))
-        let png = Fixtures.png(width: 4, height: 4, seed: 61)
+        let png = MediaFixtures.png(width: 4, height: 4, seed: 61)
         let calsTweetMedia = try await Self.upload(stack, cal, png, purpose: "tweet")
-        let avatar = try await Self.upload(stack, bea, Fixtures.png(width: 5, height: 5, seed: 62), purpose: "avatar")
+        let avatar = try await Self.upload(stack, bea, MediaFixtures.png(width: 5, height: 5, seed: 62), purpose: "avatar")
         let conversation: Conversation = try await stack.call(
             "messaging", "messaging.openDirect", ["userId": cal.idValue], as: bea)
         let messageMedia = try await Self.upload(
-            stack, bea, Fixtures.png(width: 6, height: 6, seed: 63), purpose: "message", conversation: conversation.id)
-        let unfinished = try await Self.begin(stack, bea, Fixtures.png(width: 7, height: 7, seed: 64), purpose: "tweet")
-        let own = try await Self.upload(stack, bea, Fixtures.png(width: 8, height: 8, seed: 65), purpose: "tweet")
+            stack, bea, MediaFixtures.png(width: 6, height: 6, seed: 63), purpose: "message", conversation: conversation.id)
+        let unfinished = try await Self.begin(stack, bea, MediaFixtures.png(width: 7, height: 7, seed: 64), purpose: "tweet")
+        let own = try await Self.upload(stack, bea, MediaFixtures.png(width: 8, height: 8, seed: 65), purpose: "tweet")
 
         for refused in [
             calsTweetMedia.id, avatar.id, messageMedia.id, EntityID(Int64(unfinished.uploadId)!), EntityID(Int64.max - 7),
@@ -114,7 +114,7 @@ struct MediaReferenceTests {
     func profileImage() async throws {
         let stack = try await Self.stack()
         let (dan, eve) = (try await stack.makeUser("dan"), try await stack.makeUser("eve"))
-        let png = Fixtures.png(width: 16, height: 16, seed: 70)
+        let png = MediaFixtures.png(width: 16, height: 16, seed: 70)
         let avatar = try await Self.upload(stack, dan, png, purpose: "avatar")
 
         let updated: User = try await stack.call(
@@ -126,9 +126,9 @@ struct MediaReferenceTests {
         let served = try await Self.fetch(stack, expected)
         #expect(served.status == 200 && served.body == png)
 
-        let tweetMedia = try await Self.upload(stack, dan, Fixtures.png(width: 3, height: 3, seed: 71), purpose: "tweet")
-        let evesAvatar = try await Self.upload(stack, eve, Fixtures.png(width: 3, height: 3, seed: 72), purpose: "avatar")
-        let unfinished = try await Self.begin(stack, dan, Fixtures.png(width: 3, height: 3, seed: 73), purpose: "avatar")
+        let tweetMedia = try await Self.upload(stack, dan, MediaFixtures.png(width: 3, height: 3, seed: 71), purpose: "tweet")
+        let evesAvatar = try await Self.upload(stack, eve, MediaFixtures.png(width: 3, height: 3, seed: 72), purpose: "avatar")
+        let unfinished = try await Self.begin(stack, dan, MediaFixtures.png(width: 3, height: 3, seed: 73), purpose: "avatar")
         for refused in [tweetMedia.id, evesAvatar.id, EntityID(Int64(unfinished.uploadId)!), EntityID(Int64.max - 9)] {
             let error = await rpcError {
                 let _: User = try await stack.call(
@@ -163,7 +163,7 @@ struct MediaReferenceTests {
     func profileImageWithoutMedia() async throws {
         let stack = try await Self.stack()
         let fay = try await stack.makeUser("fay")
-        let avatar = try await Self.upload(stack, fay, Fixtures.png(width: 3, height: 3, seed: 74), purpose: "avatar")
+        let avatar = try await Self.upload(stack, fay, MediaFixtures.png(width: 3, height: 3, seed: 74), purpose: "avatar")
         let cutOff = try await stack.startExtraInstance(
             "auth", environment: ["AVIARY_MEDIA_ADDRESSES": "127.0.0.1:\(try freePort())"])
         let client = RPCClient(configuration: .init(addresses: [cutOff.rpcAddress]), logger: Logger(label: "media-reference"))
@@ -187,7 +187,7 @@ struct MediaReferenceTests {
         let (gus, hal, ivy) = (users[0], users[1], users[2])
         let withHal: Conversation = try await stack.call("messaging", "messaging.openDirect", ["userId": hal.idValue], as: gus)
         let withIvy: Conversation = try await stack.call("messaging", "messaging.openDirect", ["userId": ivy.idValue], as: gus)
-        let png = Fixtures.png(width: 9, height: 9, seed: 80)
+        let png = MediaFixtures.png(width: 9, height: 9, seed: 80)
         let media = try await Self.upload(stack, gus, png, purpose: "message", conversation: withHal.id)
 
         let sent: Message = try await stack.call(
@@ -208,11 +208,11 @@ struct MediaReferenceTests {
         #expect(shown.id == media.id && shown.url.contains("&sig="))
         #expect(try await Self.fetch(stack, shown.url).status == 200)
 
-        let tweetMedia = try await Self.upload(stack, gus, Fixtures.png(width: 3, height: 3, seed: 81), purpose: "tweet")
+        let tweetMedia = try await Self.upload(stack, gus, MediaFixtures.png(width: 3, height: 3, seed: 81), purpose: "tweet")
         let halsMedia = try await Self.upload(
-            stack, hal, Fixtures.png(width: 3, height: 3, seed: 82), purpose: "message", conversation: withHal.id)
+            stack, hal, MediaFixtures.png(width: 3, height: 3, seed: 82), purpose: "message", conversation: withHal.id)
         let unfinished = try await Self.begin(
-            stack, gus, Fixtures.png(width: 3, height: 3, seed: 83), purpose: "message", conversation: withHal.id)
+            stack, gus, MediaFixtures.png(width: 3, height: 3, seed: 83), purpose: "message", conversation: withHal.id)
         // The medium uploaded for gus and hal's conversation cannot go to gus and ivy's, nor the others anywhere.
         for (conversation, refused) in [
             (withIvy.id, media.id), (withHal.id, tweetMedia.id), (withHal.id, halsMedia.id),

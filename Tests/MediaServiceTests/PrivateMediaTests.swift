@@ -21,7 +21,7 @@ struct PrivateMediaTests {
         }
         #expect(outsider?.reason == "forbidden")
 
-        let png = Fixtures.png(width: 12, height: 12, seed: 90)
+        let png = MediaFixtures.png(width: 12, height: 12, seed: 90)
         let stored = try await media.upload(rae, png, type: "image/png", purpose: "message", conversation: conversation)
         #expect(stored.url.contains("?exp=") && stored.url.contains("&sig="))
         let signed = MediaStack.target(of: stored.url)
@@ -46,7 +46,7 @@ struct PrivateMediaTests {
             #expect(refused.status == 404, "\(target)")
         }
         // A signature of one medium does not open another.
-        let other = try await media.upload(rae, Fixtures.png(width: 3, height: 3, seed: 91), type: "image/png", purpose: "message", conversation: conversation)
+        let other = try await media.upload(rae, MediaFixtures.png(width: 3, height: 3, seed: 91), type: "image/png", purpose: "message", conversation: conversation)
         let swapped = try await HTTPProbe.get(port: media.adminPort, "/media/\(other.id)?\(query)")
         #expect(swapped.status == 404)
         // Told apart from an id that does not exist by nothing but the id.
@@ -83,7 +83,7 @@ struct PrivateMediaTests {
         let conversation = Int64.random(in: 1...(1 << 50))
         media.messaging.add(ada.id, to: conversation)
         let stored = try await media.upload(
-            ada, Fixtures.png(width: 5, height: 5, seed: 97), type: "image/png", purpose: "message", conversation: conversation)
+            ada, MediaFixtures.png(width: 5, height: 5, seed: 97), type: "image/png", purpose: "message", conversation: conversation)
         let old = media.stack.serviceCredential
         let new = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let rotated = try await media.stack.startExtraInstance(
@@ -124,7 +124,7 @@ struct PrivateMediaTests {
         let (wes, xia) = (try await media.stack.makeUser("wes"), try await media.stack.makeUser("xia"))
         let conversation = Int64.random(in: 1...(1 << 50))
         media.messaging.add(wes.id, to: conversation)
-        let stored = try await media.upload(wes, Fixtures.png(width: 5, height: 5, seed: 97), type: "image/png", purpose: "message", conversation: conversation)
+        let stored = try await media.upload(wes, MediaFixtures.png(width: 5, height: 5, seed: 97), type: "image/png", purpose: "message", conversation: conversation)
         let params: [String: JSONValue] = ["mediaId": .string(stored.id.description), "offset": 0, "length": 4]
         for refusal in [RPCError.forbidden("this method needs the service credential"), .validation("userId is not a user", field: "userId")] {
             media.messaging.fail(conversation, with: refusal)
@@ -141,8 +141,8 @@ struct PrivateMediaTests {
         let (uma, vic) = (try await media.stack.makeUser("uma"), try await media.stack.makeUser("vic"))
         let conversation = Int64.random(in: 1...(1 << 50))
         media.messaging.add(uma.id, to: conversation)
-        let stored = try await media.upload(uma, Fixtures.png(width: 6, height: 6, seed: 95), type: "image/png", purpose: "message", conversation: conversation)
-        let everyone = try await media.upload(uma, Fixtures.png(width: 6, height: 6, seed: 96), type: "image/png")
+        let stored = try await media.upload(uma, MediaFixtures.png(width: 6, height: 6, seed: 95), type: "image/png", purpose: "message", conversation: conversation)
+        let everyone = try await media.upload(uma, MediaFixtures.png(width: 6, height: 6, seed: 96), type: "image/png")
 
         let cutOff = try await media.stack.startExtraInstance(
             "media", environment: ["AVIARY_MESSAGING_ADDRESSES": "127.0.0.1:\(try freePort())"])

@@ -11,14 +11,14 @@ struct RefusalTests {
     func contentMustMatchItsType() async throws {
         let media = try await MediaStack.shared()
         let gus = try await media.stack.makeUser("gus")
-        let png = Fixtures.png(width: 8, height: 8, seed: 21)
+        let png = MediaFixtures.png(width: 8, height: 8, seed: 21)
         let started = try await media.begin(gus, png, type: "image/jpeg")
         try await media.sendChunk(gus, upload: started.uploadId, png, index: 0)
         let error = await rpcError { _ = try await media.finish(gus, upload: started.uploadId) }
         #expect(error?.reason == "validation" && error?.field == "contentType")
         #expect(error?.message.contains("image/png") == true)
         #expect(try !media.partFiles().contains("\(started.uploadId).part"))
-        #expect(try !media.objectFiles().contains(Fixtures.sha256Hex(png)))
+        #expect(try !media.objectFiles().contains(MediaFixtures.sha256Hex(png)))
 
         let text = Array("just some text, not an image at all".utf8)
         let plain = try await media.begin(gus, text, type: "image/gif")
@@ -52,14 +52,14 @@ struct RefusalTests {
         let free = be(8, 4) + Array("free".utf8)
         let emptyTrak = be(UInt64(8 + 4096 * 8), 4) + Array("trak".utf8) + Array([[UInt8]](repeating: free, count: 4096).joined())
         // The real track of a fixture movie: ftyp (24 bytes), then moov's header (8) and mvhd (108), then the trak.
-        let real = Fixtures.movie(durationMs: 1000, width: 320, height: 240)
+        let real = MediaFixtures.movie(durationMs: 1000, width: 320, height: 240)
         let moovEnd = 24 + real[24..<28].reduce(0) { $0 << 8 | Int($1) }
         let traks = Array([[UInt8]](repeating: emptyTrak, count: 8).joined()) + real[(24 + 8 + 108)..<moovEnd]
         let crowded = ftyp + be(UInt64(8 + traks.count), 4) + Array("moov".utf8) + traks
         let crowdedMovie = try await media.upload(ivy, crowded, type: "video/mp4")
         #expect(crowdedMovie.contentType == "video/mp4" && crowdedMovie.width == nil)
 
-        var png = Fixtures.png(width: 8, height: 8, seed: 31)
+        var png = MediaFixtures.png(width: 8, height: 8, seed: 31)
         png.replaceSubrange(16..<20, with: be(UInt64(UInt32.max), 4))
         let wide = try await media.begin(ivy, png, type: "image/png")
         try await media.sendChunk(ivy, upload: wide.uploadId, png, index: 0)
@@ -73,7 +73,7 @@ struct RefusalTests {
         #expect(notJPEG?.reason == "validation" && notJPEG?.field == "contentType")
 
         // Still serving.
-        let png2 = Fixtures.png(width: 4, height: 4, seed: 32)
+        let png2 = MediaFixtures.png(width: 4, height: 4, seed: 32)
         #expect(try await media.upload(ivy, png2, type: "image/png").contentType == "image/png")
     }
 
@@ -83,7 +83,7 @@ struct RefusalTests {
     func openUploadsAreLimited() async throws {
         let media = try await MediaStack.shared()
         let (ola, pia) = (try await media.stack.makeUser("hoarder"), try await media.stack.makeUser("other"))
-        let png = Fixtures.png(width: 4, height: 4, seed: 61)
+        let png = MediaFixtures.png(width: 4, height: 4, seed: 61)
         let outcomes = await withTaskGroup(of: Result<MediaStack.Started, any Error>.self) { group in
             for _ in 0..<25 {
                 group.addTask {
@@ -111,7 +111,7 @@ struct RefusalTests {
     func badChunksTouchNothing() async throws {
         let media = try await MediaStack.shared()
         let hal = try await media.stack.makeUser("hal")
-        let png = Fixtures.png(width: 60, height: 40, seed: 5)
+        let png = MediaFixtures.png(width: 60, height: 40, seed: 5)
         let started = try await media.begin(hal, png, type: "image/png")
         let chunk = Data(png[0..<MediaStack.chunkBytes]).base64EncodedString()
         let cases: [(String, [String: JSONValue], String)] = [
@@ -192,7 +192,7 @@ struct RefusalTests {
     func uploadsBelongToTheirOwner() async throws {
         let media = try await MediaStack.shared()
         let (jo, kit) = (try await media.stack.makeUser("jo"), try await media.stack.makeUser("kit"))
-        let png = Fixtures.png(width: 10, height: 10, seed: 11)
+        let png = MediaFixtures.png(width: 10, height: 10, seed: 11)
         let started = try await media.begin(jo, png, type: "image/png")
         let chunk = await rpcError { try await media.sendChunk(kit, upload: started.uploadId, png, index: 0) }
         #expect(chunk?.reason == "forbidden")

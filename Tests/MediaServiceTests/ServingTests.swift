@@ -10,7 +10,7 @@ struct ServingTests {
     func servesWholeFiles() async throws {
         let media = try await MediaStack.shared()
         let lou = try await media.stack.makeUser("lou")
-        let png = Fixtures.png(width: 33, height: 21, seed: 40)
+        let png = MediaFixtures.png(width: 33, height: 21, seed: 40)
         let stored = try await media.upload(lou, png, type: "image/png")
         let target = MediaStack.target(of: stored.url)
 
@@ -19,7 +19,7 @@ struct ServingTests {
         #expect(whole.body == png)
         #expect(whole.headers["content-type"] == "image/png")
         #expect(whole.headers["content-length"] == String(png.count))
-        let etag = "\"\(Fixtures.sha256Hex(png))\""
+        let etag = "\"\(MediaFixtures.sha256Hex(png))\""
         #expect(whole.headers["etag"] == etag)
         #expect(whole.headers["accept-ranges"] == "bytes")
         #expect(whole.headers["cache-control"]?.contains("max-age=31536000") == true)
@@ -32,7 +32,7 @@ struct ServingTests {
         let head = try await HTTPProbe.get(port: media.adminPort, target, method: "HEAD")
         #expect(head.status == 200 && head.body.isEmpty && head.headers["content-length"] == String(png.count))
 
-        let jpeg = Fixtures.jpeg(width: 8, height: 8)
+        let jpeg = MediaFixtures.jpeg(width: 8, height: 8)
         let photo = try await media.upload(lou, jpeg, type: "image/jpeg")
         let served = try await HTTPProbe.get(port: media.adminPort, MediaStack.target(of: photo.url))
         #expect(served.body == jpeg && served.headers["content-type"] == "image/jpeg")
@@ -42,7 +42,7 @@ struct ServingTests {
     func servesRanges() async throws {
         let media = try await MediaStack.shared()
         let max = try await media.stack.makeUser("max")
-        let movie = Fixtures.movie(durationMs: 1000, width: 16, height: 16, payload: 3 * MediaStack.chunkBytes)
+        let movie = MediaFixtures.movie(durationMs: 1000, width: 16, height: 16, payload: 3 * MediaStack.chunkBytes)
         let stored = try await media.upload(max, movie, type: "video/mp4")
         let target = MediaStack.target(of: stored.url)
         let size = movie.count
@@ -83,7 +83,7 @@ struct ServingTests {
         let media = try await MediaStack.shared()
         let ned = try await media.stack.makeUser("ned")
         // Over the 256 KiB piece of the HTTP route: 90 chunks of 4 KiB, sent 8 at a time.
-        let movie = Fixtures.movie(durationMs: 90_000, width: 640, height: 360, payload: 360 * 1024)
+        let movie = MediaFixtures.movie(durationMs: 90_000, width: 640, height: 360, payload: 360 * 1024)
         let started = try await media.begin(ned, movie, type: "video/mp4")
         let chunks = (movie.count + MediaStack.chunkBytes - 1) / MediaStack.chunkBytes
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -121,7 +121,7 @@ struct ServingTests {
         #expect(post.status == 405)
 
         let olga = try await media.stack.makeUser("olga")
-        let stored = try await media.upload(olga, Fixtures.png(width: 5, height: 5, seed: 60), type: "image/png")
+        let stored = try await media.upload(olga, MediaFixtures.png(width: 5, height: 5, seed: 60), type: "image/png")
         for (offset, length, field) in [(-1, 10, "offset"), (0, 0, "length"), (0, 600_000, "length"), (1_000_000, 10, "offset")] {
             let error = await rpcError {
                 _ = try await media.stack.call(
@@ -140,10 +140,10 @@ struct ServingTests {
     func getMany() async throws {
         let media = try await MediaStack.shared()
         let (pat, quinn) = (try await media.stack.makeUser("pat"), try await media.stack.makeUser("quinn"))
-        let a = try await media.upload(pat, Fixtures.png(width: 4, height: 4, seed: 70), type: "image/png")
-        let b = try await media.upload(pat, Fixtures.png(width: 4, height: 4, seed: 71), type: "image/png", purpose: "avatar")
-        let c = try await media.upload(quinn, Fixtures.png(width: 4, height: 4, seed: 72), type: "image/png")
-        let pending = try await media.begin(pat, Fixtures.png(width: 4, height: 4, seed: 73), type: "image/png")
+        let a = try await media.upload(pat, MediaFixtures.png(width: 4, height: 4, seed: 70), type: "image/png")
+        let b = try await media.upload(pat, MediaFixtures.png(width: 4, height: 4, seed: 71), type: "image/png", purpose: "avatar")
+        let c = try await media.upload(quinn, MediaFixtures.png(width: 4, height: 4, seed: 72), type: "image/png")
+        let pending = try await media.begin(pat, MediaFixtures.png(width: 4, height: 4, seed: 73), type: "image/png")
         let ids: [JSONValue] = [.string(c.id.description), .string(b.id.description), "1", .string(pending.uploadId), .string(a.id.description)]
         let all: [Media] = try await media.stack.callInternal("media", "media.getMany", ["ids": .array(ids)])
         #expect(all.map(\.id) == [c.id, b.id, a.id])

@@ -12,7 +12,7 @@ struct UploadTests {
     func uploadsRealFiles() async throws {
         let media = try await MediaStack.shared()
         let ann = try await media.stack.makeUser("ann")
-        let png = Fixtures.png(width: 60, height: 50)
+        let png = MediaFixtures.png(width: 60, height: 50)
         #expect(png.count > 2 * MediaStack.chunkBytes)
         let stored = try await media.upload(ann, png, type: "image/png")
         #expect(stored.contentType == "image/png")
@@ -20,20 +20,20 @@ struct UploadTests {
         #expect(stored.width == 60 && stored.height == 50 && stored.durationMs == nil)
         #expect(stored.url.hasSuffix("/media/\(stored.id)"))
 
-        let jpeg = try await media.upload(ann, Fixtures.jpeg(width: 24, height: 16), type: "image/jpeg")
+        let jpeg = try await media.upload(ann, MediaFixtures.jpeg(width: 24, height: 16), type: "image/jpeg")
         #expect(jpeg.width == 24 && jpeg.height == 16)
 
         let mp4 = try await media.upload(
-            ann, Fixtures.movie(durationMs: 2500, width: 320, height: 240, payload: 9000), type: "video/mp4")
+            ann, MediaFixtures.movie(durationMs: 2500, width: 320, height: 240, payload: 9000), type: "video/mp4")
         #expect(mp4.durationMs == 2500 && mp4.width == 320 && mp4.height == 240)
 
         let mov = try await media.upload(
-            ann, Fixtures.movie(quickTime: true, durationMs: 1200, width: 64, height: 48), type: "video/quicktime")
+            ann, MediaFixtures.movie(quickTime: true, durationMs: 1200, width: 64, height: 48), type: "video/quicktime")
         #expect(mov.contentType == "video/quicktime" && mov.durationMs == 1200)
 
-        let gif = try await media.upload(ann, Fixtures.gif(width: 7, height: 5), type: "image/gif")
+        let gif = try await media.upload(ann, MediaFixtures.gif(width: 7, height: 5), type: "image/gif")
         #expect(gif.width == 7 && gif.height == 5)
-        let webp = try await media.upload(ann, Fixtures.webp(width: 300, height: 200), type: "image/webp")
+        let webp = try await media.upload(ann, MediaFixtures.webp(width: 300, height: 200), type: "image/webp")
         #expect(webp.width == 300 && webp.height == 200)
 
         let fetched: Media = try await media.stack.call("media", "media.get", ["mediaId": .string(stored.id.description)])
@@ -46,8 +46,8 @@ struct UploadTests {
     func idempotentChunksAndFinish() async throws {
         let media = try await MediaStack.shared()
         let bo = try await media.stack.makeUser("bo")
-        let png = Fixtures.png(width: 60, height: 40, seed: 3)
-        let started = try await media.begin(bo, png, type: "image/png", sha256: Fixtures.sha256Hex(png))
+        let png = MediaFixtures.png(width: 60, height: 40, seed: 3)
+        let started = try await media.begin(bo, png, type: "image/png", sha256: MediaFixtures.sha256Hex(png))
         #expect(started.chunkBytes == MediaStack.chunkBytes)
         let first = try await media.sendChunk(bo, upload: started.uploadId, png, index: 0)
         let again = try await media.sendChunk(bo, upload: started.uploadId, png, index: 0)
@@ -74,7 +74,7 @@ struct UploadTests {
     func overlappingFinishes() async throws {
         let media = try await MediaStack.shared()
         let uma = try await media.stack.makeUser("retrier")
-        let movie = Fixtures.movie(durationMs: 1000, width: 64, height: 48, payload: 1 << 20)
+        let movie = MediaFixtures.movie(durationMs: 1000, width: 64, height: 48, payload: 1 << 20)
         let started = try await media.begin(uma, movie, type: "video/mp4")
         let chunks = (movie.count + MediaStack.chunkBytes - 1) / MediaStack.chunkBytes
         for index in 0..<chunks { _ = try await media.sendChunk(uma, upload: started.uploadId, movie, index: index) }
@@ -98,11 +98,11 @@ struct UploadTests {
     func deduplicates() async throws {
         let media = try await MediaStack.shared()
         let (cy, di) = (try await media.stack.makeUser("cy"), try await media.stack.makeUser("di"))
-        let png = Fixtures.png(width: 17, height: 9, seed: 77)
+        let png = MediaFixtures.png(width: 17, height: 9, seed: 77)
         let one = try await media.upload(cy, png, type: "image/png")
         let two = try await media.upload(di, png, type: "image/png")
         #expect(one.id != two.id)
-        let hash = Fixtures.sha256Hex(png)
+        let hash = MediaFixtures.sha256Hex(png)
         #expect(try media.objectFiles().filter { $0 == hash }.count == 1)
     }
 
@@ -110,7 +110,7 @@ struct UploadTests {
     func resumesAfterACrash() async throws {
         let media = try await MediaStack.shared()
         let eve = try await media.stack.makeUser("eve")
-        let movie = Fixtures.movie(durationMs: 4000, width: 160, height: 90, payload: 6 * MediaStack.chunkBytes)
+        let movie = MediaFixtures.movie(durationMs: 4000, width: 160, height: 90, payload: 6 * MediaStack.chunkBytes)
         let chunks = (movie.count + MediaStack.chunkBytes - 1) / MediaStack.chunkBytes
         let doomed = try await media.stack.startExtraInstance("media")
         let doomedClient = RPCClient(configuration: .init(addresses: [doomed.rpcAddress]), logger: .init(label: "doomed"))
@@ -135,8 +135,8 @@ struct UploadTests {
     func finishRetriedAfterACrashMidway() async throws {
         let media = try await MediaStack.shared()
         let gil = try await media.stack.makeUser("gil")
-        let png = Fixtures.png(width: 33, height: 21, seed: 213)
-        let hash = Fixtures.sha256Hex(png)
+        let png = MediaFixtures.png(width: 33, height: 21, seed: 213)
+        let hash = MediaFixtures.sha256Hex(png)
         #expect(try !media.objectFiles().contains(hash))
         let doomed = try await media.stack.startExtraInstance("media")
         let doomedClient = RPCClient(configuration: .init(addresses: [doomed.rpcAddress]), logger: .init(label: "doomed"))
@@ -179,7 +179,7 @@ struct UploadTests {
             hasty.terminate()
             Task { await client.shutdown() }
         }
-        let png = Fixtures.png(width: 60, height: 40, seed: 9)
+        let png = MediaFixtures.png(width: 60, height: 40, seed: 9)
         let started = try await media.begin(fay, png, type: "image/png", on: client)
         try await media.sendChunk(fay, upload: started.uploadId, png, index: 0, on: client)
         #expect(try media.partFiles().contains("\(started.uploadId).part"))

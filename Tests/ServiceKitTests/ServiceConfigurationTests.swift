@@ -7,7 +7,7 @@ import Testing
 @Suite("ServiceConfiguration")
 struct ServiceConfigurationTests {
     @Test func serviceNamesFollowTheContract() {
-        #expect(ServiceName.allCases.count == 7)
+        #expect(ServiceName.allCases.count == 8)
         #expect(ServiceName.socialGraph.rawValue == "social-graph")
         #expect(ServiceName.socialGraph.executableName == "aviary-social-graph")
         #expect(ServiceName.socialGraph.environmentKeyPrefix == "SOCIAL_GRAPH")

@@ -23,6 +23,8 @@ public final class ServiceStack: Sendable {
     /// The stack's Redis database.
     public let redis: RedisClient
     private let ports: [String: [(rpc: Int, admin: Int)]]
+    /// The public HTTP port of each gateway instance (`AVIARY_GATEWAY_PORT`).
+    private let gatewayPorts: [Int]
     private let processes: Mutex<[String: [ServiceProcess]]>
     private let clients: [String: RPCClient]
     /// Folders the stack made (the shared media root), removed with it.
@@ -33,9 +35,10 @@ public final class ServiceStack: Sendable {
 
     private init(
         environment: [String: String], serviceCredential: String, database: PostgresClient, redis: RedisClient,
-        ports: [String: [(rpc: Int, admin: Int)]], processes: [String: [ServiceProcess]], clients: [String: RPCClient],
-        cleanupTokens: [Int]
+        ports: [String: [(rpc: Int, admin: Int)]], gatewayPorts: [Int], processes: [String: [ServiceProcess]],
+        clients: [String: RPCClient], cleanupTokens: [Int]
     ) {
+        self.gatewayPorts = gatewayPorts
         self.cleanupTokens = cleanupTokens
         self.environment = environment
         self.serviceCredential = serviceCredential
@@ -69,6 +72,7 @@ public final class ServiceStack: Sendable {
         for service in services {
             ports[service] = try (0..<max(1, instances[service] ?? 1)).map { _ in (try freePort(), try freePort()) }
         }
+        let gatewayPorts = try (ports["gateway"] ?? []).map { _ in try freePort() }
         var environment = [
             "AVIARY_POSTGRES_URL": databaseURL,
             "AVIARY_POSTGRES_POOL_SIZE": "8",
@@ -107,7 +111,8 @@ public final class ServiceStack: Sendable {
                 for (instance, port) in ports.enumerated() {
                     group.addTask {
                         let process = try await startProcess(
-                            service, environment: sharedEnvironment, rpc: port.rpc, admin: port.admin)
+                            service, environment: sharedEnvironment, rpc: port.rpc, admin: port.admin,
+                            http: service == "gateway" ? gatewayPorts[instance] : nil)
                         return (service, instance, process)
                     }
                 }
@@ -124,7 +129,7 @@ public final class ServiceStack: Sendable {
         }
         return ServiceStack(
             environment: environment, serviceCredential: serviceCredential, database: database, redis: redis,
-            ports: ports, processes: processes, clients: clients, cleanupTokens: cleanupTokens)
+            ports: ports, gatewayPorts: gatewayPorts, processes: processes, clients: clients, cleanupTokens: cleanupTokens)
     }
 
     deinit {
@@ -137,12 +142,18 @@ public final class ServiceStack: Sendable {
     }
 
     private static func startProcess(
-        _ service: String, environment: [String: String], rpc: Int, admin: Int
+        _ service: String, environment: [String: String], rpc: Int, admin: Int, http: Int? = nil
     ) async throws -> ServiceProcess {
         var environment = environment
         environment["AVIARY_RPC_PORT"] = String(rpc)
         environment["AVIARY_ADMIN_PORT"] = String(admin)
+        if let http { environment["AVIARY_GATEWAY_PORT"] = String(http) }
         return try await ServiceProcess.start(executable: "aviary-\(service)", environment: environment)
+    }
+
+    /// The public URL of gateway instance `instance` (`http://127.0.0.1:<AVIARY_GATEWAY_PORT>`).
+    public func gatewayURL(instance: Int = 0) -> String {
+        "http://127.0.0.1:\(gatewayPorts[instance])"
     }
 
     /// Instance `instance` (the first by default) of `service`.
@@ -181,7 +192,9 @@ public final class ServiceStack: Sendable {
     /// Starts a stopped instance of `service` again on its ports.
     public func start(_ service: String, instance: Int = 0) async throws {
         let port = ports[service]![instance]
-        let new = try await Self.startProcess(service, environment: environment, rpc: port.rpc, admin: port.admin)
+        let new = try await Self.startProcess(
+            service, environment: environment, rpc: port.rpc, admin: port.admin,
+            http: service == "gateway" ? gatewayPorts[instance] : nil)
         processes.withLock { $0[service]![instance] = new }
     }
 

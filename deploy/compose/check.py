@@ -5,9 +5,10 @@
     installed (`pip install check-jsonschema`; the script says when it is not);
   - Postgres and Redis have health checks, and every Aviary service waits for both to be healthy;
   - Redis keeps an append-only file (its event streams must survive a restart);
-  - every Aviary service runs its own executable, listens on 0.0.0.0 on the contract's ports, has a
-    health check and a stop grace period longer than the drain, finds the others by service name,
-    and publishes no fixed host port (so that `--scale <service>=N` works).
+  - every Aviary service and the gateway runs its own executable, listens on 0.0.0.0 on the
+    contract's ports, has a health check and a stop grace period longer than the drain, finds the
+    services by service name, and publishes no fixed host port (so that `--scale <service>=N` works);
+  - the gateway alone publishes its public port 8080.
 
     deploy/compose/check.py
 """
@@ -23,8 +24,11 @@ HERE = pathlib.Path(__file__).resolve().parent
 COMPOSE = HERE / "compose.yaml"
 SERVICES = {
     "auth": (7101, 7201), "tweets": (7102, 7202), "social-graph": (7103, 7203), "timeline": (7104, 7204),
-    "messaging": (7105, 7205), "notifications": (7106, 7206), "media": (7107, 7207),
+    "messaging": (7105, 7205), "notifications": (7106, 7206), "media": (7107, 7207), "gateway": (7108, 7208),
 }
+# The services the others (and the gateway) call, by AVIARY_<SERVICE>_ADDRESSES; nothing calls the gateway.
+CALLED = [name for name in SERVICES if name != "gateway"]
+PUBLIC_PORT = 8080  # the gateway's HTTP/WebSocket port
 DRAIN_SECONDS = 10
 
 
@@ -76,7 +80,7 @@ def main() -> int:
             problems.append(f"{name}: AVIARY_HOST must be 0.0.0.0 in a container")
         if str(environment.get("AVIARY_RPC_PORT")) != str(rpc) or str(environment.get("AVIARY_ADMIN_PORT")) != str(admin):
             problems.append(f"{name}: ports should be {rpc} and {admin}")
-        for other in SERVICES:
+        for other in CALLED:
             variable = f"AVIARY_{other.upper().replace('-', '_')}_ADDRESSES"
             if environment.get(variable) != other:
                 problems.append(f"{name}: {variable} should be the service name {other!r}")
@@ -88,9 +92,16 @@ def main() -> int:
                 problems.append(f"{name}: should wait for {dependency} to be healthy")
         if seconds(service.get("stop_grace_period", "10s")) <= DRAIN_SECONDS:
             problems.append(f"{name}: stop_grace_period must exceed the {DRAIN_SECONDS} s drain")
+        targets = set()
         for port in service.get("ports", []):
             if fixed_host_port(port):
                 problems.append(f"{name}: publishes a fixed host port ({port}), which --scale cannot repeat")
+            targets.add(int(port["target"]) if isinstance(port, dict) else int(str(port).split(":")[-1].split("/")[0]))
+        if name == "gateway":
+            if str(environment.get("AVIARY_GATEWAY_PORT")) != str(PUBLIC_PORT) or PUBLIC_PORT not in targets:
+                problems.append(f"gateway: should listen on and publish its public port {PUBLIC_PORT}")
+        elif PUBLIC_PORT in targets:
+            problems.append(f"{name}: publishes {PUBLIC_PORT}, which only the gateway should")
         if "container_name" in service:
             problems.append(f"{name}: container_name prevents scaling")
 

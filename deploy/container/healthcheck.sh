@@ -15,6 +15,7 @@ if [ -z "$port" ]; then
     aviary-messaging) port=7205 ;;
     aviary-notifications) port=7206 ;;
     aviary-media) port=7207 ;;
+    aviary-gateway) port=7208 ;;
     *) echo "not an Aviary service: ${command:-unknown}" >&2; exit 1 ;;
     esac
 fi

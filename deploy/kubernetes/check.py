@@ -6,7 +6,8 @@
   - the base renders with `kubectl kustomize` (or `kustomize build`) when either is installed;
     without them the resource files are checked as they are, and the script says so;
   - every document has apiVersion, kind and metadata.name, and no two share kind and name;
-  - every Deployment's selector matches its pod labels, and a headless Service, an autoscaling/v2
+  - every Deployment's selector matches its pod labels, and a headless Service (for the gateway, the
+    public edge, a ClusterIP Service with a port named http), an autoscaling/v2
     HorizontalPodAutoscaler and a PodDisruptionBudget select or target it;
   - probes use the admin port (/readyz for readiness, /healthz for liveness), resources have
     requests and limits, referenced ConfigMaps, Secrets and claims exist, and the grace period
@@ -23,6 +24,8 @@ import yaml
 
 HERE = pathlib.Path(__file__).resolve().parent
 DRAIN_SECONDS = 10  # the runtime's bound on draining after SIGTERM
+# The one Service meant for an Ingress or a load balancer: not headless, with a port named http.
+PUBLIC_SERVICES = {"aviary-gateway"}
 
 problems: list[str] = []
 
@@ -88,8 +91,10 @@ def check_documents(documents: list) -> None:
     config_maps = set(by_kind.get("ConfigMap", {}))
     secrets = set(by_kind.get("Secret", {}))
     claims = set(by_kind.get("PersistentVolumeClaim", {}))
-    if len(deployments) != 7:
-        problem(f"expected 7 Deployments, found {len(deployments)}: {sorted(deployments)}")
+    if len(deployments) != 8:
+        problem(f"expected 8 Deployments, found {len(deployments)}: {sorted(deployments)}")
+    for name in PUBLIC_SERVICES - set(services):
+        problem(f"Service {name}, the public edge, is missing")
 
     for name, deployment in deployments.items():
         spec = deployment["spec"]
@@ -145,8 +150,14 @@ def check_documents(documents: list) -> None:
         if not headless:
             problem(f"Deployment {name}: no Service selects its pods")
         for service in headless:
-            if service["spec"].get("clusterIP") != "None":
-                problem(f"Service {service['metadata']['name']}: not headless (clusterIP: None)")
+            service_name = service["metadata"]["name"]
+            if service_name in PUBLIC_SERVICES:
+                if service["spec"].get("clusterIP") == "None" or service["spec"].get("type", "ClusterIP") != "ClusterIP":
+                    problem(f"Service {service_name}: the public edge should be a plain ClusterIP Service")
+                if "http" not in {port.get("name") for port in service["spec"].get("ports", [])}:
+                    problem(f"Service {service_name}: the public edge needs a port named http")
+            elif service["spec"].get("clusterIP") != "None":
+                problem(f"Service {service_name}: not headless (clusterIP: None)")
             for port in service["spec"].get("ports", []):
                 if port.get("targetPort") not in port_names:
                     problem(f"Service {service['metadata']['name']}: targetPort {port.get('targetPort')} "

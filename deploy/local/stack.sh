@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the whole suite on this machine: Postgres, Redis and the seven services.
+# Runs the whole suite on this machine: Postgres, Redis, the seven services and the gateway.
 #
 #   deploy/local/stack.sh up       install what is missing, build, start everything, print addresses
 #   deploy/local/stack.sh down     stop the services, then the Redis and Postgres that `up` started
@@ -21,6 +21,8 @@
 #   AVIARY_LOCAL_TIMEOUT     seconds to wait for each service to be ready (60)
 #   AVIARY_MEDIA_ROOT        where media keeps uploaded files (.aviary-local/media)
 #   AVIARY_EVENT_LOOPS       event-loop threads of each service (a quarter of the cores, at least 1)
+#   AVIARY_GATEWAY_PORT      the gateway's public HTTP/WebSocket port (8080; the next free one when
+#                            another program has it)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -41,8 +43,9 @@ REDIS_PORT="${AVIARY_LOCAL_REDIS_PORT:-6379}"
 CONFIG="${AVIARY_BUILD:-debug}"
 TIMEOUT="${AVIARY_LOCAL_TIMEOUT:-60}"
 
-# In start order. Ports are the contract's defaults (§4): JSON-RPC 71xx, admin HTTP 72xx.
-SERVICES=(auth social-graph tweets timeline notifications messaging media)
+# In start order, the gateway last: it calls the other seven. Ports are the contract's defaults (§4):
+# JSON-RPC 71xx, admin HTTP 72xx.
+SERVICES=(auth social-graph tweets timeline notifications messaging media gateway)
 
 rpc_port() {
     case "$1" in
@@ -53,11 +56,15 @@ rpc_port() {
     messaging) echo 7105 ;;
     notifications) echo 7106 ;;
     media) echo 7107 ;;
+    gateway) echo 7108 ;;
     *) die "unknown service $1" ;;
     esac
 }
 
 admin_port() { echo $(($(rpc_port "$1") + 100)); }
+
+# The gateway's public port: the one it was started with (run/gateway.port), else the one it would get.
+gateway_port() { cat "$RUN/gateway.port" 2>/dev/null || echo "${AVIARY_GATEWAY_PORT:-8080}"; }
 
 # Paths as the user reads them: relative to the repository.
 short() { echo "${1#"$AVIARY_ROOT"/}"; }
@@ -350,6 +357,7 @@ start_service() {
         if port_in_use "$rpc" || port_in_use "$admin"; then
             die "$name: port $rpc or $admin is already taken by another program"
         fi
+        [ "$name" = gateway ] && choose_gateway_port
         echo "--- $(date '+%F %T') started by stack.sh" >>"$log"
         # A session of its own: a Ctrl-C here or a closed terminal later does not reach it.
         setsid "$BIN/aviary-$name" >>"$log" 2>&1 </dev/null &
@@ -369,6 +377,19 @@ start_service() {
     done
 }
 
+# The gateway's public port: AVIARY_GATEWAY_PORT when set (it must be free), else 8080 or, when
+# another program has that, the next free port; exported for the gateway, kept in run/gateway.port.
+choose_gateway_port() {
+    local port="${AVIARY_GATEWAY_PORT:-8080}"
+    if port_in_use "$port"; then
+        [ -z "${AVIARY_GATEWAY_PORT:-}" ] || die "gateway: port $port (AVIARY_GATEWAY_PORT) is already taken by another program"
+        port="$(free_port_from $((port + 1)))"
+        say "  gateway: port 8080 is taken by another program; its public port is $port"
+    fi
+    echo "$port" >"$RUN/gateway.port"
+    export AVIARY_GATEWAY_PORT="$port"
+}
+
 stop_service() {
     local name="$1" pid
     if pid="$(service_pid "$name")"; then
@@ -379,7 +400,7 @@ stop_service() {
         fi
         say "  $name: stopped (pid $pid)"
     fi
-    rm -f "$RUN/$name.pid"
+    rm -f "$RUN/$name.pid" "$RUN/$name.port"
 }
 
 print_table() {
@@ -393,6 +414,7 @@ print_table() {
             "$(short "$LOGS/$name.log")"
     done
     echo
+    say "Apps:     http://127.0.0.1:$(gateway_port) (the gateway: POST /rpc, WebSocket GET /rpc, POST /media)"
     say "Try one:  $BIN_SHOWN/aviary call tweets rpc.discover"
     say "Stop all: deploy/local/stack.sh down"
 }
@@ -409,8 +431,9 @@ up() {
     # Uploaded media live with the rest of the local data unless told otherwise.
     export AVIARY_MEDIA_ROOT="${AVIARY_MEDIA_ROOT:-$STATE/media}"
     mkdir -p "$AVIARY_MEDIA_ROOT"
-    # Seven services share this machine: a loop per core each would wake more threads than there
-    # are cores, so each gets a quarter of them (one on a machine of up to seven cores).
+    # Eight processes (the services and the gateway) share this machine: a loop per core each would
+    # wake more threads than there are cores, so each gets a quarter of them (one on a machine of up
+    # to seven cores).
     export AVIARY_EVENT_LOOPS="${AVIARY_EVENT_LOOPS:-$(( $(nproc) / 4 > 1 ? $(nproc) / 4 : 1 ))}"
     say "Services (Postgres $AVIARY_POSTGRES_URL, Redis $AVIARY_REDIS_URL, media in $(short "$AVIARY_MEDIA_ROOT")):"
     local name
@@ -450,7 +473,9 @@ status() {
         if pid="$(service_pid "$name")"; then
             local ready="not ready"
             is_ready "$(admin_port "$name")" && ready="ready"
-            printf '%-15s runs (pid %s), %s, rpc 127.0.0.1:%s\n' "$name" "$pid" "$ready" "$(rpc_port "$name")"
+            local public=""
+            [ "$name" = gateway ] && public=", public http://127.0.0.1:$(gateway_port)"
+            printf '%-15s runs (pid %s), %s, rpc 127.0.0.1:%s%s\n' "$name" "$pid" "$ready" "$(rpc_port "$name")" "$public"
         else
             printf '%-15s stopped\n' "$name"
         fi

@@ -34,8 +34,11 @@ def main() -> int:
     if jobs != ["aviary", "aviary-compose"]:
         problems.append(f"prometheus.yml: unexpected jobs {jobs}")
     targets = [t for group in static["scrape_configs"][0]["static_configs"] for t in group["targets"]]
-    if sorted(targets) != [f"127.0.0.1:{port}" for port in range(7201, 7208)]:
-        problems.append(f"prometheus.yml: the static job should scrape admin ports 7201-7207, has {targets}")
+    if sorted(targets) != [f"127.0.0.1:{port}" for port in range(7201, 7209)]:
+        problems.append(f"prometheus.yml: the static job should scrape admin ports 7201-7208, has {targets}")
+    names = [n for config in static["scrape_configs"][1]["dns_sd_configs"] for n in config["names"]]
+    if "gateway" not in names:
+        problems.append(f"prometheus.yml: the Compose job should find the gateway, has {names}")
     if not any("kubernetes_sd_configs" in job for job in kubernetes["scrape_configs"]):
         problems.append("prometheus-kubernetes.yml: no Kubernetes discovery")
 

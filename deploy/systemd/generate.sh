@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Writes the systemd units of deploy/systemd/ from one template, so that the fourteen service units
+# Writes the systemd units of deploy/systemd/ from one template, so that the sixteen service units
 # cannot drift apart. Edit this script, run it, and commit its output.
 #
 #   deploy/systemd/generate.sh           rewrite the units
@@ -7,25 +7,34 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-# service, JSON-RPC port, admin port (contract §4)
+# service, JSON-RPC port, admin port (contract §4), public HTTP/WebSocket port (gateway only, "-" for none)
 SERVICES=(
-    "auth 7101 7201"
-    "tweets 7102 7202"
-    "social-graph 7103 7203"
-    "timeline 7104 7204"
-    "messaging 7105 7205"
-    "notifications 7106 7206"
-    "media 7107 7207"
+    "auth 7101 7201 -"
+    "tweets 7102 7202 -"
+    "social-graph 7103 7203 -"
+    "timeline 7104 7204 -"
+    "messaging 7105 7205 -"
+    "notifications 7106 7206 -"
+    "media 7107 7207 -"
+    "gateway 7108 7208 8080"
 )
 
-# One unit. $1 service, $2 RPC port, $3 admin port, $4 instance suffix ("" or "@").
+# One unit. $1 service, $2 RPC port, $3 admin port, $4 public port ("-" for none), $5 instance
+# suffix ("" or "@").
 unit() {
-    local name="$1" rpc="$2" admin="$3" template="$4"
+    local name="$1" rpc="$2" admin="$3" public="$4" template="$5"
     local what="Aviary $name service (JSON-RPC $rpc, admin HTTP $admin)" instance_env="" identifier="aviary-$name"
+    [ "$public" = - ] || what="Aviary $name service (public HTTP/WebSocket $public, JSON-RPC $rpc, admin HTTP $admin)"
     if [ -n "$template" ]; then
         what="Aviary $name service, instance %i (ports from /etc/aviary/$name@%i.env)"
         instance_env="EnvironmentFile=/etc/aviary/$name@%i.env"$'\n'
         identifier="aviary-$name@%i"
+    fi
+    local after=""
+    if [ "$name" = gateway ]; then
+        after="# The services it calls: when they run on this host, start once they are ready."$'\n'
+        after+="After=aviary-auth.service aviary-tweets.service aviary-social-graph.service aviary-timeline.service"$'\n'
+        after+="After=aviary-messaging.service aviary-notifications.service aviary-media.service"$'\n'
     fi
     local media=""
     if [ "$name" = media ]; then
@@ -40,7 +49,7 @@ Documentation=file:/usr/local/share/doc/aviary/README.md
 # Postgres and Redis may live on other hosts; when they are local, start after them. The service
 # waits for Postgres itself, so there is no Requires=.
 After=network-online.target postgresql.service redis-server.service
-Wants=network-online.target
+${after}Wants=network-online.target
 PartOf=aviary.target
 StartLimitIntervalSec=300
 StartLimitBurst=10
@@ -117,12 +126,12 @@ EOF
 
 # Every file this script owns, as "file-name<TAB>content".
 render() {
-    local entry name rpc admin
+    local entry name rpc admin public
     printf '%s\t%s\n' aviary.target "$(target | base64 -w0)"
     for entry in "${SERVICES[@]}"; do
-        read -r name rpc admin <<<"$entry"
-        printf '%s\t%s\n' "aviary-$name.service" "$(unit "$name" "$rpc" "$admin" "" | base64 -w0)"
-        printf '%s\t%s\n' "aviary-$name@.service" "$(unit "$name" "$rpc" "$admin" @ | base64 -w0)"
+        read -r name rpc admin public <<<"$entry"
+        printf '%s\t%s\n' "aviary-$name.service" "$(unit "$name" "$rpc" "$admin" "$public" "" | base64 -w0)"
+        printf '%s\t%s\n' "aviary-$name@.service" "$(unit "$name" "$rpc" "$admin" "$public" @ | base64 -w0)"
     done
 }
 

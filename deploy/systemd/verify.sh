@@ -19,7 +19,7 @@ REQUIRED=(
     EnvironmentFile=/etc/aviary/common.env NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes PrivateTmp=yes
     "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX" SystemCallFilter=@system-service
 )
-SERVICES=(auth tweets social-graph timeline messaging notifications media)
+SERVICES=(auth tweets social-graph timeline messaging notifications media gateway)
 
 say "--- units are generated"
 "$HERE/generate.sh" --check

@@ -23,7 +23,7 @@ extension AuthService {
                 "password must be 1 to \(AccountRules.passwordLength.upperBound) characters", field: "password")
         }
         // The address limit and the account lookup are independent: one round trip's wait, not two.
-        async let addressAllowed: Void = limits.checkLogin(address: context.connection?.remoteAddress)
+        async let addressAllowed: Void = limits.checkLogin(address: context.clientAddress)
         async let lookup = users.credentials(login: login)
         try await addressAllowed
         let credentials = try await lookup

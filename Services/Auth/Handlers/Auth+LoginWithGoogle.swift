@@ -15,7 +15,7 @@ extension AuthService {
     func loginWithGoogle(
         _ params: LoginWithGoogleParams, verifier: GoogleIDTokenVerifier, context: RPCContext
     ) async throws -> AuthResult {
-        try await limits.checkLogin(address: context.connection?.remoteAddress)
+        try await limits.checkLogin(address: context.clientAddress)
         let claims = try await verifier.verify(params.idToken)
         guard let email = try? AccountRules.email(claims.email ?? "") else {
             throw RPCError.forbidden("the Google account's email address cannot be used for an Aviary account")

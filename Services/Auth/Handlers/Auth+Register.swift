@@ -28,7 +28,7 @@ extension AuthService {
                     + "then set it with auth.updateProfile",
                 field: "profileImageId")
         }
-        try await limits.checkRegistration(address: context.connection?.remoteAddress)
+        try await limits.checkRegistration(address: context.clientAddress)
         // Checked before the costly hash; the unique indexes still decide a race between two registrations.
         switch try await users.takenField(email: email, username: username) {
         case "email": throw RPCError.conflict("an account with this email already exists", field: "email")

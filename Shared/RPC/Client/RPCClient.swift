@@ -208,6 +208,31 @@ public final class RPCClient: Sendable {
         throw RPCError.unavailable("no instance of the service answered")
     }
 
+    /// A connection of its own to one instance (a healthy, reachable one when there is one), outside
+    /// the pool, for calls that leave state on their connection: subscriptions push on it and end
+    /// when it closes. The caller closes it.
+    public func dedicatedConnection() async throws(RPCError) -> RPCClientConnection {
+        let now = ContinuousClock.now
+        let candidates = state.withLock { state -> [(host: String, port: Int)] in
+            guard !state.shutDown else { return [] }
+            let start = state.next
+            state.next += 1
+            let count = state.endpoints.count
+            let rotated = (0..<count).map { state.endpoints[(start + $0) % count] }
+            let ready = rotated.filter { $0.healthy && ($0.downUntil.map { $0 <= now } ?? true) }
+            return (ready + rotated.filter { e in !ready.contains { $0.id == e.id } }).map { ($0.host, $0.port) }
+        }
+        for candidate in candidates {
+            if let connection = try? await RPCClientConnection.connect(
+                host: candidate.host, port: candidate.port, maxFrameBytes: configuration.maxFrameBytes,
+                connectTimeout: configuration.connectTimeout)
+            {
+                return connection
+            }
+        }
+        throw RPCError.unavailable("no instance of the service is reachable")
+    }
+
     /// Calls `method` and decodes its result; error responses are thrown as `RPCError`.
     public func call<Result: Decodable>(
         _ method: String, params: some Encodable = RawJSON.emptyObject, meta: RequestMeta = RequestMeta(),

@@ -48,6 +48,7 @@ enum RequestEncoding {
         member("token", meta.token)
         member("service", meta.service)
         member("traceparent", meta.traceparent)
+        member("clientAddress", meta.clientAddress)
         if let timeoutMs = meta.timeoutMs {
             key("timeoutMs")
             bytes += String(timeoutMs).utf8

@@ -102,6 +102,7 @@ struct RequestHeader {
                 case "token" where isString: meta.token = try scanner.string()
                 case "service" where isString: meta.service = try scanner.string()
                 case "traceparent" where isString: meta.traceparent = try scanner.string()
+                case "clientAddress" where isString: meta.clientAddress = try scanner.string()
                 case "timeoutMs" where scanner.peek().map({ $0 == 0x2D || (0x30...0x39).contains($0) }) == true:
                     meta.timeoutMs = try scanner.numberValue().intValue
                 default: try scanner.skipValue(depth: 3)

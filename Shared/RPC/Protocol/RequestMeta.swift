@@ -10,15 +10,25 @@ public struct RequestMeta: Sendable, Hashable, Codable {
     public var traceparent: String?
     /// The caller's remaining time budget in milliseconds.
     public var timeoutMs: Int64?
+    /// The address of the client the call is made for, set by the public edge (`aviary-gateway`),
+    /// which sees the client's socket. Believed only on calls that carry the service credential
+    /// (``RPCContext/clientAddress``).
+    public var clientAddress: String?
 
-    public init(token: String? = nil, service: String? = nil, traceparent: String? = nil, timeoutMs: Int64? = nil) {
+    public init(
+        token: String? = nil, service: String? = nil, traceparent: String? = nil, timeoutMs: Int64? = nil,
+        clientAddress: String? = nil
+    ) {
         self.token = token
         self.service = service
         self.traceparent = traceparent
         self.timeoutMs = timeoutMs
+        self.clientAddress = clientAddress
     }
 
-    public var isEmpty: Bool { token == nil && service == nil && traceparent == nil && timeoutMs == nil }
+    public var isEmpty: Bool {
+        token == nil && service == nil && traceparent == nil && timeoutMs == nil && clientAddress == nil
+    }
 
     /// The trace id part of `traceparent` (`00-<trace id>-<parent id>-<flags>`), for logs: 32
     /// lower-case hex digits, not all zero, as W3C trace context requires (anything else, which a

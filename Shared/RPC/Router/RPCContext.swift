@@ -44,6 +44,14 @@ public struct RPCContext: Sendable {
         self.tokenUnchecked = tokenUnchecked
     }
 
+    /// The address of the client the call is made for, for per-address limits: the one the public
+    /// edge names in `_meta.clientAddress` when the call carries the service credential, else the
+    /// socket's peer. A client cannot name an address of its choosing.
+    public var clientAddress: String? {
+        if isService, let forwarded = meta.clientAddress { return forwarded }
+        return connection?.remoteAddress
+    }
+
     /// The caller's user id; throws `unauthenticated` for anonymous calls.
     public func requireUser() throws(RPCError) -> Int64 {
         try requirePrincipal().userID

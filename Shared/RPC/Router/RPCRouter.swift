@@ -77,12 +77,16 @@ public struct RPCRouter: Sendable {
     /// Answers one frame: a request, a notification or a batch. Returns the response text
     /// (without the trailing newline), or `nil` when nothing is to be sent back.
     public func respond(to frame: Data, connection: RPCConnection? = nil) async -> Data? {
+        await Self.answer(frame) { request in await respondToSingle(request, connection: connection) }
+    }
+
+    /// Answers a frame that may be a batch: a single request by `single`; each request of a batch by
+    /// `single` from its own bytes, all at once, the answers joined in the batch's order. Nothing in
+    /// a request is decoded twice, and a value no Swift type holds (1e400) concerns only its request.
+    /// Returns nil when nothing is to be sent back (notifications only).
+    static func answer(_ frame: Data, single: @escaping @Sendable (Data) async -> Data?) async -> Data? {
         guard frame.contains(where: { !Self.isWhitespace($0) }) else { return nil }
-        guard Self.isBatch(frame) else {
-            return await respondToSingle(frame, connection: connection)
-        }
-        // Each request is answered from its own bytes, as a single one would be: nothing in it is
-        // decoded twice, and a value no Swift type holds (1e400) concerns only its request.
+        guard Self.isBatch(frame) else { return await single(frame) }
         let scanned = frame.withUnsafeBytes { bytes -> Result<[Range<Int>], JSONScanner.Failure> in
             var scanner = JSONScanner(bytes)
             return Result { () throws(JSONScanner.Failure) in try scanner.arrayElements() }
@@ -104,7 +108,7 @@ public struct RPCRouter: Sendable {
         let responses = await withTaskGroup(of: (Int, Data?).self) { group in
             for (index, element) in elements.enumerated() {
                 let elementFrame = Self.slice(frame, element)
-                group.addTask { (index, await respondToSingle(elementFrame, connection: connection)) }
+                group.addTask { (index, await single(elementFrame)) }
             }
             var collected: [(Int, Data)] = []
             for await (index, response) in group {
@@ -232,12 +236,12 @@ public struct RPCRouter: Sendable {
     }
 
     /// The bytes of `frame` at `range`, counted from its start (a frame may itself be a slice).
-    private static func slice(_ frame: Data, _ range: Range<Int>) -> Data {
+    static func slice(_ frame: Data, _ range: Range<Int>) -> Data {
         frame[(frame.startIndex + range.lowerBound)..<(frame.startIndex + range.upperBound)]
     }
 
     /// What an omitted `params` decodes from.
-    private static let emptyParams = Data("{}".utf8)
+    static let emptyParams = Data("{}".utf8)
 
     /// Whether `frame` is a batch: its first byte besides whitespace opens an array.
     static func isBatch(_ frame: some Collection<UInt8>) -> Bool {

@@ -18,6 +18,14 @@ struct OpenRPCDocument: Encodable {
         var paramStructure = "by-name"
         var params: [ContentDescriptor]
         var result: ContentDescriptor
+        /// Who may call it (an OpenRPC specification extension): the public edge serves only the
+        /// methods that are not `internal`.
+        var access: RPCAccess
+
+        enum CodingKeys: String, CodingKey {
+            case name, summary, description, paramStructure, params, result
+            case access = "x-access"
+        }
     }
 
     var openrpc = "1.3.2"
@@ -31,12 +39,13 @@ struct OpenRPCDocument: Encodable {
                 name: method.name, summary: method.summary,
                 description: Self.accessNote(method.access),
                 params: Self.params(from: method.paramsSchema),
-                result: ContentDescriptor(name: "result", schema: method.resultSchema))
+                result: ContentDescriptor(name: "result", schema: method.resultSchema), access: method.access)
         }
         methods.insert(
             Method(
                 name: "rpc.discover", summary: "This document.", description: Self.accessNote(.anonymous), params: [],
-                result: ContentDescriptor(name: "OpenRPC Schema", schema: ["$ref": "https://raw.githubusercontent.com/open-rpc/meta-schema/master/schema.json"])),
+                result: ContentDescriptor(name: "OpenRPC Schema", schema: ["$ref": "https://raw.githubusercontent.com/open-rpc/meta-schema/master/schema.json"]),
+                access: .anonymous),
             at: 0)
     }
 

@@ -114,10 +114,12 @@ public enum ServiceApplication {
         let adminServer = AdminHTTPServer(
             host: configuration.host, port: configuration.adminPort, registry: registry,
             beforeMetrics: { poolInUse.record(postgres.connectionsInUse) },
-            readiness: {
+            readiness: { [added = resources.readinessChecks] in
                 async let postgres = postgres.isReachable()
                 async let redis = redis.isReachable()
-                return ["postgres": await postgres, "redis": await redis, "migrations": true]
+                var checks = ["postgres": await postgres, "redis": await redis, "migrations": true]
+                for (name, check) in added { checks[name] = await check() }
+                return checks
             },
             routes: resources.adminRoutes,
             connectionLimit: connections,

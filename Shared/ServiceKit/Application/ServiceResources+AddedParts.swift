@@ -14,6 +14,16 @@ extension ServiceResources {
         addedParts.withLock { $0.services.append(service) }
     }
 
+    /// Makes `GET /readyz` wait for `check` as well, under `name` (the gateway: its public port
+    /// listens). Call it from `register`.
+    public func addReadinessCheck(_ name: String, _ check: @escaping @Sendable () async -> Bool) {
+        addedParts.withLock { $0.readinessChecks.append((name, check)) }
+    }
+
+    var readinessChecks: [(String, @Sendable () async -> Bool)] {
+        addedParts.withLock { $0.readinessChecks }
+    }
+
     /// Has the service's ``OutboxRelay`` pass each batch through `preparation` before it sends the
     /// events on (messaging names who was offline this way). Call it from `register`.
     public func prepareOutboxEvents(with preparation: @escaping OutboxRelay.Preparation) {
@@ -38,4 +48,5 @@ struct AddedParts: Sendable {
     var routes: [AdminRoute] = []
     var services: [any Service] = []
     var outboxPreparation: OutboxRelay.Preparation?
+    var readinessChecks: [(String, @Sendable () async -> Bool)] = []
 }

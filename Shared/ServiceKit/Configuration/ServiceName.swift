@@ -1,6 +1,8 @@
 import Foundation
 
-/// The seven Aviary services, with the names and default ports of the contract (§4).
+/// The seven Aviary services, with the names and default ports of the contract (§4), and the
+/// public edge in front of them (`gateway`, whose own JSON-RPC port answers only `system.health`
+/// and `rpc.discover`).
 public enum ServiceName: String, Sendable, CaseIterable, Hashable, CustomStringConvertible {
     case auth
     case tweets
@@ -9,14 +11,15 @@ public enum ServiceName: String, Sendable, CaseIterable, Hashable, CustomStringC
     case messaging
     case notifications
     case media
+    case gateway
 
     /// The executable's name: `aviary-social-graph`.
     public var executableName: String { "aviary-\(self.rawValue)" }
 
-    /// The default JSON-RPC port: 7101 (auth) … 7107 (media).
+    /// The default JSON-RPC port: 7101 (auth) … 7107 (media), 7108 (gateway).
     public var defaultRPCPort: Int { 7101 + self.index }
 
-    /// The default admin HTTP port: 7201 (auth) … 7207 (media).
+    /// The default admin HTTP port: 7201 (auth) … 7207 (media), 7208 (gateway).
     public var defaultAdminPort: Int { 7201 + self.index }
 
     /// The default longest JSON-RPC frame (`AVIARY_MAX_FRAME_BYTES`): 1 MiB, but 4 MiB for media,
@@ -41,6 +44,7 @@ public enum ServiceName: String, Sendable, CaseIterable, Hashable, CustomStringC
         case .messaging: 4
         case .notifications: 5
         case .media: 6
+        case .gateway: 7
         }
     }
 }

@@ -22,6 +22,58 @@ public struct RateLimiter: Sendable {
         self.logger = logger
     }
 
+    /// One bucket: `limit` tokens, refilled completely over `per`.
+    public struct Bucket: Sendable {
+        public var key: String
+        public var limit: Int
+        public var per: Duration
+
+        public init(key: String, limit: Int, per: Duration) {
+            self.key = key
+            self.limit = limit
+            self.per = per
+        }
+
+        var periodMs: Int64 {
+            max(1, per.components.seconds * 1000 + per.components.attoseconds / 1_000_000_000_000_000)
+        }
+    }
+
+    /// What a take left of the tightest of its buckets, for `RateLimit-*` headers.
+    public struct Outcome: Sendable, Equatable {
+        /// Whether a token was taken from every bucket.
+        public var allowed: Bool
+        /// When refused: milliseconds until every bucket has a token again.
+        public var retryAfterMs: Int64
+        /// The tightest bucket's size, the whole tokens left in it, and the milliseconds until it is full.
+        public var limit: Int
+        public var remaining: Int
+        public var resetMs: Int64
+    }
+
+    /// Takes `cost` tokens from each of `buckets` at once, or none when any has fewer (one round
+    /// trip, atomic across instances). A cost above a bucket's size counts as its size. Throws
+    /// `unavailable` when Redis cannot be reached.
+    public func take(_ buckets: [Bucket], cost: Int = 1) async throws(RPCError) -> Outcome {
+        let reply: RESPValue
+        do {
+            reply = try await redis.evaluate(
+                Self.script, keys: buckets.map { prefix + $0.key },
+                arguments: [RedisArgument(max(1, cost))]
+                    + buckets.flatMap { [RedisArgument(max(1, $0.limit)), RedisArgument($0.periodMs)] })
+        } catch {
+            logger.warning("a rate limit could not be checked", metadata: ["error": "\(String(reflecting: error))"])
+            throw (error as? RedisError)?.rpcError ?? RPCError.unavailable("the rate limiter is unavailable; retry shortly")
+        }
+        guard let values = reply.array?.compactMap(\.int), values.count == 5 else {
+            logger.error("the rate limit script answered in an unexpected shape", metadata: ["reply": "\(reply)"])
+            throw RPCError.internalError()
+        }
+        return Outcome(
+            allowed: values[0] == 1, retryAfterMs: Int64(max(values[0] == 1 ? 0 : 1, values[1])), limit: values[2],
+            remaining: values[3], resetMs: Int64(values[4]))
+    }
+
     /// Takes one token from the bucket `key`, or throws `rate_limited` with `retryAfterMs`.
     ///
     /// When Redis cannot be reached the call is refused as `unavailable`: a limit that protects
@@ -32,52 +84,52 @@ public struct RateLimiter: Sendable {
     public func check(key: String, limit: Int, per: Duration, message: String = "too many calls; retry later")
         async throws(RPCError)
     {
-        let periodMs = max(1, per.components.seconds * 1000 + per.components.attoseconds / 1_000_000_000_000_000)
-        let reply: RESPValue
-        do {
-            reply = try await redis.evaluate(
-                Self.script, keys: [prefix + key], arguments: [RedisArgument(max(1, limit)), RedisArgument(periodMs)])
-        } catch {
-            logger.warning("a rate limit could not be checked", metadata: ["error": "\(String(reflecting: error))"])
-            throw (error as? RedisError)?.rpcError ?? RPCError.unavailable("the rate limiter is unavailable; retry shortly")
-        }
-        guard let values = reply.array, values.count == 2, let allowed = values[0].int, let retryAfter = values[1].int else {
-            logger.error("the rate limit script answered in an unexpected shape", metadata: ["reply": "\(reply)"])
-            throw RPCError.internalError()
-        }
-        if allowed != 1 {
-            throw RPCError.rateLimited(retryAfterMs: Int64(max(1, retryAfter)), message)
+        let outcome = try await take([Bucket(key: key, limit: limit, per: per)])
+        if !outcome.allowed {
+            throw RPCError.rateLimited(retryAfterMs: outcome.retryAfterMs, message)
         }
     }
 
-    /// KEYS[1] the bucket; ARGV[1] its size, ARGV[2] the milliseconds in which it refills completely.
-    /// Returns {1, 0} when a token was taken, {0, ms until the next token} otherwise. Time comes from
-    /// the Redis server, so instances with skewed clocks agree.
+    /// KEYS the buckets; ARGV[1] the cost; ARGV[2i] bucket i's size, ARGV[2i+1] the milliseconds in
+    /// which it refills completely. The cost is taken from every bucket when each holds it (at most
+    /// its size), from none otherwise.
+    /// Returns {allowed (1 or 0), ms until every bucket has a token (0 when allowed), then the
+    /// tightest bucket's size, whole tokens left and ms until full}. Time comes from the Redis
+    /// server, so instances with skewed clocks agree.
     static let script = RedisScript(
         """
-        local capacity = tonumber(ARGV[1])
-        local period = tonumber(ARGV[2])
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-        local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-        local tokens = tonumber(state[1])
-        local at = tonumber(state[2])
-        if tokens == nil or at == nil then
-          tokens = capacity
-          at = now
-        end
-        local rate = capacity / period
-        tokens = math.min(capacity, tokens + math.max(0, now - at) * rate)
-        local allowed = 0
+        local cost = tonumber(ARGV[1])
+        local buckets = {}
+        local allowed = 1
         local retry = 0
-        if tokens >= 1 then
-          tokens = tokens - 1
-          allowed = 1
-        else
-          retry = math.ceil((1 - tokens) / rate)
+        for i, key in ipairs(KEYS) do
+          local capacity = tonumber(ARGV[2 * i])
+          local period = tonumber(ARGV[2 * i + 1])
+          local state = redis.call('HMGET', key, 'tokens', 'at')
+          local tokens = tonumber(state[1])
+          local at = tonumber(state[2])
+          if tokens == nil or at == nil then
+            tokens = capacity
+            at = now
+          end
+          local rate = capacity / period
+          tokens = math.min(capacity, tokens + math.max(0, now - at) * rate)
+          local need = math.min(cost, capacity)
+          if tokens < need then
+            allowed = 0
+            retry = math.max(retry, math.ceil((need - tokens) / rate))
+          end
+          buckets[i] = {key, capacity, period, rate, tokens, need}
         end
-        redis.call('HSET', KEYS[1], 'tokens', string.format('%.6f', tokens), 'at', string.format('%.0f', now))
-        redis.call('PEXPIRE', KEYS[1], math.ceil(period))
-        return {allowed, retry}
+        local tight = nil
+        for _, b in ipairs(buckets) do
+          if allowed == 1 then b[5] = b[5] - b[6] end
+          redis.call('HSET', b[1], 'tokens', string.format('%.6f', b[5]), 'at', string.format('%.0f', now))
+          redis.call('PEXPIRE', b[1], math.ceil(b[3]))
+          if tight == nil or b[5] / b[2] < tight[5] / tight[2] then tight = b end
+        end
+        return {allowed, retry, tight[2], math.max(0, math.floor(tight[5])), math.ceil((tight[2] - tight[5]) / tight[4])}
         """)
 }

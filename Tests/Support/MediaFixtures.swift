@@ -4,9 +4,9 @@ import Foundation
 /// Small files made in the test: a PNG (stored deflate blocks), a baseline JPEG (one grey value,
 /// the shortest Huffman tables) and a GIF, all complete; a WebP header with filler data; and MP4 /
 /// QuickTime files with the boxes media reads (`ftyp`, `moov/mvhd`, `moov/trak/tkhd`, `mdat`).
-enum Fixtures {
+public enum MediaFixtures {
     /// A `width`×`height` RGB PNG whose pixels come from `seed`, so that different seeds give different files.
-    static func png(width: Int, height: Int, seed: UInt8 = 0) -> [UInt8] {
+    public static func png(width: Int, height: Int, seed: UInt8 = 0) -> [UInt8] {
         var raw: [UInt8] = []
         for y in 0..<height {
             raw.append(0)
@@ -33,7 +33,7 @@ enum Fixtures {
     }
 
     /// A `width`×`height` grey baseline JPEG.
-    static func jpeg(width: Int, height: Int) -> [UInt8] {
+    public static func jpeg(width: Int, height: Int) -> [UInt8] {
         var file: [UInt8] = [0xFF, 0xD8]
         file += [0xFF, 0xDB, 0x00, 67, 0x00] + [UInt8](repeating: 1, count: 64)
         file += [0xFF, 0xC0, 0x00, 11, 8] + bigEndian16(height) + bigEndian16(width) + [1, 1, 0x11, 0]
@@ -50,7 +50,7 @@ enum Fixtures {
     }
 
     /// A GIF89a whose logical screen is `width`×`height`, holding one 1×1 image (LZW: clear, 0, end).
-    static func gif(width: Int, height: Int) -> [UInt8] {
+    public static func gif(width: Int, height: Int) -> [UInt8] {
         var file = ascii("GIF89a") + littleEndian16(width) + littleEndian16(height) + [0x80, 0, 0]
         file += [0, 0, 0, 0xFF, 0xFF, 0xFF]
         file += [0x2C, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2, 2, 0x44, 0x01, 0, 0x3B]
@@ -58,7 +58,7 @@ enum Fixtures {
     }
 
     /// The header of a lossless WebP (`VP8L`) of `width`×`height`, then filler bitstream bytes.
-    static func webp(width: Int, height: Int) -> [UInt8] {
+    public static func webp(width: Int, height: Int) -> [UInt8] {
         let bits = UInt32(width - 1) | UInt32(height - 1) << 14
         let payload: [UInt8] = [0x2F, UInt8(bits & 0xFF), UInt8((bits >> 8) & 0xFF), UInt8((bits >> 16) & 0xFF), UInt8(bits >> 24)]
             + [UInt8](repeating: 0, count: 11)
@@ -67,7 +67,7 @@ enum Fixtures {
     }
 
     /// A movie of `durationMs` with a `width`×`height` video track and `payload` bytes of media data.
-    static func movie(quickTime: Bool = false, durationMs: UInt32, width: Int, height: Int, payload: Int = 256) -> [UInt8] {
+    public static func movie(quickTime: Bool = false, durationMs: UInt32, width: Int, height: Int, payload: Int = 256) -> [UInt8] {
         let brand = quickTime ? "qt  " : "isom"
         let ftyp = box("ftyp", ascii(brand) + bigEndian(UInt32(0x200)) + ascii(brand) + ascii(quickTime ? "qt  " : "mp41"))
         let matrix = bigEndian(UInt32(0x10000)) + [UInt8](repeating: 0, count: 12) + bigEndian(UInt32(0x10000))
@@ -83,7 +83,7 @@ enum Fixtures {
         return ftyp + moov + mdat
     }
 
-    static func sha256Hex(_ bytes: [UInt8]) -> String {
+    public static func sha256Hex(_ bytes: [UInt8]) -> String {
         SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
     }
 

@@ -1,0 +1,17 @@
+import Hummingbird
+import HummingbirdWebSocket
+import NIOCore
+
+/// What the gateway's handlers know of a request besides the request: the socket's peer.
+struct EdgeContext: RequestContext, WebSocketRequestContext {
+    var coreContext: CoreRequestContextStorage
+    let webSocket: WebSocketHandlerReference<Self>
+    /// The IP address of the socket's peer (a client, or a proxy in front of the gateway).
+    let peer: String?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        webSocket = .init()
+        peer = source.channel.remoteAddress?.ipAddress
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import Hummingbird
+import MultipartKit
+import NIOCore
+import NIOFoundationCompat
+
+/// The parts of `POST /media` that read what apps send: the media type of a `Content-Type`, and a
+/// `multipart/form-data` body's `file` part, written to a temporary file as it arrives (media must
+/// be told the size before the first chunk, and the body is not held in memory).
+enum MediaUpload {
+    /// An upload refused before it reached media: the answer to send.
+    struct Refusal: Error {
+        var response: Response
+    }
+
+    struct SpooledFile {
+        var url: URL
+        var contentType: String
+        var byteSize: Int64
+    }
+
+    /// `image/png; charset=…` → `image/png`, lower-cased.
+    static func mediaType(_ header: String) -> String {
+        header.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+    }
+
+    /// The `file` part of a multipart body in a temporary file (the caller removes it), or the
+    /// refusal to answer with.
+    static func spoolFilePart(of request: Request, contentType header: String, limit: Int) async -> Result<SpooledFile, Refusal> {
+        guard let boundary = parameter("boundary", of: header), !boundary.isEmpty, boundary.utf8.count <= 70 else {
+            return .failure(Refusal(response: EdgeResponses.failure(.badRequest, "multipart/form-data needs a boundary of 1 to 70 characters")))
+        }
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("aviary-upload-\(UUID().uuidString)")
+        guard FileManager.default.createFile(atPath: url.path, contents: nil), let file = try? FileHandle(forWritingTo: url) else {
+            return .failure(Refusal(response: EdgeResponses.failure(.internalServerError, "the upload could not be spooled")))
+        }
+        let parser = MultipartParser(boundary: boundary)
+        var headers: [String: String] = [:]
+        var inFile = false
+        var fileType: String?
+        var written = 0
+        var complete = false
+        var writeFailed = false
+        parser.onHeader = { name, value in headers[name.lowercased()] = value }
+        parser.onBody = { buffer in
+            if !inFile, !complete, parameter("name", of: headers["content-disposition"] ?? "") == "file" {
+                inFile = true
+                fileType = headers["content-type"].map(mediaType)
+            }
+            guard inFile else { return }
+            written += buffer.readableBytes
+            guard written <= limit else { return }
+            do { try file.write(contentsOf: Data(buffer: buffer)) } catch { writeFailed = true }
+        }
+        parser.onPartComplete = {
+            if inFile { complete = true }
+            inFile = false
+            headers = [:]
+        }
+        let refusal: Response?
+        do {
+            for try await buffer in request.body {
+                try parser.execute(buffer)
+                if written > limit { break }
+            }
+            refusal = nil
+        } catch {
+            refusal = EdgeResponses.failure(.badRequest, "the multipart/form-data body could not be read")
+        }
+        try? file.close()
+        let failure: Response? =
+            if let refusal { refusal }
+            else if written > limit { EdgeResponses.failure(.contentTooLarge, "an upload is at most \(limit) bytes") }
+            else if writeFailed { EdgeResponses.failure(.internalServerError, "the upload could not be spooled") }
+            else if !complete { EdgeResponses.failure(.badRequest, "the multipart/form-data body has no complete part named file") }
+            else if (fileType ?? "").isEmpty { EdgeResponses.failure(.unsupportedMediaType, "the file part needs its Content-Type") }
+            else { nil }
+        if let failure {
+            try? FileManager.default.removeItem(at: url)
+            return .failure(Refusal(response: failure))
+        }
+        return .success(SpooledFile(url: url, contentType: fileType!, byteSize: Int64(written)))
+    }
+
+    /// The file's bytes, a MiB at a time, read as they are asked for.
+    struct FileChunks: AsyncSequence {
+        let url: URL
+
+        struct AsyncIterator: AsyncIteratorProtocol {
+            let file: FileHandle?
+
+            mutating func next() async throws -> ByteBuffer? {
+                guard let file else { throw CocoaError(.fileReadUnknown) }
+                guard let data = try file.read(upToCount: 1 << 20), !data.isEmpty else {
+                    try? file.close()
+                    return nil
+                }
+                return ByteBuffer(data: data)
+            }
+        }
+
+        func makeAsyncIterator() -> AsyncIterator {
+            AsyncIterator(file: try? FileHandle(forReadingFrom: url))
+        }
+    }
+
+    /// A parameter of a header value (`boundary` of a Content-Type, `name` of a Content-Disposition), unquoted.
+    static func parameter(_ name: String, of header: String) -> String? {
+        for part in header.split(separator: ";").dropFirst() {
+            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard pair.count == 2, pair[0].lowercased() == name else { continue }
+            return pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        }
+        return nil
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdWebSocket
+import NIOCore
+import NIOFoundationCompat
+import RPC
+import ServiceKit
+
+extension Gateway {
+    /// `POST /rpc` (a request or a batch in the body), `GET /rpc` as a WebSocket, `GET /rpc/discover`.
+    func addRPCRoutes(to router: Router<EdgeContext>) {
+        router.post("rpc") { request, context in try await self.answerHTTP(request, context: context) }
+        router.get("rpc/discover") { _, _ in EdgeResponses.json(await self.directory.mergedDocument()) }
+        for method in [HTTPRequest.Method.put, .delete, .patch] {
+            router.on("rpc", method: method) { _, _ in
+                EdgeResponses.failure(
+                    .methodNotAllowed, "/rpc takes POST (JSON-RPC in the body) or GET (a WebSocket upgrade)",
+                    headers: [.allow: "GET, POST"])
+            }
+        }
+        router.ws(
+            "rpc",
+            shouldUpgrade: { request, context in
+                let caller = self.caller(of: request, peer: context.peer)
+                if caller.token != nil {
+                    guard let user = await self.user(of: caller.token) else {
+                        throw HTTPError(.unauthorized, message: "the access token in Authorization is not valid")
+                    }
+                    if self.sockets.isFull(user) {
+                        throw HTTPError(
+                            .tooManyRequests,
+                            message: "this user holds \(self.sockets.limitPerUser) WebSockets on this gateway (the limit): close one first")
+                    }
+                }
+                return .upgrade([:])
+            },
+            onUpgrade: { inbound, outbound, context in
+                let caller = self.caller(of: context.request, peer: context.requestContext.peer)
+                let session = SocketSession(gateway: self, caller: caller, outbound: outbound)
+                try await session.run(inbound)
+            })
+    }
+
+    private func answerHTTP(_ request: Request, context: EdgeContext) async throws -> Response {
+        let caller = caller(of: request, peer: context.peer)
+        let body: ByteBuffer
+        do {
+            body = try await withDeadline(settings.requestTimeout) { [request, limit = settings.maxBodyBytes] in
+                try await request.body.collect(upTo: limit)
+            }
+        } catch is NIOTooManyBytesError {
+            return EdgeResponses.failure(.contentTooLarge, "a /rpc body is at most \(settings.maxBodyBytes) bytes")
+        } catch is DeadlineExceeded {
+            return EdgeResponses.failure(
+                .requestTimeout, "the body did not arrive within \(settings.requestTimeout.components.seconds) s")
+        }
+        let frame = Data(buffer: body)
+        guard RPCRelay.isJSON(frame) else {
+            return EdgeResponses.json(
+                RPCRelay.errorResponse(.parseError("parse error: the body is not valid JSON")), status: .badRequest)
+        }
+        let outcome = await limits.take(
+            address: caller.address, user: await user(of: caller.token), cost: RPCRelay.requestCount(frame))
+        let headers = EdgeResponses.limitHeaders(outcome)
+        if let outcome, !outcome.allowed {
+            return EdgeResponses.json(
+                RPCRelay.errorResponse(EdgeLimits.refusal(outcome)), status: .tooManyRequests, headers: headers)
+        }
+        let forwarder = forwarder
+        let answer = await RPCRelay.respond(to: frame) { call in
+            if call.method == Forwarder.authenticateMethod {
+                return .failure(.methodNotFound("\(call.method) (it sets a WebSocket's token; over HTTP send Authorization)"))
+            }
+            return await forwarder.forward(call, for: caller, live: nil)
+        }
+        guard let answer else { return Response(status: .noContent, headers: headers) }
+        return EdgeResponses.json(answer, headers: headers)
+    }
+}
+
+/// Thrown by ``withDeadline(_:_:)`` when the time ran out.
+struct DeadlineExceeded: Error {}
+
+/// Runs `body`, cancelled and thrown ``DeadlineExceeded`` if it has not finished within `limit`.
+func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else { throw DeadlineExceeded() }
+        return value
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import Logging
+import RPC
+import ServiceKit
+
+/// Who a call through the edge is made for.
+struct EdgeCaller: Sendable {
+    /// The token calls carry when their own `_meta.token` is absent (HTTP `Authorization`, or the
+    /// WebSocket's `gateway.authenticate`).
+    var token: String?
+    /// The client's address (``TrustedProxies/clientAddress(peer:forwardedFor:forwarded:)``).
+    var address: String?
+}
+
+/// Sends the calls of apps on to the services: routed by method prefix to a healthy instance
+/// (``MethodDirectory``), carrying the gateway's service credential (so that the services believe
+/// `_meta.clientAddress`) and never a credential of the client's.
+struct Forwarder: Sendable {
+    let directory: MethodDirectory
+    let resources: ServiceResources
+
+    /// The method that sets or refreshes a WebSocket's token.
+    static let authenticateMethod = "gateway.authenticate"
+
+    /// Whether `method` leaves state on its connection (a subscription and its end).
+    static func isLive(_ method: String) -> Bool {
+        method.hasSuffix(".subscribe") || method.hasSuffix(".unsubscribe")
+    }
+
+    /// Answers `call` for `caller`; `live`, on a WebSocket, holds the connections subscriptions run on.
+    func forward(_ request: RPCRelay.Call, for caller: EdgeCaller, live: LiveLinks?) async -> Result<RawJSON, RPCError> {
+        if request.method == "rpc.discover" {
+            let document = await directory.mergedDocument()
+            return Result { try RawJSON(encoding: document) }.mapError { _ in .internalError() }
+        }
+        let service: ServiceName
+        do {
+            service = try await directory.route(request.method)
+        } catch {
+            return .failure(error)
+        }
+        return await call(service, request.method, params: request.params, meta: request.meta, for: caller, live: live)
+    }
+
+    /// Calls `method` of `service` for `caller`, with what the client said in `meta` (its token,
+    /// trace and budget) and the gateway's credential and the client's address added.
+    func call(
+        _ service: ServiceName, _ method: String, params: RawJSON, meta given: RequestMeta = RequestMeta(),
+        for caller: EdgeCaller, live: LiveLinks? = nil
+    ) async -> Result<RawJSON, RPCError> {
+        let budget = GatewaySettings.callTimeout.milliseconds
+        let meta = RequestMeta(
+            token: given.token ?? caller.token, service: resources.serviceCredential,
+            traceparent: given.traceparent, timeoutMs: min(given.timeoutMs ?? budget, budget),
+            clientAddress: caller.address)
+        do {
+            let response: RPCResponse
+            if Self.isLive(method) {
+                guard let live else {
+                    return .failure(.invalidRequest("\(method) pushes events: call it on the WebSocket at GET /rpc"))
+                }
+                response = try await live.connection(to: service).send(
+                    method, params: params, meta: meta, timeout: GatewaySettings.callTimeout)
+            } else {
+                response = try await resources.client(for: service).send(
+                    method, params: params, meta: meta, timeout: GatewaySettings.callTimeout)
+            }
+            return .success(try response.result())
+        } catch let error as RPCError {
+            return .failure(error)
+        } catch {
+            resources.logger.warning(
+                "a call through the edge failed", metadata: ["rpc.method": "\(method)", "error": "\(error)"])
+            return .failure(.unavailable("the \(service) service could not answer; retry shortly"))
+        }
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
+    }
+}

@@ -1,0 +1,3 @@
+import ServiceKit
+
+await ServiceApplication.main(ServiceDefinition(name: .gateway, register: Gateway.register))

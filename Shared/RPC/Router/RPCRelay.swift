@@ -1,0 +1,125 @@
+import Foundation
+
+/// Hands JSON-RPC requests on to whoever answers them, as the public edge does for apps: a frame
+/// (a request or a batch) is read as the router reads it, each request's params are passed on
+/// without the `_meta` the client sent, and the answers come back under the client's ids.
+///
+/// What the client may say in `_meta` (its token, trace and budget) is read into ``Call/meta``;
+/// anything else there, a `service` credential above all, is dropped, so that only the relay
+/// decides which credential a request travels with.
+public enum RPCRelay {
+    /// One request of the client's frame.
+    public struct Call: Sendable {
+        public let method: String
+        /// The params object, without `_meta`.
+        public let params: RawJSON
+        /// The client's token, traceparent and timeoutMs; never its `service` or `clientAddress`.
+        public let meta: RequestMeta
+        /// No answer is sent back (the request had no id).
+        public let isNotification: Bool
+    }
+
+    /// Answers one call: its result, or the error to answer with.
+    public typealias Forward = @Sendable (Call) async -> Result<RawJSON, RPCError>
+
+    /// Answers `frame` through `forward`; nil when nothing is to be sent back (notifications only).
+    /// A frame that is not JSON is answered with a parse error (-32700, id null), as a service would.
+    public static func respond(to frame: Data, forward: @escaping Forward) async -> Data? {
+        await RPCRouter.answer(frame) { request in await respondToSingle(request, forward: forward) }
+    }
+
+    /// Whether `frame` parses as JSON at all, for an HTTP front that answers 400 to a body that is not.
+    public static func isJSON(_ frame: Data) -> Bool {
+        frame.withUnsafeBytes { bytes in
+            var scanner = JSONScanner(bytes)
+            do {
+                try scanner.skipValue(depth: 0)
+                try scanner.expectEnd()
+                return true
+            } catch {
+                return false
+            }
+        }
+    }
+
+    /// How many requests `frame` holds: a batch's length, else 1 (for limits that count calls).
+    public static func requestCount(_ frame: Data) -> Int {
+        guard RPCRouter.isBatch(frame) else { return 1 }
+        let elements = frame.withUnsafeBytes { bytes -> [Range<Int>]? in
+            var scanner = JSONScanner(bytes)
+            return try? scanner.arrayElements()
+        }
+        return max(1, elements?.count ?? 1)
+    }
+
+    /// A response frame for a request that never reached ``respond(to:forward:)``: an error under `id`.
+    public static func errorResponse(_ error: RPCError, id: JSONValue = .null) -> Data {
+        ResponseEncoding.error(error, id: id)
+    }
+
+    /// A notification frame (`method`, `params`), as a server pushes it.
+    public static func notification(method: String, params: RawJSON) -> Data {
+        ResponseEncoding.notification(method: method, params: params)
+    }
+
+    private static func respondToSingle(_ frame: Data, forward: Forward) async -> Data? {
+        let header: RequestHeader
+        do {
+            header = try RequestHeader.decode(frame)
+        } catch {
+            return ResponseEncoding.error(error, id: .null)
+        }
+        if let problem = header.problem {
+            return ResponseEncoding.error(.invalidRequest("invalid request: \(problem)"), id: header.id ?? .null)
+        }
+        let outcome: Result<RawJSON, RPCError>
+        if case .array = header.params {
+            outcome = .failure(.invalidParams("params must be an object; positional (array) params are not accepted"))
+        } else {
+            let params = header.paramsRange.map { withoutMeta(RPCRouter.slice(frame, $0)) } ?? .emptyObject
+            let meta = RequestMeta(
+                token: header.meta.token, traceparent: header.meta.traceparent, timeoutMs: header.meta.timeoutMs)
+            outcome = await forward(Call(method: header.method ?? "", params: params, meta: meta, isNotification: header.isNotification))
+        }
+        guard let id = header.id else { return nil }
+        switch outcome {
+        case .success(let result): return ResponseEncoding.result(result, id: id)
+        case .failure(let error): return ResponseEncoding.error(error, id: id)
+        }
+    }
+
+    /// The params object without its `_meta` member; its other members' bytes are kept as they came.
+    static func withoutMeta(_ params: Data) -> RawJSON {
+        params.withUnsafeBytes { bytes -> RawJSON in
+            var scanner = JSONScanner(bytes)
+            var kept: [Range<Int>] = []
+            var keys: [String] = []
+            var hasMeta = false
+            do {
+                try scanner.object(depth: 1) { (key, scanner: inout JSONScanner) throws(JSONScanner.Failure) in
+                    let value = try scanner.skipValue(depth: 2)
+                    if key == "_meta" {
+                        hasMeta = true
+                    } else {
+                        kept.append(value)
+                        keys.append(key)
+                    }
+                }
+            } catch {
+                // The header was read from these bytes already, so they scan.
+                return RawJSON(unchecked: Array(bytes))
+            }
+            guard hasMeta else { return RawJSON(unchecked: Array(bytes)) }
+            var out: [UInt8] = [UInt8(ascii: "{")]
+            out.reserveCapacity(bytes.count)
+            for (position, range) in kept.enumerated() {
+                if position > 0 { out.append(UInt8(ascii: ",")) }
+                JSONText.appendString(keys[position], to: &out)
+                out.append(UInt8(ascii: ":"))
+                out += bytes[range]
+            }
+            out.append(UInt8(ascii: "}"))
+            return RawJSON(unchecked: out)
+        }
+    }
+}

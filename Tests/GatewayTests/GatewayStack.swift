@@ -1,0 +1,126 @@
+import AviaryAPI
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import RPC
+import TestSupport
+
+/// The seven services and a gateway in front of them, on Redis database 5; started once per test
+/// process. Apps' calls go through the gateway's public port only.
+final class GatewayStack: Sendable {
+    let stack: ServiceStack
+
+    private init(stack: ServiceStack) {
+        self.stack = stack
+    }
+
+    private static let started = Task { try await GatewayStack(stack: ServiceStack.start(ServiceStack.allServices + ["gateway"], redisDatabase: 5)) }
+
+    static func shared() async throws -> GatewayStack {
+        try await started.value
+    }
+
+    var url: String { stack.gatewayURL() }
+
+    /// Another gateway instance on ports of its own, with `environment` added (its own limits, say).
+    func extraGateway(_ environment: [String: String]) async throws -> (url: String, process: ServiceProcess) {
+        let port = try freePort()
+        let process = try await stack.startExtraInstance(
+            "gateway", environment: environment.merging(["AVIARY_GATEWAY_PORT": String(port)]) { _, given in given })
+        return ("http://127.0.0.1:\(port)", process)
+    }
+
+    /// Registers an account through the gateway's `POST /rpc` and returns it.
+    func register(_ name: String, through url: String? = nil, forwardedFor: String? = nil) async throws -> EdgeUser {
+        let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        let username = "\(name.prefix(6))_\(suffix)"
+        let answer = try await EdgeHTTP.rpc(
+            url ?? self.url, "auth.register",
+            ["email": .string("\(username)@example.com"), "password": "correct horse battery", "username": .string(username),
+             "fullname": .string(name)],
+            headers: forwardedFor.map { ["X-Forwarded-For": $0] } ?? [:])
+        guard let result = answer["result"], let token = result["accessToken"]?.stringValue,
+            let id = result["user"]?["id"]?.stringValue
+        else { throw EdgeTestError("auth.register through the gateway answered \(answer)") }
+        return EdgeUser(id: id, username: username, token: token)
+    }
+}
+
+struct EdgeUser: Sendable {
+    var id: String
+    var username: String
+    var token: String
+}
+
+struct EdgeTestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// HTTP through Foundation's URLSession (not Aviary's code), redirects not followed.
+enum EdgeHTTP {
+    struct Reply: Sendable {
+        var status: Int
+        var headers: [String: String]
+        var body: Data
+
+        var json: JSONValue { (try? JSONDecoder().decode(JSONValue.self, from: body)) ?? .null }
+
+        func header(_ name: String) -> String? {
+            headers.first { $0.key.lowercased() == name.lowercased() }?.value
+        }
+    }
+
+    private final class NoRedirects: NSObject, URLSessionTaskDelegate {
+        func urlSession(
+            _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+            newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+        ) {
+            completionHandler(nil)
+        }
+    }
+
+    private static let session = URLSession(
+        configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
+
+    static func send(
+        _ method: String, _ url: String, body: Data? = nil, headers: [String: String] = [:]
+    ) async throws -> Reply {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = method
+        request.httpBody = body
+        request.timeoutInterval = 30
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await session.data(for: request)
+        let http = response as! HTTPURLResponse
+        var fields: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { fields[name] = value }
+        }
+        return Reply(status: http.statusCode, headers: fields, body: data)
+    }
+
+    /// `POST /rpc` of one request; the JSON-RPC answer.
+    static func rpc(
+        _ base: String, _ method: String, _ params: [String: JSONValue] = [:], token: String? = nil,
+        headers: [String: String] = [:]
+    ) async throws -> JSONValue {
+        let reply = try await post(base, method, params, token: token, headers: headers)
+        guard reply.status == 200 else {
+            throw EdgeTestError("\(method) through the gateway answered HTTP \(reply.status): \(String(decoding: reply.body, as: UTF8.self))")
+        }
+        return reply.json
+    }
+
+    static func post(
+        _ base: String, _ method: String, _ params: [String: JSONValue] = [:], token: String? = nil,
+        headers: [String: String] = [:]
+    ) async throws -> Reply {
+        let request: JSONValue = ["jsonrpc": "2.0", "id": 1, "method": .string(method), "params": .object(params)]
+        var headers = headers
+        headers["Content-Type"] = "application/json"
+        if let token { headers["Authorization"] = "Bearer \(token)" }
+        return try await send("POST", base + "/rpc", body: try JSONEncoder().encode(request), headers: headers)
+    }
+}

@@ -1,0 +1,269 @@
+import AviaryAPI
+import Foundation
+import RPC
+import Redis
+import Testing
+import TestSupport
+import NIOWebSocket
+import WSClient
+
+/// The public edge end to end: the real gateway in front of the real seven services, driven with
+/// Foundation's URLSession and swift-websocket's client as an app would.
+@Suite("Gateway", .serialized)
+struct GatewayTests {
+    @Test("POST /rpc: a call with the token in Authorization, a batch, notifications only, discovery")
+    func httpCalls() async throws {
+        let edge = try await GatewayStack.shared()
+        let alice = try await edge.register("alice")
+        let created = try await EdgeHTTP.rpc(edge.url, "tweets.create", ["text": "hello through the edge #gateway"], token: alice.token)
+        let tweetID = try #require(created["result"]?["id"]?.stringValue, "\(created)")
+        // The token may come in _meta.token too.
+        let got = try await EdgeHTTP.rpc(edge.url, "tweets.get", ["tweetId": .string(tweetID), "_meta": ["token": .string(alice.token)]])
+        #expect(got["result"]?["text"]?.stringValue == "hello through the edge #gateway")
+
+        let batch = #"[{"jsonrpc":"2.0","id":"a","method":"auth.me","params":{}},{"jsonrpc":"2.0","id":"b","method":"nope.nothing"}]"#
+        let reply = try await EdgeHTTP.send(
+            "POST", edge.url + "/rpc", body: Data(batch.utf8),
+            headers: ["Authorization": "Bearer \(alice.token)", "Content-Type": "application/json"])
+        #expect(reply.status == 200)
+        let answers = try #require(reply.json.arrayValue)
+        #expect(answers.count == 2)
+        #expect(answers.first { $0["id"] == "a" }?["result"]?["username"]?.stringValue == alice.username)
+        #expect(answers.first { $0["id"] == "b" }?["error"]?["code"]?.intValue == -32601)
+        #expect(reply.header("RateLimit-Remaining") != nil)
+
+        let notification = try await EdgeHTTP.send(
+            "POST", edge.url + "/rpc", body: Data(#"{"jsonrpc":"2.0","method":"auth.me","params":{}}"#.utf8))
+        #expect(notification.status == 204)
+
+        let discover = try await EdgeHTTP.send("GET", edge.url + "/rpc/discover")
+        let names = Set(discover.json["methods"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? [])
+        #expect(names.contains("tweets.create") && names.contains("timeline.home") && names.contains("media.beginUpload"))
+        #expect(!names.contains("graph.followerIds") && !names.contains("auth.getUsers") && !names.contains("tweets.getMany"))
+        let openAPI = try await EdgeHTTP.send("GET", edge.url + "/openapi.json")
+        #expect(openAPI.json["openapi"]?.stringValue == "3.1.0")
+        #expect(openAPI.json["paths"]?["/rpc"] != nil)
+        #expect(openAPI.header("X-Content-Type-Options") == "nosniff")
+    }
+
+    @Test("internal methods are not found at the edge, whatever credential the caller sends")
+    func internalMethodsRefused() async throws {
+        let edge = try await GatewayStack.shared()
+        let alice = try await edge.register("intern")
+        for (method, params) in [
+            ("graph.followerIds", ["userId": JSONValue.string(alice.id)]), ("auth.getUsers", ["ids": [.string(alice.id)]]),
+            ("tweets.getMany", ["ids": []]), ("media.getMany", ["ids": []]),
+        ] {
+            var forged = params
+            forged["_meta"] = ["service": .string(edge.stack.serviceCredential), "clientAddress": "203.0.113.1"]
+            let answer = try await EdgeHTTP.rpc(edge.url, method, forged, token: alice.token)
+            #expect(answer["error"]?["code"]?.intValue == -32601, "\(method): \(answer)")
+        }
+        // The gateway's own method exists only on a WebSocket.
+        let authenticate = try await EdgeHTTP.rpc(edge.url, "gateway.authenticate", ["token": .string(alice.token)])
+        #expect(authenticate["error"]?["code"]?.intValue == -32601)
+        // A subscription needs the socket it pushes on.
+        let subscribe = try await EdgeHTTP.rpc(edge.url, "notifications.subscribe", token: alice.token)
+        #expect(subscribe["error"]?["code"]?.intValue == -32600)
+    }
+
+    @Test("what is not JSON-RPC gets an HTTP status and a JSON body")
+    func httpRefusals() async throws {
+        let edge = try await GatewayStack.shared()
+        let notJSON = try await EdgeHTTP.send("POST", edge.url + "/rpc", body: Data("{not json".utf8))
+        #expect(notJSON.status == 400)
+        #expect(notJSON.json["error"]?["code"]?.intValue == -32700)
+        let put = try await EdgeHTTP.send("PUT", edge.url + "/rpc", body: Data("{}".utf8))
+        #expect(put.status == 405)
+        #expect(put.header("Allow") == "GET, POST")
+        let large = try await EdgeHTTP.send("POST", edge.url + "/rpc", body: Data(repeating: UInt8(ascii: " "), count: (1 << 20) + 1))
+        #expect(large.status == 413)
+        #expect(large.json["error"]?["message"]?.stringValue?.contains("1048576") == true)
+        let unknown = try await EdgeHTTP.send("GET", edge.url + "/nothing-here")
+        #expect(unknown.status == 404)
+        let noToken = try await EdgeHTTP.send("POST", edge.url + "/media?purpose=tweet", body: Data([1, 2, 3]), headers: ["Content-Type": "image/png"])
+        #expect(noToken.status == 401)
+        #expect(noToken.json["error"]?["data"]?["reason"]?.stringValue == "unauthenticated")
+    }
+
+    @Test("a WebSocket session follows, posts, and gets the notification and a direct message live")
+    func webSocketSession() async throws {
+        let edge = try await GatewayStack.shared()
+        let alice = try await edge.register("alice")
+        let bob = try await edge.register("bob")
+        let socket = try await TestSocket.open(edge.url, token: alice.token)
+        defer { Task { await socket.close() } }
+
+        let subscribed = try await socket.call("notifications.subscribe")
+        #expect(subscribed["result"]?["subscription"]?.stringValue != nil, "\(subscribed)")
+        let chat = try await socket.call("messaging.subscribe")
+        #expect(chat["result"]?["subscription"]?.stringValue != nil, "\(chat)")
+        // Calls in flight at once on one socket.
+        async let me = socket.call("auth.me")
+        async let follow = socket.call("graph.follow", ["userId": .string(bob.id)])
+        async let post = socket.call("tweets.create", ["text": "posted on a socket"])
+        #expect(try await me["result"]?["id"]?.stringValue == alice.id)
+        #expect(try await follow["result"]?["following"]?.boolValue == true)
+        #expect(try await post["result"]?["text"]?.stringValue == "posted on a socket")
+
+        // Bob follows Alice over HTTP: Alice's socket gets the notification.
+        _ = try await EdgeHTTP.rpc(edge.url, "graph.follow", ["userId": .string(alice.id)], token: bob.token)
+        let notified = await socket.event("notifications.event") { params in
+            "\(params)".contains(bob.id)
+        }
+        #expect(notified != nil, "no notification among \(socket.messages)")
+
+        // Bob writes to Alice: the message arrives on the same socket.
+        let direct = try await EdgeHTTP.rpc(edge.url, "messaging.openDirect", ["userId": .string(alice.id)], token: bob.token)
+        let conversation = try #require(direct["result"]?["id"]?.stringValue, "\(direct)")
+        _ = try await EdgeHTTP.rpc(
+            edge.url, "messaging.send", ["conversationId": .string(conversation), "text": "hi Alice"], token: bob.token)
+        let message = await socket.event("messaging.event") { "\($0)".contains("hi Alice") }
+        #expect(message != nil, "no message among \(socket.messages)")
+
+        // The token is refreshed on the socket without reconnecting.
+        let again = try await socket.call("gateway.authenticate", ["token": .string(alice.token)])
+        #expect(again["result"]?["userId"]?.stringValue == alice.id)
+        let other = try await socket.call("gateway.authenticate", ["token": .string(bob.token)])
+        #expect(other["error"]?["data"]?["reason"]?.stringValue == "forbidden")
+    }
+
+    @Test("a socket may sign in with its first message; internal methods are refused there too")
+    func webSocketFirstMessage() async throws {
+        let edge = try await GatewayStack.shared()
+        let carol = try await edge.register("carol")
+        let socket = try await TestSocket.open(edge.url)
+        defer { Task { await socket.close() } }
+        let anonymous = try await socket.call("auth.me")
+        #expect(anonymous["error"]?["code"]?.intValue == -32001)
+        let signedIn = try await socket.call("gateway.authenticate", ["token": .string(carol.token)])
+        #expect(signedIn["result"]?["userId"]?.stringValue == carol.id)
+        let me = try await socket.call("auth.me")
+        #expect(me["result"]?["username"]?.stringValue == carol.username)
+        let forged = try await socket.call(
+            "graph.followerIds", ["userId": .string(carol.id), "_meta": ["service": .string(edge.stack.serviceCredential)]])
+        #expect(forged["error"]?["code"]?.intValue == -32601)
+        let forgedToken = try await socket.call("gateway.authenticate", ["token": "not.a.token"])
+        #expect(forgedToken["error"]?["code"]?.intValue == -32001)
+    }
+
+    @Test("a message over the socket's limit closes it with 1009")
+    func oversizeMessage() async throws {
+        let edge = try await GatewayStack.shared()
+        let socket = try await TestSocket.open(edge.url)
+        try await socket.send(String(repeating: " ", count: (1 << 20) + 10))
+        let closing = await socket.closing()
+        #expect(closing != nil, "the socket stayed open")
+        #expect(closing??.closeCode == .messageTooLarge, "\(String(describing: closing))")
+    }
+
+    @Test("media uploads over HTTP: an image and a 20 MiB video, streamed in chunks")
+    func uploads() async throws {
+        let edge = try await GatewayStack.shared()
+        let dave = try await edge.register("dave")
+        let png = MediaFixtures.png(width: 40, height: 30)
+        let image = try await EdgeHTTP.send(
+            "POST", edge.url + "/media?purpose=tweet", body: Data(png),
+            headers: ["Authorization": "Bearer \(dave.token)", "Content-Type": "image/png"])
+        #expect(image.status == 201, "\(String(decoding: image.body, as: UTF8.self))")
+        #expect(image.json["width"]?.intValue == 40 && image.json["byteSize"]?.intValue == Int64(png.count))
+
+        let movie = MediaFixtures.movie(durationMs: 4000, width: 640, height: 360, payload: 20 << 20)
+        let video = try await EdgeHTTP.send(
+            "POST", edge.url + "/media?purpose=tweet", body: Data(movie),
+            headers: ["Authorization": "Bearer \(dave.token)", "Content-Type": "video/mp4"])
+        #expect(video.status == 201, "\(String(decoding: video.body, as: UTF8.self))")
+        #expect(video.json["byteSize"]?.intValue == Int64(movie.count) && video.json["durationMs"]?.intValue == 4000)
+        let id = try #require(video.json["id"]?.stringValue)
+
+        // multipart/form-data, as a browser's form sends it: another field first, then the file.
+        let boundary = "----aviary\(UInt32.random(in: 0...UInt32.max))"
+        var form = Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"caption\"\r\n\r\na cat\r\n".utf8)
+        form += Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"cat.png\"\r\n".utf8)
+        form += Data("Content-Type: image/png\r\n\r\n".utf8) + Data(png) + Data("\r\n--\(boundary)--\r\n".utf8)
+        let multipart = try await EdgeHTTP.send(
+            "POST", edge.url + "/media?purpose=avatar", body: form,
+            headers: ["Authorization": "Bearer \(dave.token)", "Content-Type": "multipart/form-data; boundary=\(boundary)"])
+        #expect(multipart.status == 201, "\(String(decoding: multipart.body, as: UTF8.self))")
+        #expect(multipart.json["byteSize"]?.intValue == Int64(png.count) && multipart.json["height"]?.intValue == 30)
+        let noFile = try await EdgeHTTP.send(
+            "POST", edge.url + "/media?purpose=avatar",
+            body: Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\n1\r\n--\(boundary)--\r\n".utf8),
+            headers: ["Authorization": "Bearer \(dave.token)", "Content-Type": "multipart/form-data; boundary=\(boundary)"])
+        #expect(noFile.status == 400)
+
+        let redirect = try await EdgeHTTP.send("GET", edge.url + "/media/\(id)?x=1")
+        #expect(redirect.status == 307)
+        #expect(redirect.header("Location")?.hasSuffix("/media/\(id)?x=1") == true)
+
+        let wrongType = try await EdgeHTTP.send(
+            "POST", edge.url + "/media?purpose=tweet", body: Data(png),
+            headers: ["Authorization": "Bearer \(dave.token)", "Content-Type": "video/mp4"])
+        #expect(wrongType.status == 422, "\(String(decoding: wrongType.body, as: UTF8.self))")
+        let noPurpose = try await EdgeHTTP.send(
+            "POST", edge.url + "/media", body: Data(png),
+            headers: ["Authorization": "Bearer \(dave.token)", "Content-Type": "image/png"])
+        #expect(noPurpose.status == 422)
+        #expect(noPurpose.json["error"]?["data"]?["field"]?.stringValue == "purpose")
+    }
+
+    @Test("limits: calls per address with RateLimit headers, sockets per user, believed proxies only")
+    func limits() async throws {
+        let edge = try await GatewayStack.shared()
+        let erin = try await edge.register("erin")
+        let limited = try await edge.extraGateway([
+            "AVIARY_GATEWAY_CALLS_PER_ADDRESS_PER_MINUTE": "3", "AVIARY_GATEWAY_SOCKETS_PER_USER": "1",
+        ])
+        defer { limited.process.kill() }
+        var statuses: [Int] = []
+        var last: EdgeHTTP.Reply?
+        for _ in 0..<4 {
+            let reply = try await EdgeHTTP.post(limited.url, "auth.me", token: erin.token)
+            statuses.append(reply.status)
+            last = reply
+        }
+        #expect(statuses == [200, 200, 200, 429])
+        let refused = try #require(last)
+        #expect(refused.header("Retry-After").flatMap(Int.init).map { $0 >= 1 } == true)
+        #expect(refused.header("RateLimit-Limit") == "3" && refused.header("RateLimit-Remaining") == "0")
+        #expect(refused.json["error"]?["code"]?.intValue == -32029)
+
+        let sockets = try await edge.extraGateway(["AVIARY_GATEWAY_SOCKETS_PER_USER": "1"])
+        defer { sockets.process.kill() }
+        let first = try await TestSocket.open(sockets.url, token: erin.token)
+        await #expect(throws: (any Error).self) { _ = try await TestSocket.open(sockets.url, token: erin.token) }
+        await first.close()
+        // Once the first socket is closed, the user may open another.
+        #expect(await eventually { (try? await TestSocket.open(sockets.url, token: erin.token)).map { _ in true } ?? false })
+
+        // X-Forwarded-For is believed only from a trusted proxy: the buckets show which address counted.
+        let spoof = "203.0.113.77"
+        _ = try await EdgeHTTP.post(edge.url, "auth.me", token: erin.token, headers: ["X-Forwarded-For": spoof])
+        #expect(try await edge.stack.redis.send(["EXISTS", RedisArgument("aviary:rate:gateway:address:\(spoof)")]).int == 0)
+        let trusting = try await edge.extraGateway(["AVIARY_GATEWAY_TRUSTED_PROXIES": "127.0.0.0/8"])
+        defer { trusting.process.kill() }
+        _ = try await EdgeHTTP.post(trusting.url, "auth.me", token: erin.token, headers: ["X-Forwarded-For": "198.51.100.1, \(spoof)"])
+        #expect(try await edge.stack.redis.send(["EXISTS", RedisArgument("aviary:rate:gateway:address:\(spoof)")]).int == 1)
+        #expect(try await edge.stack.redis.send(["EXISTS", "aviary:rate:gateway:address:198.51.100.1"]).int == 0)
+    }
+
+    @Test("auth's per-address limits count the address the gateway names, and only the gateway may name one")
+    func clientAddressReachesAuth() async throws {
+        let edge = try await GatewayStack.shared()
+        let trusting = try await edge.extraGateway(["AVIARY_GATEWAY_TRUSTED_PROXIES": "127.0.0.1"])
+        defer { trusting.process.kill() }
+        _ = try await edge.register("frank", through: trusting.url)
+        let keys = { (pattern: String) async throws -> Int in
+            try await edge.stack.redis.send(["KEYS", RedisArgument(pattern)]).array?.count ?? 0
+        }
+        // Through the gateway with no forwarding header: the socket's peer (127.0.0.1) counts.
+        #expect(try await keys("aviary:rate:auth:register:address:127.0.0.1") == 1)
+        _ = try await edge.register("grace", through: trusting.url, forwardedFor: "192.0.2.44")
+        #expect(try await keys("aviary:rate:auth:register:address:192.0.2.44") == 1)
+        // A caller without the service credential cannot name an address.
+        _ = try await edge.stack.client("auth").send(
+            "auth.login", params: try RawJSON(encoding: ["login": "nobody_here", "password": "whatever it is"]),
+            meta: RequestMeta(clientAddress: "192.0.2.99"))
+        #expect(try await keys("aviary:rate:auth:login:address:192.0.2.99") == 0)
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOWebSocket
+import RPC
+import Synchronization
+import TestSupport
+import WSClient
+
+/// A WebSocket to the gateway through swift-websocket's client (not Aviary's code): what arrives is
+/// kept in order; calls wait for the answer with their id, events are picked by method.
+final class TestSocket: Sendable {
+    private let inbox: Inbox
+    private let writer: WebSocketOutboundWriter
+    private let ended: Task<WebSocketCloseFrame?, any Error>
+    private let nextID = Atomic<Int>(1)
+
+    private init(inbox: Inbox, writer: WebSocketOutboundWriter, ended: Task<WebSocketCloseFrame?, any Error>) {
+        self.inbox = inbox
+        self.writer = writer
+        self.ended = ended
+    }
+
+    /// Opens `GET /rpc` on `base` (http://…), with `Authorization: Bearer <token>` when given.
+    static func open(_ base: String, token: String? = nil) async throws -> TestSocket {
+        let box = Inbox()
+        var headers = HTTPFields()
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        let url = base.replacingOccurrences(of: "http://", with: "ws://") + "/rpc"
+        let (writers, writerSink) = AsyncStream.makeStream(of: WebSocketOutboundWriter.self)
+        let ended = Task {
+            // A refused upgrade never reaches the handler: the wait for the writer ends here.
+            defer { writerSink.finish() }
+            return try await WebSocketClient.connect(
+                url: url, configuration: .init(maxFrameSize: 8 << 20, additionalHeaders: headers),
+                logger: Logger(label: "test-socket")
+            ) { inbound, outbound, _ in
+                writerSink.yield(outbound)
+                writerSink.finish()
+                for try await message in inbound.messages(maxSize: 8 << 20) {
+                    guard case .text(let text) = message,
+                        let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+                    else { continue }
+                    box.append(value)
+                }
+            }
+        }
+        var iterator = writers.makeAsyncIterator()
+        guard let writer = await iterator.next() else {
+            // The upgrade was refused: the connect task says why.
+            _ = try await ended.value
+            throw EdgeTestError("the WebSocket closed before it opened")
+        }
+        return TestSocket(inbox: box, writer: writer, ended: ended)
+    }
+
+    /// Sends `text` as one text message.
+    func send(_ text: String) async throws {
+        try await writer.write(.text(text))
+    }
+
+    /// Calls `method` and waits for its answer (the whole response object).
+    func call(_ method: String, _ params: [String: JSONValue] = [:], timeout: Duration = .seconds(10)) async throws -> JSONValue {
+        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        let request: JSONValue = ["jsonrpc": "2.0", "id": .int(Int64(id)), "method": .string(method), "params": .object(params)]
+        try await send(String(decoding: try JSONEncoder().encode(request), as: UTF8.self))
+        var answer: JSONValue?
+        _ = await eventually(timeout: timeout) {
+            answer = inbox.first { $0["id"]?.intValue == Int64(id) }
+            return answer != nil
+        }
+        guard let answer else { throw EdgeTestError("no answer to \(method) within \(timeout)") }
+        return answer
+    }
+
+    /// The first event pushed with `method` whose params satisfy `matching`, waiting up to `timeout`.
+    func event(_ method: String, timeout: Duration = .seconds(10), matching: @escaping @Sendable (JSONValue) -> Bool = { _ in true })
+        async -> JSONValue?
+    {
+        var found: JSONValue?
+        _ = await eventually(timeout: timeout) {
+            found = inbox.first { $0["method"]?.stringValue == method && $0["id"] == nil && matching($0["params"] ?? .null) }
+            return found != nil
+        }
+        return found
+    }
+
+    /// Everything received so far.
+    var messages: [JSONValue] { inbox.all }
+
+    func close() async {
+        try? await writer.close(.normalClosure, reason: nil)
+        _ = try? await ended.value
+    }
+
+    /// The close frame the gateway sent (waits for the socket to end).
+    func closing(timeout: Duration = .seconds(10)) async -> WebSocketCloseFrame?? {
+        await withTaskGroup(of: WebSocketCloseFrame??.self) { group in
+            group.addTask { try? await self.ended.value }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            return await group.next()!
+        }
+    }
+}
+
+/// What a socket received, shared between its reader and the test.
+final class Inbox: Sendable {
+    private let values = Mutex<[JSONValue]>([])
+
+    func append(_ value: JSONValue) { values.withLock { $0.append(value) } }
+    func first(where predicate: (JSONValue) -> Bool) -> JSONValue? { values.withLock { $0.first(where: predicate) } }
+    var all: [JSONValue] { values.withLock { $0 } }
+}
