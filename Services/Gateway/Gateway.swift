@@ -23,6 +23,7 @@ final class Gateway: Sendable {
     let forwarder: Forwarder
     let limits: EdgeLimits
     let sockets: SocketRegistry
+    let liveChannels: LiveChannels
     /// The public port once it listens, for readiness and the log.
     let listening = Mutex<Int?>(nil)
 
@@ -34,6 +35,7 @@ final class Gateway: Sendable {
         limits = EdgeLimits(
             limiter: RateLimiter(redis: resources.redis, logger: resources.logger), settings: settings, logger: resources.logger)
         sockets = SocketRegistry(limitPerUser: settings.socketsPerUser)
+        liveChannels = LiveChannels(resources: resources)
     }
 
     /// The gateway's part of start-up: its public port joins the service group.

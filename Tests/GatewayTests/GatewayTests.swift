@@ -128,6 +128,38 @@ struct GatewayTests {
         #expect(other["error"]?["data"]?["reason"]?.stringValue == "forbidden")
     }
 
+    @Test("sockets' subscriptions share the gateway's connections, reach only their socket and end with it")
+    func sharedSubscriptions() async throws {
+        let edge = try await GatewayStack.shared()
+        let (alice, bob, carol) = (try await edge.register("alice"), try await edge.register("bob"), try await edge.register("carol"))
+        let notifications = edge.stack.process("notifications")
+        let active = { (try? notifications.metric("aviary_subscriptions_active")) ?? -1 }
+        let before = active()
+        let aliceSocket = try await TestSocket.open(edge.url, token: alice.token)
+        let bobSocket = try await TestSocket.open(edge.url, token: bob.token)
+        defer { Task { await bobSocket.close() } }
+        let aliceSub = try #require(try await aliceSocket.call("notifications.subscribe")["result"]?["subscription"]?.stringValue)
+        let bobSub = try #require(try await bobSocket.call("notifications.subscribe")["result"]?["subscription"]?.stringValue)
+        #expect(aliceSub != bobSub)
+        #expect(await eventually { active() == before + 2 })
+
+        _ = try await EdgeHTTP.rpc(edge.url, "graph.follow", ["userId": .string(alice.id)], token: carol.token)
+        let event = await aliceSocket.event("notifications.event") { "\($0)".contains(carol.id) }
+        #expect(event?["params"]?["subscription"]?.stringValue == aliceSub)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!bobSocket.messages.contains { "\($0)".contains(carol.id) }, "bob's socket got alice's event")
+
+        // A socket cannot end another socket's subscription.
+        let foreign = try await bobSocket.call("notifications.unsubscribe", ["subscription": .string(aliceSub)])
+        #expect(foreign["error"]?["data"]?["reason"]?.stringValue == "not_found")
+        // Closing a socket ends its subscriptions at the service; unsubscribing ends one.
+        await aliceSocket.close()
+        #expect(await eventually { active() == before + 1 }, "active: \(active()), before: \(before)")
+        let ended = try await bobSocket.call("notifications.unsubscribe", ["subscription": .string(bobSub)])
+        #expect(ended["error"] == nil, "\(ended)")
+        #expect(await eventually { active() == before }, "active: \(active()), before: \(before)")
+    }
+
     @Test("a socket may sign in with its first message; internal methods are refused there too")
     func webSocketFirstMessage() async throws {
         let edge = try await GatewayStack.shared()

@@ -22,56 +22,65 @@ final class SocketSession: Sendable {
     private let gateway: Gateway
     private let address: String?
     private let outbound: WebSocketOutboundWriter
+    private let outbox = SocketOutbox()
     private let identity: Mutex<Identity>
     private let live: LiveLinks
+    /// The token of the upgrade request's `Authorization`, taken when the session starts.
+    private let upgradeToken: String?
 
     init(gateway: Gateway, caller: EdgeCaller, outbound: WebSocketOutboundWriter) {
         self.gateway = gateway
         self.address = caller.address
         self.outbound = outbound
         self.identity = Mutex(Identity(token: nil, user: nil))
+        self.upgradeToken = caller.token
+        let outbox = self.outbox
         self.live = LiveLinks(
-            resources: gateway.resources,
-            deliver: { frame in try? await outbound.write(.text(String(decoding: frame, as: UTF8.self))) },
+            channels: gateway.liveChannels, deliver: { outbox.send($0) },
             lost: { service in
                 // The service's instance went away, and the subscriptions with it: the app reconnects
                 // and subscribes again (notifications with its lastId, so nothing is missed).
-                try? await outbound.close(
-                    .unknown(1012), reason: "the \(service) service restarted: reconnect and subscribe again")
+                Task {
+                    try? await outbound.close(
+                        .unknown(1012), reason: "the \(service) service restarted: reconnect and subscribe again")
+                }
             })
-        self.upgradeToken = caller.token
     }
 
-    /// The token of the upgrade request's `Authorization`, taken when the session starts.
-    private let upgradeToken: String?
-
     func run(_ inbound: WebSocketInboundStream) async throws {
-        defer { release() }
-        if let token = upgradeToken {
-            if case .failure(let error) = await authenticate(token) {
-                try await outbound.close(.policyViolation, reason: String(error.message.prefix(120)))
-                await live.close()
-                return
-            }
-        }
+        let writer = Task { [outbox, outbound] in await outbox.drain(into: outbound) }
+        var failure: (any Error)?
         do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                var inFlight = 0
-                for try await message in inbound.messages(maxSize: gateway.settings.maxMessageBytes) {
-                    if inFlight >= GatewaySettings.callsInFlightPerSocket {
-                        try await group.next()
-                        inFlight -= 1
-                    }
-                    inFlight += 1
-                    group.addTask { await self.answer(message) }
-                }
-                try await group.waitForAll()
-            }
+            try await serve(inbound)
         } catch {
-            await live.close()
-            throw error
+            failure = error
         }
-        await live.close()
+        // The subscriptions end with the socket, whatever ended it.
+        let (token, credential, address) = (identity.withLock { $0.token }, gateway.resources.serviceCredential, address)
+        await live.close { _ in RequestMeta(token: token, service: credential, clientAddress: address) }
+        outbox.finish()
+        await writer.value
+        if let user = identity.withLock({ $0.user }) { gateway.sockets.release(user) }
+        if let failure { throw failure }
+    }
+
+    private func serve(_ inbound: WebSocketInboundStream) async throws {
+        if let token = upgradeToken, case .failure(let error) = await authenticate(token) {
+            try await outbound.close(.policyViolation, reason: String(error.message.prefix(120)))
+            return
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var inFlight = 0
+            for try await message in inbound.messages(maxSize: gateway.settings.maxMessageBytes) {
+                if inFlight >= GatewaySettings.callsInFlightPerSocket {
+                    try await group.next()
+                    inFlight -= 1
+                }
+                inFlight += 1
+                group.addTask { await self.answer(message) }
+            }
+            try await group.waitForAll()
+        }
     }
 
     private func answer(_ message: WebSocketMessage) async {
@@ -125,11 +134,51 @@ final class SocketSession: Sendable {
         return Result { try RawJSON(encoding: ["userId": String(principal.userID)]) }.mapError { _ in .internalError() }
     }
 
-    private func release() {
-        if let user = identity.withLock({ $0.user }) { gateway.sockets.release(user) }
+    private func send(_ frame: Data) async {
+        outbox.send(frame)
+    }
+}
+
+/// What a socket sends, in order, written by one task: answers and pushed events. A socket whose
+/// client does not read what is queued for it (more than ``maxQueuedBytes``) is closed, so that a
+/// stalled client holds at most that much of the gateway's memory.
+final class SocketOutbox: Sendable {
+    static let maxQueuedBytes = 8 << 20
+
+    private let stream: AsyncStream<Data>
+    private let continuation: AsyncStream<Data>.Continuation
+    private let queued = Atomic<Int>(0)
+    private let overflowed = Atomic<Bool>(false)
+
+    init() {
+        (stream, continuation) = AsyncStream.makeStream(of: Data.self)
     }
 
-    private func send(_ frame: Data) async {
-        try? await outbound.write(.text(String(decoding: frame, as: UTF8.self)))
+    func send(_ frame: Data) {
+        if queued.add(frame.count, ordering: .relaxed).newValue > Self.maxQueuedBytes {
+            overflowed.store(true, ordering: .relaxed)
+            continuation.finish()
+            return
+        }
+        continuation.yield(frame)
+    }
+
+    /// No more frames: the writer ends once it wrote what is queued.
+    func finish() {
+        continuation.finish()
+    }
+
+    func drain(into outbound: WebSocketOutboundWriter) async {
+        for await frame in stream {
+            queued.subtract(frame.count, ordering: .relaxed)
+            do {
+                try await outbound.write(.text(String(decoding: frame, as: UTF8.self)))
+            } catch {
+                return
+            }
+        }
+        if overflowed.load(ordering: .relaxed) {
+            try? await outbound.close(.policyViolation, reason: "the client did not read its messages")
+        }
     }
 }

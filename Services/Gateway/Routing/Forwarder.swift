@@ -59,8 +59,7 @@ struct Forwarder: Sendable {
                 guard let live else {
                     return .failure(.invalidRequest("\(method) pushes events: call it on the WebSocket at GET /rpc"))
                 }
-                response = try await live.connection(to: service).send(
-                    method, params: params, meta: meta, timeout: GatewaySettings.callTimeout)
+                return await live.call(service, method, params: params, meta: meta)
             } else {
                 response = try await resources.client(for: service).send(
                     method, params: params, meta: meta, timeout: GatewaySettings.callTimeout)

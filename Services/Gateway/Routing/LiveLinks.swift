@@ -1,59 +1,72 @@
 import Foundation
-import Logging
 import RPC
 import ServiceKit
+import Synchronization
 
-/// The connections of one WebSocket to the services it subscribed on: one per service, made on
-/// the first subscription, whose pushed events go to the socket as they come. Closing them (when
-/// the socket closes) ends every subscription at once: the services drop a connection's
-/// subscriptions when it closes.
-actor LiveLinks {
-    private var connections: [ServiceName: RPCClientConnection] = [:]
-    private var pumps: [Task<Void, Never>] = []
-    private var closed = false
-    private let resources: ServiceResources
-    private let deliver: @Sendable (Data) async -> Void
-    private let lost: @Sendable (ServiceName) async -> Void
+/// One WebSocket's subscriptions: opened and ended through the services' shared ``LiveChannel``s,
+/// their events queued on the socket, all ended when the socket closes.
+final class LiveLinks: Sendable {
+    private static let serials = Atomic<UInt64>(1)
+
+    let socket = LiveLinks.serials.wrappingAdd(1, ordering: .relaxed).oldValue
+    private let channels: LiveChannels
+    private let deliver: @Sendable (Data) -> Void
+    private let lost: @Sendable (ServiceName) -> Void
+    /// The services this socket subscribed on.
+    private let subscribed = Mutex<Set<ServiceName>>([])
 
     /// - Parameters:
-    ///   - deliver: writes one pushed notification frame to the socket.
-    ///   - lost: told when a service's connection closed on its own (the instance went away), and
-    ///     its subscriptions with it.
+    ///   - deliver: queues one pushed frame on the socket.
+    ///   - lost: told when a subscription's service connection closed (the socket should reconnect).
     init(
-        resources: ServiceResources, deliver: @escaping @Sendable (Data) async -> Void,
-        lost: @escaping @Sendable (ServiceName) async -> Void
+        channels: LiveChannels, deliver: @escaping @Sendable (Data) -> Void, lost: @escaping @Sendable (ServiceName) -> Void
     ) {
-        self.resources = resources
+        self.channels = channels
         self.deliver = deliver
         self.lost = lost
     }
 
-    func connection(to service: ServiceName) async throws(RPCError) -> RPCClientConnection {
-        guard !closed else { throw .unavailable("the socket is closing") }
-        if let existing = connections[service], existing.isActive { return existing }
-        let connection = try await resources.client(for: service).dedicatedConnection()
-        if closed {
-            await connection.close()
-            throw .unavailable("the socket is closing")
+    /// Answers the subscription call `method` (`<service>.subscribe` or `.unsubscribe`).
+    func call(_ service: ServiceName, _ method: String, params: RawJSON, meta: RequestMeta) async -> Result<RawJSON, RPCError> {
+        let channel = channels.channel(for: service)
+        if method.hasSuffix(".unsubscribe") {
+            guard let name = JSONSplice.stringMember("subscription", of: params.bytes[...]) else {
+                return .failure(.invalidParams("missing parameter 'subscription'", field: "subscription"))
+            }
+            return await channel.unsubscribe(method, name: name, meta: meta, socket: socket)
         }
-        connections[service] = connection
-        let (deliver, lost) = (self.deliver, self.lost)
-        pumps.append(
-            Task {
-                for await notification in connection.notifications {
-                    await deliver(RPCRelay.notification(method: notification.method, params: notification.params))
-                }
-                if !self.closed { await lost(service) }
-            })
-        return connection
+        subscribed.withLock { _ = $0.insert(service) }
+        return await channel.subscribe(
+            method, params: params, meta: meta, route: LiveChannel.Route(socket: socket, deliver: deliver, lost: lost))
     }
 
-    /// Closes every connection (ending the subscriptions on it) and stops delivering.
-    func close() async {
-        closed = true
-        for connection in connections.values { await connection.close() }
-        connections = [:]
-        for pump in pumps { pump.cancel() }
-        pumps = []
+    /// Ends every subscription of the socket; `meta` is what each unsubscribe call carries.
+    func close(meta: @escaping @Sendable (String) -> RequestMeta) async {
+        for service in subscribed.withLock({ $0 }) {
+            await channels.channel(for: service).drop(socket: socket, method: "\(Self.prefix(of: service))unsubscribe", meta: meta)
+        }
+    }
+
+    private static func prefix(of service: ServiceName) -> String {
+        MethodDirectory.prefixes.first { $0.service == service }?.prefix ?? "\(service.rawValue)."
+    }
+}
+
+/// The gateway's ``LiveChannel`` of each service, made on first use.
+final class LiveChannels: Sendable {
+    private let channels = Mutex<[ServiceName: LiveChannel]>([:])
+    private let resources: ServiceResources
+
+    init(resources: ServiceResources) {
+        self.resources = resources
+    }
+
+    func channel(for service: ServiceName) -> LiveChannel {
+        channels.withLock { channels in
+            if let channel = channels[service] { return channel }
+            let channel = LiveChannel(service: service, resources: resources)
+            channels[service] = channel
+            return channel
+        }
     }
 }

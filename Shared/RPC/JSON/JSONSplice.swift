@@ -98,4 +98,42 @@ public enum JSONSplice {
             return found
         }
     }
+
+    /// The members of the JSON object `bytes` (top level), each key with where its value lies; nil
+    /// when `bytes` is not a well-formed object.
+    public static func members(of bytes: some Collection<UInt8>) -> [(key: String, value: Range<Int>)]? {
+        Array(bytes).withUnsafeBytes { buffer in
+            var scanner = JSONScanner(buffer)
+            var members: [(key: String, value: Range<Int>)] = []
+            do throws(JSONScanner.Failure) {
+                try scanner.object(depth: 0) { name, scanner throws(JSONScanner.Failure) in
+                    members.append((name, try scanner.skipValue(depth: 1)))
+                }
+                try scanner.expectEnd()
+            } catch {
+                return nil
+            }
+            return members
+        }
+    }
+
+    /// The object `bytes` with its members rewritten by `rewrite` (given each key and value's bytes,
+    /// it returns the value's new bytes, or nil to leave the member out), keys kept as they were
+    /// read; nil when `bytes` is not a well-formed object.
+    public static func rewritingMembers(
+        of bytes: [UInt8], _ rewrite: (_ key: String, _ value: ArraySlice<UInt8>) -> [UInt8]?
+    ) -> [UInt8]? {
+        guard let members = members(of: bytes) else { return nil }
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(bytes.count + 16)
+        for (key, range) in members {
+            guard let value = rewrite(key, bytes[range]) else { continue }
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            JSONText.appendString(key, to: &out)
+            out.append(UInt8(ascii: ":"))
+            out += value
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
 }

@@ -90,36 +90,10 @@ public enum RPCRelay {
 
     /// The params object without its `_meta` member; its other members' bytes are kept as they came.
     static func withoutMeta(_ params: Data) -> RawJSON {
-        params.withUnsafeBytes { bytes -> RawJSON in
-            var scanner = JSONScanner(bytes)
-            var kept: [Range<Int>] = []
-            var keys: [String] = []
-            var hasMeta = false
-            do {
-                try scanner.object(depth: 1) { (key, scanner: inout JSONScanner) throws(JSONScanner.Failure) in
-                    let value = try scanner.skipValue(depth: 2)
-                    if key == "_meta" {
-                        hasMeta = true
-                    } else {
-                        kept.append(value)
-                        keys.append(key)
-                    }
-                }
-            } catch {
-                // The header was read from these bytes already, so they scan.
-                return RawJSON(unchecked: Array(bytes))
-            }
-            guard hasMeta else { return RawJSON(unchecked: Array(bytes)) }
-            var out: [UInt8] = [UInt8(ascii: "{")]
-            out.reserveCapacity(bytes.count)
-            for (position, range) in kept.enumerated() {
-                if position > 0 { out.append(UInt8(ascii: ",")) }
-                JSONText.appendString(keys[position], to: &out)
-                out.append(UInt8(ascii: ":"))
-                out += bytes[range]
-            }
-            out.append(UInt8(ascii: "}"))
-            return RawJSON(unchecked: out)
-        }
+        let bytes = Array(params)
+        guard JSONSplice.members(of: bytes)?.contains(where: { $0.key == "_meta" }) == true,
+            let kept = JSONSplice.rewritingMembers(of: bytes, { key, value in key == "_meta" ? nil : Array(value) })
+        else { return RawJSON(unchecked: bytes) }
+        return RawJSON(unchecked: kept)
     }
 }
