@@ -149,6 +149,8 @@ let package = Package(
             name: "AviaryCLI", dependencies: [
                 "RPC", "ServiceKit", "Postgres", "Redis", "AuthTokens", "CArgon2", logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "WSClient", package: "swift-websocket"), .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             path: "Services/CLI", swiftSettings: strict),
 

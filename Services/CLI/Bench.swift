@@ -9,7 +9,7 @@ import Synchronization
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Measure the shared libraries against their targets and against the servers' own tools.",
-        subcommands: [RPCBench.self, PostgresBench.self, RedisBench.self, GraphBench.self, AuthBench.self, MediaBench.self, MessagingBench.self, NotificationsBench.self, TweetsBench.self, TimelineBench.self])
+        subcommands: [RPCBench.self, PostgresBench.self, RedisBench.self, GraphBench.self, AuthBench.self, MediaBench.self, MessagingBench.self, NotificationsBench.self, TweetsBench.self, TimelineBench.self, GatewayBench.self])
 }
 
 /// Throughput and latency figures of one run.
@@ -249,4 +249,48 @@ final class BenchCounter: Sendable {
     }
 
     var count: Int { next.load(ordering: .relaxed) }
+}
+
+/// What the benchmarks read of the services' processes from /proc: their ids, resident memory and CPU time.
+enum BenchProcesses {
+    /// The only running process whose executable is `name` (`aviary-notifications`).
+    static func pid(of name: String) throws -> Int32 {
+        let found = pids { $0 == String(name.prefix(15)) }  // comm keeps 15 characters
+        guard found.count == 1 else {
+            throw ValidationError("found \(found.count) \(name) processes; pass --pid")
+        }
+        return found[0]
+    }
+
+    /// The processes whose short name (`/proc/<pid>/comm`) satisfies `matching`.
+    static func pids(_ matching: (String) -> Bool) -> [Int32] {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap(Int32.init).filter { pid in
+            let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            return comm.map(matching) ?? false
+        } ?? []
+    }
+
+    /// Every service and gateway process of this machine (`aviary-*`; not the `aviary` tool itself).
+    static var services: [Int32] { pids { $0.hasPrefix("aviary-") } }
+
+    static func residentMiB(_ pid: Int32) -> Double {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        let kib = Double(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+        return kib / 1024
+    }
+
+    /// User and system CPU seconds `pids` used so far (those that ended count nothing).
+    static func cpuSeconds(_ pids: [Int32]) -> Double {
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        return pids.reduce(0) { total, pid in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return total }
+            // After "pid (comm)": state is field 3; utime and stime are fields 14 and 15.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return total }
+            return total + (user + system) / ticks
+        }
+    }
 }

@@ -76,7 +76,7 @@ struct NotificationsBench: AsyncParsableCommand {
         let graph = client(graphAddress ?? configuration.addresses(of: .socialGraph)[0])
         let tweets = client(tweetsAddress ?? configuration.addresses(of: .tweets)[0])
         let notifications = client(address, connections: 16)
-        let pid = try self.pid ?? Self.notificationsPID()
+        let pid = try self.pid ?? BenchProcesses.pid(of: "aviary-notifications")
 
         // The recipient and the real actors.
         let users = try await Self.register(21, auth: auth)
@@ -85,10 +85,10 @@ struct NotificationsBench: AsyncParsableCommand {
             "tweets.create", params: ["text": "bench tweet"], meta: RequestMeta(token: recipient.token), as: IDOnly.self
         ).id
 
-        let before = Self.residentMiB(pid)
+        let before = BenchProcesses.residentMiB(pid)
         let idle = try await IdleSubscribers.open(
             count: subscriptions, perConnection: max(1, perConnection), host: host, port: port, issuer: issuer)
-        let after = Self.residentMiB(pid)
+        let after = BenchProcesses.residentMiB(pid)
         print(String(
             format: "%d idle subscriptions on %d connections: service RSS %.1f MiB before, %.1f MiB after (%.1f KiB each)   (target < 300 MiB)",
             idle.count, idle.connections.count, before, after, (after - before) * 1024 / Double(max(1, idle.count))))
@@ -173,24 +173,6 @@ struct NotificationsBench: AsyncParsableCommand {
             throw ValidationError("an address is host:port, got \(address)")
         }
         return (String(address[..<colon]), port)
-    }
-
-    /// The only running aviary-notifications process.
-    private static func notificationsPID() throws -> Int32 {
-        let found = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap(Int32.init).filter { pid in
-            (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.hasPrefix("aviary-notifica") == true  // comm keeps 15 characters
-        } ?? []
-        guard found.count == 1 else {
-            throw ValidationError("found \(found.count) aviary-notifications processes; pass --pid")
-        }
-        return found[0]
-    }
-
-    private static func residentMiB(_ pid: Int32) -> Double {
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-        let kib = Double(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
-        return kib / 1024
     }
 }
 

@@ -161,13 +161,13 @@ struct TimelineBench: AsyncParsableCommand {
 }
 
 /// A user the bench registered, with their token.
-private struct BenchUser: Sendable {
+struct BenchUser: Sendable {
     var id: String
     var token: String
 }
 
 /// The services the timeline bench drives.
-private struct BenchServices: Sendable {
+struct BenchServices: Sendable {
     let auth: RPCClient
     let graph: RPCClient
     let tweets: RPCClient

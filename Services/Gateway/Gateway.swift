@@ -72,6 +72,9 @@ final class Gateway: Sendable {
         router.add(middleware: EdgeHeadersMiddleware(corsOrigins: settings.corsOrigins, tls: settings.tls != nil))
         addRPCRoutes(to: router)
         addMediaRoutes(to: router)
+        if settings.dsbCompat {
+            DSBAdapter(gateway: self, accounts: DSBAccounts(postgres: resources.postgres, forwarder: forwarder)).addRoutes(to: router)
+        }
         router.get("openapi.json") { _, _ in EdgeResponses.json(OpenAPIDocument.document) }
 
         var http1 = HTTP1Channel.Configuration(idleTimeout: .seconds(Int64(settings.idleTimeout.components.seconds)))

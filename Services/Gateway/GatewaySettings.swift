@@ -31,6 +31,10 @@ struct GatewaySettings: Sendable {
     var tls: (certificate: String, key: String)?
     /// `AVIARY_MEDIA_PUBLIC_URL`: where `GET /media/<id>` is sent on (the media service's URL).
     var mediaPublicURL: String
+    /// `AVIARY_GATEWAY_DSB_COMPAT=1`: serve DeathStarBench's HTTP API (``DSBAdapter``). It acts for
+    /// users without their tokens, so it is refused unless the gateway listens on loopback or
+    /// `AVIARY_GATEWAY_DSB_COMPAT_ALLOW_REMOTE=1`.
+    var dsbCompat: Bool
 
     /// WebSocket calls of one socket in flight at once; the socket is not read while this many run.
     static let callsInFlightPerSocket = 64
@@ -71,5 +75,17 @@ struct GatewaySettings: Sendable {
         var mediaURL = configuration.value("AVIARY_MEDIA_PUBLIC_URL") ?? "http://127.0.0.1:7207"
         while mediaURL.hasSuffix("/") { mediaURL.removeLast() }
         mediaPublicURL = mediaURL
+        dsbCompat = try configuration.integer("AVIARY_GATEWAY_DSB_COMPAT", default: 0, in: 0...1) == 1
+        let remote = try configuration.integer("AVIARY_GATEWAY_DSB_COMPAT_ALLOW_REMOTE", default: 0, in: 0...1) == 1
+        let host = configuration.host
+        let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        if dsbCompat, !loopback, !remote {
+            throw ConfigurationError(
+                variable: "AVIARY_GATEWAY_DSB_COMPAT",
+                message: """
+                    AVIARY_GATEWAY_DSB_COMPAT acts for DeathStarBench's users without tokens: it is refused unless AVIARY_HOST \
+                    is a loopback address (it is \(host)) or AVIARY_GATEWAY_DSB_COMPAT_ALLOW_REMOTE=1
+                    """)
+        }
     }
 }
