@@ -233,7 +233,7 @@ import Testing
         try await withClient(redis) { direct in
             let key = uniqueName("retried")
             try await direct.set(key, to: "value")
-            let proxy = try DroppingProxy(targetPort: redis.port, dropCount: 1)
+            let proxy = try TCPProxy(targetPorts: [redis.port], dropCount: 1)
             defer { proxy.close() }
             let client = RedisClient(
                 configuration: RedisConfiguration(port: proxy.port, poolSize: 1), logger: testLogger)
@@ -247,7 +247,7 @@ import Testing
         let redis = try await TestServers.redis()
         try await withClient(redis) { direct in
             let key = uniqueName("not-retried")
-            let proxy = try DroppingProxy(targetPort: redis.port, dropCount: 1)
+            let proxy = try TCPProxy(targetPorts: [redis.port], dropCount: 1)
             defer { proxy.close() }
             let client = RedisClient(
                 configuration: RedisConfiguration(port: proxy.port, poolSize: 1), logger: testLogger)

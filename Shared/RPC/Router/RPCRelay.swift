@@ -63,28 +63,13 @@ public enum RPCRelay {
     }
 
     private static func respondToSingle(_ frame: Data, forward: Forward) async -> Data? {
-        let header: RequestHeader
-        do {
-            header = try RequestHeader.decode(frame)
-        } catch {
-            return ResponseEncoding.error(error, id: .null)
-        }
-        if let problem = header.problem {
-            return ResponseEncoding.error(.invalidRequest("invalid request: \(problem)"), id: header.id ?? .null)
-        }
-        let outcome: Result<RawJSON, RPCError>
-        if case .array = header.params {
-            outcome = .failure(.invalidParams("params must be an object; positional (array) params are not accepted"))
-        } else {
+        await RPCRouter.answerSingle(frame) { header in
+            if case .array = header.params {
+                return .failure(RPCRouter.positionalParams)
+            }
             let params = header.paramsRange.map { withoutMeta(RPCRouter.slice(frame, $0)) } ?? .emptyObject
-            let meta = RequestMeta(
-                token: header.meta.token, traceparent: header.meta.traceparent, timeoutMs: header.meta.timeoutMs)
-            outcome = await forward(Call(method: header.method ?? "", params: params, meta: meta, isNotification: header.isNotification))
-        }
-        guard let id = header.id else { return nil }
-        switch outcome {
-        case .success(let result): return ResponseEncoding.result(result, id: id)
-        case .failure(let error): return ResponseEncoding.error(error, id: id)
+            let meta = RequestMeta(token: header.meta.token, traceparent: header.meta.traceparent, timeoutMs: header.meta.timeoutMs)
+            return await forward(Call(method: header.method ?? "", params: params, meta: meta, isNotification: header.isNotification))
         }
     }
 

@@ -120,6 +120,14 @@ public struct RPCRouter: Sendable {
     }
 
     private func respondToSingle(_ frame: Data, connection: RPCConnection?) async -> Data? {
+        await Self.answerSingle(frame) { header in await dispatch(header, frame: frame, connection: connection) }
+    }
+
+    /// Answers one request: a frame that is not JSON or not a request as the contract says (-32700,
+    /// -32600), else what `handle` makes of it, under its id; nothing for a notification.
+    static func answerSingle(
+        _ frame: Data, _ handle: (RequestHeader) async -> Swift.Result<RawJSON, RPCError>
+    ) async -> Data? {
         let header: RequestHeader
         do {
             header = try RequestHeader.decode(frame)
@@ -129,7 +137,7 @@ public struct RPCRouter: Sendable {
         if let problem = header.problem {
             return ResponseEncoding.error(.invalidRequest("invalid request: \(problem)"), id: header.id ?? .null)
         }
-        let outcome = await dispatch(header, frame: frame, connection: connection)
+        let outcome = await handle(header)
         guard let id = header.id else { return nil }
         switch outcome {
         case .success(let result): return ResponseEncoding.result(result, id: id)
@@ -145,7 +153,7 @@ public struct RPCRouter: Sendable {
         let outcome: Swift.Result<RawJSON, RPCError>
         switch header.params {
         case .array:
-            outcome = .failure(.invalidParams("params must be an object; positional (array) params are not accepted"))
+            outcome = .failure(RPCRouter.positionalParams)
         case .absent, .object, .other:  // .other never gets here: RequestHeader reports it as invalid.
             if name == "rpc.discover" {
                 outcome = Result { try RawJSON(encoding: OpenRPCDocument(router: self)) }.mapError { _ in .internalError() }
@@ -239,6 +247,9 @@ public struct RPCRouter: Sendable {
     static func slice(_ frame: Data, _ range: Range<Int>) -> Data {
         frame[(frame.startIndex + range.lowerBound)..<(frame.startIndex + range.upperBound)]
     }
+
+    /// The answer to params sent as an array.
+    static let positionalParams = RPCError.invalidParams("params must be an object; positional (array) params are not accepted")
 
     /// What an omitted `params` decodes from.
     static let emptyParams = Data("{}".utf8)

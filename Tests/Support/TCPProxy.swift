@@ -5,15 +5,17 @@ import Synchronization
     import Glibc
 #endif
 
-/// A TCP proxy on 127.0.0.1 in front of a Redis server that closes its first `dropCount` connections
-/// as soon as a request arrives, without forwarding it: the client sees its connection die after the
-/// request was written, as when a server crashes mid-command. Later connections are forwarded.
-final class DroppingProxy: Sendable {
-    let port: Int
+/// A TCP proxy on 127.0.0.1 in front of one server or several (a load balancer: each connection
+/// goes to the next target in turn, or past it to the next that accepts). It may close its first
+/// `dropCount` connections as soon as a request arrives, without forwarding it: the client sees its
+/// connection die after the request was written, as when a server crashes mid-command.
+public final class TCPProxy: Sendable {
+    public let port: Int
     private let listener: Int32
     private let dropsLeft: Mutex<Int>
+    private let next = Mutex(0)
 
-    init(targetPort: Int, dropCount: Int) throws {
+    public init(targetPorts: [Int], dropCount: Int = 0) throws {
         dropsLeft = Mutex(dropCount)
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.listener = listener
@@ -25,17 +27,17 @@ final class DroppingProxy: Sendable {
                     && getsockname(listener, $0, &length) == 0
             }
         }
-        guard listening else { throw TimedOut(description: "proxy: cannot listen: errno \(errno)") }
+        guard listening else { throw TestSupportError("proxy: cannot listen: errno \(errno)") }
         port = Int(UInt16(bigEndian: address.sin_port))
-        Thread.detachNewThread { [self] in acceptLoop(targetPort: targetPort) }
+        Thread.detachNewThread { [self] in acceptLoop(targetPorts: targetPorts) }
     }
 
     /// Stops accepting; connections already forwarded end when either side closes.
-    func close() {
+    public func close() {
         shutdown(listener, Int32(SHUT_RDWR))
     }
 
-    private func acceptLoop(targetPort: Int) {
+    private func acceptLoop(targetPorts: [Int]) {
         while true {
             let client = accept(listener, nil, nil)
             guard client >= 0 else {
@@ -52,16 +54,13 @@ final class DroppingProxy: Sendable {
                 Glibc.close(client)
                 continue
             }
-            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = Self.loopback(port: targetPort)
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-                }
+            let first = next.withLock { next in
+                defer { next += 1 }
+                return next
             }
-            guard connected else {
+            let upstream = (0..<targetPorts.count).lazy.compactMap { Self.connect(to: targetPorts[(first + $0) % targetPorts.count]) }.first
+            guard let upstream else {
                 Glibc.close(client)
-                Glibc.close(upstream)
                 continue
             }
             // Each direction is pumped by its own thread; the second to finish closes both sockets.
@@ -93,6 +92,20 @@ final class DroppingProxy: Sendable {
                 sent += written
             }
         }
+    }
+
+    /// A socket connected to 127.0.0.1:`port`, nil when nothing accepts there.
+    private static func connect(to port: Int) -> Int32? {
+        let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = loopback(port: port)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        if connected { return upstream }
+        Glibc.close(upstream)
+        return nil
     }
 
     private static func loopback(port: Int) -> sockaddr_in {
