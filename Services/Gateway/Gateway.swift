@@ -32,8 +32,7 @@ final class Gateway: Sendable {
         self.resources = resources
         directory = MethodDirectory(resources: resources)
         forwarder = Forwarder(directory: directory, resources: resources)
-        limits = EdgeLimits(
-            limiter: RateLimiter(redis: resources.redis, logger: resources.logger), settings: settings, logger: resources.logger)
+        limits = EdgeLimits(limiter: RateLimiter(redis: resources.redis, logger: resources.logger), settings: settings)
         sockets = SocketRegistry(limitPerUser: settings.socketsPerUser)
         liveChannels = LiveChannels(resources: resources)
     }
@@ -47,15 +46,27 @@ final class Gateway: Sendable {
 
     /// The caller a request is made for: its token (`Authorization: Bearer …`) and its address.
     func caller(of request: Request, peer: String?) -> EdgeCaller {
-        var token: String?
-        if let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") {
-            let value = authorization.dropFirst(7).trimmingCharacters(in: .whitespaces)
-            token = value.isEmpty ? nil : value
-        }
-        let address = settings.trustedProxies.clientAddress(
-            peer: peer, forwardedFor: request.headers[values: Self.forwardedForHeader],
-            forwarded: request.headers[values: Self.forwardedHeader])
-        return EdgeCaller(token: token, address: address)
+        let proxies = settings.trustedProxies
+        let address =
+            if let peer, proxies.contains(peer) {
+                proxies.clientAddress(
+                    peer: peer, forwardedFor: request.headers[values: Self.forwardedForHeader],
+                    forwarded: request.headers[values: Self.forwardedHeader])
+            } else {
+                peer
+            }
+        return EdgeCaller(token: request.headers[.authorization].flatMap(Self.bearerToken), address: address)
+    }
+
+    /// The token of an `Authorization: Bearer <token>` value (the scheme in any case); read on
+    /// every call, so without copying the token to compare or trim it.
+    static func bearerToken(_ authorization: String) -> String? {
+        let bytes = authorization.utf8
+        guard bytes.count > 7, bytes.prefix(7).map({ $0 | 0x20 }).elementsEqual("bearer ".utf8) else { return nil }
+        let token = bytes.dropFirst(7).drop { $0 == 0x20 }
+        let end = token.lastIndex { $0 != 0x20 }
+        guard let end else { return nil }
+        return String(authorization[token.startIndex...end])
     }
 
     /// The user of a token the gateway can verify now; nil otherwise (the services then answer for it).
@@ -83,13 +94,18 @@ final class Gateway: Sendable {
         let webSocket = WebSocketServerConfiguration(
             maxFrameSize: settings.maxMessageBytes, autoPing: .enabled(timePeriod: .seconds(30)), closeTimeout: .seconds(5),
             validateUTF8: true)
-        var server = HTTPServerBuilder.http1WebSocketUpgrade(
-            webSocketRouter: router, configuration: .init(http1: http1, ws: webSocket))
-        if let tls = settings.tls {
+        let webSocketResponder = router.buildResponder()
+        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: http1, ws: webSocket)
+        let tls = try settings.tls.map { tls in
             let certificates = try NIOSSLCertificate.fromPEMFile(tls.certificate).map { NIOSSLCertificateSource.certificate($0) }
             let key = try NIOSSLPrivateKey(file: tls.key, format: .pem)
-            server = try .tls(
-                server, tlsConfiguration: .makeServerConfiguration(certificateChain: certificates, privateKey: .privateKey(key)))
+            return TLSConfiguration.makeServerConfiguration(certificateChain: certificates, privateKey: .privateKey(key))
+        }
+        let server = HTTPServerBuilder { responder in
+            let plain = HTTP1WebSocketUpgradeChannel(
+                responder: responder, webSocketResponder: webSocketResponder, configuration: configuration)
+            if let tls { return OnLoopChildChannel(base: try TLSChannel(plain, tlsConfiguration: tls)) }
+            return OnLoopChildChannel(base: plain)
         }
         let host = resources.configuration.host
         let logger = resources.logger
@@ -102,5 +118,25 @@ final class Gateway: Sendable {
                 logger.info("ready http=\(host):\(port)")
             },
             logger: logger)
+    }
+}
+
+/// Runs each connection's task with the connection's event loop as its executor, as the services
+/// run their calls: the request's work, the calls it makes to the services (whose connections are
+/// picked on the same loop) and its answer share one thread instead of hopping to Swift's global
+/// pool and back at every await.
+/// Nothing a connection's task runs may block; the media routes leave the loop for their files.
+struct OnLoopChildChannel<Base: ServerChildChannel>: ServerChildChannel {
+    typealias Value = Base.Value
+    let base: Base
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        base.setup(channel: channel, logger: logger)
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await withTaskExecutorPreference(EventLoopTaskExecutor(eventLoop: value.channel.eventLoop)) {
+            await base.handle(value: value, logger: logger)
+        }
     }
 }

@@ -299,3 +299,4 @@ struct GatewayTests {
         #expect(try await keys("aviary:rate:auth:login:address:192.0.2.99") == 0)
     }
 }
+

@@ -8,10 +8,13 @@ struct EdgeContext: RequestContext, WebSocketRequestContext {
     let webSocket: WebSocketHandlerReference<Self>
     /// The IP address of the socket's peer (a client, or a proxy in front of the gateway).
     let peer: String?
+    /// The connection's channel.
+    let channel: any Channel
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         webSocket = .init()
         peer = source.channel.remoteAddress?.ipAddress
+        channel = source.channel
     }
 }

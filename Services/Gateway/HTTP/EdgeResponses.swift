@@ -100,12 +100,16 @@ struct EdgeHeadersMiddleware: RouterMiddleware {
         return decorate(response, origin: origin, allowed: allowed)
     }
 
+    private static let frameOptions = HTTPField.Name("X-Frame-Options")!
+    private static let referrerPolicy = HTTPField.Name("Referrer-Policy")!
+    private static let contentSecurityPolicy = HTTPField.Name("Content-Security-Policy")!
+
     private func decorate(_ response: Response, origin: String?, allowed: Bool) -> Response {
         var response = response
         response.headers[.xContentTypeOptions] = "nosniff"
-        response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
-        response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
-        response.headers[HTTPField.Name("Content-Security-Policy")!] = "default-src 'none'; frame-ancestors 'none'"
+        response.headers[Self.frameOptions] = "DENY"
+        response.headers[Self.referrerPolicy] = "no-referrer"
+        response.headers[Self.contentSecurityPolicy] = "default-src 'none'; frame-ancestors 'none'"
         if response.headers[.cacheControl] == nil { response.headers[.cacheControl] = "no-store" }
         if tls { response.headers[.strictTransportSecurity] = "max-age=31536000" }
         if allowed, let origin {

@@ -11,7 +11,10 @@ extension Gateway {
     /// `GET /media/{id}`: sent on to the media service, which serves the bytes (Range, ETag, signed
     /// private URLs) from `AVIARY_MEDIA_PUBLIC_URL`, so that files never pass through the gateway.
     func addMediaRoutes(to router: Router<EdgeContext>) {
-        router.post("media") { request, context in try await self.upload(request, context: context) }
+        router.post("media") { request, context in
+            // Off the connection's loop: a multipart body is written to a file and read back.
+            try await withTaskExecutorPreference(globalConcurrentExecutor) { try await self.upload(request, context: context) }
+        }
         router.get("media/:id") { request, context in
             let id = context.parameters.get("id") ?? ""
             guard !id.isEmpty, id.utf8.count <= 20, id.utf8.allSatisfy({ (48...57).contains($0) }) else {

@@ -44,16 +44,18 @@ extension Gateway {
 
     private func answerHTTP(_ request: Request, context: EdgeContext) async throws -> Response {
         let caller = caller(of: request, peer: context.peer)
+        // A body that has not arrived in time closes the connection (a scheduled close on the
+        // connection's loop costs no task and no thread).
+        let channel = context.channel
+        let deadline = channel.eventLoop.scheduleTask(in: .seconds(Int64(settings.requestTimeout.components.seconds))) {
+            channel.close(promise: nil)
+        }
+        defer { deadline.cancel() }
         let body: ByteBuffer
         do {
-            body = try await withDeadline(settings.requestTimeout) { [request, limit = settings.maxBodyBytes] in
-                try await request.body.collect(upTo: limit)
-            }
+            body = try await request.body.collect(upTo: settings.maxBodyBytes)
         } catch is NIOTooManyBytesError {
             return EdgeResponses.failure(.contentTooLarge, "a /rpc body is at most \(settings.maxBodyBytes) bytes")
-        } catch is DeadlineExceeded {
-            return EdgeResponses.failure(
-                .requestTimeout, "the body did not arrive within \(settings.requestTimeout.components.seconds) s")
         }
         let frame = Data(buffer: body)
         guard RPCRelay.isJSON(frame) else {
@@ -76,22 +78,5 @@ extension Gateway {
         }
         guard let answer else { return Response(status: .noContent, headers: headers) }
         return EdgeResponses.json(answer, headers: headers)
-    }
-}
-
-/// Thrown by ``withDeadline(_:_:)`` when the time ran out.
-struct DeadlineExceeded: Error {}
-
-/// Runs `body`, cancelled and thrown ``DeadlineExceeded`` if it has not finished within `limit`.
-func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else { throw DeadlineExceeded() }
-        return value
     }
 }

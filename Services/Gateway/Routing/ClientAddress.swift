@@ -51,8 +51,8 @@ struct TrustedProxies: Sendable {
     /// nearest address in `X-Forwarded-For` (or `Forwarded: for=`) that is not itself a trusted
     /// proxy. A client can put anything at the start of those headers, so they are read from the
     /// end, and only as far as trusted proxies vouch for them.
-    func clientAddress(peer: String?, forwardedFor: [String], forwarded: [String]) -> String? {
-        guard let peer, contains(peer) else { return peer }
+    func clientAddress(peer: String, forwardedFor: [String], forwarded: [String]) -> String {
+        guard contains(peer) else { return peer }
         var chain = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
         if chain.isEmpty {
             chain = forwarded.flatMap { $0.split(separator: ",") }.compactMap { Self.forParameter(of: String($0)) }

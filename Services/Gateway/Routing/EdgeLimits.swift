@@ -2,22 +2,41 @@ import Logging
 import Metrics
 import RPC
 import ServiceKit
+import Synchronization
 
 /// The edge's call limits: a token bucket per client address and one per user, in Redis, shared by
 /// every gateway instance. While Redis cannot be asked, calls pass (and are counted in
 /// `aviary_gateway_limits_unchecked_total`): these limits shield the services from floods, and
 /// the sign-in limits that guard passwords are auth's own, which fail closed.
-struct EdgeLimits: Sendable {
-    let limiter: RateLimiter
-    let settings: GatewaySettings
-    let logger: Logger
+///
+/// A round trip to Redis for every call would cost as much as the call's own hop, so a take asks
+/// for a few more tokens than it needs (``leaseSize``) and the instance spends the rest itself for
+/// up to ``leaseLifetime``. Unspent leased tokens are not given back: a client of several
+/// instances may be held to a little less than its limit, never to more.
+final class EdgeLimits: Sendable {
+    /// A take's tokens beyond its own cost: a twentieth of the smaller limit, at most 32.
+    let leaseSize: Int
+    static let leaseLifetime = Duration.seconds(1)
+    /// Leases kept before the expired ones are swept.
+    static let sweepAbove = 10_000
+
+    private struct Lease {
+        var left: Int
+        /// Redis's answer when the lease was taken.
+        var outcome: RateLimiter.Outcome
+        var until: ContinuousClock.Instant
+    }
+
+    private let limiter: RateLimiter
+    private let settings: GatewaySettings
+    private let leases = Mutex<[String: Lease]>([:])
     private let unchecked = Counter(label: "aviary_gateway_limits_unchecked_total")
     private let refused = Counter(label: "aviary_gateway_limited_total")
 
-    init(limiter: RateLimiter, settings: GatewaySettings, logger: Logger) {
+    init(limiter: RateLimiter, settings: GatewaySettings) {
         self.limiter = limiter
         self.settings = settings
-        self.logger = logger
+        leaseSize = min(32, min(settings.callsPerAddressPerMinute, settings.callsPerUserPerMinute) / 20)
     }
 
     /// Takes `cost` calls from the caller's buckets; nil when they could not be checked.
@@ -30,9 +49,35 @@ struct EdgeLimits: Sendable {
             buckets.append(.init(key: "gateway:user:\(user)", limit: settings.callsPerUserPerMinute, per: .seconds(60)))
         }
         guard !buckets.isEmpty else { return nil }
+        let key = buckets.map(\.key).joined(separator: "|")
+        let now = ContinuousClock.now
+        let leased = leases.withLock { leases -> RateLimiter.Outcome? in
+            guard var lease = leases[key], lease.until > now, lease.left >= cost else { return nil }
+            lease.left -= cost
+            leases[key] = lease
+            var outcome = lease.outcome
+            outcome.remaining += lease.left
+            return outcome
+        }
+        if let leased { return leased }
         do {
-            let outcome = try await limiter.take(buckets, cost: cost)
-            if !outcome.allowed { refused.increment() }
+            var outcome = try await limiter.take(buckets, cost: cost + leaseSize)
+            var extra = leaseSize
+            if !outcome.allowed, leaseSize > 0 {
+                // Near the limit: just what the call needs.
+                outcome = try await limiter.take(buckets, cost: cost)
+                extra = 0
+            }
+            guard outcome.allowed else {
+                refused.increment()
+                return outcome
+            }
+            let lease = Lease(left: extra, outcome: outcome, until: now + Self.leaseLifetime)
+            leases.withLock { leases in
+                if leases.count > Self.sweepAbove { leases = leases.filter { $0.value.until > now } }
+                leases[key] = lease
+            }
+            outcome.remaining += extra
             return outcome
         } catch {
             unchecked.increment()
