@@ -214,7 +214,7 @@ let package = Package(
                 "RPC", "AviaryAPI", "Redis", "TestSupport", logging,
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict),

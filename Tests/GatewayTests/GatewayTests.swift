@@ -298,5 +298,52 @@ struct GatewayTests {
             meta: RequestMeta(clientAddress: "192.0.2.99"))
         #expect(try await keys("aviary:rate:auth:login:address:192.0.2.99") == 0)
     }
-}
 
+    @Test("CORS answers configured origins only; security headers on every answer")
+    func cors() async throws {
+        let edge = try await GatewayStack.shared()
+        let browser = try await edge.extraGateway(["AVIARY_GATEWAY_CORS_ORIGINS": "https://app.example"])
+        defer { browser.process.kill() }
+        let preflight = try await EdgeHTTP.send(
+            "OPTIONS", browser.url + "/rpc",
+            headers: ["Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+                      "Access-Control-Request-Headers": "authorization, content-type"])
+        #expect(preflight.status == 204)
+        #expect(preflight.header("Access-Control-Allow-Origin") == "https://app.example")
+        #expect(preflight.header("Access-Control-Allow-Headers")?.contains("Authorization") == true)
+        let call = try await EdgeHTTP.post(browser.url, "auth.getUser", ["username": "nobody_here"], headers: ["Origin": "https://app.example"])
+        #expect(call.header("Access-Control-Allow-Origin") == "https://app.example")
+        #expect(call.header("Access-Control-Expose-Headers")?.contains("RateLimit-Remaining") == true)
+        let stranger = try await EdgeHTTP.post(browser.url, "auth.getUser", ["username": "nobody_here"], headers: ["Origin": "https://evil.example"])
+        #expect(stranger.header("Access-Control-Allow-Origin") == nil)
+        #expect(stranger.header("X-Frame-Options") == "DENY" && stranger.header("Cache-Control") == "no-store")
+    }
+
+    @Test("with a certificate and key the public port speaks TLS, WebSockets included")
+    func tls() async throws {
+        let edge = try await GatewayStack.shared()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("aviary-gateway-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (certificate, key) = (folder.appendingPathComponent("cert.pem").path, folder.appendingPathComponent("key.pem").path)
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        openssl.arguments = [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
+            "-subj", "/CN=127.0.0.1", "-keyout", key, "-out", certificate,
+        ]
+        openssl.standardOutput = FileHandle.nullDevice
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        #expect(openssl.terminationStatus == 0)
+        let secure = try await edge.extraGateway(["AVIARY_GATEWAY_TLS_CERT": certificate, "AVIARY_GATEWAY_TLS_KEY": key])
+        defer { secure.process.kill() }
+        let socket = try await TestSocket.open(secure.url, tls: true)
+        defer { Task { await socket.close() } }
+        let discover = try await socket.call("rpc.discover")
+        #expect(discover["result"]?["methods"]?.arrayValue?.isEmpty == false)
+        // Plain HTTP to the TLS port gets no answer in JSON.
+        #expect((try? await EdgeHTTP.send("GET", secure.url + "/openapi.json"))?.status != 200)
+    }
+}

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import NIOCore
+import NIOSSL
 import NIOWebSocket
 import RPC
 import Synchronization
@@ -22,19 +23,26 @@ final class TestSocket: Sendable {
         self.ended = ended
     }
 
-    /// Opens `GET /rpc` on `base` (http://…), with `Authorization: Bearer <token>` when given.
-    static func open(_ base: String, token: String? = nil) async throws -> TestSocket {
+    /// Opens `GET /rpc` on `base` (http://…), with `Authorization: Bearer <token>` when given; over
+    /// TLS (`wss:`, any certificate accepted) with `tls`.
+    static func open(_ base: String, token: String? = nil, tls: Bool = false) async throws -> TestSocket {
         let box = Inbox()
         var headers = HTTPFields()
         if let token { headers[.authorization] = "Bearer \(token)" }
-        let url = base.replacingOccurrences(of: "http://", with: "ws://") + "/rpc"
+        let url = base.replacingOccurrences(of: "http://", with: tls ? "wss://" : "ws://") + "/rpc"
+        var tlsConfiguration: TLSConfiguration?
+        if tls {
+            tlsConfiguration = .makeClientConfiguration()
+            tlsConfiguration?.certificateVerification = .none
+        }
         let (writers, writerSink) = AsyncStream.makeStream(of: WebSocketOutboundWriter.self)
         let ended = Task {
             // A refused upgrade never reaches the handler: the wait for the writer ends here.
             defer { writerSink.finish() }
             return try await WebSocketClient.connect(
-                url: url, configuration: .init(maxFrameSize: 8 << 20, additionalHeaders: headers),
-                logger: Logger(label: "test-socket")
+                url: url,
+                configuration: .init(maxFrameSize: 8 << 20, additionalHeaders: headers, sniHostname: tls ? "localhost" : nil),
+                tlsConfiguration: tlsConfiguration, logger: Logger(label: "test-socket")
             ) { inbound, outbound, _ in
                 writerSink.yield(outbound)
                 writerSink.finish()
