@@ -2,6 +2,7 @@ import AviaryAPI
 import Foundation
 import RPC
 import Redis
+import Synchronization
 import Testing
 import TestSupport
 import NIOWebSocket
@@ -345,5 +346,91 @@ struct GatewayTests {
         #expect(discover["result"]?["methods"]?.arrayValue?.isEmpty == false)
         // Plain HTTP to the TLS port gets no answer in JSON.
         #expect((try? await EdgeHTTP.send("GET", secure.url + "/openapi.json"))?.status != 200)
+    }
+}
+
+/// Two gateways behind one address, as behind a load balancer.
+@Suite("Gateway failover", .serialized)
+struct GatewayFailoverTests {
+    private struct Outcome: Sendable {
+        var tweetID: String?
+        var failure: String?
+        var started: ContinuousClock.Instant
+        var ended: ContinuousClock.Instant
+    }
+
+    /// What the load's workers and the killer share.
+    private final class LoadRun: Sendable {
+        let outcomes = Mutex<[Outcome]>([])
+        let killedAt = Mutex<ContinuousClock.Instant?>(nil)
+        let next = Atomic<Int>(0)
+    }
+
+    @Test("killing one of two gateways under load loses only the calls in flight on it")
+    func killOneUnderLoad() async throws {
+        let edge = try await GatewayStack.shared()
+        let author = try await edge.register("load")
+        let (a, b) = (try await edge.extraGateway([:]), try await edge.extraGateway([:]))
+        defer {
+            a.process.kill()
+            b.process.kill()
+        }
+        let port = { (url: String) in Int(url.split(separator: ":").last ?? "") ?? 0 }
+        let proxy = try TCPProxy(targetPorts: [port(a.url), port(b.url)])
+        defer { proxy.close() }
+
+        let run = LoadRun()
+        let calls = 600
+        // Eight blocking clients on threads of their own (not the tasks' pool, which they would
+        // hold), each call on a connection of its own, so that every call goes through the
+        // balancer's choice.
+        let finished = DispatchGroup()
+        for _ in 0..<8 {
+            finished.enter()
+            Thread.detachNewThread {
+                defer { finished.leave() }
+                while true {
+                    let index = run.next.add(1, ordering: .relaxed).oldValue
+                    guard index < calls else { return }
+                    let request = #"{"jsonrpc":"2.0","id":1,"method":"tweets.create","params":{"text":"call \#(index)","idempotencyKey":"failover-\#(index)-\#(author.id)"}}"#
+                    let started = ContinuousClock.now
+                    var outcome = Outcome(started: started, ended: started)
+                    do {
+                        let reply = try AdminHTTP.post(
+                            "/rpc", body: request, headers: ["Authorization": "Bearer \(author.token)"], port: proxy.port)
+                        let json = try? JSONDecoder().decode(JSONValue.self, from: Data(reply.body.utf8))
+                        outcome.tweetID = json?["result"]?["id"]?.stringValue
+                        if outcome.tweetID == nil { outcome.failure = "HTTP \(reply.status): \(reply.body.prefix(200))" }
+                    } catch {
+                        outcome.failure = "\(error)"
+                    }
+                    outcome.ended = .now
+                    run.outcomes.withLock { $0.append(outcome) }
+                }
+            }
+        }
+        _ = await eventually(timeout: .seconds(30), interval: .milliseconds(1)) { run.outcomes.withLock { $0.count } >= 100 }
+        run.killedAt.withLock { $0 = .now }
+        a.process.kill()
+        // A call may still reach the instance between the signal and its death.
+        _ = await a.process.waitForExit(timeout: .seconds(10))
+        let died = ContinuousClock.now
+        await withCheckedContinuation { done in finished.notify(queue: .global()) { done.resume() } }
+
+        let kill = try #require(run.killedAt.withLock { $0 })
+        let all = run.outcomes.withLock { $0 }
+        let failed = all.filter { $0.tweetID == nil }
+        #expect(all.count == calls)
+        // Only calls under way when the instance died may fail: at most one per client.
+        #expect(failed.count <= 8, "\(failed.count) calls failed")
+        #expect(
+            failed.allSatisfy { $0.started < died && $0.ended >= kill },
+            "\(failed.map { "\($0.started - kill)…\($0.ended - kill) (died at \(died - kill)): \($0.failure ?? "")" })")
+        #expect(all.contains { $0.started > died && $0.tweetID != nil }, "no call succeeded after the instance died")
+        // Every acknowledged post is there.
+        for id in all.compactMap(\.tweetID) {
+            let got = try await EdgeHTTP.rpc(edge.url, "tweets.get", ["tweetId": .string(id)])
+            #expect(got["result"]?["id"]?.stringValue == id, "\(got)")
+        }
     }
 }
