@@ -31,6 +31,4 @@ final class SocketRegistry: Sendable {
             counts[user] = left > 0 ? left : nil
         }
     }
-
-    var open: Int { counts.withLock { $0.values.reduce(0, +) } }
 }

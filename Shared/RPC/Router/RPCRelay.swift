@@ -15,8 +15,6 @@ public enum RPCRelay {
         public let params: RawJSON
         /// The client's token, traceparent and timeoutMs; never its `service` or `clientAddress`.
         public let meta: RequestMeta
-        /// No answer is sent back (the request had no id).
-        public let isNotification: Bool
     }
 
     /// Answers one call: its result, or the error to answer with.
@@ -69,7 +67,7 @@ public enum RPCRelay {
             }
             let params = header.paramsRange.map { withoutMeta(RPCRouter.slice(frame, $0)) } ?? .emptyObject
             let meta = RequestMeta(token: header.meta.token, traceparent: header.meta.traceparent, timeoutMs: header.meta.timeoutMs)
-            return await forward(Call(method: header.method ?? "", params: params, meta: meta, isNotification: header.isNotification))
+            return await forward(Call(method: header.method ?? "", params: params, meta: meta))
         }
     }
 
