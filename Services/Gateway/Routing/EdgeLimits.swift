@@ -11,8 +11,9 @@ import Synchronization
 ///
 /// A round trip to Redis for every call would cost as much as the call's own hop, so a take asks
 /// for a few more tokens than it needs (``leaseSize``) and the instance spends the rest itself for
-/// up to ``leaseLifetime``. Unspent leased tokens are not given back: a client of several
-/// instances may be held to a little less than its limit, never to more.
+/// up to ``leaseLifetime``, each bucket's lease on its own (the users behind one address share
+/// that address's lease). Unspent leased tokens are not given back: a client of several instances
+/// may be held to a little less than its limit, never to more.
 final class EdgeLimits: Sendable {
     /// A take's tokens beyond its own cost: a twentieth of the smaller limit, at most 32.
     let leaseSize: Int
@@ -49,40 +50,62 @@ final class EdgeLimits: Sendable {
             buckets.append(.init(key: "gateway:user:\(user)", limit: settings.callsPerUserPerMinute, per: .seconds(60)))
         }
         guard !buckets.isEmpty else { return nil }
-        let key = buckets.map(\.key).joined(separator: "|")
         let now = ContinuousClock.now
-        let leased = leases.withLock { leases -> RateLimiter.Outcome? in
-            guard var lease = leases[key], lease.until > now, lease.left >= cost else { return nil }
-            lease.left -= cost
-            leases[key] = lease
-            var outcome = lease.outcome
-            outcome.remaining += lease.left
-            return outcome
+        // Each bucket has its lease (many users behind one address share that address's), and
+        // only the buckets whose lease does not cover the cost are asked of Redis.
+        let (covered, missing) = leases.withLock { leases in
+            var covered: [RateLimiter.Outcome] = []
+            var missing: [RateLimiter.Bucket] = []
+            for bucket in buckets {
+                if let lease = leases[bucket.key], lease.until > now, lease.left >= cost {
+                    var outcome = lease.outcome
+                    outcome.remaining += lease.left - cost
+                    covered.append(outcome)
+                } else {
+                    missing.append(bucket)
+                }
+            }
+            if missing.isEmpty { for bucket in buckets { leases[bucket.key]?.left -= cost } }
+            return (covered, missing)
         }
-        if let leased { return leased }
+        if missing.isEmpty { return Self.tightest(covered) }
         do {
-            var outcome = try await limiter.take(buckets, cost: cost + leaseSize)
+            var outcome = try await limiter.take(missing, cost: cost + leaseSize)
             var extra = leaseSize
             if !outcome.allowed, leaseSize > 0 {
                 // Near the limit: just what the call needs.
-                outcome = try await limiter.take(buckets, cost: cost)
+                outcome = try await limiter.take(missing, cost: cost)
                 extra = 0
             }
             guard outcome.allowed else {
                 refused.increment()
                 return outcome
             }
-            let lease = Lease(left: extra, outcome: outcome, until: now + Self.leaseLifetime)
-            leases.withLock { leases in
+            let fresh = Lease(left: extra, outcome: outcome, until: now + Self.leaseLifetime)
+            let spent = leases.withLock { leases -> [RateLimiter.Outcome] in
                 if leases.count > Self.sweepAbove { leases = leases.filter { $0.value.until > now } }
-                leases[key] = lease
+                for bucket in missing { leases[bucket.key] = fresh }
+                // The covered buckets pay now; one whose lease ran out meanwhile lets this call pass.
+                return buckets.filter { bucket in !missing.contains { $0.key == bucket.key } }.compactMap { bucket in
+                    guard var lease = leases[bucket.key] else { return nil }
+                    lease.left = max(0, lease.left - cost)
+                    leases[bucket.key] = lease
+                    var outcome = lease.outcome
+                    outcome.remaining += lease.left
+                    return outcome
+                }
             }
             outcome.remaining += extra
-            return outcome
+            return Self.tightest(spent + [outcome])
         } catch {
             unchecked.increment()
             return nil
         }
+    }
+
+    /// The outcome whose bucket has the least left, for the headers.
+    private static func tightest(_ outcomes: [RateLimiter.Outcome]) -> RateLimiter.Outcome? {
+        outcomes.min { Double($0.remaining) / Double(max(1, $0.limit)) < Double($1.remaining) / Double(max(1, $1.limit)) }
     }
 
     /// The JSON-RPC error of a refused take.
