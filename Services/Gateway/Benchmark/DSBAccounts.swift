@@ -125,9 +125,8 @@ actor DSBAccounts {
         byUser[account.userID] = account.dsbID
     }
 
+    /// When an access token expires, from auth's answer; in five minutes when it does not parse.
     private static func date(_ text: String) -> Date {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.date(from: text) ?? Date().addingTimeInterval(300)
+        RFC3339.parse(text) ?? Date().addingTimeInterval(300)
     }
 }

@@ -153,9 +153,7 @@ struct DSBAdapter: Sendable {
     }
 
     private static func milliseconds(_ rfc3339: String) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.date(from: rfc3339).map { String(Int64($0.timeIntervalSince1970 * 1000)) } ?? "0"
+        RFC3339.parse(rfc3339).map { String($0.millisecondsSince1970) } ?? "0"
     }
 }
 
