@@ -53,23 +53,26 @@ struct Forwarder: Sendable {
             token: given.token ?? caller.token, service: resources.serviceCredential,
             traceparent: given.traceparent, timeoutMs: min(given.timeoutMs ?? budget, budget),
             clientAddress: caller.address)
-        do {
-            let response: RPCResponse
-            if Self.isLive(method) {
-                guard let live else {
-                    return .failure(.invalidRequest("\(method) pushes events: call it on the WebSocket at GET /rpc"))
-                }
-                return await live.call(service, method, params: params, meta: meta)
-            } else {
-                response = try await resources.client(for: service).send(
-                    method, params: params, meta: meta, timeout: GatewaySettings.callTimeout)
+        if Self.isLive(method) {
+            guard let live else {
+                return .failure(.invalidRequest("\(method) pushes events: call it on the WebSocket at GET /rpc"))
             }
-            return .success(try response.result())
+            return await live.call(service, method, params: params, meta: meta)
+        }
+        let client = resources.client(for: service)
+        return await Self.answer(of: service) {
+            try await client.send(method, params: params, meta: meta, timeout: GatewaySettings.callTimeout)
+        }
+    }
+
+    /// The result of a call to `service`, or its error: the service's own, or `unavailable` when the
+    /// call did not get an answer.
+    static func answer(of service: ServiceName, _ send: () async throws -> RPCResponse) async -> Result<RawJSON, RPCError> {
+        do {
+            return .success(try await send().result())
         } catch let error as RPCError {
             return .failure(error)
         } catch {
-            resources.logger.warning(
-                "a call through the edge failed", metadata: ["rpc.method": "\(method)", "error": "\(error)"])
             return .failure(.unavailable("the \(service) service could not answer; retry shortly"))
         }
     }

@@ -54,12 +54,11 @@ actor LiveChannel {
             return .failure(error)
         }
         let answer: RawJSON
-        do {
-            answer = try await connection.send(method, params: params, meta: meta, timeout: GatewaySettings.callTimeout).result()
-        } catch let error as RPCError {
-            return .failure(error)
-        } catch {
-            return .failure(.unavailable("the \(service) service could not answer; retry shortly"))
+        switch await Forwarder.answer(of: service, {
+            try await connection.send(method, params: params, meta: meta, timeout: GatewaySettings.callTimeout)
+        }) {
+        case .success(let raw): answer = raw
+        case .failure(let error): return .failure(error)
         }
         guard let id = JSONSplice.stringMember("subscription", of: answer.bytes[...]) else { return .success(answer) }
         let name = "\(serial)-\(id)"
@@ -84,13 +83,9 @@ actor LiveChannel {
             return .failure(.notFound("no subscription \(name.prefix(40)) is open on this socket"))
         }
         remove(name, serial: serial)
-        do {
-            let params = try RawJSON(encoding: ["subscription": id])
-            return .success(try await connection.send(method, params: params, meta: meta, timeout: GatewaySettings.callTimeout).result())
-        } catch let error as RPCError {
-            return .failure(error)
-        } catch {
-            return .failure(.unavailable("the \(service) service could not answer; retry shortly"))
+        return await Forwarder.answer(of: service) {
+            try await connection.send(
+                method, params: try RawJSON(encoding: ["subscription": id]), meta: meta, timeout: GatewaySettings.callTimeout)
         }
     }
 
