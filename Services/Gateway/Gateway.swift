@@ -22,7 +22,8 @@ final class Gateway: Sendable {
     let directory: MethodDirectory
     let forwarder: Forwarder
     let limits: EdgeLimits
-    let sockets: SocketRegistry
+    let socketsPerUser: SocketRegistry<Int64>
+    let socketsPerAddress: SocketRegistry<String>
     let liveChannels: LiveChannels
     /// The public port once it listens, for readiness and the log.
     let listening = Mutex<Int?>(nil)
@@ -33,7 +34,8 @@ final class Gateway: Sendable {
         directory = MethodDirectory(resources: resources)
         forwarder = Forwarder(directory: directory, resources: resources)
         limits = EdgeLimits(limiter: RateLimiter(redis: resources.redis, logger: resources.logger), settings: settings)
-        sockets = SocketRegistry(limitPerUser: settings.socketsPerUser)
+        socketsPerUser = SocketRegistry(limit: settings.socketsPerUser)
+        socketsPerAddress = SocketRegistry(limit: settings.socketsPerAddress)
         liveChannels = LiveChannels(resources: resources)
     }
 

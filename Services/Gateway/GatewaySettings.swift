@@ -21,6 +21,9 @@ struct GatewaySettings: Sendable {
     var requestTimeout: Duration
     /// `AVIARY_GATEWAY_SOCKETS_PER_USER`: WebSockets one user may hold on one instance. Default 8.
     var socketsPerUser: Int
+    /// `AVIARY_GATEWAY_SOCKETS_PER_ADDRESS`: WebSockets one client address may hold on one instance,
+    /// signed in or not. Default 1000.
+    var socketsPerAddress: Int
     /// `AVIARY_GATEWAY_CALLS_PER_ADDRESS_PER_MINUTE`: calls one client address may make. Default 6000.
     var callsPerAddressPerMinute: Int
     /// `AVIARY_GATEWAY_CALLS_PER_USER_PER_MINUTE`: calls one user may make. Default 3000.
@@ -55,6 +58,7 @@ struct GatewaySettings: Sendable {
         requestTimeout = .seconds(
             try configuration.integer("AVIARY_GATEWAY_REQUEST_TIMEOUT_SECONDS", default: 30, in: 1...86_400))
         socketsPerUser = try configuration.integer("AVIARY_GATEWAY_SOCKETS_PER_USER", default: 8, in: 1...10_000)
+        socketsPerAddress = try configuration.integer("AVIARY_GATEWAY_SOCKETS_PER_ADDRESS", default: 1000, in: 1...1_000_000)
         callsPerAddressPerMinute = try configuration.integer(
             "AVIARY_GATEWAY_CALLS_PER_ADDRESS_PER_MINUTE", default: 6000, in: 1...100_000_000)
         callsPerUserPerMinute = try configuration.integer(

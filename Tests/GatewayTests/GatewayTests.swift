@@ -240,7 +240,7 @@ struct GatewayTests {
         #expect(noPurpose.json["error"]?["data"]?["field"]?.stringValue == "purpose")
     }
 
-    @Test("limits: calls per address with RateLimit headers, sockets per user, believed proxies only")
+    @Test("limits: calls per address with RateLimit headers, sockets per user and per address, believed proxies only")
     func limits() async throws {
         let edge = try await GatewayStack.shared()
         let erin = try await edge.register("erin")
@@ -268,6 +268,15 @@ struct GatewayTests {
         await first.close()
         // Once the first socket is closed, the user may open another.
         #expect(await eventually { (try? await TestSocket.open(sockets.url, token: erin.token)).map { _ in true } ?? false })
+
+        // Sockets per address count anonymous ones too.
+        let crowd = try await edge.extraGateway(["AVIARY_GATEWAY_SOCKETS_PER_ADDRESS": "2"])
+        defer { crowd.process.kill() }
+        let (one, two) = (try await TestSocket.open(crowd.url), try await TestSocket.open(crowd.url))
+        await #expect(throws: (any Error).self) { _ = try await TestSocket.open(crowd.url) }
+        await one.close()
+        #expect(await eventually { (try? await TestSocket.open(crowd.url)).map { _ in true } ?? false })
+        await two.close()
 
         // X-Forwarded-For is believed only from a trusted proxy: the buckets show which address counted.
         let spoof = "203.0.113.77"

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
 import NIOCore
+import NIOWebSocket
 import NIOFoundationCompat
 import RPC
 import ServiceKit
@@ -23,23 +24,39 @@ extension Gateway {
             "rpc",
             shouldUpgrade: { request, context in
                 let caller = self.caller(of: request, peer: context.peer)
+                if let address = caller.address, self.socketsPerAddress.isFull(address) {
+                    throw HTTPError(.tooManyRequests, message: Self.tooManySockets(fromAddress: self.socketsPerAddress.limit))
+                }
                 if caller.token != nil {
                     guard let user = await self.user(of: caller.token) else {
                         throw HTTPError(.unauthorized, message: "the access token in Authorization is not valid")
                     }
-                    if self.sockets.isFull(user) {
-                        throw HTTPError(
-                            .tooManyRequests,
-                            message: "this user holds \(self.sockets.limitPerUser) WebSockets on this gateway (the limit): close one first")
+                    if self.socketsPerUser.isFull(user) {
+                        throw HTTPError(.tooManyRequests, message: Self.tooManySockets(ofUser: self.socketsPerUser.limit))
                     }
                 }
                 return .upgrade([:])
             },
             onUpgrade: { inbound, outbound, context in
                 let caller = self.caller(of: context.request, peer: context.requestContext.peer)
+                let address = caller.address ?? ""
+                // Counted here as well: sockets opened at once may all have passed the check above.
+                guard self.socketsPerAddress.claim(address) else {
+                    try await outbound.close(.policyViolation, reason: Self.tooManySockets(fromAddress: self.socketsPerAddress.limit))
+                    return
+                }
+                defer { self.socketsPerAddress.release(address) }
                 let session = SocketSession(gateway: self, caller: caller, outbound: outbound)
                 try await session.run(inbound)
             })
+    }
+
+    static func tooManySockets(ofUser limit: Int) -> String {
+        "this user holds \(limit) WebSockets on this gateway (the limit): close one first"
+    }
+
+    static func tooManySockets(fromAddress limit: Int) -> String {
+        "this address holds \(limit) WebSockets on this gateway (the limit): close one first"
     }
 
     private func answerHTTP(_ request: Request, context: EdgeContext) async throws -> Response {

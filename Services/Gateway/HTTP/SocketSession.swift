@@ -60,7 +60,7 @@ final class SocketSession: Sendable {
         await live.close { _ in RequestMeta(token: token, service: credential, clientAddress: address) }
         outbox.finish()
         await writer.value
-        if let user = identity.withLock({ $0.user }) { gateway.sockets.release(user) }
+        if let user = identity.withLock({ $0.user }) { gateway.socketsPerUser.release(user) }
         if let failure { throw failure }
     }
 
@@ -120,10 +120,8 @@ final class SocketSession: Sendable {
                     return .forbidden("this socket belongs to another user; open a socket of its own for this token")
                 }
             } else {
-                guard gateway.sockets.claim(principal.userID) else {
-                    return .rateLimited(
-                        retryAfterMs: 1000,
-                        "this user holds \(gateway.sockets.limitPerUser) WebSockets on this gateway (the limit): close one first")
+                guard gateway.socketsPerUser.claim(principal.userID) else {
+                    return .rateLimited(retryAfterMs: 1000, Gateway.tooManySockets(ofUser: gateway.socketsPerUser.limit))
                 }
                 identity.user = principal.userID
             }

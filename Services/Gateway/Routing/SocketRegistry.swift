@@ -1,34 +1,34 @@
 import Synchronization
 
-/// How many WebSockets each user holds on this instance, so that one user cannot hold them all
-/// (`AVIARY_GATEWAY_SOCKETS_PER_USER`).
-final class SocketRegistry: Sendable {
-    private let counts = Mutex<[Int64: Int]>([:])
-    let limitPerUser: Int
+/// How many WebSockets each user, or each client address, holds on this instance, so that one of
+/// them cannot hold them all (`AVIARY_GATEWAY_SOCKETS_PER_USER`, `…_PER_ADDRESS`).
+final class SocketRegistry<Key: Hashable & Sendable>: Sendable {
+    private let counts = Mutex<[Key: Int]>([:])
+    let limit: Int
 
-    init(limitPerUser: Int) {
-        self.limitPerUser = limitPerUser
+    init(limit: Int) {
+        self.limit = limit
     }
 
-    /// Counts one more socket for `user`; false (nothing counted) when the user holds the limit.
-    func claim(_ user: Int64) -> Bool {
+    /// Counts one more socket for `key`; false (nothing counted) when it holds the limit.
+    func claim(_ key: Key) -> Bool {
         counts.withLock { counts in
-            let held = counts[user, default: 0]
-            guard held < limitPerUser else { return false }
-            counts[user] = held + 1
+            let held = counts[key, default: 0]
+            guard held < limit else { return false }
+            counts[key] = held + 1
             return true
         }
     }
 
-    /// Whether `user` holds the limit already.
-    func isFull(_ user: Int64) -> Bool {
-        counts.withLock { $0[user, default: 0] >= limitPerUser }
+    /// Whether `key` holds the limit already.
+    func isFull(_ key: Key) -> Bool {
+        counts.withLock { $0[key, default: 0] >= limit }
     }
 
-    func release(_ user: Int64) {
+    func release(_ key: Key) {
         counts.withLock { counts in
-            let left = counts[user, default: 1] - 1
-            counts[user] = left > 0 ? left : nil
+            let left = counts[key, default: 1] - 1
+            counts[key] = left > 0 ? left : nil
         }
     }
 }
