@@ -6,15 +6,15 @@ import NIOCore
 struct EdgeContext: RequestContext, WebSocketRequestContext {
     var coreContext: CoreRequestContextStorage
     let webSocket: WebSocketHandlerReference<Self>
-    /// The IP address of the socket's peer (a client, or a proxy in front of the gateway).
-    let peer: String?
     /// The connection's channel.
     let channel: any Channel
+
+    /// The IP address of the socket's peer (a client, or a proxy in front of the gateway).
+    var peer: String? { channel.remoteAddress?.ipAddress }
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         webSocket = .init()
-        peer = source.channel.remoteAddress?.ipAddress
         channel = source.channel
     }
 }

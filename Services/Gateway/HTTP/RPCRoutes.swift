@@ -75,12 +75,11 @@ extension Gateway {
             return EdgeResponses.failure(.contentTooLarge, "a /rpc body is at most \(settings.maxBodyBytes) bytes")
         }
         let frame = Data(buffer: body)
-        guard RPCRelay.isJSON(frame) else {
+        guard let requests = RPCRelay.requestCount(frame) else {
             return EdgeResponses.json(
                 RPCRelay.errorResponse(.parseError("parse error: the body is not valid JSON")), status: .badRequest)
         }
-        let outcome = await limits.take(
-            address: caller.address, user: await user(of: caller.token), cost: RPCRelay.requestCount(frame))
+        let outcome = await limits.take(address: caller.address, user: await user(of: caller.token), cost: requests)
         let headers = EdgeResponses.limitHeaders(outcome)
         if let outcome, !outcome.allowed {
             return EdgeResponses.json(

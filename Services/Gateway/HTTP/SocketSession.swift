@@ -57,7 +57,7 @@ final class SocketSession: Sendable {
         }
         // The subscriptions end with the socket, whatever ended it.
         let (token, credential, address) = (identity.withLock { $0.token }, gateway.resources.serviceCredential, address)
-        await live.close { _ in RequestMeta(token: token, service: credential, clientAddress: address) }
+        await live.close(meta: RequestMeta(token: token, service: credential, clientAddress: address))
         outbox.finish()
         await writer.value
         if let user = identity.withLock({ $0.user }) { gateway.socketsPerUser.release(user) }
@@ -85,12 +85,12 @@ final class SocketSession: Sendable {
 
     private func answer(_ message: WebSocketMessage) async {
         guard case .text(let text) = message else {
-            await send(RPCRelay.errorResponse(.invalidRequest("send JSON-RPC as text messages, not binary")))
+            outbox.send(RPCRelay.errorResponse(.invalidRequest("send JSON-RPC as text messages, not binary")))
             return
         }
         let frame = Data(text.utf8)
         let user = identity.withLock { $0.user }
-        let outcome = await gateway.limits.take(address: address, user: user, cost: RPCRelay.requestCount(frame))
+        let outcome = await gateway.limits.take(address: address, user: user, cost: RPCRelay.requestCount(frame) ?? 1)
         let refusal = outcome.flatMap { $0.allowed ? nil : EdgeLimits.refusal($0) }
         let answer = await RPCRelay.respond(to: frame) { call in
             if let refusal { return .failure(refusal) }
@@ -103,7 +103,7 @@ final class SocketSession: Sendable {
             let caller = EdgeCaller(token: self.identity.withLock { $0.token }, address: self.address)
             return await self.gateway.forwarder.forward(call, for: caller, live: self.live)
         }
-        if let answer { await send(answer) }
+        if let answer { outbox.send(answer) }
     }
 
     /// Sets or refreshes the socket's token: it must verify, and a socket stays its first user's.
@@ -130,10 +130,6 @@ final class SocketSession: Sendable {
         }
         if let verdict { return .failure(verdict) }
         return Result { try RawJSON(encoding: ["userId": String(principal.userID)]) }.mapError { _ in .internalError() }
-    }
-
-    private func send(_ frame: Data) async {
-        outbox.send(frame)
     }
 }
 

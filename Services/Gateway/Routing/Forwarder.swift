@@ -77,9 +77,3 @@ struct Forwarder: Sendable {
         }
     }
 }
-
-extension Duration {
-    var milliseconds: Int64 {
-        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
-    }
-}

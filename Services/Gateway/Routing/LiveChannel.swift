@@ -37,6 +37,8 @@ actor LiveChannel {
     /// By the socket's name of the subscription (`<link>-<id>`).
     private var routes: [String: Route] = [:]
     private var early: [String: [Data]] = [:]
+    /// `<service>.unsubscribe`, named after the subscribe call that opened the routes.
+    private var unsubscribeMethod: String?
 
     init(service: ServiceName, resources: ServiceResources) {
         self.service = service
@@ -46,6 +48,7 @@ actor LiveChannel {
     /// Sends the subscribe call `method` on one of the links and, when it opens a subscription,
     /// routes its events to `route`; the answer names the subscription as the socket must.
     func subscribe(_ method: String, params: RawJSON, meta: RequestMeta, route: Route) async -> Result<RawJSON, RPCError> {
+        unsubscribeMethod = String(method.dropLast("subscribe".count)) + "unsubscribe"
         let serial: Int
         let connection: RPCClientConnection
         do {
@@ -89,13 +92,15 @@ actor LiveChannel {
         }
     }
 
-    /// Ends every subscription of `socket` (it closed), telling the service without waiting.
-    func drop(socket: UInt64, method: String, meta: @escaping @Sendable (String) -> RequestMeta) {
+    /// Ends every subscription of `socket` (it closed), telling the service without waiting; the
+    /// unsubscribe calls carry `meta` (the socket's token).
+    func drop(socket: UInt64, meta: RequestMeta) {
+        guard let method = unsubscribeMethod else { return }
         for (name, route) in routes where route.socket == socket {
             guard let (serial, id) = Self.split(name), let connection = links[serial]?.connection else { continue }
             remove(name, serial: serial)
             let params = (try? RawJSON(encoding: ["subscription": id])) ?? .emptyObject
-            Task { _ = try? await connection.send(method, params: params, meta: meta(name), timeout: GatewaySettings.callTimeout) }
+            Task { _ = try? await connection.send(method, params: params, meta: meta, timeout: GatewaySettings.callTimeout) }
         }
     }
 

@@ -41,14 +41,10 @@ final class LiveLinks: Sendable {
     }
 
     /// Ends every subscription of the socket; `meta` is what each unsubscribe call carries.
-    func close(meta: @escaping @Sendable (String) -> RequestMeta) async {
+    func close(meta: RequestMeta) async {
         for service in subscribed.withLock({ $0 }) {
-            await channels.channel(for: service).drop(socket: socket, method: "\(Self.prefix(of: service))unsubscribe", meta: meta)
+            await channels.channel(for: service).drop(socket: socket, meta: meta)
         }
-    }
-
-    private static func prefix(of service: ServiceName) -> String {
-        MethodDirectory.prefixes.first { $0.service == service }?.prefix ?? "\(service.rawValue)."
     }
 }
 

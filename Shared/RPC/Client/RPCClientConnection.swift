@@ -88,7 +88,8 @@ public final class RPCClientConnection: Sendable {
 }
 
 extension Duration {
-    var milliseconds: Int64 {
+    /// Whole milliseconds (rounded toward zero), the unit of `_meta.timeoutMs` and of Redis expiries.
+    public var milliseconds: Int64 {
         components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
     }
 }

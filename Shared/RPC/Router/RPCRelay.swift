@@ -26,28 +26,20 @@ public enum RPCRelay {
         await RPCRouter.answer(frame) { request in await respondToSingle(request, forward: forward) }
     }
 
-    /// Whether `frame` parses as JSON at all, for an HTTP front that answers 400 to a body that is not.
-    public static func isJSON(_ frame: Data) -> Bool {
-        frame.withUnsafeBytes { bytes in
+    /// How many requests `frame` holds (a batch's length, else 1), for limits that count calls;
+    /// nil when it is not JSON at all (an HTTP front answers that with 400). One scan of the frame.
+    public static func requestCount(_ frame: Data) -> Int? {
+        frame.withUnsafeBytes { bytes -> Int? in
             var scanner = JSONScanner(bytes)
             do {
+                if RPCRouter.isBatch(frame) { return max(1, try scanner.arrayElements().count) }
                 try scanner.skipValue(depth: 0)
                 try scanner.expectEnd()
-                return true
+                return 1
             } catch {
-                return false
+                return nil
             }
         }
-    }
-
-    /// How many requests `frame` holds: a batch's length, else 1 (for limits that count calls).
-    public static func requestCount(_ frame: Data) -> Int {
-        guard RPCRouter.isBatch(frame) else { return 1 }
-        let elements = frame.withUnsafeBytes { bytes -> [Range<Int>]? in
-            var scanner = JSONScanner(bytes)
-            return try? scanner.arrayElements()
-        }
-        return max(1, elements?.count ?? 1)
     }
 
     /// A response frame for a request that never reached ``respond(to:forward:)``: an error under `id`.

@@ -34,9 +34,7 @@ public struct RateLimiter: Sendable {
             self.per = per
         }
 
-        var periodMs: Int64 {
-            max(1, per.components.seconds * 1000 + per.components.attoseconds / 1_000_000_000_000_000)
-        }
+        var periodMs: Int64 { max(1, per.milliseconds) }
     }
 
     /// What a take left of the tightest of its buckets, for `RateLimit-*` headers.
