@@ -133,7 +133,7 @@ struct EventStreamConsumerTests {
         await fixture.shutdown()
     }
 
-    @Test func eventsArrivingWhileAConsumerGathersComeInOneBatch() async throws {
+    @Test func aLoneEventIsHandledAtOnceAndSeveralStartAGather() async throws {
         let fixture = try await EventFixture.make()
         let topic = fixture.topic("gather")
         var options = EventStreamConsumer.Options()
@@ -143,21 +143,32 @@ struct EventStreamConsumerTests {
         let batches = Mutex<[Int]>([])
         let consumer = fixture.consumer(topic: topic, options: options) { batch in
             batches.withLock { $0.append(batch.events.count) }
+            // Event 1 keeps the handler busy while 2 and 3 reach the stream.
+            if batch.events.contains(where: { $0.event.payload["n"]?.intValue == 1 }) {
+                try await Task.sleep(for: .milliseconds(600))
+            }
             inbox.add(batch)
         }
         try await withServices([fixture.relay(), consumer]) {
+            // A lone event is handled at once, and the consumer reads again without waiting (were
+            // it to wait, 1 would come 5 s later, beyond `inbox.wait`'s time below).
             try await fixture.append(numberedEvents(topic: topic, 0..<1))
             #expect(await inbox.wait { $0.count >= 1 })
-            // The consumer now waits before it reads again; five events reach the stream meanwhile,
-            // apart enough for each to wake a consumer in a blocking read.
-            for n in 1..<6 {
+            try await fixture.append(numberedEvents(topic: topic, 1..<2))
+            try await Task.sleep(for: .milliseconds(100))
+            try await fixture.append(numberedEvents(topic: topic, 2..<3))
+            try await fixture.append(numberedEvents(topic: topic, 3..<4))
+            #expect(await inbox.wait(timeout: .seconds(3)) { $0.count >= 4 })
+            // 2 and 3 came in one read, so the consumer now waits before it reads again; five events
+            // reach the stream meanwhile, apart enough for each to wake a consumer in a blocking read.
+            for n in 4..<9 {
                 try await fixture.append(numberedEvents(topic: topic, n..<(n + 1)))
                 try await Task.sleep(for: .milliseconds(50))
             }
-            #expect(await inbox.wait { $0.count >= 6 })
+            #expect(await inbox.wait { $0.count >= 9 })
         }
-        #expect(batches.withLock { $0 } == [1, 5])
-        #expect(inbox.numbers == Array(0..<6))
+        #expect(batches.withLock { $0 } == [1, 1, 2, 5])
+        #expect(inbox.numbers == Array(0..<9))
         await fixture.shutdown()
     }
 

@@ -130,7 +130,8 @@ struct ConsumerSession {
             let entries = try StreamEntry.entries(ofRead: try await redis.send(command))
             guard !entries.isEmpty else { return metrics.recordLag(oldest: nil) }
             try await deliver(entries, redelivered: false)
-            if options.gatherDelay > .zero, entries.count < options.batchSize {
+            // One entry: the topic is quiet, and the next event is handled as soon as it comes.
+            if options.gatherDelay > .zero, entries.count > 1, entries.count < options.batchSize {
                 await pauseUnlessStopping(for: options.gatherDelay)
             }
         }

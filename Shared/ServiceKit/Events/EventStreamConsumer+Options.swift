@@ -40,11 +40,12 @@ extension EventStreamConsumer {
         /// lease term so that a standby can take the topic over. Bounds how long a handler that hangs
         /// holds the topic up. Default 60 s.
         public var maxHandlerTime: Duration = .seconds(60)
-        /// After a read that found new entries, but fewer than `batchSize`, the consumer waits this
-        /// long before it reads again, so that events arriving meanwhile come in one batch: one read,
-        /// one handler call and one acknowledgement for several events, at the price of up to this
-        /// much delay for those events (an event that finds the consumer waiting in its read is
-        /// handled at once). Default 0.
+        /// After a read that found several new entries, but fewer than `batchSize`, the consumer
+        /// waits this long before it reads again, so that events arriving meanwhile come in one
+        /// batch: one read, one handler call and one acknowledgement for several events, at the price
+        /// of up to this much delay for those events. A read that found one entry is not followed by
+        /// a wait: on a quiet topic every event is handled as soon as it arrives, and the waits begin
+        /// when events come faster than they are handled. Default 0.
         public var gatherDelay: Duration = .zero
 
         public init() {}

@@ -5,8 +5,9 @@ extension OutboxRelay {
         public var batchSize = 500
         /// Pause after a batch that was not full, so a trickle of events is sent in batches. Default 20 ms.
         public var busyDelay: Duration = .milliseconds(20)
-        /// The shortest pause after a batch that moved rows, even when nudged: under load, events
-        /// leave in batches of this many milliseconds' worth, not a few at a time. Default 10 ms.
+        /// The shortest pause after a batch that moved several rows, even when nudged: under load,
+        /// events leave in batches of this many milliseconds' worth, not a few at a time. A batch of
+        /// one row (a quiet outbox) has no such pause. Default 10 ms.
         public var gatherDelay: Duration = .milliseconds(10)
         /// The longest pause while the outbox stays empty (it doubles from `busyDelay`). Default 200 ms.
         public var idleDelay: Duration = .milliseconds(200)

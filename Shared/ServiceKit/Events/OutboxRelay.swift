@@ -25,8 +25,8 @@ import ServiceLifecycle
 ///
 /// Latency: the relay polls, every `busyDelay` while there is work, backing off to `idleDelay`
 /// when the outbox is empty. A handler that appended events may call ``nudge()`` after its
-/// transaction committed to have them relayed at once, or, within `gatherDelay` of the last batch,
-/// as soon as that delay is over.
+/// transaction committed to have them relayed at once, or, within `gatherDelay` of the last batch
+/// of several events, as soon as that delay is over.
 ///
 /// Metrics: `aviary_outbox_backlog` (gauge, rows waiting: exact up to 10,000, then the span of
 /// their ids) and `aviary_outbox_relayed_total` (counter), both with the dimension `schema`, and
@@ -159,8 +159,9 @@ public struct OutboxRelay: Service {
             if moved == options.batchSize { continue }
             idleDelay = moved > 0 ? options.busyDelay : min(idleDelay * 2, options.idleDelay)
             // Under a steady stream of nudges, let the next batch gather for a moment instead of
-            // running one small batch after another.
-            if moved > 0 { await pauseUnlessStopping(for: options.gatherDelay) }
+            // running one small batch after another. A batch of one says the outbox is quiet: the
+            // next event goes at once.
+            if moved > 1 { await pauseUnlessStopping(for: options.gatherDelay) }
             await withGracefulShutdownHandler {
                 await wakeup.wait(upTo: idleDelay)
             } onGracefulShutdown: {
