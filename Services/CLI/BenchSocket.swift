@@ -104,6 +104,9 @@ final class BenchSocket: Sendable {
         for continuation in waiting { continuation.resume(returning: false) }
     }
 
+    /// Whether the gateway still holds the socket open.
+    var isOpen: Bool { !shared.state.withLock { $0.closed } }
+
     func close() async {
         try? await writer.close(.normalClosure, reason: nil)
         await ended.value

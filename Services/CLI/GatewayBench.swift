@@ -48,6 +48,9 @@ struct GatewayBench: AsyncParsableCommand {
     @Option(help: "Notifications to time while the idle sockets are open.")
     var samples = 200
 
+    @Option(help: "Seconds the idle sockets stay open after the samples before the gateway's memory is read again: past the 30 s keep-alive ping, what a socket holds for good (0 skips it).")
+    var hold = 40
+
     @Option(name: .customLong("signing-key"), help: "Base64 of the 32-byte Ed25519 token signing seed (default: AVIARY_TOKEN_SIGNING_KEY).")
     var signingKey: String?
 
@@ -56,8 +59,8 @@ struct GatewayBench: AsyncParsableCommand {
 
     func validate() throws {
         try validateRate(rate, option: "--rate")
-        guard seconds >= 1, callSockets >= 1, idleSockets >= 0, samples >= 1 else {
-            throw ValidationError("--seconds, --call-sockets and --samples must be at least 1, --idle-sockets at least 0")
+        guard seconds >= 1, callSockets >= 1, idleSockets >= 0, samples >= 1, hold >= 0 else {
+            throw ValidationError("--seconds, --call-sockets and --samples must be at least 1, --idle-sockets and --hold at least 0")
         }
         guard URLComponents(string: gateway)?.host != nil else { throw ValidationError("--gateway must be a URL such as http://127.0.0.1:8080") }
     }
@@ -153,6 +156,13 @@ struct GatewayBench: AsyncParsableCommand {
         let delivery = BenchOutcome(
             figures: LoadFigures(calls: latencies.count, seconds: 1, latencies: latencies), expected: actors.count, cpuSeconds: 0)
         print("a notification to 1 of \(idle.count + 1) sockets, from the follow call to the push on the socket: \(actors.count) samples, \(missed) missed" + String(format: "  p50 %.2f ms  p99 %.2f ms", delivery.p50, delivery.p99) + "   (target p99 < 20 ms)")
+        if hold > 0 {
+            try await Task.sleep(for: .seconds(hold))
+            let held = BenchProcesses.residentMiB(gatewayPID)
+            print(String(
+                format: "the same sockets %d s later (past the 30 s keep-alive ping), %d of them open: gateway RSS %.1f MiB (%.1f KiB each)   (target < 200 MiB)",
+                hold, idle.count { $0.isOpen }, held, (held - before) * 1024 / Double(max(1, idle.count))))
+        }
         await socket.close()
         for socket in idle { await socket.close() }
         await services.shutdown()

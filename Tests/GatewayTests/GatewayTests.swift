@@ -5,6 +5,8 @@ import Redis
 import Synchronization
 import Testing
 import TestSupport
+import NIOCore
+import NIOPosix
 import NIOWebSocket
 import WSClient
 
@@ -188,6 +190,61 @@ struct GatewayTests {
         let closing = await socket.closing()
         #expect(closing != nil, "the socket stayed open")
         #expect(closing??.closeCode == .messageTooLarge, "\(String(describing: closing))")
+    }
+
+    @Test("a client that sends calls but never reads its answers is hung up on, not buffered for")
+    func clientThatDoesNotRead() async throws {
+        let edge = try await GatewayStack.shared()
+        let port = try #require(URLComponents(string: edge.url)?.port)
+        // A raw socket that never reads (autoRead off): the gateway's writes stall once the kernel's
+        // buffers are full, and its answers (the merged discovery document, tens of kilobytes each)
+        // pile up until they pass the socket's 8 MiB.
+        // From an address of its own, so that its calls spend none of the other tests' limit.
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(.autoRead, value: false)
+            .bind(to: try SocketAddress(ipAddress: "127.0.0.2", port: 0))
+            .connect(host: "127.0.0.1", port: port).get()
+        let upgrade = "GET /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        try await channel.writeAndFlush(ByteBuffer(string: upgrade))
+        // 300 answers of about 60 KB: more than the kernel's buffers and the socket's 8 MiB hold.
+        for n in 0..<300 {
+            try await channel.writeAndFlush(Self.maskedFrame(opcode: 0x1, #"{"jsonrpc":"2.0","id":\#(n),"method":"rpc.discover"}"#))
+        }
+        // Pings (no calls, so no rate limit spent) until a write fails: the gateway hung up.
+        var hungUp = false
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !hungUp, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            do {
+                try await channel.writeAndFlush(Self.maskedFrame(opcode: 0x9, ""))
+            } catch {
+                hungUp = true
+            }
+        }
+        #expect(hungUp, "the socket stayed open with its answers unread")
+        try? await channel.close()
+        // The gateway is well and serves others.
+        let discovery = try await EdgeHTTP.send("GET", edge.url + "/rpc/discover")
+        #expect(discovery.status == 200)
+    }
+
+    /// A client's frame of `opcode` (text 0x1, ping 0x9), final, masked as clients must (with a
+    /// fixed key here).
+    static func maskedFrame(opcode: UInt8, _ text: String) -> ByteBuffer {
+        let payload = Array(text.utf8)
+        let key: [UInt8] = [1, 2, 3, 4]
+        var frame = ByteBuffer()
+        frame.writeInteger(UInt8(0x80 | opcode))
+        if payload.count < 126 {
+            frame.writeInteger(UInt8(0x80 | payload.count))
+        } else {
+            frame.writeInteger(UInt8(0x80 | 126))
+            frame.writeInteger(UInt16(payload.count))
+        }
+        frame.writeBytes(key)
+        frame.writeBytes(payload.enumerated().map { $0.element ^ key[$0.offset % 4] })
+        return frame
     }
 
     @Test("media uploads over HTTP: an image and a 20 MiB video, streamed in chunks")

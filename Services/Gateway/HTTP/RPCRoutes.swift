@@ -27,8 +27,10 @@ extension Gateway {
                 if let address = caller.address, self.socketsPerAddress.isFull(address) {
                     throw HTTPError(.tooManyRequests, message: Self.tooManySockets(fromAddress: self.socketsPerAddress.limit))
                 }
-                if caller.token != nil {
-                    guard let user = await self.user(of: caller.token) else {
+                if let token = caller.token {
+                    // In a task of its own: a task keeps the memory of its deepest call while it
+                    // lives, and this one lives as long as the socket.
+                    guard let user = await Task(operation: { await self.user(of: token) }).value else {
                         throw HTTPError(.unauthorized, message: "the access token in Authorization is not valid")
                     }
                     if self.socketsPerUser.isFull(user) {
@@ -46,7 +48,8 @@ extension Gateway {
                     return
                 }
                 defer { self.socketsPerAddress.release(address) }
-                let session = SocketSession(gateway: self, caller: caller, outbound: outbound)
+                let session = SocketSession(
+                    gateway: self, caller: caller, outbound: outbound, channel: context.requestContext.channel)
                 try await session.run(inbound)
             })
     }

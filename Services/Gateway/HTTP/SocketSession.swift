@@ -22,16 +22,18 @@ final class SocketSession: Sendable {
     private let gateway: Gateway
     private let address: String?
     private let outbound: WebSocketOutboundWriter
-    private let outbox = SocketOutbox()
+    private let outbox: SocketOutbox
     private let identity: Mutex<Identity>
     private let live: LiveLinks
     /// The token of the upgrade request's `Authorization`, taken when the session starts.
     private let upgradeToken: String?
 
-    init(gateway: Gateway, caller: EdgeCaller, outbound: WebSocketOutboundWriter) {
+    /// - Parameter channel: the socket's connection, closed at once when its client stops reading.
+    init(gateway: Gateway, caller: EdgeCaller, outbound: WebSocketOutboundWriter, channel: any Channel) {
         self.gateway = gateway
         self.address = caller.address
         self.outbound = outbound
+        self.outbox = SocketOutbox(outbound: outbound, hangUp: { channel.close(promise: nil) })
         self.identity = Mutex(Identity(token: nil, user: nil))
         self.upgradeToken = caller.token
         let outbox = self.outbox
@@ -48,7 +50,6 @@ final class SocketSession: Sendable {
     }
 
     func run(_ inbound: WebSocketInboundStream) async throws {
-        let writer = Task { [outbox, outbound] in await outbox.drain(into: outbound) }
         var failure: (any Error)?
         do {
             try await serve(inbound)
@@ -58,8 +59,7 @@ final class SocketSession: Sendable {
         // The subscriptions end with the socket, whatever ended it.
         let (token, credential, address) = (identity.withLock { $0.token }, gateway.resources.serviceCredential, address)
         await live.close(meta: RequestMeta(token: token, service: credential, clientAddress: address))
-        outbox.finish()
-        await writer.value
+        await outbox.finish()
         if let user = identity.withLock({ $0.user }) { gateway.socketsPerUser.release(user) }
         if let failure { throw failure }
     }
@@ -69,17 +69,16 @@ final class SocketSession: Sendable {
             try await outbound.close(.policyViolation, reason: String(error.message.prefix(120)))
             return
         }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            var inFlight = 0
+        // A discarding group: a finished call's task, and the memory it held, go at once.
+        let calls = CallsInFlight(limit: GatewaySettings.callsInFlightPerSocket)
+        try await withThrowingDiscardingTaskGroup { group in
             for try await message in inbound.messages(maxSize: gateway.settings.maxMessageBytes) {
-                if inFlight >= GatewaySettings.callsInFlightPerSocket {
-                    try await group.next()
-                    inFlight -= 1
+                await calls.enter()
+                group.addTask {
+                    await self.answer(message)
+                    calls.leave()
                 }
-                inFlight += 1
-                group.addTask { await self.answer(message) }
             }
-            try await group.waitForAll()
         }
     }
 
@@ -133,46 +132,132 @@ final class SocketSession: Sendable {
     }
 }
 
-/// What a socket sends, in order, written by one task: answers and pushed events. A socket whose
-/// client does not read what is queued for it (more than ``maxQueuedBytes``) is closed, so that a
-/// stalled client holds at most that much of the gateway's memory.
+/// Holds a socket's reading while it has `limit` calls in flight, until one of them ends. One
+/// reader waits at a time.
+final class CallsInFlight: Sendable {
+    private struct State {
+        var count = 0
+        var reader: CheckedContinuation<Void, Never>?
+    }
+
+    let limit: Int
+    private let state = Mutex(State())
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// Takes a place, waiting while all `limit` are taken.
+    func enter() async {
+        if takePlace(orWait: nil) { return }
+        await withCheckedContinuation { continuation in
+            if takePlace(orWait: continuation) { continuation.resume() }
+        }
+    }
+
+    /// Takes a place if one is free; otherwise leaves `reader` to be resumed by ``leave()``.
+    private func takePlace(orWait reader: CheckedContinuation<Void, Never>?) -> Bool {
+        state.withLock { state in
+            guard state.count < limit else {
+                state.reader = reader
+                return false
+            }
+            state.count += 1
+            return true
+        }
+    }
+
+    /// Gives a place back, to the waiting reader if there is one.
+    func leave() {
+        let reader = state.withLock { state in
+            guard let reader = state.reader else {
+                state.count -= 1
+                return CheckedContinuation<Void, Never>?.none
+            }
+            state.reader = nil
+            return reader
+        }
+        reader?.resume()
+    }
+}
+
+/// What a socket sends, in order: answers and pushed events. A writer task runs only while
+/// frames wait, one at a time, so an idle socket holds no task of its own for writing (a task keeps
+/// the memory of its deepest call for as long as it lives). A socket whose client does not read
+/// what is queued for it (more than ``maxQueuedBytes``) is hung up on, so that a stalled client
+/// holds at most that much of the gateway's memory.
 final class SocketOutbox: Sendable {
     static let maxQueuedBytes = 8 << 20
 
-    private let stream: AsyncStream<Data>
-    private let continuation: AsyncStream<Data>.Continuation
-    private let queued = Atomic<Int>(0)
-    private let overflowed = Atomic<Bool>(false)
+    private struct State {
+        var frames: [Data] = []
+        var queuedBytes = 0
+        var writer: Task<Void, Never>?
+        /// No more frames are taken: the session ended, the socket failed, or it was hung up on.
+        var finished = false
+    }
 
-    init() {
-        (stream, continuation) = AsyncStream.makeStream(of: Data.self)
+    private let outbound: WebSocketOutboundWriter
+    private let hangUp: @Sendable () -> Void
+    private let state = Mutex(State())
+
+    /// - Parameter hangUp: closes the connection at once, whatever its writes wait for.
+    init(outbound: WebSocketOutboundWriter, hangUp: @escaping @Sendable () -> Void) {
+        self.outbound = outbound
+        self.hangUp = hangUp
     }
 
     func send(_ frame: Data) {
-        if queued.add(frame.count, ordering: .relaxed).newValue > Self.maxQueuedBytes {
-            overflowed.store(true, ordering: .relaxed)
-            continuation.finish()
-            return
-        }
-        continuation.yield(frame)
-    }
-
-    /// No more frames: the writer ends once it wrote what is queued.
-    func finish() {
-        continuation.finish()
-    }
-
-    func drain(into outbound: WebSocketOutboundWriter) async {
-        for await frame in stream {
-            queued.subtract(frame.count, ordering: .relaxed)
-            do {
-                try await outbound.write(.text(String(decoding: frame, as: UTF8.self)))
-            } catch {
-                return
+        let overflowed = state.withLock { state -> Bool in
+            guard !state.finished else { return false }
+            state.queuedBytes += frame.count
+            guard state.queuedBytes <= Self.maxQueuedBytes else {
+                state.finished = true
+                state.frames = []
+                return true
             }
+            state.frames.append(frame)
+            if state.writer == nil { state.writer = Task { await self.write() } }
+            return false
         }
-        if overflowed.load(ordering: .relaxed) {
-            try? await outbound.close(.policyViolation, reason: "the client did not read its messages")
+        // Its writes wait for a client that does not read: a close frame would wait behind them.
+        if overflowed { hangUp() }
+    }
+
+    /// No more frames; returns once what is queued is written.
+    func finish() async {
+        let writer = state.withLock { state in
+            state.finished = true
+            return state.writer
+        }
+        await writer?.value
+    }
+
+    /// The frames waiting, taken for writing; empty, with the writer's place given up, when none wait.
+    private func takeFrames() -> [Data] {
+        state.withLock { state in
+            let frames = state.frames
+            if frames.isEmpty { state.writer = nil }
+            state.frames = []
+            state.queuedBytes = 0
+            return frames
+        }
+    }
+
+    private func write() async {
+        while case let frames = takeFrames(), !frames.isEmpty {
+            for frame in frames {
+                do {
+                    try await outbound.write(.text(String(decoding: frame, as: UTF8.self)))
+                } catch {
+                    // The socket is gone: nothing more is written.
+                    state.withLock { state in
+                        state.finished = true
+                        state.frames = []
+                    }
+                    return
+                }
+            }
         }
     }
 }
