@@ -4,9 +4,9 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 
-/// A small HTTP/1.1 client for the gateway benchmark: keep-alive connections, one request at a
-/// time on each, taken from an idle list (a new one when none is idle). Only what a benchmark
-/// needs: a POST or GET, the status and the body.
+/// A small HTTP/1.1 client for the gateway benchmark and `aviary docs`: keep-alive connections,
+/// one request at a time on each, taken from an idle list (a new one when none is idle). Only what
+/// they need: a POST or GET, the status and the body.
 final class BenchHTTP: Sendable {
     struct Reply: Sendable {
         var status: Int

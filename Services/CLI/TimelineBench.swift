@@ -23,8 +23,8 @@ struct TimelineBench: AsyncParsableCommand {
             follows every Reed98 friendship both ways and posts a few tweets per user. Use a throw-away stack.
             """)
 
-    @Option(help: "The Reed98 edge list.")
-    var graph = "../shared/datasets/socfb-Reed98/socfb-Reed98.edges"
+    @Option(help: "The Reed98 edge list (run from the repository's root, or give its path).")
+    var graph = "Tests/Fixtures/socfb-Reed98/socfb-Reed98.edges"
 
     @Option(help: "Tweets each Reed98 user posts before the runs.")
     var tweetsPerUser = 5

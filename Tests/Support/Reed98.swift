@@ -1,7 +1,7 @@
 import Foundation
 
-/// The socfb-Reed98 friendship graph (962 people, 18,812 friendships) from the shared data sets
-/// (`../shared/datasets` next to the repository), which the graph and timeline suites load.
+/// The socfb-Reed98 friendship graph (962 people, 18,812 friendships) in `Tests/Fixtures` (its
+/// source and licence in the README there), which the graph and timeline suites load.
 public struct Reed98: Sendable {
     /// Undirected edges as node pairs.
     public let edges: [(Int, Int)]
@@ -10,7 +10,7 @@ public struct Reed98: Sendable {
     public static func load() throws -> Reed98 {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let file = repository.appendingPathComponent("../shared/datasets/socfb-Reed98/socfb-Reed98.edges").standardized
+        let file = repository.appendingPathComponent("Tests/Fixtures/socfb-Reed98/socfb-Reed98.edges")
         let text = try String(contentsOf: file, encoding: .utf8)
         var edges: [(Int, Int)] = []
         for line in text.split(whereSeparator: \.isNewline) where !line.hasPrefix("%") && !line.hasPrefix("#") {
