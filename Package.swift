@@ -122,7 +122,7 @@ let package = Package(
             name: "Postgres", dependencies: ["CLibPQ", "CEpoll", "CivilCalendar", logging] + nio,
             path: "Shared/Postgres", swiftSettings: strict),
         .target(
-            name: "Redis", dependencies: ["CHiredis", "ChannelSupport", logging] + nio,
+            name: "Redis", dependencies: ["CHiredis", "ChannelSupport", logging, .product(name: "Crypto", package: "swift-crypto")] + nio,
             path: "Shared/Redis", swiftSettings: strict),
         .target(name: "AviaryAPI", dependencies: ["RPC"], path: "Shared/AviaryAPI", swiftSettings: strict),
         .target(

@@ -1,3 +1,6 @@
+import Crypto
+import Foundation
+
 /// A Lua script run with `RedisClient.evaluate`, sent by SHA-1 (`EVALSHA`) and in full only when the
 /// server does not have it cached yet.
 public struct RedisScript: Sendable, Hashable {
@@ -9,6 +12,6 @@ public struct RedisScript: Sendable, Hashable {
     /// Wraps `source` and computes its SHA-1 once.
     public init(_ source: String) {
         self.source = source
-        self.sha1 = SHA1.hexDigest(of: Array(source.utf8))
+        self.sha1 = Insecure.SHA1.hash(data: Array(source.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 }
