@@ -85,14 +85,7 @@ extension AuthService {
                 with limit and cursor.
                 """,
             access: .anonymous, handler: searchUsers)
-        router.register(
-            "auth.getUsers",
-            summary: """
-                Internal: users by id (ids) and/or by username (usernames, case-insensitive), at most 1,000 in all, \
-                in the order asked (those by id first), unknown ones left out. detail "summary" \
-                (default) gives {id, username, fullname, profileImageUrl}; "full" gives whole profiles, relative to \
-                viewerId when given.
-                """,
-            access: .internal, handler: getUsers)
+        router.register(AuthAPI.getUsers, handler: getUsers)
+        router.register(AuthAPI.getProfiles, handler: getProfiles)
     }
 }

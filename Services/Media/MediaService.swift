@@ -76,13 +76,7 @@ struct MediaService: Sendable {
                 Message media needs a token of a member of its conversation.
                 """,
             access: .anonymous, handler: read)
-        router.register(
-            "media.getMany",
-            summary: """
-                Internal. The finished media among ids (at most 1,000), in the order asked, leaving out ids that do not exist, \
-                are unfinished, or do not match ownerId / purpose / conversationId when given. Message media URLs are signed.
-                """,
-            access: .internal, handler: getMany)
+        router.register(MediaAPI.getMany, handler: getMany)
     }
 
     /// The client's view of `record`; a private medium's URL carries a fresh signature.

@@ -86,10 +86,7 @@ struct Messaging: Sendable {
         router.register(
             "messaging.unsubscribe", summary: "Ends a subscription opened on this connection.", access: .user,
             handler: unsubscribe)
-        router.register(
-            "messaging.isMember",
-            summary: "Internal. Whether userId is a current member of conversationId: {member: bool}.",
-            access: .internal, handler: isMember)
+        router.register(MessagingAPI.isMember, handler: isMember)
     }
 
     /// What a caller who is not a member gets, whether or not the conversation exists.

@@ -55,21 +55,9 @@ struct SocialGraph: Sendable {
             "graph.suggestions",
             summary: "Users the caller may want to follow: followed by the people the caller follows, most mutual connections first (default 20, at most 100).",
             access: .user, handler: suggestions)
-        router.register(
-            "graph.followerIds",
-            summary: "Internal. Page of the ids of userId's followers, most recent follow first (limit default 1,000, at most 5,000), for fan-out: {items: [id string], nextCursor: string | null}.",
-            access: .internal, handler: followerIDs)
-        router.register(
-            "graph.followingIds",
-            summary: "Internal. Page of the ids userId follows, most recent follow first (limit default 1,000, at most 5,000), for timeline rebuilds: {items: [id string], nextCursor: string | null}.",
-            access: .internal, handler: followingIDs)
-        router.register(
-            "graph.statsMany",
-            summary: "Internal. Follower and following counts of each of ids (at most 1,000), in the order asked; with viewerId, also viewerId's relation to each (isFollowed, followsYou; both false for viewerId itself), as graph.relationships gives it.",
-            access: .internal, handler: statsMany)
-        router.register(
-            "graph.relationships",
-            summary: "Internal. viewerId's relation to each of ids (at most 1,000), in the order asked: isFollowed (viewerId follows them), followsYou (they follow viewerId).",
-            access: .internal, handler: relationships)
+        router.register(GraphAPI.followerIds, encoded: followerIDs)
+        router.register(GraphAPI.followingIds, encoded: followingIDs)
+        router.register(GraphAPI.statsMany, handler: statsMany)
+        router.register(GraphAPI.relationships, handler: relationships)
     }
 }

@@ -98,23 +98,8 @@ struct TweetsService: Sendable {
                 #hashtag in it (query: 1-100 characters, at least one word or hashtag).
                 """,
             access: .anonymous, resultShape: Page<Tweet>.self, handler: search)
-        router.register(
-            "tweets.getMany",
-            summary: """
-                Internal. The Tweets of ids (at most 1,000), in the order asked, relative to viewerId; unknown ids are \
-                left out, deleted tweets are marked deleted without their text, or left out when omitDeleted is true.
-                """,
-            access: .internal, resultShape: [Tweet].self, handler: getMany)
-        router.register(
-            "tweets.recentIds",
-            summary: """
-                Internal. The newest live tweets (replies included) of authorIds (at most 5,000), newest first across \
-                them, at most limit (1-800), older than the tweet id before when given: [{id, authorId}].
-                """,
-            access: .internal, handler: recentIDs)
-        router.register(
-            "tweets.statsMany",
-            summary: "Internal. How many live tweets each of ids (at most 1,000 user ids) has, in the order asked: [{userId, tweets}]. Exact up to 1,000; a larger count may lag the latest posts by up to 10 seconds.",
-            access: .internal, handler: statsMany)
+        router.register(TweetsAPI.getMany, encoded: getMany)
+        router.register(TweetsAPI.recentIds, encoded: recentIDs)
+        router.register(TweetsAPI.statsMany, handler: statsMany)
     }
 }

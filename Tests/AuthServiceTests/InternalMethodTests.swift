@@ -2,7 +2,7 @@ import AviaryAPI
 import RPC
 import Testing
 
-/// `auth.getUsers` serves other services only.
+/// `auth.getUsers` and `auth.getProfiles` serve other services only.
 @Suite struct InternalMethodTests {
     @Test func getUsersRefusesCallsWithoutTheServiceCredential() async throws {
         let auth = try await AuthStack.shared.main().api
@@ -11,6 +11,7 @@ import Testing
         await expectRPCError(Code.forbidden) { _ = try await auth.call("auth.getUsers", params) }
         await expectRPCError(Code.forbidden) { _ = try await auth.call("auth.getUsers", params, token: account.token) }
         await expectRPCError(Code.forbidden) { _ = try await auth.call("auth.getUsers", params, service: "a wrong credential") }
+        await expectRPCError(Code.forbidden) { _ = try await auth.call("auth.getProfiles", params, token: account.token) }
     }
 
     @Test func getUsersAnswersInTheOrderAskedWithoutUnknownIds() async throws {
@@ -24,7 +25,7 @@ import Testing
         #expect(summaries.first?.username == b.username)
 
         let full = try await auth.call(
-            "auth.getUsers", ["ids": .array(ids), "detail": "full", "viewerId": .string(a.id)], service: AuthStack.serviceSecret,
+            "auth.getProfiles", ["ids": .array(ids), "viewerId": .string(a.id)], service: AuthStack.serviceSecret,
             as: [User].self)
         #expect(full.map(\.id.description) == [b.id, a.id, b.id])
         #expect(full[1].isCurrentUser && full[1].email == a.email)
@@ -52,8 +53,8 @@ import Testing
         await expectRPCError(Code.validation, field: "ids[1]") {
             _ = try await auth.call("auth.getUsers", ["ids": ["1", "x"]], service: AuthStack.serviceSecret)
         }
-        await expectRPCError(Code.invalidParams, field: "detail") {
-            _ = try await auth.call("auth.getUsers", ["ids": ["1"], "detail": "everything"], service: AuthStack.serviceSecret)
+        await expectRPCError(Code.validation, field: "ids") {
+            _ = try await auth.call("auth.getProfiles", ["ids": tooMany], service: AuthStack.serviceSecret)
         }
     }
 }
@@ -72,9 +73,8 @@ import Testing
         let before = graph.calls(involving: stranger.id).count
 
         let users = try await auth.call(
-            "auth.getUsers",
-            ["ids": [.string(followed.id), .string(follower.id), .string(stranger.id)], "detail": "full",
-             "viewerId": .string(viewer.id)],
+            "auth.getProfiles",
+            ["ids": [.string(followed.id), .string(follower.id), .string(stranger.id)], "viewerId": .string(viewer.id)],
             service: AuthStack.serviceSecret, as: [User].self)
         #expect(users.map(\.id.description) == [followed.id, follower.id, stranger.id])
         #expect(users[0].isFollowed && !users[0].followsYou)

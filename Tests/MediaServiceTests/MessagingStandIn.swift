@@ -40,11 +40,10 @@ final class MessagingStandIn: Sendable {
         let logger = Logger(label: "messaging-stand-in")
         var router = RPCRouter(
             service: "messaging", version: "stand-in", logger: logger, authenticator: Credential(state: state))
-        router.register("messaging.isMember", summary: "Whether userId belongs to conversationId.", access: .internal) {
-            (params: Query, _: RPCContext) in
+        router.register(MessagingAPI.isMember) { params, _ in
             if let failure = state.failures.withLock({ $0[params.conversationId.value] }) { throw failure }
             let pair = Pair(conversation: params.conversationId.value, user: params.userId.value)
-            return Answer(member: state.members.withLock { $0.contains(pair) })
+            return MembershipResult(member: state.members.withLock { $0.contains(pair) })
         }
         let server = RPCServer(router: router, configuration: .init(port: 0), logger: logger)
         let task = Task { try await server.run() }
@@ -65,15 +64,6 @@ final class MessagingStandIn: Sendable {
     /// Makes every membership check of `conversation` fail with `error`.
     func fail(_ conversation: Int64, with error: RPCError) {
         state.failures.withLock { $0[conversation] = error }
-    }
-
-    private struct Query: Decodable, Sendable {
-        var conversationId: EntityID
-        var userId: EntityID
-    }
-
-    private struct Answer: Encodable, Sendable {
-        var member: Bool
     }
 
     private struct Credential: RPCAuthenticator {

@@ -5,12 +5,12 @@ import RPC
 import Synchronization
 
 /// A stand-in for the accounts service, for tests of services that call its internal
-/// `auth.getUsers` while the real one cannot be relied on: a real JSON-RPC server (`RPCRouter` +
-/// `RPCServer` on a free port) answering from an in-memory dictionary of users.
+/// `auth.getUsers` and `auth.getProfiles` while the real one cannot be relied on: a real JSON-RPC
+/// server (`RPCRouter` + `RPCServer` on a free port) answering from an in-memory dictionary of
+/// users, registered for the contract's own descriptors.
 ///
-/// It keeps the real method's contract: `{ids, viewerId?, detail?}` with the service credential,
-/// users in the order asked, unknown ids left out, `UserSummary`s by default and full `User`s with
-/// `detail: "full"`. For full users it asks the social-graph service (once `useGraph(address:)` told
+/// It keeps the real methods' contract: the service credential, users in the order asked, unknown
+/// ids left out. For full profiles it asks the social-graph service (once `useGraph(address:)` told
 /// it where) for `graph.statsMany` and `graph.relationships`, as the real service does.
 final class AuthStandIn: Sendable {
     /// The port its JSON-RPC server listens on.
@@ -24,8 +24,8 @@ final class AuthStandIn: Sendable {
     private final class State: Sendable {
         let serviceCredential: String
         let users = Mutex<[Int64: UserSummary]>([:])
-        /// `auth.getUsers` calls answered, by viewer id (0 without one).
-        let getUsersCalls = Mutex<[Int64: Int]>([:])
+        /// `auth.getProfiles` calls answered, by viewer id (0 without one).
+        let profileCalls = Mutex<[Int64: Int]>([:])
         let graph = Mutex<RPCClient?>(nil)
 
         init(serviceCredential: String) {
@@ -50,10 +50,11 @@ final class AuthStandIn: Sendable {
         var router = RPCRouter(
             service: "auth", version: "stand-in", logger: logger,
             authenticator: Credential(serviceCredential: serviceCredential))
-        router.register(
-            "auth.getUsers", summary: "Users by id, in the order asked; unknown ids left out.", access: .internal
-        ) { (params: GetUsersParams, context: RPCContext) in
-            try await Self.getUsers(params, context: context, state: state)
+        router.register(AuthAPI.getUsers) { params, _ in
+            state.users.withLock { users in (params.ids ?? []).compactMap { users[$0.value] } }
+        }
+        router.register(AuthAPI.getProfiles) { params, context in
+            try await Self.profiles(params, context: context, state: state)
         }
         let server = RPCServer(router: router, configuration: .init(port: 0), logger: logger)
         let task = Task { try await server.run() }
@@ -72,48 +73,33 @@ final class AuthStandIn: Sendable {
         state.graph.withLock { $0 = client }
     }
 
-    /// How many `auth.getUsers` calls with `viewerId` it answered so far.
-    func getUsersCalls(viewer: EntityID) -> Int {
-        state.getUsersCalls.withLock { $0[viewer.value] ?? 0 }
+    /// How many `auth.getProfiles` calls with `viewerId` it answered so far.
+    func profileCalls(viewer: EntityID) -> Int {
+        state.profileCalls.withLock { $0[viewer.value] ?? 0 }
     }
 
-    private struct GetUsersParams: Decodable, Sendable {
-        var ids: [EntityID]
-        var viewerId: EntityID?
-        var detail: String?
-    }
-
-    private struct Counts: Decodable {
-        var userId: EntityID
-        var followers: Int64
-        var following: Int64
-    }
-
-    private struct Relation: Decodable {
-        var userId: EntityID
-        var isFollowed: Bool
-        var followsYou: Bool
-    }
-
-    private static func getUsers(_ params: GetUsersParams, context: RPCContext, state: State) async throws -> RawJSON {
-        state.getUsersCalls.withLock { $0[params.viewerId?.value ?? 0, default: 0] += 1 }
+    private static func profiles(_ params: GetProfilesParams, context: RPCContext, state: State) async throws -> [User] {
+        state.profileCalls.withLock { $0[params.viewerId?.value ?? 0, default: 0] += 1 }
         guard params.ids.count <= 1000 else {
             throw RPCError.validation("ids must hold at most 1000 ids, got \(params.ids.count)", field: "ids")
         }
         let known = state.users.withLock { users in params.ids.compactMap { users[$0.value] } }
-        guard params.detail == "full" else { return try RawJSON(encoding: known) }
 
-        var counts: [EntityID: Counts] = [:]
-        var relations: [EntityID: Relation] = [:]
+        var counts: [EntityID: UserFollowStats] = [:]
+        var relations: [EntityID: UserRelationship] = [:]
         if let graph = state.graph.withLock({ $0 }), !known.isEmpty {
             let meta = RequestMeta(service: state.serviceCredential)
             let ids = known.map(\.id)
-            for item in try await graph.call("graph.statsMany", params: ["ids": ids], meta: meta, as: [Counts].self) {
+            let stats = GraphAPI.statsMany
+            for item in try await graph.call(stats.name, params: StatsBatchParams(ids: ids), meta: meta, as: [UserFollowStats].self) {
                 counts[item.userId] = item
             }
             if let viewer = params.viewerId {
-                let relationParams = RelationParams(viewerId: viewer, ids: ids)
-                for item in try await graph.call("graph.relationships", params: relationParams, meta: meta, as: [Relation].self) {
+                let relationships = GraphAPI.relationships
+                for item in try await graph.call(
+                    relationships.name, params: RelationshipBatchParams(viewerId: viewer, ids: ids), meta: meta,
+                    as: [UserRelationship].self)
+                {
                     relations[item.userId] = item
                 }
             }
@@ -126,12 +112,7 @@ final class AuthStandIn: Sendable {
                 isFollowed: relations[summary.id]?.isFollowed ?? false, followsYou: relations[summary.id]?.followsYou ?? false,
                 isCurrentUser: summary.id == params.viewerId)
         }
-        return try RawJSON(encoding: users)
-    }
-
-    private struct RelationParams: Encodable {
-        var viewerId: EntityID
-        var ids: [EntityID]
+        return users
     }
 
     /// Accepts the service credential only; this stand-in takes no user tokens.

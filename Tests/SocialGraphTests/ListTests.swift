@@ -47,7 +47,7 @@ struct ListTests {
         #expect(seen == newestFirst.filter { $0 != removedUnseen })
         #expect(Set(seen).count == seen.count)
         // One auth.getUsers call per page, whatever the page size.
-        #expect(stack.auth.getUsersCalls(viewer: star.id) == pages)
+        #expect(stack.auth.profileCalls(viewer: star.id) == pages)
     }
 
     @Test("following pages and the internal id pages agree, newest first")

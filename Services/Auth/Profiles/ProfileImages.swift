@@ -8,18 +8,12 @@ import ServiceKit
 struct ProfileImages: Sendable {
     let resources: ServiceResources
 
-    private struct GetMany: Encodable, Sendable {
-        var ids: [EntityID]
-        var ownerId: EntityID
-        var purpose = "avatar"
-    }
-
     /// Succeeds when `id` is a finished avatar upload of `owner`; anything else (unknown, unfinished,
     /// another user's, uploaded for a tweet or a message) is a `validation` error on `profileImageId`.
     /// An unreachable media service is `unavailable`.
     func check(_ id: EntityID, ownedBy owner: Int64, context: RPCContext) async throws {
-        let found: [Media] = try await resources.callPeer(
-            .media, "media.getMany", params: GetMany(ids: [id], ownerId: EntityID(owner)), context: context)
+        let found = try await resources.call(
+            MediaAPI.getMany, GetMediaParams(ids: [id], ownerId: EntityID(owner), purpose: .avatar), context: context)
         guard found.contains(where: { $0.id == id }) else {
             throw RPCError.validation(
                 "profileImageId must name a finished upload of yours made with purpose avatar: \(id)", field: "profileImageId")

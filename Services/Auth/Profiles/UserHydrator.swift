@@ -41,8 +41,8 @@ struct UserHydrator: Sendable {
 
     /// What other services know about some users: counts, and their relations to a viewer.
     struct Details: Sendable {
-        var stats: [Int64: GraphUserStats]
-        var relations: [Int64: GraphRelation]
+        var stats: [Int64: UserFollowStats]
+        var relations: [Int64: UserRelationship]
         var tweets: [Int64: Int64]
     }
 
@@ -53,14 +53,12 @@ struct UserHydrator: Sendable {
         async let tweets = tweetCountsByUser(ids, context: context)
         // The relations only where there is someone else to relate to.
         let relating = viewer.flatMap { viewer in ids.contains { $0.value != viewer } ? EntityID(viewer) : nil }
-        let stats: [GraphUserStats]? = await callPeer(
-            .socialGraph, outage: graphOutage, method: "graph.statsMany",
-            params: GraphStatsManyParams(ids: ids, viewerId: relating), context: context)
+        let stats = await ask(GraphAPI.statsMany, StatsBatchParams(ids: ids, viewerId: relating), outage: graphOutage, context: context)
         var details = Details(stats: [:], relations: [:], tweets: await tweets)
         for entry in stats ?? [] {
             details.stats[entry.userId.value] = entry
             if let isFollowed = entry.isFollowed, let followsYou = entry.followsYou {
-                details.relations[entry.userId.value] = GraphRelation(
+                details.relations[entry.userId.value] = UserRelationship(
                     userId: entry.userId, isFollowed: isFollowed, followsYou: followsYou)
             }
         }
@@ -89,37 +87,37 @@ struct UserHydrator: Sendable {
     }
 
     /// The viewer's relation to each of `ids` (one `graph.relationships` call), for ranking searches too.
-    func relationsByUser(_ ids: [EntityID], viewer: Int64?, context: RPCContext?) async -> [Int64: GraphRelation] {
+    func relationsByUser(_ ids: [EntityID], viewer: Int64?, context: RPCContext?) async -> [Int64: UserRelationship] {
         guard let viewer else { return [:] }
         let others = ids.filter { $0.value != viewer }
         guard !others.isEmpty else { return [:] }
-        let relations: [GraphRelation]? = await callPeer(
-            .socialGraph, outage: graphOutage,
-            method: "graph.relationships", params: GraphRelationshipsParams(viewerId: EntityID(viewer), ids: others),
+        let relations = await ask(
+            GraphAPI.relationships, RelationshipBatchParams(viewerId: EntityID(viewer), ids: others), outage: graphOutage,
             context: context)
         return Dictionary((relations ?? []).map { ($0.userId.value, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// How many tweets each of `ids` has (one `tweets.statsMany` call).
     private func tweetCountsByUser(_ ids: [EntityID], context: RPCContext?) async -> [Int64: Int64] {
-        let stats: [TweetCount]? = await callPeer(
-            .tweets, outage: tweetsOutage, method: "tweets.statsMany", params: GraphStatsManyParams(ids: ids), context: context)
+        let stats = await ask(TweetsAPI.statsMany, TweetStatsParams(ids: ids), outage: tweetsOutage, context: context)
         return Dictionary((stats ?? []).map { ($0.userId.value, $0.tweets) }, uniquingKeysWith: { first, _ in first })
     }
 
-    private func callPeer<Params: Encodable & Sendable, Result: Decodable>(
-        _ service: ServiceName, outage: PeerOutage, method: String, params: Params, context: RPCContext?
+    /// `method`'s result, or nil (the outage noted) when its service cannot answer within
+    /// ``graphTimeout`` (or the caller's budget, if less).
+    private func ask<Params, Result>(
+        _ method: RPCMethod<Params, Result>, _ params: Params, outage: PeerOutage, context: RPCContext?
     ) async -> Result? {
         guard outage.allowsCall else { return nil }
         var timeout = graphTimeout
         if let left = context?.remainingMilliseconds { timeout = min(timeout, .milliseconds(max(1, left))) }
         do {
-            return try await resources.client(for: service).call(
-                method, params: params, meta: resources.internalMeta(context), timeout: timeout, idempotent: true,
+            return try await resources.client(for: method.service).call(
+                method.name, params: params, meta: resources.internalMeta(context), timeout: timeout, idempotent: true,
                 as: Result.self)
         } catch {
             outage.failed(
-                method: method, unreachable: (error as? RPCError)?.reason == "unavailable", error: "\(error)",
+                method: method.name, unreachable: (error as? RPCError)?.reason == "unavailable", error: "\(error)",
                 logger: context?.logger ?? resources.logger)
             return nil
         }

@@ -9,11 +9,8 @@ import Synchronization
 /// and again every ``refreshInterval``. The services stay the one source of their contract; a
 /// method a service does not list as public is not found here, whatever a client calls it.
 final class MethodDirectory: Sendable {
-    /// The services behind the edge, by the prefix of their methods.
-    static let prefixes: [(prefix: String, service: ServiceName)] = [
-        ("auth.", .auth), ("tweets.", .tweets), ("graph.", .socialGraph), ("timeline.", .timeline),
-        ("messaging.", .messaging), ("notifications.", .notifications), ("media.", .media),
-    ]
+    /// The services behind the edge, in the order of the merged document.
+    static let services = ServiceName.allCases.filter { $0.methodPrefix != nil }
 
     /// How long a service's list of methods is trusted before it is asked again.
     static let refreshInterval = Duration.seconds(60)
@@ -35,7 +32,8 @@ final class MethodDirectory: Sendable {
     }
 
     static func service(of method: String) -> ServiceName? {
-        prefixes.first { method.hasPrefix($0.prefix) }?.service
+        guard let dot = method.firstIndex(of: ".") else { return nil }
+        return ServiceName(methodPrefix: method[..<dot])
     }
 
     /// The service that answers `method` through the edge; `methodNotFound` for an unknown or
@@ -52,7 +50,7 @@ final class MethodDirectory: Sendable {
     func mergedDocument() async -> JSONValue {
         var methods: [JSONValue] = []
         var missing: [JSONValue] = []
-        for (_, service) in Self.prefixes {
+        for service in Self.services {
             do {
                 methods += try await listing(of: service).publicMethods
             } catch {

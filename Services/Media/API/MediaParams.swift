@@ -35,16 +35,6 @@ struct ReadParams: Decodable, Sendable {
     var length: Int
 }
 
-/// Params of `media.getMany` (internal).
-struct GetManyParams: Decodable, Sendable {
-    var ids: [EntityID]
-    var ownerId: EntityID?
-    var purpose: MediaPurpose?
-    var conversationId: EntityID?
-
-    static let maximum = Media.lookupLimit
-}
-
 /// A SHA-256 digest as 64 hex digits (either case); kept lower-case.
 struct SHA256Hex: Decodable, Sendable, JSONSchemaDescribing {
     let value: String

@@ -18,13 +18,3 @@ struct ChunkReceived: Encodable, Sendable {
 struct ReadResult: Encodable, Sendable {
     var data: String
 }
-
-/// The `messaging.isMember` exchange.
-struct MembershipQuery: Encodable, Sendable {
-    var conversationId: EntityID
-    var userId: EntityID
-}
-
-struct MembershipAnswer: Decodable, Sendable {
-    var member: Bool
-}

@@ -30,23 +30,3 @@ extension MediaType: Decodable, JSONSchemaDescribing {
     static var jsonSchema: JSONValue { ["type": "string", "enum": .array(allCases.map { .string($0.rawValue) })] }
 }
 
-/// What an upload is for; decides who may read it and where its id is accepted.
-enum MediaPurpose: String, CaseIterable, Sendable {
-    case avatar
-    case tweet
-    /// Private to a conversation: signed URLs, membership checked.
-    case message
-}
-
-extension MediaPurpose: Decodable, JSONSchemaDescribing {
-    init(from decoder: any Decoder) throws {
-        let field = decoder.codingPath.fieldName
-        let text = try? decoder.singleValueContainer().decode(String.self)
-        guard let text, let purpose = MediaPurpose(rawValue: text) else {
-            throw RPCError.validation("\(field) must be one of avatar, tweet, message", field: field)
-        }
-        self = purpose
-    }
-
-    static var jsonSchema: JSONValue { ["type": "string", "enum": ["avatar", "tweet", "message"]] }
-}

@@ -27,10 +27,10 @@ extension MediaService {
         return ReadResult(data: Data(buffer.readableBytesView).base64EncodedString())
     }
 
-    @Sendable func getMany(_ params: GetManyParams, _ context: RPCContext) async throws -> [Media] {
-        guard params.ids.count <= GetManyParams.maximum else {
+    @Sendable func getMany(_ params: GetMediaParams, _ context: RPCContext) async throws -> [Media] {
+        guard params.ids.count <= GetMediaParams.maximum else {
             throw RPCError.validation(
-                "ids must hold at most \(GetManyParams.maximum) ids, got \(params.ids.count)", field: "ids")
+                "ids must hold at most \(GetMediaParams.maximum) ids, got \(params.ids.count)", field: "ids")
         }
         let records = try await catalog.records(params.ids.map(\.value))
         return params.ids.compactMap { id in

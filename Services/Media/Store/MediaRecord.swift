@@ -1,3 +1,4 @@
+import AviaryAPI
 import Postgres
 
 /// A finished medium, as `media.items` holds it. Never changes once written, so it may be cached.

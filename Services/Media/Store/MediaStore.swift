@@ -1,3 +1,4 @@
+import AviaryAPI
 import Postgres
 
 /// Finished media in `media.items`.

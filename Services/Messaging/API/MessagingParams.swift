@@ -74,12 +74,6 @@ struct UnsubscribeParams: Decodable, Sendable {
     var subscription: String
 }
 
-/// Params of `messaging.isMember` (internal).
-struct IsMemberParams: Decodable, Sendable {
-    var conversationId: EntityID
-    var userId: EntityID
-}
-
 /// The result of `messaging.markRead`: what is still unread in the conversation.
 struct UnreadState: Codable, Sendable {
     var unreadCount: Int64
@@ -90,7 +84,3 @@ struct SubscriptionResult: Codable, Sendable {
     var subscription: String
 }
 
-/// The result of `messaging.isMember`.
-struct MembershipResult: Codable, Sendable {
-    var member: Bool
-}

@@ -19,10 +19,6 @@ final class UserDirectory: Sendable {
         self.capacity = capacity
     }
 
-    private struct GetUsers: Encodable, Sendable {
-        var ids: [EntityID]
-    }
-
     /// Summaries of `ids` (duplicates allowed); unknown users are left out (and not remembered,
     /// so a new account is found at once).
     func summaries(_ ids: [Int64], context: RPCContext) async throws -> [Int64: UserSummary] {
@@ -59,6 +55,6 @@ final class UserDirectory: Sendable {
     }
 
     private func getUsers(_ ids: [Int64], context: RPCContext) async throws -> [UserSummary] {
-        try await resources.callPeer(.auth, "auth.getUsers", params: GetUsers(ids: ids.map { EntityID($0) }), context: context)
+        try await resources.call(AuthAPI.getUsers, GetUsersParams(ids: ids.map { EntityID($0) }), context: context)
     }
 }

@@ -117,18 +117,12 @@ extension Messaging {
         }
     }
 
-    private struct MediaQuery: Encodable, Sendable {
-        var ids: [EntityID]
-        var ownerId: EntityID
-        var purpose = "message"
-        var conversationId: EntityID
-    }
-
     /// The media `id` if the media service vouches that `sender` uploaded it for `conversation`.
     private func messageMedia(_ id: EntityID, conversation: Int64, sender: Int64, context: RPCContext) async throws -> Media {
-        let found: [Media] = try await resources.callPeer(
-            .media, "media.getMany",
-            params: MediaQuery(ids: [id], ownerId: EntityID(sender), conversationId: EntityID(conversation)), context: context)
+        let found = try await resources.call(
+            MediaAPI.getMany,
+            GetMediaParams(ids: [id], ownerId: EntityID(sender), purpose: .message, conversationId: EntityID(conversation)),
+            context: context)
         guard let media = found.first(where: { $0.id == id }) else {
             throw RPCError.validation(
                 "mediaId must name a finished upload of yours made for this conversation (purpose message)", field: "mediaId")

@@ -49,19 +49,9 @@ struct NotificationHydrator: Sendable {
         return seen
     }
 
-    private struct GetUsers: Encodable, Sendable {
-        var ids: [EntityID]
-    }
-
-    private struct GetTweets: Encodable, Sendable {
-        var ids: [EntityID]
-        var viewerId: EntityID?
-    }
-
     private func users(_ ids: [Int64], context: RPCContext?) async throws -> [Int64: UserSummary] {
         guard !ids.isEmpty else { return [:] }
-        let users = try await resources.callPeer(
-            .auth, "auth.getUsers", params: GetUsers(ids: ids.map { EntityID($0) }), context: context, as: [UserSummary].self)
+        let users = try await resources.call(AuthAPI.getUsers, GetUsersParams(ids: ids.map { EntityID($0) }), context: context)
         return Dictionary(users.map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
@@ -69,11 +59,12 @@ struct NotificationHydrator: Sendable {
     /// answer, not decoded.
     private func tweets(_ ids: [Int64], viewer: Int64?, context: RPCContext?) async throws -> [Int64: RawJSON] {
         guard !ids.isEmpty else { return [:] }
-        let array = try await resources.callPeer(
-            .tweets, "tweets.getMany", params: GetTweets(ids: ids.map { EntityID($0) }, viewerId: viewer.map { EntityID($0) }),
-            context: context, as: RawJSON.self
+        let array = try await resources.callEncoded(
+            TweetsAPI.getMany, GetTweetsParams(ids: ids.map { EntityID($0) }, viewerId: viewer.map { EntityID($0) }),
+            context: context
         ).bytes
-        let elements = try JSONSplice.elements(ofAnswer: array, to: "tweets.getMany", logger: context?.logger ?? resources.logger)
+        let elements = try JSONSplice.elements(
+            ofAnswer: array, to: TweetsAPI.getMany.name, logger: context?.logger ?? resources.logger)
         var byID: [Int64: RawJSON] = [:]
         for range in elements {
             let tweet = array[range]

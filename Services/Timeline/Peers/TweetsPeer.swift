@@ -13,10 +13,9 @@ struct TweetsPeer: Sendable {
     /// The hydrated tweets of `ids` as `viewer` sees them, as the encoded array `tweets.getMany`
     /// answered (in the order asked, deleted and unknown ones left out).
     func tweets(_ ids: [Int64], viewer: Int64?, context: RPCContext?) async throws -> [UInt8] {
-        try await resources.askPeer(.tweets, "tweets.getMany", context: context) { client, meta in
-            try await client.send("tweets.getMany", params: Self.getManyParams(ids, viewer: viewer), meta: meta, idempotent: true)
-                .result().bytes
-        }
+        try await resources.callEncoded(
+            TweetsAPI.getMany, encodedParams: Self.getManyParams(ids, viewer: viewer), context: context
+        ).bytes
     }
 
     /// `{"ids":["1",…],"viewerId":"2","omitDeleted":true}`, written by hand: every home read sends
@@ -41,16 +40,6 @@ struct TweetsPeer: Sendable {
         return RawJSON(unchecked: bytes)
     }
 
-    private struct RecentParams: Encodable, Sendable {
-        var authorIds: [EntityID]
-        var limit: Int
-        var before: EntityID?
-    }
-
-    private struct Recent: Decodable, Sendable {
-        var id: EntityID
-    }
-
     /// The ids of the newest live tweets (replies included) of `authors`, newest first, at most
     /// `limit` (≤ 800), strictly older than `before` when given.
     func recentIDs(of authors: [Int64], limit: Int, before: Int64? = nil, context: RPCContext? = nil) async throws -> [Int64] {
@@ -58,9 +47,9 @@ struct TweetsPeer: Sendable {
         let limit = min(limit, Self.maximumRecent)
         let resources = resources
         var merged = try await inBatches(authors, of: Self.authorsPerCall) { batch in
-            let found: [Recent] = try await resources.callPeer(
-                .tweets, "tweets.recentIds",
-                params: RecentParams(authorIds: batch.map { EntityID($0) }, limit: limit, before: before.map { EntityID($0) }),
+            let found = try await resources.call(
+                TweetsAPI.recentIds,
+                RecentIDsParams(authorIds: batch.map { EntityID($0) }, limit: limit, before: before.map { EntityID($0) }),
                 context: context)
             return found.map(\.id.value)
         }

@@ -45,25 +45,6 @@ struct SearchParams: Decodable, Sendable {
     var cursor: String?
 }
 
-/// `tweets.getMany` params (internal).
-struct GetManyParams: Decodable, Sendable {
-    var ids: [EntityID]
-    var viewerId: EntityID?
-    var omitDeleted: Bool?
-}
-
-/// `tweets.recentIds` params (internal).
-struct RecentIDsParams: Decodable, Sendable {
-    var authorIds: [EntityID]
-    var limit: Int
-    var before: EntityID?
-}
-
-/// `tweets.statsMany` params (internal).
-struct StatsManyParams: Decodable, Sendable {
-    var ids: [EntityID]
-}
-
 /// The largest batches the internal methods take.
 enum Batch {
     static let tweets = 1000

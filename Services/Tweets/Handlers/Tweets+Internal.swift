@@ -2,7 +2,7 @@ import AviaryAPI
 import RPC
 
 extension TweetsService {
-    @Sendable func getMany(_ params: GetManyParams, _ context: RPCContext) async throws -> RawJSON {
+    @Sendable func getMany(_ params: GetTweetsParams, _ context: RPCContext) async throws -> RawJSON {
         let ids = try Batch.values(params.ids, maximum: Batch.tweets, field: "ids")
         return try await hydrator.jsonArray(
             ids, viewer: params.viewerId?.value, omitDeleted: params.omitDeleted ?? false, context: context)
@@ -29,7 +29,7 @@ extension TweetsService {
         return RawJSON(unchecked: bytes)
     }
 
-    @Sendable func statsMany(_ params: StatsManyParams, _ context: RPCContext) async throws -> [UserTweetStats] {
+    @Sendable func statsMany(_ params: TweetStatsParams, _ context: RPCContext) async throws -> [UserTweetStats] {
         let users = try Batch.values(params.ids, maximum: Batch.users, field: "ids")
         let counts = try await authorCounts.counts(of: users)
         return params.ids.map { UserTweetStats(userId: $0, tweets: counts[$0.value] ?? 0) }

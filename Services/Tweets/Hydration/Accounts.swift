@@ -14,16 +14,11 @@ struct Accounts: Sendable {
     /// plain text.
     static let mentionLimit = 10
 
-    private struct GetUsers: Encodable, Sendable {
-        var ids: [EntityID]?
-        var usernames: [String]?
-    }
-
     /// The summaries of `ids` by id, from one `auth.getUsers` call (one per 1,000 users, at once,
     /// for a page of tweets naming more); unknown ids are left out.
     func summaries(_ ids: some Collection<Int64>, context: RPCContext?) async throws -> [Int64: UserSummary] {
         let found = try await inBatches(Array(Set(ids)), of: UserSummary.lookupLimit) { batch in
-            try await call("auth.getUsers", GetUsers(ids: batch.map(EntityID.init)), context: context, as: [UserSummary].self)
+            try await call(GetUsersParams(ids: batch.map(EntityID.init)), context: context)
         }
         return Dictionary(found.map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
     }
@@ -54,13 +49,11 @@ struct Accounts: Sendable {
     /// call for all the names (a tweet's 280 characters hold at most 70).
     func users(named usernames: [String], context: RPCContext?) async throws -> [UserSummary] {
         guard !usernames.isEmpty else { return [] }
-        let found = try await call("auth.getUsers", GetUsers(usernames: usernames), context: context, as: [UserSummary].self)
+        let found = try await call(GetUsersParams(usernames: usernames), context: context)
         return Array(found.prefix(Self.mentionLimit))
     }
 
-    private func call<Params: Encodable & Sendable, Result: Decodable>(
-        _ method: String, _ params: Params, context: RPCContext?, as type: Result.Type
-    ) async throws -> Result {
-        try await resources.callPeer(.auth, method, params: params, context: context, passing: ["not_found"], as: type)
+    private func call(_ params: GetUsersParams, context: RPCContext?) async throws -> [UserSummary] {
+        try await resources.call(AuthAPI.getUsers, params, context: context, passing: ["not_found"])
     }
 }

@@ -2,28 +2,45 @@ import Logging
 import RPC
 
 extension ServiceResources {
-    /// Calls internal method `method` of `service` with the service credential (and the caller's
-    /// trace and time budget) and decodes its result.
+    /// Calls `method` of the service its name belongs to, with the service credential (and the
+    /// caller's trace and time budget), and decodes its result.
     ///
     /// The other service's `unavailable` and `timeout` (and the reasons in `passing`) reach the
     /// caller as they are. Anything else is that service misbehaving, for a reason that is not the
     /// caller's (a `forbidden` for a wrong service credential, a `validation` of params the caller
     /// never sent): it is logged here and answered `unavailable`, since the caller can only retry.
-    public func callPeer<Result: Decodable>(
-        _ service: ServiceName, _ method: String, params: some Encodable & Sendable, context: RPCContext?,
-        passing reasons: Set<String> = [], as type: Result.Type = Result.self
+    public func call<Params, Result>(
+        _ method: RPCMethod<Params, Result>, _ params: Params, context: RPCContext?, passing reasons: Set<String> = []
     ) async throws -> Result {
-        try await askPeer(service, method, context: context, passing: reasons) { client, meta in
-            try await client.call(method, params: params, meta: meta, idempotent: true, as: type)
+        try await ask(method, context: context, passing: reasons) { client, meta in
+            try await client.call(method.name, params: params, meta: meta, idempotent: true, as: Result.self)
         }
     }
 
-    /// ``callPeer(_:_:params:context:passing:as:)`` for a call made by `body` (given the client and
-    /// the `_meta` to send), such as one that keeps the answer encoded.
-    public func askPeer<T>(
-        _ service: ServiceName, _ method: String, context: RPCContext?, passing reasons: Set<String> = [],
+    /// ``call(_:_:context:passing:)`` with the result left encoded, for an answer passed on or
+    /// spliced into another as it came.
+    public func callEncoded<Params, Result>(
+        _ method: RPCMethod<Params, Result>, _ params: Params, context: RPCContext?, passing reasons: Set<String> = []
+    ) async throws -> RawJSON {
+        try await callEncoded(method, encodedParams: RawJSON(encoding: params), context: context, passing: reasons)
+    }
+
+    /// ``callEncoded(_:_:context:passing:)`` with params written beforehand, in `Params`' shape:
+    /// for a hot path whose params cost more to encode through `Encodable` than the call itself.
+    public func callEncoded<Params, Result>(
+        _ method: RPCMethod<Params, Result>, encodedParams params: RawJSON, context: RPCContext?,
+        passing reasons: Set<String> = []
+    ) async throws -> RawJSON {
+        try await ask(method, context: context, passing: reasons) { client, meta in
+            try await client.send(method.name, params: params, meta: meta, idempotent: true).result()
+        }
+    }
+
+    private func ask<Params, Result, T>(
+        _ method: RPCMethod<Params, Result>, context: RPCContext?, passing reasons: Set<String>,
         _ body: (RPCClient, RequestMeta) async throws -> T
     ) async throws -> T {
+        let service = method.service
         do {
             return try await body(client(for: service), internalMeta(context))
         } catch let error as RPCError where error.reason == "unavailable" || error.reason == "timeout" {
@@ -31,8 +48,16 @@ extension ServiceResources {
         } catch let error as RPCError where error.reason.map(reasons.contains) ?? false {
             throw error
         } catch {
-            (context?.logger ?? logger).error("\(method) failed", metadata: ["error": "\(String(reflecting: error))"])
+            (context?.logger ?? logger).error("\(method.name) failed", metadata: ["error": "\(String(reflecting: error))"])
             throw RPCError.unavailable("the \(service.rawValue) service could not answer; retry shortly")
         }
+    }
+}
+
+extension RPCMethod {
+    /// The service that answers this method, by its name's prefix.
+    public var service: ServiceName {
+        guard let service = ServiceName(methodPrefix: prefix) else { preconditionFailure("\(name) names no service") }
+        return service
     }
 }

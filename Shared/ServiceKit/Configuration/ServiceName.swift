@@ -34,6 +34,22 @@ public enum ServiceName: String, Sendable, CaseIterable, Hashable, CustomStringC
 
     public var description: String { self.rawValue }
 
+    /// What the names of this service's methods start with (`graph` of `graph.follow`); none for
+    /// the gateway, whose own methods are not routed.
+    public var methodPrefix: String? {
+        switch self {
+        case .socialGraph: "graph"
+        case .gateway: nil
+        default: self.rawValue
+        }
+    }
+
+    /// The service whose methods start with `prefix` (`graph` → social-graph).
+    public init?(methodPrefix prefix: some StringProtocol) {
+        guard let service = Self.allCases.first(where: { $0.methodPrefix.map { $0 == prefix } ?? false }) else { return nil }
+        self = service
+    }
+
     /// The position in the contract's port table.
     private var index: Int {
         switch self {

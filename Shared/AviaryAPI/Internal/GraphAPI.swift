@@ -1,0 +1,125 @@
+import RPC
+
+/// social-graph's methods that other services call.
+public enum GraphAPI {
+    public static let followerIds = RPCMethod<IDPageParams, Page<String>>(
+        "graph.followerIds", access: .internal,
+        summary: """
+            Internal. Page of the ids of userId's followers, most recent follow first (limit default 1,000, at most \
+            5,000), for fan-out: {items: [id string], nextCursor: string | null}.
+            """)
+
+    public static let followingIds = RPCMethod<IDPageParams, Page<String>>(
+        "graph.followingIds", access: .internal,
+        summary: """
+            Internal. Page of the ids userId follows, most recent follow first (limit default 1,000, at most 5,000), \
+            for timeline rebuilds: {items: [id string], nextCursor: string | null}.
+            """)
+
+    public static let statsMany = RPCMethod<StatsBatchParams, [UserFollowStats]>(
+        "graph.statsMany", access: .internal,
+        summary: """
+            Internal. Follower and following counts of each of ids (at most 1,000), in the order asked; with \
+            viewerId, also viewerId's relation to each (isFollowed, followsYou; both false for viewerId itself), as \
+            graph.relationships gives it.
+            """)
+
+    public static let relationships = RPCMethod<RelationshipBatchParams, [UserRelationship]>(
+        "graph.relationships", access: .internal,
+        summary: """
+            Internal. viewerId's relation to each of ids (at most 1,000), in the order asked: isFollowed (viewerId \
+            follows them), followsYou (they follow viewerId).
+            """)
+}
+
+/// Params of a page of ids (`graph.followerIds`, `graph.followingIds`).
+public struct IDPageParams: Codable, Sendable {
+    public var userId: EntityID
+    public var limit: IDPageLimit?
+    public var cursor: String?
+
+    public init(userId: EntityID, limit: IDPageLimit? = nil, cursor: String? = nil) {
+        self.userId = userId
+        self.limit = limit
+        self.cursor = cursor
+    }
+}
+
+/// The `limit` of an id page: default 1,000, at most 5,000.
+public struct IDPageLimit: Codable, Sendable, JSONSchemaDescribing {
+    public static let `default` = 1000
+    public static let maximum = 5000
+    public let value: Int
+
+    public init(_ value: Int = IDPageLimit.default) {
+        self.value = value
+    }
+
+    public init(from decoder: any Decoder) throws {
+        guard let value = try? decoder.singleValueContainer().decode(Int.self), (1...Self.maximum).contains(value) else {
+            let field = decoder.codingPath.fieldName
+            throw RPCError.validation("\(field) must be an integer from 1 to \(Self.maximum)", field: field)
+        }
+        self.value = value
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
+    }
+
+    public static var jsonSchema: JSONValue { ["type": "integer", "minimum": 1, "maximum": 5000, "default": 1000] }
+}
+
+/// Params of `graph.statsMany`: with `viewerId`, each user's relation to the viewer comes with
+/// the counts, so a profile read asks social-graph once, not twice.
+public struct StatsBatchParams: Codable, Sendable {
+    public var ids: [EntityID]
+    public var viewerId: EntityID?
+
+    public init(ids: [EntityID], viewerId: EntityID? = nil) {
+        self.ids = ids
+        self.viewerId = viewerId
+    }
+}
+
+/// Params of `graph.relationships`.
+public struct RelationshipBatchParams: Codable, Sendable {
+    public var viewerId: EntityID
+    public var ids: [EntityID]
+
+    public init(viewerId: EntityID, ids: [EntityID]) {
+        self.viewerId = viewerId
+        self.ids = ids
+    }
+}
+
+/// One element of `graph.statsMany`; the relation to the viewer only when one was named.
+public struct UserFollowStats: Codable, Sendable {
+    public var userId: EntityID
+    public var followers: Int64
+    public var following: Int64
+    public var isFollowed: Bool?
+    public var followsYou: Bool?
+
+    public init(userId: EntityID, followers: Int64, following: Int64, isFollowed: Bool? = nil, followsYou: Bool? = nil) {
+        self.userId = userId
+        self.followers = followers
+        self.following = following
+        self.isFollowed = isFollowed
+        self.followsYou = followsYou
+    }
+}
+
+/// One element of `graph.relationships`: the viewer's relation to `userId`.
+public struct UserRelationship: Codable, Sendable {
+    public var userId: EntityID
+    public var isFollowed: Bool
+    public var followsYou: Bool
+
+    public init(userId: EntityID, isFollowed: Bool, followsYou: Bool) {
+        self.userId = userId
+        self.isFollowed = isFollowed
+        self.followsYou = followsYou
+    }
+}
