@@ -166,7 +166,8 @@ let package = Package(
         .testTarget(
             name: "ServiceKitTests", dependencies: ["ServiceKit", "Redis", "TestSupport", logging], swiftSettings: strict),
         .testTarget(
-            name: "SystemTests", dependencies: ["RPC", "AviaryAPI", "Postgres", "TestSupport"], swiftSettings: strict),
+            name: "SystemTests", dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "ServiceKit", "TestSupport"],
+            swiftSettings: strict),
         .testTarget(
             name: "EventsTests",
             dependencies: [

@@ -11,7 +11,7 @@ struct Docs: AsyncParsableCommand {
         discussion: """
             Run it from the repository's root against a stack with the default settings (limits that \
             summaries quote, such as the tweet length, are the running ones). The suite's \
-            APIReferenceTests renders the same from a default stack and fails when docs/api.md differs; \
+            ContractTests renders the same from a default stack and fails when docs/api.md differs; \
             it leaves its rendering in .build/api.md.
             """)
 

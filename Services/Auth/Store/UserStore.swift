@@ -1,6 +1,8 @@
+import AviaryAPI
 import Foundation
 import Postgres
 import RPC
+import ServiceKit
 
 /// `auth.users`: accounts, their profile and their password hash. Emails are unique however they
 /// are capitalised (`users_email_key` on `lower(email)`); usernames are stored lower-cased and
@@ -140,7 +142,7 @@ struct UserStore: Sendable {
                     RETURNING \(UserRecord.columns)
                 ), event AS (
                     INSERT INTO auth.outbox (topic, type, payload)
-                    SELECT 'users', 'updated', jsonb_build_object('userId', id::text) FROM updated
+                    SELECT \(UsersTopic.updated.outboxColumns), jsonb_build_object('userId', id::text) FROM updated
                 )
                 SELECT * FROM updated
                 """, [userID, fullname, bio, username, image, removesImage]

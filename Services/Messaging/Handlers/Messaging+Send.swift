@@ -62,48 +62,30 @@ extension Messaging {
     @Sendable static func nameOfflineRecipients(_ events: [OutboxRelay.Event], presence: PresenceTracker) async throws
         -> [OutboxRelay.Event]
     {
-        // Each message event's recipients, by its place in the batch: only that field is decoded,
-        // as most events are left out whole (an event stored before recipientIds existed already
-        // names those offline, and goes on as it is).
-        var messages: [(index: Int, recipients: [Int64])] = []
-        for (index, event) in events.enumerated() where event.type == "message" {
-            guard let recipients = try RawJSON(unchecked: Array(event.payload.utf8)).decode(Recipients.self).ids
-            else { continue }
-            messages.append((index, recipients))
+        // Each message event, by its place in the batch; one that already names its offline
+        // recipients (stored before recipientIds existed) goes on as it is.
+        var messages: [(index: Int, message: MessageSent)] = []
+        for (index, event) in events.enumerated() where event.type == MessagingTopic.sent.type {
+            let message = try RawJSON(unchecked: Array(event.payload.utf8)).decode(MessageSent.self)
+            guard message.offlineRecipientIds == nil else { continue }
+            messages.append((index, message))
         }
         guard !messages.isEmpty else { return events }
-        let subscribed = try await presence.subscribed(among: Set(messages.flatMap(\.recipients)).sorted())
+        let everyone = Set(messages.flatMap { ($0.message.recipientIds ?? []).map(\.value) })
+        let subscribed = try await presence.subscribed(among: everyone.sorted())
         var prepared: [OutboxRelay.Event?] = events
-        for message in messages {
-            let offline = message.recipients.filter { !subscribed.contains($0) }
+        for (index, var message) in messages {
+            // No recipientIds: no one else is in the conversation.
+            let offline = (message.recipientIds ?? []).filter { !subscribed.contains($0.value) }
             guard !offline.isEmpty else {
-                prepared[message.index] = nil
+                prepared[index] = nil
                 continue
             }
-            // Decoding `Recipients` found an object.
-            guard case .object(var payload) = try RawJSON(unchecked: Array(events[message.index].payload.utf8)).decode(JSONValue.self)
-            else { continue }
-            payload["recipientIds"] = nil
-            payload["offlineRecipientIds"] = .array(offline.map { .string(String($0)) })
-            let encoded = try WireEncoding.encode(JSONValue.object(payload))
-            prepared[message.index]?.payload = String(decoding: encoded, as: UTF8.self)
+            message.recipientIds = nil
+            message.offlineRecipientIds = offline
+            prepared[index]?.payload = String(decoding: try WireEncoding.encode(message), as: UTF8.self)
         }
         return prepared.compactMap { $0 }
-    }
-
-    /// The one field of a `message` event's payload that the relay's preparation reads first.
-    private struct Recipients: Decodable {
-        /// `recipientIds` (null when no one else is in the conversation), or nil for an event
-        /// stored before the field existed.
-        var ids: [Int64]?
-
-        private enum CodingKeys: String, CodingKey { case recipientIds }
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            guard container.contains(.recipientIds) else { return }
-            ids = try container.decodeIfPresent([String].self, forKey: .recipientIds)?.compactMap { Int64($0) } ?? []
-        }
     }
 
     /// The message's text: trimmed, at most 4,000 characters; nil when only media is sent.

@@ -1,6 +1,8 @@
+import AviaryAPI
 import Foundation
 import Postgres
 import RPC
+import ServiceKit
 
 /// A message as stored; `media` is the media service's JSON, kept as text.
 struct MessageRow: Sendable {
@@ -124,7 +126,7 @@ struct MessageStore: Sendable {
             FROM inserted WHERE m.conversation_id = $2 AND m.user_id = $3
         ), event AS (
             INSERT INTO messaging.outbox (topic, type, payload)
-            SELECT 'messaging', 'message', jsonb_build_object(
+            SELECT \(MessagingTopic.sent.outboxColumns), jsonb_build_object(
                 'messageId', inserted.id::text, 'conversationId', inserted.conversation_id::text,
                 'senderId', inserted.sender_id::text,
                 'recipientIds', (SELECT to_jsonb(array_agg(member::text)) FROM unnest(current.members) AS member WHERE member <> $3),

@@ -1,73 +1,73 @@
+import AviaryAPI
 import Foundation
 import RPC
 import ServiceKit
 
-/// What each consumed event means for notifications (payloads as ROUND 3 documents them: ids as
-/// decimal strings, times RFC 3339). Nobody is ever notified of their own action.
+/// What each consumed event means for notifications, read as the contract's event types
+/// (``GraphTopic``, ``TweetsTopic``, ``MessagingTopic``). Nobody is ever notified of their own
+/// action.
 enum EventIntake {
-    /// The changes `event` makes; none for an event type notifications does not use, or a payload
-    /// it cannot read (logged by the caller).
-    static func changes(of event: DomainEvent) throws(IntakeError) -> [NotificationStore.Change] {
-        let payload = Payload(event.payload)
-        switch (event.topic, event.type) {
-        case ("graph", "follow"):
-            let (follower, followee) = (try payload.id("followerId"), try payload.id("followeeId"))
-            return add(to: followee, .follow, actor: follower, key: NotificationKey.follow(actor: follower), at: payload.time("at"))
-        case ("graph", "unfollow"):
-            let (follower, followee) = (try payload.id("followerId"), try payload.id("followeeId"))
-            return [.withdraw(recipient: followee, keys: [NotificationKey.follow(actor: follower)])]
-        case ("tweets", "created"):
-            return try created(payload)
-        case ("tweets", "deleted"):
-            return try deleted(payload)
-        case ("tweets", "liked"):
-            let (tweet, author, liker) = (try payload.id("tweetId"), try payload.id("authorId"), try payload.id("userId"))
-            return add(
-                to: author, .like, actor: liker, tweet: tweet, key: NotificationKey.like(tweet: tweet, actor: liker),
-                at: payload.time("at"))
-        case ("tweets", "unliked"):
-            let (tweet, author, liker) = (try payload.id("tweetId"), try payload.id("authorId"), try payload.id("userId"))
-            return [.withdraw(recipient: author, keys: [NotificationKey.like(tweet: tweet, actor: liker)])]
-        case ("messaging", "message"):
-            let (message, conversation, sender) =
-                (try payload.id("messageId"), try payload.id("conversationId"), try payload.id("senderId"))
-            let at = payload.time("createdAt")
-            return try payload.ids("offlineRecipientIds").flatMap { recipient in
-                add(
-                    to: recipient, .message, actor: sender, conversation: conversation,
-                    key: NotificationKey.message(message), at: at)
-            }
-        default:
-            return []
+    /// The changes `event` makes; none for an event kind notifications does not use. Throws for a
+    /// payload that does not have its kind's shape (logged and skipped by the caller).
+    static func changes(of event: DomainEvent) throws -> [NotificationStore.Change] {
+        if let follow = try event.payload(GraphTopic.followed) {
+            let (follower, followee) = (follow.followerId.value, follow.followeeId.value)
+            return add(to: followee, .follow, actor: follower, key: NotificationKey.follow(actor: follower), at: follow.at)
         }
+        if let unfollow = try event.payload(GraphTopic.unfollowed) {
+            let (follower, followee) = (unfollow.followerId.value, unfollow.followeeId.value)
+            return [.withdraw(recipient: followee, keys: [NotificationKey.follow(actor: follower)])]
+        }
+        if let tweet = try event.payload(TweetsTopic.created) { return created(tweet) }
+        if let tweet = try event.payload(TweetsTopic.deleted) { return deleted(tweet) }
+        if let like = try event.payload(TweetsTopic.liked) {
+            let (tweet, author, liker) = (like.tweetId.value, like.authorId.value, like.userId.value)
+            return add(
+                to: author, .like, actor: liker, tweet: tweet, key: NotificationKey.like(tweet: tweet, actor: liker), at: like.at)
+        }
+        if let unlike = try event.payload(TweetsTopic.unliked) {
+            let (tweet, author, liker) = (unlike.tweetId.value, unlike.authorId.value, unlike.userId.value)
+            return [.withdraw(recipient: author, keys: [NotificationKey.like(tweet: tweet, actor: liker)])]
+        }
+        if let message = try event.payload(MessagingTopic.sent) {
+            let (sender, conversation) = (message.senderId.value, message.conversationId.value)
+            return (message.offlineRecipientIds ?? []).flatMap { recipient in
+                add(
+                    to: recipient.value, .message, actor: sender, conversation: conversation,
+                    key: NotificationKey.message(message.messageId.value), at: message.createdAt)
+            }
+        }
+        return []
     }
 
     /// A reply notifies the author replied to; a mention notifies each user mentioned, except that
     /// author (the reply says it already).
-    private static func created(_ payload: Payload) throws(IntakeError) -> [NotificationStore.Change] {
-        let (tweet, author) = (try payload.id("tweetId"), try payload.id("authorId"))
-        let repliedTo = try payload.optionalID("replyToAuthorId")
-        let at = payload.time("createdAt")
+    private static func created(_ event: TweetCreated) -> [NotificationStore.Change] {
+        let (tweet, author) = (event.tweetId.value, event.authorId.value)
+        let repliedTo = event.replyToAuthorId?.value
         var changes: [NotificationStore.Change] = []
         if let repliedTo {
-            changes += add(to: repliedTo, .reply, actor: author, tweet: tweet, key: NotificationKey.reply(tweet: tweet), at: at)
+            changes += add(
+                to: repliedTo, .reply, actor: author, tweet: tweet, key: NotificationKey.reply(tweet: tweet), at: event.createdAt)
         }
-        for mentioned in Set(try payload.ids("mentionIds")).sorted() where mentioned != repliedTo {
-            changes += add(to: mentioned, .mention, actor: author, tweet: tweet, key: NotificationKey.mention(tweet: tweet), at: at)
+        for mentioned in Set(event.mentionIds.map(\.value)).sorted() where mentioned != repliedTo {
+            changes += add(
+                to: mentioned, .mention, actor: author, tweet: tweet, key: NotificationKey.mention(tweet: tweet),
+                at: event.createdAt)
         }
         return changes
     }
 
     /// A deleted tweet takes back its reply and mention notifications, and the likes it had.
-    private static func deleted(_ payload: Payload) throws(IntakeError) -> [NotificationStore.Change] {
-        let (tweet, author) = (try payload.id("tweetId"), try payload.id("authorId"))
+    private static func deleted(_ event: TweetDeleted) -> [NotificationStore.Change] {
+        let (tweet, author) = (event.tweetId.value, event.authorId.value)
         var changes: [NotificationStore.Change] = [
             .withdrawPrefix(recipient: author, prefix: NotificationKey.likes(tweet: tweet))
         ]
-        if let repliedTo = try payload.optionalID("replyToAuthorId") {
+        if let repliedTo = event.replyToAuthorId?.value {
             changes.append(.withdraw(recipient: repliedTo, keys: [NotificationKey.reply(tweet: tweet)]))
         }
-        for mentioned in Set(try payload.ids("mentionIds")).sorted() {
+        for mentioned in Set(event.mentionIds.map(\.value)).sorted() {
             changes.append(.withdraw(recipient: mentioned, keys: [NotificationKey.mention(tweet: tweet)]))
         }
         return changes
@@ -83,53 +83,5 @@ enum EventIntake {
                 recipient: recipient, kind: kind, actor: actor, tweet: tweet, conversation: conversation, key: key,
                 createdAt: at))
         ]
-    }
-}
-
-/// An event payload notifications cannot read.
-struct IntakeError: Error, CustomStringConvertible {
-    var field: String
-    var description: String { "the event payload has no valid \(field)" }
-}
-
-/// Typed reads of an event payload.
-private struct Payload {
-    let value: JSONValue
-
-    init(_ value: JSONValue) {
-        self.value = value
-    }
-
-    func id(_ field: String) throws(IntakeError) -> Int64 {
-        guard let id = try optionalID(field) else { throw IntakeError(field: field) }
-        return id
-    }
-
-    func optionalID(_ field: String) throws(IntakeError) -> Int64? {
-        guard let item = value[field], !item.isNull else { return nil }
-        guard let id = Self.parse(item) else { throw IntakeError(field: field) }
-        return id
-    }
-
-    func ids(_ field: String) throws(IntakeError) -> [Int64] {
-        guard let item = value[field], !item.isNull else { return [] }
-        guard let items = item.arrayValue else { throw IntakeError(field: field) }
-        var ids: [Int64] = []
-        for item in items {
-            guard let id = Self.parse(item) else { throw IntakeError(field: field) }
-            ids.append(id)
-        }
-        return ids
-    }
-
-    /// The event's time; now when it is missing (the time only orders the display, never identity).
-    func time(_ field: String) -> Date {
-        value[field]?.stringValue.flatMap(RFC3339.parse) ?? Date()
-    }
-
-    private static func parse(_ item: JSONValue) -> Int64? {
-        if let text = item.stringValue, let id = Int64(text), id > 0 { return id }
-        if let number = item.intValue, number > 0 { return number }
-        return nil
     }
 }

@@ -1,10 +1,11 @@
+import AviaryAPI
 import Logging
 import ServiceKit
 
 /// The topics notifications consume: follows, tweets (replies, mentions, likes, deletions) and
 /// messages for members who were offline.
 enum NotificationConsumers {
-    static let topics = ["graph", "tweets", "messaging"]
+    static let topics = [GraphTopic.name, TweetsTopic.name, MessagingTopic.name]
 
     /// One instance at a time consumes each topic (a lease): a user's notifications are stored and
     /// pushed in the order their events happened, which instances sharing a stream cannot promise.

@@ -1,4 +1,6 @@
+import AviaryAPI
 import Postgres
+import ServiceKit
 
 /// The follow graph in Postgres: `social_graph.follows` holds one row per edge, and each user's
 /// totals are their `social_graph.counts` row plus their rows in `social_graph.count_deltas`. A
@@ -46,7 +48,7 @@ struct FollowStore: Sendable {
             SELECT followee_id, 1, 0 FROM edge
         ), event AS (
             INSERT INTO social_graph.outbox (topic, type, payload)
-            SELECT 'graph', 'follow', \(eventPayload) FROM edge
+            SELECT \(GraphTopic.followed.outboxColumns), \(eventPayload) FROM edge
         )
         SELECT 1 FROM edge
         """
@@ -63,7 +65,7 @@ struct FollowStore: Sendable {
             SELECT followee_id, -1, 0 FROM edge
         ), event AS (
             INSERT INTO social_graph.outbox (topic, type, payload)
-            SELECT 'graph', 'unfollow', \(eventPayload) FROM edge
+            SELECT \(GraphTopic.unfollowed.outboxColumns), \(eventPayload) FROM edge
         )
         SELECT 1 FROM edge
         """

@@ -1,3 +1,4 @@
+import AviaryAPI
 import Logging
 import RPC
 import ServiceKit
@@ -14,15 +15,16 @@ extension Timeline {
     func handleGraphEvents(_ events: [DeliveredEvent]) async throws {
         var changes: [FollowChange] = []
         for delivered in events {
-            let ids = EventIDs(event: delivered)
-            guard let follower = ids.id("followerId"), let followee = ids.id("followeeId") else {
-                logger.error("a graph event lacks followerId or followeeId; skipped", metadata: ["events.stream_id": "\(delivered.streamID)"])
-                continue
-            }
-            switch delivered.event.type {
-            case "follow": changes.append(FollowChange(follower: follower, followee: followee, follows: true))
-            case "unfollow": changes.append(FollowChange(follower: follower, followee: followee, follows: false))
-            default: break
+            do {
+                if let edge = try delivered.event.payload(GraphTopic.followed) {
+                    changes.append(FollowChange(follower: edge.followerId.value, followee: edge.followeeId.value, follows: true))
+                } else if let edge = try delivered.event.payload(GraphTopic.unfollowed) {
+                    changes.append(FollowChange(follower: edge.followerId.value, followee: edge.followeeId.value, follows: false))
+                }
+            } catch {
+                logger.error(
+                    "a graph event does not have its kind's shape; skipped",
+                    metadata: ["events.stream_id": "\(delivered.streamID)", "error": "\(error)"])
             }
         }
         guard !changes.isEmpty else { return }

@@ -1,3 +1,4 @@
+import AviaryAPI
 import Logging
 import RPC
 import ServiceKit
@@ -18,16 +19,23 @@ extension Timeline {
             var end = start + 1
             while end < events.count, events[end].event.type == type { end += 1 }
             let posted = events[start..<end].compactMap { delivered -> PostedTweet? in
-                let ids = EventIDs(event: delivered)
-                guard let tweet = ids.id("tweetId"), let author = ids.id("authorId") else {
-                    logger.error("a tweets event lacks tweetId or authorId; skipped", metadata: ["events.stream_id": "\(delivered.streamID)"])
-                    return nil
+                do {
+                    if let created = try delivered.event.payload(TweetsTopic.created) {
+                        return PostedTweet(tweet: created.tweetId.value, author: created.authorId.value)
+                    }
+                    if let deleted = try delivered.event.payload(TweetsTopic.deleted) {
+                        return PostedTweet(tweet: deleted.tweetId.value, author: deleted.authorId.value)
+                    }
+                } catch {
+                    logger.error(
+                        "a tweets event does not have its kind's shape; skipped",
+                        metadata: ["events.stream_id": "\(delivered.streamID)", "error": "\(error)"])
                 }
-                return PostedTweet(tweet: tweet, author: author)
+                return nil
             }
             switch type {
-            case "created": try await fanOut(posted)
-            case "deleted": try await withdraw(posted)
+            case TweetsTopic.created.type: try await fanOut(posted)
+            case TweetsTopic.deleted.type: try await withdraw(posted)
             default: break
             }
             start = end

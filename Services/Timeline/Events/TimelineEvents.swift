@@ -1,3 +1,4 @@
+import AviaryAPI
 import RPC
 import ServiceKit
 
@@ -25,22 +26,13 @@ enum TimelineEvents {
         var graphOptions = options
         graphOptions.leaseTime = .seconds(5)
         return [
-            EventConsumerDefinition(topic: "tweets", options: options) { batch, resources in
+            EventConsumerDefinition(topic: TweetsTopic.name, options: options) { batch, resources in
                 try await Timeline.shared(resources).handleTweetEvents(batch.events)
             },
-            EventConsumerDefinition(topic: "graph", options: graphOptions) { batch, resources in
+            EventConsumerDefinition(topic: GraphTopic.name, options: graphOptions) { batch, resources in
                 try await Timeline.shared(resources).handleGraphEvents(batch.events)
             },
         ]
-    }
-}
-
-/// The ids an event of the `tweets` or `graph` topic carries, as numbers.
-struct EventIDs {
-    let event: DeliveredEvent
-
-    func id(_ field: String) -> Int64? {
-        event.event.payload[field]?.stringValue.flatMap { Int64($0) }
     }
 }
 

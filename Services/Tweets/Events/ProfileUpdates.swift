@@ -8,14 +8,11 @@ import ServiceKit
 /// it (theirs, replies to them, mentions of them) get tombstones, so the next read builds them with
 /// the new name and picture.
 enum ProfileUpdates {
-    static let consumer = EventConsumerDefinition(topic: "users") { batch, resources in
-        let users = Set(
-            batch.events.compactMap { delivered -> Int64? in
-                guard delivered.event.type == "updated", let text = delivered.event.payload["userId"]?.stringValue else {
-                    return nil
-                }
-                return EntityID(text)?.value
-            })
+    static let consumer = EventConsumerDefinition(topic: UsersTopic.name) { batch, resources in
+        // A payload of another shape names no one to forget: skipped, as retrying cannot change it.
+        let users = Set(batch.events.compactMap { delivered in
+            (try? delivered.event.payload(UsersTopic.updated))?.flatMap { $0.userId.value }
+        })
         guard !users.isEmpty else { return }
         // First every process's copy of their summaries: a tweet posted with an old one after the
         // lookup below is then not cached (see `Accounts.isCurrent`).

@@ -1,4 +1,6 @@
+import AviaryAPI
 import Postgres
+import ServiceKit
 
 /// Likes in Postgres: one `tweets.likes` row per (tweet, user), and the tweet's `likes` count
 /// changed only when that row was really inserted or deleted. The tweet's row is locked first (in
@@ -39,7 +41,7 @@ struct LikeStore: Sendable {
             UPDATE tweets.tweets AS t SET likes = t.likes + 1 FROM liked WHERE t.id = liked.tweet_id
         ), event AS (
             INSERT INTO tweets.outbox (topic, type, payload)
-            SELECT 'tweets', 'liked', jsonb_build_object(
+            SELECT \(TweetsTopic.liked.outboxColumns), jsonb_build_object(
                 'tweetId', target.id::text, 'authorId', target.author_id::text, 'userId', $2::bigint::text,
                 'at', to_char(liked.created_at AT TIME ZONE 'UTC', \(TweetStore.rfc3339)))
             FROM liked, target
@@ -57,7 +59,7 @@ struct LikeStore: Sendable {
             UPDATE tweets.tweets AS t SET likes = t.likes - 1 FROM unliked WHERE t.id = unliked.tweet_id
         ), event AS (
             INSERT INTO tweets.outbox (topic, type, payload)
-            SELECT 'tweets', 'unliked', jsonb_build_object(
+            SELECT \(TweetsTopic.unliked.outboxColumns), jsonb_build_object(
                 'tweetId', target.id::text, 'authorId', target.author_id::text, 'userId', $2::bigint::text)
             FROM unliked, target
         )

@@ -1,6 +1,8 @@
+import AviaryAPI
 import Foundation
 import Postgres
 import RPC
+import ServiceKit
 
 /// Tweets in Postgres: `tweets.tweets` holds every tweet (a deleted one keeps its row without its
 /// text, so that replies and likes still point somewhere) with its like and reply counts, and
@@ -142,7 +144,7 @@ struct TweetStore: Sendable {
             UPDATE tweets.tweets SET replies = replies + 1 WHERE id = (SELECT reply_to FROM inserted)
         ), event AS (
             INSERT INTO tweets.outbox (topic, type, payload)
-            SELECT 'tweets', 'created', jsonb_build_object(
+            SELECT \(TweetsTopic.created.outboxColumns), jsonb_build_object(
                 \(tweetFields("inserted")),
                 'createdAt', to_char(inserted.created_at AT TIME ZONE 'UTC', \(rfc3339)))
             FROM inserted
@@ -165,7 +167,7 @@ struct TweetStore: Sendable {
             UPDATE tweets.tweets SET replies = replies - 1 WHERE id = (SELECT reply_to FROM deleted) AND replies > 0
         ), event AS (
             INSERT INTO tweets.outbox (topic, type, payload)
-            SELECT 'tweets', 'deleted', jsonb_build_object(\(tweetFields("deleted")))
+            SELECT \(TweetsTopic.deleted.outboxColumns), jsonb_build_object(\(tweetFields("deleted")))
             FROM deleted
         )
         SELECT target.author_id, target.deleted_at IS NOT NULL, (SELECT count(*) FROM deleted), (SELECT reply_to FROM deleted)

@@ -1,3 +1,4 @@
+import AviaryAPI
 import Foundation
 import Postgres
 import RPC
@@ -17,6 +18,23 @@ public struct DomainEvent: Codable, Sendable, Hashable {
         self.topic = topic
         self.type = type
         self.payload = payload
+    }
+
+    /// An event of `kind` carrying `payload`.
+    public init<Payload>(_ kind: EventKind<Payload>, _ payload: Payload) throws {
+        self.init(topic: kind.topic, type: kind.type, payload: try RawJSON(encoding: payload).decode(JSONValue.self))
+    }
+
+    /// Whether the event is of `kind`.
+    public func `is`<Payload>(_ kind: EventKind<Payload>) -> Bool {
+        topic == kind.topic && type == kind.type
+    }
+
+    /// The payload as `kind`'s type; nil when the event is of another kind. Throws when the payload
+    /// does not have the shape `kind` names.
+    public func payload<Payload>(_ kind: EventKind<Payload>) throws -> Payload? {
+        guard self.is(kind) else { return nil }
+        return try RawJSON(encoding: payload).decode(Payload.self)
     }
 }
 
@@ -45,4 +63,10 @@ public enum Outbox {
         try await connection.execute(
             "INSERT INTO \(schema).outbox (topic, type, payload) VALUES ($1, $2, $3::jsonb)", [event.topic, event.type, payload])
     }
+}
+
+extension EventKind {
+    /// `'<topic>', '<type>'`: the first two columns of an outbox row that a statement writes
+    /// itself (`INSERT INTO <schema>.outbox (topic, type, payload) SELECT <these>, <payload> …`).
+    public var outboxColumns: String { "'\(topic)', '\(type)'" }
 }
