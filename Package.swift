@@ -75,6 +75,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: services.map { .executable(name: $0.executable, targets: [$0.target]) } + [
         .executable(name: "aviary", targets: ["AviaryCLI"]),
+        .library(name: "AviaryClient", targets: ["AviaryClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -125,6 +126,10 @@ let package = Package(
             name: "Redis", dependencies: ["CHiredis", "ChannelSupport", logging, .product(name: "Crypto", package: "swift-crypto")] + nio,
             path: "Shared/Redis", swiftSettings: strict),
         .target(name: "AviaryAPI", dependencies: ["RPC"], path: "Shared/AviaryAPI", swiftSettings: strict),
+        .target(
+            name: "AviaryClient", dependencies: [
+                "AviaryAPI", "RPC", logging, .product(name: "WSClient", package: "swift-websocket"),
+            ], path: "Clients/AviaryClient", swiftSettings: strict),
         .target(
             name: "AuthTokens", dependencies: [
                 "RPC", "Redis", "ChannelSupport",
@@ -212,7 +217,7 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "RPC", "AviaryAPI", "Redis", "TestSupport", logging,
+                "RPC", "AviaryAPI", "AviaryClient", "Redis", "TestSupport", logging,
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -10,23 +10,8 @@ extension AuthService {
 
     /// Registers every `auth.*` method, with the descriptions `rpc.discover` shows client authors.
     func registerMethods(on router: inout RPCRouter) {
-        router.register(
-            "auth.register",
-            summary: """
-                Creates an account and signs it in. email: unique, at most 254 characters; username: 3-15 of a-z, 0-9 \
-                and _, unique whatever the case, some names reserved; fullname: 1-50 characters; bio: at most 160; \
-                password: 8-128 characters. profileImageId is refused here (validation): an avatar must be uploaded by \
-                its owner, so upload it (media purpose avatar) once registered and set it with auth.updateProfile. A taken \
-                email or username is a conflict naming the field. Limited per network address (5 an hour by default).
-                """,
-            access: .anonymous, handler: register)
-        router.register(
-            "auth.login",
-            summary: """
-                Signs in with an email or username (login) and password, starting a new session. A wrong login or \
-                password is unauthenticated (the same answer either way). Limited per account and per network address.
-                """,
-            access: .anonymous, handler: login)
+        router.register(SessionAPI.register, handler: register)
+        router.register(SessionAPI.login, handler: login)
         // Offered only where the operator configured Google sign-in: elsewhere the method is not found
         // (-32601), which a client takes as "not offered here" rather than as an outage to retry.
         if let google {
@@ -41,13 +26,7 @@ extension AuthService {
                 access: .anonymous
             ) { params, context in try await loginWithGoogle(params, verifier: google, context: context) }
         }
-        router.register(
-            "auth.refresh",
-            summary: """
-                Exchanges a refresh token for a new access and refresh token of the same session; the old refresh token \
-                is spent. Presenting a spent refresh token again ends the whole session (it was copied).
-                """,
-            access: .anonymous, handler: refresh)
+        router.register(SessionAPI.refresh, handler: refresh)
         router.register(
             "auth.logout",
             summary: "Ends the caller's session at once: its access and refresh tokens stop working on every service.",

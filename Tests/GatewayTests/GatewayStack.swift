@@ -28,9 +28,10 @@ final class GatewayStack: Sendable {
 
     var url: String { stack.gatewayURL() }
 
-    /// Another gateway instance on ports of its own, with `environment` added (its own limits, say).
-    func extraGateway(_ environment: [String: String]) async throws -> (url: String, process: ServiceProcess) {
-        let port = try freePort()
+    /// Another gateway instance on ports of its own (the public one `port` when given: to start one
+    /// again where it was), with `environment` added (its own limits, say).
+    func extraGateway(_ environment: [String: String], port: Int? = nil) async throws -> (url: String, process: ServiceProcess) {
+        let port = try port ?? freePort()
         let process = try await stack.startExtraInstance(
             "gateway", environment: environment.merging(["AVIARY_GATEWAY_PORT": String(port)]) { _, given in given })
         return ("http://127.0.0.1:\(port)", process)

@@ -2,13 +2,6 @@ import AviaryAPI
 import Logging
 import RPC
 
-/// `auth.login` params.
-struct LoginParams: Codable, Sendable {
-    /// An email address or a username.
-    var login: String
-    var password: String
-}
-
 extension AuthService {
     func login(_ params: LoginParams, context: RPCContext) async throws -> AuthResult {
         let login = params.login.trimmingWhitespace()

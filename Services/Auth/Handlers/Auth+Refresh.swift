@@ -1,12 +1,8 @@
 import AuthTokens
+import AviaryAPI
 import Logging
 import RPC
 import ServiceKit
-
-/// `auth.refresh` params.
-struct RefreshParams: Codable, Sendable {
-    var refreshToken: String
-}
 
 extension AuthService {
     func refresh(_ params: RefreshParams, context: RPCContext) async throws -> TokenPair {

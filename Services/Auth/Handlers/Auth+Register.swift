@@ -4,16 +4,6 @@ import Postgres
 import RPC
 import ServiceKit
 
-/// `auth.register` params.
-struct RegisterParams: Codable, Sendable {
-    var email: String
-    var password: String
-    var username: String
-    var fullname: String
-    var bio: String?
-    var profileImageId: EntityID?
-}
-
 extension AuthService {
     func register(_ params: RegisterParams, context: RPCContext) async throws -> AuthResult {
         let email = try AccountRules.email(params.email)

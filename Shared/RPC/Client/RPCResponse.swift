@@ -7,7 +7,12 @@ public struct RPCResponse: Sendable {
     /// (`{"jsonrpc":"2.0","id":<n>,"result":<result>}`); nil for any other frame.
     let resultOffset: Int?
 
-    init(frame: Data, resultOffset: Int? = nil) {
+    /// A response frame read from any transport (a WebSocket message, say).
+    public init(frame: Data) {
+        self.init(frame: frame, resultOffset: nil)
+    }
+
+    init(frame: Data, resultOffset: Int?) {
         self.frame = frame
         self.resultOffset = resultOffset
     }

@@ -1,6 +1,7 @@
 /// Builds request frames, putting `_meta` into the params object.
-enum RequestEncoding {
-    static func request(id: Int64?, method: String, params: RawJSON, meta: RequestMeta) throws(RPCError) -> [UInt8] {
+public enum RequestEncoding {
+    /// A request (a notification without `id`) as one line: the frame and its trailing newline.
+    public static func request(id: Int64?, method: String, params: RawJSON, meta: RequestMeta) throws(RPCError) -> [UInt8] {
         var frame = Array(#"{"jsonrpc":"2.0","#.utf8)
         if let id { frame += Array(#""id":\#(id),"#.utf8) }
         frame += Array(#""method":"#.utf8)

@@ -1,0 +1,299 @@
+import AviaryAPI
+import Foundation
+import Logging
+import RPC
+import Synchronization
+import WSClient
+
+/// The socket under an ``AviaryClient``: connects on first use and again after every loss, matches
+/// answers to calls by id, and hands pushed events to the live feed whose subscription they name.
+final class ClientLink: Sendable {
+    private struct State {
+        var writer: WebSocketOutboundWriter?
+        /// Calls waiting for a connection.
+        var waiters: [Int64: CheckedContinuation<WebSocketOutboundWriter, any Error>] = [:]
+        /// Calls waiting for their answer, by request id.
+        var pending: [Int64: CheckedContinuation<RPCResponse, any Error>] = [:]
+        var nextID: Int64 = 1
+        var feeds: [ObjectIdentifier: LiveFeed] = [:]
+        var subscriptions: [String: LiveFeed] = [:]
+        var runner: Task<Void, Never>?
+        var closed = false
+    }
+
+    private let configuration: AviaryClient.Configuration
+    private let logger: Logger
+    private let url: String
+    private let state = Mutex(State())
+
+    init(configuration: AviaryClient.Configuration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        var url = configuration.gateway
+        for (from, to) in [("https://", "wss://"), ("http://", "ws://")] where url.hasPrefix(from) {
+            url = to + url.dropFirst(from.count)
+        }
+        while url.hasSuffix("/") { url.removeLast() }
+        self.url = url + "/rpc"
+    }
+
+    func close() async {
+        let (runner, feeds) = state.withLock { state in
+            state.closed = true
+            return (state.runner, Array(state.feeds.values))
+        }
+        for feed in feeds { feed.end(throwing: nil) }
+        runner?.cancel()
+        await runner?.value
+    }
+
+    // MARK: Calls
+
+    func call<Params, Result>(_ method: RPCMethod<Params, Result>, _ params: Params, token: String?) async throws -> Result {
+        try await send(method.name, params: RawJSON(encoding: params), token: token).decode(Result.self)
+    }
+
+    /// Sends a request and waits for its answer, within ``AviaryClient/Configuration/callTimeout``
+    /// (the wait for a connection included).
+    func send(_ method: String, params: RawJSON, token: String?) async throws -> RPCResponse {
+        let deadline = ContinuousClock.now + configuration.callTimeout
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        let timer = Task {
+            try await Task.sleep(until: deadline, clock: .continuous)
+            self.fail(id, with: RPCError.timeout("no answer from the gateway within \(self.configuration.callTimeout)"))
+        }
+        defer { timer.cancel() }
+        let writer = try await connectedWriter(for: id)
+        let frame = try RequestEncoding.request(id: id, method: method, params: params, meta: RequestMeta(token: token))
+        let text = String(decoding: frame.dropLast(), as: UTF8.self)
+        return try await withCheckedThrowingContinuation { continuation in
+            let accepted = state.withLock { state -> Bool in
+                guard !state.closed, state.writer != nil else { return false }
+                state.pending[id] = continuation
+                return true
+            }
+            guard accepted else {
+                continuation.resume(throwing: Self.lost)
+                return
+            }
+            Task {
+                do {
+                    try await writer.write(.text(text))
+                } catch {
+                    self.fail(id, with: Self.lost)
+                }
+            }
+        }
+    }
+
+    static let lost = RPCError.unavailable("the connection to the gateway was lost; retry")
+
+    private func connectedWriter(for id: Int64) async throws -> WebSocketOutboundWriter {
+        try await withCheckedThrowingContinuation { continuation in
+            let ready = state.withLock { state -> Result<WebSocketOutboundWriter, RPCError>? in
+                if state.closed { return .failure(RPCError.unavailable("the client was closed")) }
+                if let writer = state.writer { return .success(writer) }
+                state.waiters[id] = continuation
+                if state.runner == nil { state.runner = Task { await self.run() } }
+                return nil
+            }
+            if let ready { continuation.resume(with: ready) }
+        }
+    }
+
+    /// Ends the wait of call `id` (for a connection or for its answer) with `error`.
+    private func fail(_ id: Int64, with error: RPCError) {
+        let (waiter, pending) = state.withLock { state in
+            (state.waiters.removeValue(forKey: id), state.pending.removeValue(forKey: id))
+        }
+        waiter?.resume(throwing: error)
+        pending?.resume(throwing: error)
+    }
+
+    // MARK: The socket
+
+    private func run() async {
+        var delay = configuration.reconnectDelay
+        while !Task.isCancelled, !state.withLock({ $0.closed }) {
+            let opened = Atomic<Bool>(false)
+            do {
+                _ = try await WebSocketClient.connect(
+                    url: url, configuration: .init(maxFrameSize: configuration.maxMessageBytes), logger: logger
+                ) { inbound, outbound, _ in
+                    opened.store(true, ordering: .relaxed)
+                    self.connected(outbound)
+                    for try await message in inbound.messages(maxSize: self.configuration.maxMessageBytes) {
+                        if case .text(let text) = message { self.received(text) }
+                    }
+                }
+            } catch {
+                logger.debug("the gateway's socket failed", metadata: ["error": "\(error)"])
+            }
+            disconnected()
+            if opened.load(ordering: .relaxed) { delay = configuration.reconnectDelay }
+            do {
+                try await Task.sleep(for: delay)
+            } catch {
+                break
+            }
+            delay = min(delay * 2, configuration.maxReconnectDelay)
+        }
+        disconnected()
+    }
+
+    private func connected(_ writer: WebSocketOutboundWriter) {
+        let (waiters, feeds) = state.withLock { state in
+            state.writer = writer
+            defer { state.waiters = [:] }
+            return (Array(state.waiters.values), Array(state.feeds.values))
+        }
+        for waiter in waiters { waiter.resume(returning: writer) }
+        for feed in feeds { Task { await feed.subscribe(on: self) } }
+    }
+
+    private func disconnected() {
+        let (pending, waiters) = state.withLock { state in
+            state.writer = nil
+            state.subscriptions = [:]
+            defer { state.pending = [:] }
+            let waiters = state.closed ? Array(state.waiters.values) : []
+            if state.closed { state.waiters = [:] }
+            return (Array(state.pending.values), waiters)
+        }
+        for call in pending { call.resume(throwing: Self.lost) }
+        for waiter in waiters { waiter.resume(throwing: RPCError.unavailable("the client was closed")) }
+    }
+
+    /// What the gateway sends: an answer (`id`) or a pushed event (`method`, `params`).
+    private struct Incoming: Decodable {
+        var id: Int64?
+        var params: Pushed?
+
+        struct Pushed: Decodable {
+            var subscription: String
+            var event: JSONValue
+        }
+    }
+
+    private func received(_ text: String) {
+        let frame = Data(text.utf8)
+        guard let incoming = try? JSONDecoder().decode(Incoming.self, from: frame) else {
+            logger.debug("the gateway sent a message that is neither an answer nor an event")
+            return
+        }
+        if let id = incoming.id {
+            state.withLock { $0.pending.removeValue(forKey: id) }?.resume(returning: RPCResponse(frame: frame))
+        } else if let pushed = incoming.params {
+            state.withLock { $0.subscriptions[pushed.subscription] }?.deliver(pushed.event)
+        }
+    }
+
+    // MARK: Live feeds
+
+    func follow(_ kind: LiveFeed.Kind, lastId: String?, client: AviaryClient) -> AsyncThrowingStream<JSONValue, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: JSONValue.self)
+        let feed = LiveFeed(kind: kind, lastId: lastId, continuation: continuation) { [weak client] in
+            try await client?.token()
+        }
+        let closed = state.withLock { state -> Bool in
+            guard !state.closed else { return true }
+            state.feeds[ObjectIdentifier(feed)] = feed
+            return false
+        }
+        if closed {
+            continuation.finish(throwing: RPCError.unavailable("the client was closed"))
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in self?.stopFollowing(feed) }
+        Task { await feed.subscribe(on: self) }
+        return stream
+    }
+
+    func route(_ subscription: String, to feed: LiveFeed) {
+        state.withLock { $0.subscriptions[subscription] = feed }
+    }
+
+    /// Forgets `feed` and ends its subscription on the gateway (best effort).
+    func stopFollowing(_ feed: LiveFeed) {
+        let subscription = state.withLock { state -> String? in
+            state.feeds[ObjectIdentifier(feed)] = nil
+            guard let entry = state.subscriptions.first(where: { $0.value === feed }) else { return nil }
+            state.subscriptions[entry.key] = nil
+            return entry.key
+        }
+        guard let subscription else { return }
+        Task {
+            let token = try? await feed.token()
+            _ = try? await self.send(
+                feed.kind.unsubscribeMethod, params: RawJSON(encoding: ["subscription": subscription]), token: token)
+        }
+    }
+}
+
+/// One live event sequence of a client: its subscription on the current socket, made again on the
+/// next one.
+final class LiveFeed: Sendable {
+    enum Kind: Sendable {
+        case notifications
+        case messaging
+
+        var subscribeMethod: String { self == .notifications ? "notifications.subscribe" : "messaging.subscribe" }
+        var unsubscribeMethod: String { self == .notifications ? "notifications.unsubscribe" : "messaging.unsubscribe" }
+    }
+
+    let kind: Kind
+    let token: @Sendable () async throws -> String?
+    private let continuation: AsyncThrowingStream<JSONValue, any Error>.Continuation
+    /// The last notification delivered, to go on from after a reconnect.
+    private let lastId: Mutex<String?>
+    /// How many times it subscribed.
+    private let subscriptions = Atomic<Int>(0)
+
+    init(
+        kind: Kind, lastId: String?, continuation: AsyncThrowingStream<JSONValue, any Error>.Continuation,
+        token: @escaping @Sendable () async throws -> String?
+    ) {
+        self.kind = kind
+        self.lastId = Mutex(lastId)
+        self.continuation = continuation
+        self.token = token
+    }
+
+    private struct Subscribed: Decodable {
+        var subscription: String
+    }
+
+    /// Subscribes on the link's current socket. A socket lost meanwhile is left to the next one;
+    /// any other refusal (signed out, too many subscriptions) ends the sequence with it.
+    func subscribe(on link: ClientLink) async {
+        do {
+            var params: [String: JSONValue] = [:]
+            if kind == .notifications, let lastId = lastId.withLock({ $0 }) { params["lastId"] = .string(lastId) }
+            let answer = try await link.send(kind.subscribeMethod, params: RawJSON(encoding: params), token: try await token())
+            link.route(try answer.decode(Subscribed.self).subscription, to: self)
+            if subscriptions.add(1, ordering: .relaxed).newValue > 1, kind == .messaging {
+                continuation.yield(["type": "resync"])
+            }
+        } catch let error as RPCError where error == ClientLink.lost {
+            return
+        } catch {
+            // Ending the sequence stops following it (`onTermination`).
+            end(throwing: error)
+        }
+    }
+
+    func deliver(_ event: JSONValue) {
+        if event["type"]?.stringValue == "notification", let id = event["notification"]?["id"]?.stringValue {
+            lastId.withLock { $0 = id }
+        }
+        continuation.yield(event)
+        if event["type"]?.stringValue == "unsubscribed" { end(throwing: nil) }
+    }
+
+    func end(throwing error: (any Error)?) {
+        continuation.finish(throwing: error)
+    }
+}

@@ -1,0 +1,135 @@
+import AviaryAPI
+import AviaryClient
+import Foundation
+import RPC
+import Testing
+import TestSupport
+
+/// The Swift client library against the real gateway and services, as an app uses it.
+@Suite("AviaryClient")
+struct AviaryClientTests {
+    static func register(_ client: AviaryClient, _ name: String) async throws -> AviaryClient.Session {
+        let username = "\(name.prefix(6))_\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
+        return try await client.register(
+            RegisterParams(email: "\(username)@example.com", password: "correct horse battery", username: username, fullname: name))
+    }
+
+    /// The next event of `events` that `matches`, within 10 s.
+    static func next(
+        _ events: AsyncThrowingStream<JSONValue, any Error>, where matches: @escaping @Sendable (JSONValue) -> Bool
+    ) async throws -> JSONValue? {
+        try await withThrowingTaskGroup(of: JSONValue?.self) { group in
+            group.addTask {
+                for try await event in events where matches(event) { return event }
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(10))
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    @Test("sign in, follow, post, read the home timeline, receive a notification and a message live")
+    func appSession() async throws {
+        let edge = try await GatewayStack.shared()
+        let alice = AviaryClient(configuration: .init(gateway: edge.url))
+        let bob = AviaryClient(configuration: .init(gateway: edge.url))
+        let aliceSession = try await Self.register(alice, "alice")
+        let bobSession = try await Self.register(bob, "bob")
+        // Signing in again gives a session of its own.
+        let again = try await alice.signIn(login: aliceSession.user.username, password: "correct horse battery")
+        #expect(again.user.id == aliceSession.user.id && again.refreshToken != aliceSession.refreshToken)
+
+        let notifications = alice.notifications()
+        let messages = bob.messagingEvents()
+        let _: JSONValue = try await bob.call("graph.follow", params: ["userId": aliceSession.user.id])
+        let followed = try await Self.next(notifications) { $0["notification"]?["type"]?.stringValue == "follow" }
+        #expect(followed?["notification"]?["actor"]?["id"]?.stringValue == bobSession.user.id.description)
+
+        let tweet: Tweet = try await alice.call("tweets.create", params: ["text": "hello from the client library"])
+        let home: Page<Tweet> = try await bob.call("timeline.home", params: ["limit": 10])
+        #expect(home.items.contains { $0.id == tweet.id })
+
+        let direct: JSONValue = try await alice.call("messaging.openDirect", params: ["userId": bobSession.user.id])
+        let conversation = try #require(direct["id"]?.stringValue)
+        let _: JSONValue = try await alice.call("messaging.send", params: ["conversationId": conversation, "text": "hi bob"])
+        let message = try await Self.next(messages) { $0["type"]?.stringValue == "message" }
+        #expect(message?["message"]?["text"]?.stringValue == "hi bob")
+
+        // A renewed session goes on working; the old refresh token is spent.
+        let renewed = try await alice.refreshSession()
+        #expect(renewed.accessToken != again.accessToken)
+        let me: User = try await alice.call("auth.me")
+        #expect(me.id == aliceSession.user.id)
+        // The contract's errors come back as they are.
+        await #expect(throws: RPCError.self) {
+            let _: JSONValue = try await alice.call("tweets.create", params: ["text": ""])
+        }
+        await alice.close()
+        await bob.close()
+    }
+
+    @Test("access tokens are renewed before they expire, once for calls made at once, and after a refusal")
+    func tokenRenewal() async throws {
+        let edge = try await GatewayStack.shared()
+        var configuration = AviaryClient.Configuration(gateway: edge.url)
+        // Every token looks about to expire: each call renews it first.
+        configuration.refreshMargin = .seconds(365 * 86_400)
+        let client = AviaryClient(configuration: configuration)
+        let first = try await Self.register(client, "renew")
+        // Five calls at once share one renewal: a refresh token presented twice would end the session.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<5 {
+                group.addTask {
+                    let me: User = try await client.call("auth.me")
+                    #expect(me.id == first.user.id)
+                }
+            }
+            try await group.waitForAll()
+        }
+        let renewed = try #require(client.currentSession)
+        #expect(renewed.accessToken != first.accessToken && renewed.refreshToken != first.refreshToken)
+        await client.close()
+
+        // A token the services refuse is renewed once and the call made again.
+        let other = AviaryClient(configuration: .init(gateway: edge.url))
+        var session = try await Self.register(other, "refused")
+        session.accessToken = "not.a.token"
+        other.resume(session)
+        let me: User = try await other.call("auth.me")
+        #expect(me.id == session.user.id && other.currentSession?.accessToken != "not.a.token")
+        await other.close()
+    }
+
+    @Test("after its gateway restarts, the client reconnects and its notifications go on from the last one")
+    func reconnects() async throws {
+        let edge = try await GatewayStack.shared()
+        let (url, process) = try await edge.extraGateway([:])
+        let port = try #require(URLComponents(string: url)?.port)
+        var configuration = AviaryClient.Configuration(gateway: url)
+        configuration.reconnectDelay = .milliseconds(50)
+        let alice = AviaryClient(configuration: configuration)
+        let aliceSession = try await Self.register(alice, "alice")
+        let notifications = alice.notifications()
+        let bob = try await edge.register("bob")
+        let _ = try await EdgeHTTP.rpc(edge.url, "graph.follow", ["userId": .string(aliceSession.user.id.description)], token: bob.token)
+        #expect(try await Self.next(notifications) { $0["notification"]?["actor"]?["id"]?.stringValue == bob.id } != nil)
+
+        process.kill()
+        // While it is down, carol follows alice through the other gateway.
+        let carol = try await edge.register("carol")
+        let _ = try await EdgeHTTP.rpc(edge.url, "graph.follow", ["userId": .string(aliceSession.user.id.description)], token: carol.token)
+        let restarted = try await edge.extraGateway([:], port: port)
+        // A call waits for the socket to come back.
+        let me: User = try await alice.call("auth.me")
+        #expect(me.id == aliceSession.user.id)
+        let missed = try await Self.next(notifications) { $0["notification"]?["actor"]?["id"]?.stringValue == carol.id }
+        #expect(missed != nil, "the notification made while the socket was down did not come")
+        await alice.close()
+        restarted.process.kill()
+    }
+}
