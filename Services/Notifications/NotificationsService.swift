@@ -32,6 +32,7 @@ struct NotificationsService: Sendable {
         let sweeper = ConsumedEventSweeper(store: service.store, logger: resources.logger)
         resources.addBackgroundService(PeriodicJob(every: ConsumedEventSweeper.interval, sweeper.sweep))
         service.registerMethods(with: &router)
+        for consumer in NotificationConsumers.definitions(service) { resources.consume(consumer) }
     }
 
     func registerMethods(with router: inout RPCRouter) {

@@ -3,4 +3,4 @@ import ServiceKit
 await ServiceApplication.main(
     ServiceDefinition(
         name: .notifications, migrations: NotificationSchema.migrations,
-        consumers: NotificationConsumers.definitions, register: NotificationsService.register))
+        register: NotificationsService.register))

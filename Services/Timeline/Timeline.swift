@@ -2,7 +2,6 @@ import AviaryAPI
 import Logging
 import RPC
 import ServiceKit
-import Synchronization
 
 /// The timeline service: home timelines filled by fan-out on write into Redis sorted sets, user
 /// timelines cached beside them, both rebuilt from the tweets and social-graph services when Redis
@@ -34,24 +33,13 @@ struct Timeline: Sendable {
         logger = resources.logger
     }
 
-    private static let instance = Mutex<Timeline?>(nil)
-
-    /// The process's one service value, shared by the RPC handlers and the event consumers (whose
-    /// builds must go through the same ``BuildGate``).
-    static func shared(_ resources: ServiceResources) throws -> Timeline {
-        try instance.withLock { instance in
-            if let instance { return instance }
-            let made = try Timeline(resources: resources)
-            instance = made
-            return made
-        }
-    }
-
     /// `ServiceDefinition.register`: builds the service from the runtime's resources, registers its
-    /// methods, and watches for changes of the follower lists it holds.
+    /// methods and its event consumers (which share it: their builds go through the same
+    /// ``BuildGate``), and watches for changes of the follower lists it holds.
     static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
-        let timeline = try shared(resources)
+        let timeline = try Timeline(resources: resources)
         timeline.registerMethods(with: &router)
+        for consumer in TimelineEvents.consumers(timeline) { resources.consume(consumer) }
         if let lists = timeline.followerLists.local {
             resources.addBackgroundService(LocalCopyWatch(redis: resources.redis, watches: [lists.watch(on:)], logger: resources.logger))
         }

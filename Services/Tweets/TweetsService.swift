@@ -49,6 +49,7 @@ struct TweetsService: Sendable {
         let maxLength = try resources.configuration.integer(
             "AVIARY_TWEETS_MAX_LENGTH", default: TextRules.tweetLimit, in: 1...10_000)
         TweetsService(resources: resources, copies: copies, maxLength: maxLength).registerMethods(with: &router)
+        resources.consume(ProfileUpdates.consumer(resources))
     }
 
     func registerMethods(with router: inout RPCRouter) {

@@ -3,4 +3,4 @@ import ServiceKit
 await ServiceApplication.main(
     ServiceDefinition(
         name: .tweets, migrations: TweetSchema.migrations, outboxSchema: TweetSchema.name,
-        consumers: [ProfileUpdates.consumer], register: TweetsService.register))
+        register: TweetsService.register))

@@ -15,13 +15,11 @@ struct ServiceApplicationEventsTests {
         let topic = "t\(UUID().uuidString.prefix(8).lowercased()).app"
         let inbox = Inbox()
         let definition = ServiceDefinition(
-            name: .tweets, migrations: [Outbox.migration(schema: "tweets", version: 1)], outboxSchema: "tweets",
-            consumers: [
-                EventConsumerDefinition(topic: topic) { batch, resources in
-                    #expect(resources.configuration.service == .tweets)
-                    inbox.add(batch)
-                }
-            ])
+            name: .tweets, migrations: [Outbox.migration(schema: "tweets", version: 1)], outboxSchema: "tweets"
+        ) { _, resources in
+            // A service adds its consumers as it builds itself.
+            resources.consume(EventConsumerDefinition(topic: topic) { batch in inbox.add(batch) })
+        }
         let configuration = try ServiceConfiguration.load(
             service: .tweets,
             environment: [

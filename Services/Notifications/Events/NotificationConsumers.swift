@@ -9,7 +9,7 @@ enum NotificationConsumers {
 
     /// One instance at a time consumes each topic (a lease): a user's notifications are stored and
     /// pushed in the order their events happened, which instances sharing a stream cannot promise.
-    static var definitions: [EventConsumerDefinition] {
+    static func definitions(_ service: NotificationsService) -> [EventConsumerDefinition] {
         var options = EventStreamConsumer.Options()
         options.leaseTime = .seconds(5)
         // Every re-read of a failed entry counts as a delivery: with the default 10, a minute of
@@ -21,12 +21,14 @@ enum NotificationConsumers {
         // read and acknowledgement each, and a notification pushed 20 ms later is still well within
         // the 100 ms it may take.
         options.gatherDelay = .milliseconds(20)
-        return topics.map { EventConsumerDefinition(topic: $0, options: options, handler: consume) }
+        return topics.map { topic in
+            EventConsumerDefinition(topic: topic, options: options) { batch in try await consume(batch, service) }
+        }
     }
 
     /// Stores what the batch means in one transaction (events applied before are skipped), then
     /// publishes it to live subscribers. Throwing makes the consumer retry the batch.
-    @Sendable static func consume(_ batch: EventBatch, _ resources: ServiceResources) async throws {
+    static func consume(_ batch: EventBatch, _ service: NotificationsService) async throws {
         var events: [(key: String, changes: [NotificationStore.Change])] = []
         for delivered in batch.events {
             do {
@@ -36,7 +38,7 @@ enum NotificationConsumers {
                 if !changes.isEmpty { events.append((delivered.deduplicationKey, changes)) }
             } catch {
                 // Retrying cannot fix a payload: skip it, loudly.
-                resources.logger.error(
+                service.resources.logger.error(
                     "skipping an event notifications cannot read",
                     metadata: [
                         "events.topic": "\(batch.topic)", "events.type": "\(delivered.event.type)",
@@ -45,8 +47,7 @@ enum NotificationConsumers {
             }
         }
         guard !events.isEmpty else { return }
-        let service = NotificationsService(resources: resources)
         let outcome = try await service.store.apply(events)
-        await service.feed.publish(outcome, logger: resources.logger)
+        await service.feed.publish(outcome, logger: service.resources.logger)
     }
 }

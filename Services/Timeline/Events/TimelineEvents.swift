@@ -8,7 +8,7 @@ import ServiceKit
 /// Work is acknowledged only after it is done, so a tweet whose fan-out was cut short (Redis down,
 /// the process killed) is fanned out again; every step is idempotent (sorted-set adds and removals).
 enum TimelineEvents {
-    static var consumers: [EventConsumerDefinition] {
+    static func consumers(_ timeline: Timeline) -> [EventConsumerDefinition] {
         var options = EventStreamConsumer.Options()
         // A batch takes well under a second, so entries left pending by a killed instance are
         // taken over after 5 s instead of the default 30 s; a retry never waits as long.
@@ -26,11 +26,11 @@ enum TimelineEvents {
         var graphOptions = options
         graphOptions.leaseTime = .seconds(5)
         return [
-            EventConsumerDefinition(topic: TweetsTopic.name, options: options) { batch, resources in
-                try await Timeline.shared(resources).handleTweetEvents(batch.events)
+            EventConsumerDefinition(topic: TweetsTopic.name, options: options) { batch in
+                try await timeline.handleTweetEvents(batch.events)
             },
-            EventConsumerDefinition(topic: GraphTopic.name, options: graphOptions) { batch, resources in
-                try await Timeline.shared(resources).handleGraphEvents(batch.events)
+            EventConsumerDefinition(topic: GraphTopic.name, options: graphOptions) { batch in
+                try await timeline.handleGraphEvents(batch.events)
             },
         ]
     }

@@ -8,7 +8,11 @@ import ServiceKit
 /// it (theirs, replies to them, mentions of them) get tombstones, so the next read builds them with
 /// the new name and picture.
 enum ProfileUpdates {
-    static let consumer = EventConsumerDefinition(topic: UsersTopic.name) { batch, resources in
+    static func consumer(_ resources: ServiceResources) -> EventConsumerDefinition {
+        EventConsumerDefinition(topic: UsersTopic.name) { batch in try await forget(batch, resources) }
+    }
+
+    private static func forget(_ batch: EventBatch, _ resources: ServiceResources) async throws {
         // A payload of another shape names no one to forget: skipped, as retrying cannot change it.
         let users = Set(batch.events.compactMap { delivered in
             (try? delivered.event.payload(UsersTopic.updated))?.flatMap { $0.userId.value }

@@ -8,23 +8,21 @@ public struct ServiceDefinition: Sendable {
     public var name: ServiceName
     /// Forward-only migrations of the service's own schema (named after the service).
     public var migrations: [PostgresMigration]
-    /// Registers the service's methods; called once at start-up, after migrations ran.
+    /// Builds the service: registers its methods, and adds what else it runs (its event consumers,
+    /// ``ServiceResources/consume(_:)``, background jobs, admin routes); called once at start-up,
+    /// after migrations ran.
     public var register: @Sendable (_ router: inout RPCRouter, _ resources: ServiceResources) async throws -> Void
     /// The schema whose `outbox` table (``Outbox``) an ``OutboxRelay`` empties into Redis streams;
     /// nil for a service that produces no events.
     public var outboxSchema: String?
-    /// The topics the service consumes, each through an ``EventStreamConsumer``.
-    public var consumers: [EventConsumerDefinition]
 
     public init(
         name: ServiceName, migrations: [PostgresMigration] = [], outboxSchema: String? = nil,
-        consumers: [EventConsumerDefinition] = [],
         register: @escaping @Sendable (_ router: inout RPCRouter, _ resources: ServiceResources) async throws -> Void = { _, _ in }
     ) {
         self.name = name
         self.migrations = migrations
         self.outboxSchema = outboxSchema
-        self.consumers = consumers
         self.register = register
     }
 

@@ -34,6 +34,17 @@ extension ServiceResources {
         addedParts.withLock { $0.outboxPreparation }
     }
 
+    /// Consumes a topic's events with `consumer` (an ``EventStreamConsumer`` in the service group,
+    /// started after the servers). Call it from `register`, whose service value the handler can
+    /// then share with the methods.
+    public func consume(_ consumer: EventConsumerDefinition) {
+        addedParts.withLock { $0.consumers.append(consumer) }
+    }
+
+    var consumers: [EventConsumerDefinition] {
+        addedParts.withLock { $0.consumers }
+    }
+
     var adminRoutes: [AdminRoute] {
         addedParts.withLock { $0.routes }
     }
@@ -49,4 +60,5 @@ struct AddedParts: Sendable {
     var services: [any Service] = []
     var outboxPreparation: OutboxRelay.Preparation?
     var readinessChecks: [(String, @Sendable () async -> Bool)] = []
+    var consumers: [EventConsumerDefinition] = []
 }

@@ -1,8 +1,8 @@
 /// A topic a service consumes, declared in its ``ServiceDefinition``; the runtime runs an
 /// ``EventStreamConsumer`` for it in the service group.
 public struct EventConsumerDefinition: Sendable {
-    /// Handles a batch with the service's resources; throwing makes the consumer retry it later.
-    public typealias Handler = @Sendable (_ batch: EventBatch, _ resources: ServiceResources) async throws -> Void
+    /// Handles a batch; throwing makes the consumer retry it later.
+    public typealias Handler = @Sendable (_ batch: EventBatch) async throws -> Void
 
     /// The topic whose stream is read (`graph`, `tweets`).
     public var topic: String

@@ -19,13 +19,11 @@ struct EventServices {
         }
         let consumerName = EventStreamConsumer.consumerName(
             service: definition.name.rawValue, nodeID: resources.ids.nodeID)
-        consumers = definition.consumers.map { consumer in
+        consumers = resources.consumers.map { consumer in
             .init(service: OnEventLoop(EventStreamConsumer(
                 topic: consumer.topic, group: consumer.group ?? definition.name.rawValue, consumer: consumerName,
-                redis: resources.redis.configuration, options: consumer.options, logger: resources.logger
-            ) { batch in
-                try await consumer.handler(batch, resources)
-            }))
+                redis: resources.redis.configuration, options: consumer.options, logger: resources.logger,
+                handler: consumer.handler)))
         }
     }
 }
