@@ -157,7 +157,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "WSClient", package: "swift-websocket"), .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
-            path: "Services/CLI", swiftSettings: strict),
+            path: "Tools/CLI", swiftSettings: strict),
 
         .target(
             name: "TestSupport", dependencies: [

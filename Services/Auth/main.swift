@@ -2,4 +2,4 @@ import ServiceKit
 
 await ServiceApplication.main(
     ServiceDefinition(
-        name: .auth, migrations: AuthMigrations.all, outboxSchema: "auth", register: AuthService.registerMethods))
+        name: .auth, migrations: AuthSchema.migrations, outboxSchema: "auth", register: AuthService.registerMethods))

@@ -1,3 +1,3 @@
 import ServiceKit
 
-await ServiceApplication.main(ServiceDefinition(name: .gateway, migrations: GatewaySchema.migrations, register: Gateway.register))
+await ServiceApplication.main(ServiceDefinition(name: .gateway, migrations: GatewaySchema.migrations, register: GatewayService.register))

@@ -3,4 +3,4 @@ import ServiceKit
 await ServiceApplication.main(
     ServiceDefinition(
         name: .messaging, migrations: MessagingSchema.migrations, outboxSchema: MessagingSchema.name,
-        register: Messaging.register))
+        register: MessagingService.register))

@@ -3,4 +3,4 @@ import ServiceKit
 await ServiceApplication.main(
     ServiceDefinition(
         name: .socialGraph, migrations: GraphSchema.migrations, outboxSchema: GraphSchema.name,
-        register: SocialGraph.register))
+        register: SocialGraphService.register))

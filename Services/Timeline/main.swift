@@ -1,4 +1,4 @@
 import ServiceKit
 
 await ServiceApplication.main(
-    ServiceDefinition(name: .timeline, register: Timeline.register))
+    ServiceDefinition(name: .timeline, register: TimelineService.register))

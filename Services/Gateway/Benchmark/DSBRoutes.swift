@@ -11,7 +11,7 @@ import ServiceKit
 /// (`AVIARY_GATEWAY_DSB_COMPAT=1`). Its calls carry no token: the adapter registers an Aviary
 /// account for each of its users and acts for them (``DSBAccounts``).
 struct DSBAdapter: Sendable {
-    let gateway: Gateway
+    let gateway: GatewayService
     let accounts: DSBAccounts
 
     func addRoutes(to router: Router<EdgeContext>) {

@@ -6,7 +6,7 @@ import NIOFoundationCompat
 import RPC
 import ServiceKit
 
-extension Gateway {
+extension GatewayService {
     /// `POST /media`: the file as the body, streamed into media's upload methods chunk by chunk;
     /// `GET /media/{id}`: sent on to the media service, which serves the bytes (Range, ETag, signed
     /// private URLs) from `AVIARY_MEDIA_PUBLIC_URL`, so that files never pass through the gateway.

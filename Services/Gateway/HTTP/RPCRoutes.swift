@@ -8,7 +8,7 @@ import NIOFoundationCompat
 import RPC
 import ServiceKit
 
-extension Gateway {
+extension GatewayService {
     /// `POST /rpc` (a request or a batch in the body), `GET /rpc` as a WebSocket, `GET /rpc/discover`.
     func addRPCRoutes(to router: Router<EdgeContext>) {
         router.post("rpc") { request, context in try await self.answerHTTP(request, context: context) }

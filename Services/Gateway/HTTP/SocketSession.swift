@@ -19,7 +19,7 @@ final class SocketSession: Sendable {
         var user: Int64?
     }
 
-    private let gateway: Gateway
+    private let gateway: GatewayService
     private let address: String?
     private let outbound: WebSocketOutboundWriter
     private let outbox: SocketOutbox
@@ -29,7 +29,7 @@ final class SocketSession: Sendable {
     private let upgradeToken: String?
 
     /// - Parameter channel: the socket's connection, closed at once when its client stops reading.
-    init(gateway: Gateway, caller: EdgeCaller, outbound: WebSocketOutboundWriter, channel: any Channel) {
+    init(gateway: GatewayService, caller: EdgeCaller, outbound: WebSocketOutboundWriter, channel: any Channel) {
         self.gateway = gateway
         self.address = caller.address
         self.outbound = outbound
@@ -120,7 +120,7 @@ final class SocketSession: Sendable {
                 }
             } else {
                 guard gateway.socketsPerUser.claim(principal.userID) else {
-                    return .rateLimited(retryAfterMs: 1000, Gateway.tooManySockets(ofUser: gateway.socketsPerUser.limit))
+                    return .rateLimited(retryAfterMs: 1000, GatewayService.tooManySockets(ofUser: gateway.socketsPerUser.limit))
                 }
                 identity.user = principal.userID
             }

@@ -3,7 +3,7 @@ import Logging
 import RPC
 import ServiceKit
 
-extension Messaging {
+extension MessagingService {
     /// Titles of groups: 1 to 100 characters.
     static let titleLength = 1...100
 

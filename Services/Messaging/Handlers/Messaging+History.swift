@@ -2,7 +2,7 @@ import AviaryAPI
 import RPC
 import ServiceKit
 
-extension Messaging {
+extension MessagingService {
     @Sendable func history(_ params: HistoryParams, _ context: RPCContext) async throws -> Page<Message> {
         let caller = try context.requireUser()
         let order = params.order ?? .newest

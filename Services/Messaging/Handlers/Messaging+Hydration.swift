@@ -4,7 +4,7 @@ import Logging
 import RPC
 import ServiceKit
 
-extension Messaging {
+extension MessagingService {
     /// The conversations of `snapshot` with their members and last messages' senders named by one
     /// `auth.getUsers` call.
     func hydrate(_ snapshot: ConversationSnapshot, context: RPCContext) async throws -> [Conversation] {

@@ -4,7 +4,7 @@ import Logging
 import RPC
 import ServiceKit
 
-extension Messaging {
+extension MessagingService {
     @Sendable func typing(_ params: TypingParams, _ context: RPCContext) async throws -> Empty {
         let caller = try context.requireUser()
         let conversation = params.conversationId.value

@@ -4,7 +4,7 @@ import Logging
 import RPC
 import ServiceKit
 
-extension Messaging {
+extension MessagingService {
     /// The longest `clientMessageId`.
     static let clientMessageIDLimit = 128
 

@@ -74,7 +74,7 @@ struct MessageStore: Sendable {
     /// Stores `message` as the conversation's next one (its `seq` drawn under the conversation's
     /// row lock) if the sender is a member, moves the sender's read marker to it, and appends its
     /// `messaging`/`message` event to the outbox, naming the other members (`recipientIds`; the
-    /// relay narrows them to those offline, see ``Messaging/nameOfflineRecipients(_:presence:)``): one
+    /// relay narrows them to those offline, see ``MessagingService/nameOfflineRecipients(_:presence:)``): one
     /// statement, in a transaction that a `clientMessageId` already taken (by a racing call) rolls
     /// back. A `clientMessageId` the sender used before answers the message sent with it then.
     func send(_ message: NewMessage, id: Int64) async throws -> SendOutcome {

@@ -2,7 +2,7 @@ import AviaryAPI
 import RPC
 import ServiceKit
 
-extension SocialGraph {
+extension SocialGraphService {
     @Sendable func follow(_ params: UserParams, _ context: RPCContext) async throws -> FollowState {
         let caller = try context.requireUser()
         let followee = try Self.otherUser(params.userId, caller: caller, verb: "follow")

@@ -2,7 +2,7 @@ import AviaryAPI
 import RPC
 import ServiceKit
 
-extension SocialGraph {
+extension SocialGraphService {
     @Sendable func followerIDs(_ params: IDPageParams, _ context: RPCContext) async throws -> RawJSON {
         try await ids(.followers, params)
     }

@@ -2,7 +2,7 @@ import AviaryAPI
 import RPC
 import ServiceKit
 
-extension SocialGraph {
+extension SocialGraphService {
     @Sendable func followers(_ params: UserPageParams, _ context: RPCContext) async throws -> Page<User> {
         try await users(.followers, params, context)
     }

@@ -1,7 +1,7 @@
 import AviaryAPI
 import RPC
 
-extension SocialGraph {
+extension SocialGraphService {
     @Sendable func relationship(_ params: UserParams, _ context: RPCContext) async throws -> Relationship {
         let caller = try context.requireUser()
         let other = params.userId.value

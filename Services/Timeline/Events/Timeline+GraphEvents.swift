@@ -3,7 +3,7 @@ import Logging
 import RPC
 import ServiceKit
 
-extension Timeline {
+extension TimelineService {
     /// Handles a batch of the `graph` topic in order.
     ///
     /// One pipeline first drops every follower's cached list of followed celebrities, marks every

@@ -3,7 +3,7 @@ import Logging
 import RPC
 import ServiceKit
 
-extension Timeline {
+extension TimelineService {
     /// A tweet event's tweet and author.
     struct PostedTweet: Sendable {
         var tweet: Int64

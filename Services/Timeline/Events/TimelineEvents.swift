@@ -8,7 +8,7 @@ import ServiceKit
 /// Work is acknowledged only after it is done, so a tweet whose fan-out was cut short (Redis down,
 /// the process killed) is fanned out again; every step is idempotent (sorted-set adds and removals).
 enum TimelineEvents {
-    static func consumers(_ timeline: Timeline) -> [EventConsumerDefinition] {
+    static func consumers(_ timeline: TimelineService) -> [EventConsumerDefinition] {
         var options = EventStreamConsumer.Options()
         // A batch takes well under a second, so entries left pending by a killed instance are
         // taken over after 5 s instead of the default 30 s; a retry never waits as long.

@@ -3,7 +3,7 @@ import AviaryAPI
 import Redis
 import RPC
 
-extension Timeline {
+extension TimelineService {
     @Sendable func home(_ params: HomeParams, _ context: RPCContext) async throws -> RawJSON {
         let user = try context.requireUser()
         let limit = (params.limit ?? PageLimit()).value

@@ -3,7 +3,7 @@ import AviaryAPI
 import Redis
 import RPC
 
-extension Timeline {
+extension TimelineService {
     @Sendable func user(_ params: UserTimelineParams, _ context: RPCContext) async throws -> RawJSON {
         let author = params.userId.value
         let limit = (params.limit ?? PageLimit()).value

@@ -1,7 +1,7 @@
 import Redis
 import RPC
 
-extension Timeline {
+extension TimelineService {
     /// The newest `count` ids strictly before `before` of `user`'s home timeline: their set (rebuilt
     /// when missing) merged with the user timelines of the celebrities they follow. A page that
     /// runs past the oldest entry of a trimmed set comes from the services (``homeCandidatesWithoutRedis``):

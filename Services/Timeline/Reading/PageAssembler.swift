@@ -2,7 +2,7 @@ import AviaryAPI
 import Logging
 import RPC
 
-extension Timeline {
+extension TimelineService {
     /// A page of hydrated tweets from `candidates` (newest first): asks `tweets.getMany` for the
     /// first `limit`, then for as many more as it left out (deleted since), a few times at most.
     /// `more` says whether older candidates exist beyond the list.

@@ -7,7 +7,7 @@ struct TimelineIDs: Sendable {
     var more: Bool
 }
 
-extension Timeline {
+extension TimelineService {
     /// The newest `count` tweet ids strictly before `before` of each of `authors`, from their cached
     /// user timelines (built when missing, read from the tweets service past the end of a truncated
     /// one). Authors the accounts service does not know are left out.

@@ -16,7 +16,7 @@ import Synchronization
 /// The public edge: one HTTP and WebSocket front door for apps (`aviary-gateway`). It runs on the
 /// services' runtime (configuration, logs, metrics, admin port, shutdown), and its public port is a
 /// Hummingbird application run next to the runtime's own servers.
-final class Gateway: Sendable {
+final class GatewayService: Sendable {
     let settings: GatewaySettings
     let resources: ServiceResources
     let directory: MethodDirectory
@@ -41,7 +41,7 @@ final class Gateway: Sendable {
 
     /// The gateway's part of start-up: its public port joins the service group.
     static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
-        let gateway = Gateway(settings: try GatewaySettings(configuration: resources.configuration), resources: resources)
+        let gateway = GatewayService(settings: try GatewaySettings(configuration: resources.configuration), resources: resources)
         resources.addBackgroundService(try gateway.application())
         resources.addReadinessCheck("http") { gateway.listening.withLock { $0 != nil } }
     }

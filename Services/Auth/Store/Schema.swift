@@ -2,8 +2,8 @@ import Postgres
 import ServiceKit
 
 /// The tables of the `auth` schema: accounts, their external sign-in identities, and sessions.
-enum AuthMigrations {
-    static let all: [PostgresMigration] = [
+enum AuthSchema {
+    static let migrations: [PostgresMigration] = [
         PostgresMigration(
             version: 1, name: "users",
             sql: """

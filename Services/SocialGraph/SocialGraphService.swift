@@ -3,7 +3,7 @@ import RPC
 import ServiceKit
 
 /// The social-graph service: who follows whom, over its own tables and the accounts service.
-struct SocialGraph: Sendable {
+struct SocialGraphService: Sendable {
     let store: FollowStore
     let records: FollowRecords
     let directory: UserDirectory
@@ -22,7 +22,7 @@ struct SocialGraph: Sendable {
         }
         resources.prepareOutboxEvents(with: LocalCopyKind.announcer([(.follows, FollowRecords.changedBy)], redis: resources.redis))
         let store = FollowStore(postgres: resources.postgres)
-        SocialGraph(store: store, records: FollowRecords(store: store, local: local), directory: UserDirectory(resources: resources))
+        SocialGraphService(store: store, records: FollowRecords(store: store, local: local), directory: UserDirectory(resources: resources))
             .registerMethods(with: &router)
         resources.addBackgroundService(CountCompactor(postgres: resources.postgres, logger: resources.logger))
     }

@@ -5,7 +5,7 @@ import ServiceKit
 
 /// The messaging service: direct and group conversations, their messages and read markers in
 /// Postgres, and live events (messages, typing, receipts, presence, membership) through the live hub.
-struct Messaging: Sendable {
+struct MessagingService: Sendable {
     let resources: ServiceResources
     let conversations: ConversationStore
     let messages: MessageStore
@@ -27,7 +27,7 @@ struct Messaging: Sendable {
             logger: resources.logger)
         resources.addBackgroundService(presence)
         resources.prepareOutboxEvents { events in try await nameOfflineRecipients(events, presence: presence) }
-        Messaging(
+        MessagingService(
             resources: resources, conversations: conversations, messages: MessageStore(postgres: resources.postgres),
             directory: UserDirectory(resources: resources), events: events, presence: presence,
             typingState: TypingState(redis: resources.redis), hub: hub

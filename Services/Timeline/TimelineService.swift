@@ -6,7 +6,7 @@ import ServiceKit
 /// The timeline service: home timelines filled by fan-out on write into Redis sorted sets, user
 /// timelines cached beside them, both rebuilt from the tweets and social-graph services when Redis
 /// lacks them.
-struct Timeline: Sendable {
+struct TimelineService: Sendable {
     let settings: TimelineSettings
     let cache: TimelineCache
     let builder: TimelineBuilder
@@ -37,7 +37,7 @@ struct Timeline: Sendable {
     /// methods and its event consumers (which share it: their builds go through the same
     /// ``BuildGate``), and watches for changes of the follower lists it holds.
     static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
-        let timeline = try Timeline(resources: resources)
+        let timeline = try TimelineService(resources: resources)
         timeline.registerMethods(with: &router)
         for consumer in TimelineEvents.consumers(timeline) { resources.consume(consumer) }
         if let lists = timeline.followerLists.local {
