@@ -9,7 +9,7 @@ import WSClient
 /// the live events, built on swift-websocket's client (SwiftNIO), so it runs on Linux and on Apple
 /// platforms alike.
 ///
-/// - Calls: ``call(_:_:)`` for a method the contract names (`SessionAPI.login`, …), or
+/// - Calls: ``call(_:_:)`` for a method the contract names (`TweetsAPI.create`, …), or
 ///   ``call(_:params:as:)`` by name for any public method (see `docs/api.md`). Errors are the
 ///   contract's, as `RPCError` (code, message, reason, field).
 /// - Session: ``register(_:)`` or ``signIn(login:password:)`` starts one; every call then carries its
@@ -131,6 +131,7 @@ public final class AviaryClient: Sendable {
     // MARK: Calls
 
     /// Calls `method` as the signed-in user (or anonymously), renewing an expired token once.
+    @discardableResult
     public func call<Params, Result>(_ method: RPCMethod<Params, Result>, _ params: Params) async throws -> Result {
         try await authorized { token in try await self.link.call(method, params, token: token) }
     }

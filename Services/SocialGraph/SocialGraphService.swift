@@ -28,33 +28,13 @@ struct SocialGraphService: Sendable {
     }
 
     func registerMethods(with router: inout RPCRouter) {
-        router.register(
-            "graph.follow",
-            summary: "Follow userId. Idempotent: following someone already followed succeeds. Following oneself is a validation error; an unknown user is not_found.",
-            access: .user, handler: follow)
-        router.register(
-            "graph.unfollow",
-            summary: "Stop following userId. Idempotent: unfollowing someone not followed succeeds. An unknown user is not_found.",
-            access: .user, handler: unfollow)
-        router.register(
-            "graph.followers",
-            summary: "Page of the users who follow userId, most recent follow first. isFollowed and followsYou are relative to the caller when a token is given.",
-            access: .anonymous, handler: followers)
-        router.register(
-            "graph.following",
-            summary: "Page of the users userId follows, most recent follow first. isFollowed and followsYou are relative to the caller when a token is given.",
-            access: .anonymous, handler: following)
-        router.register(
-            "graph.relationship",
-            summary: "The caller's relation to userId: isFollowed (the caller follows them) and followsYou (they follow the caller).",
-            access: .user, handler: relationship)
-        router.register(
-            "graph.stats", summary: "Follower and following counts of userId. An unknown user is not_found.",
-            access: .anonymous, handler: stats)
-        router.register(
-            "graph.suggestions",
-            summary: "Users the caller may want to follow: followed by the people the caller follows, most mutual connections first (default 20, at most 100).",
-            access: .user, handler: suggestions)
+        router.register(GraphAPI.follow, handler: follow)
+        router.register(GraphAPI.unfollow, handler: unfollow)
+        router.register(GraphAPI.followers, handler: followers)
+        router.register(GraphAPI.following, handler: following)
+        router.register(GraphAPI.relationship, handler: relationship)
+        router.register(GraphAPI.stats, handler: stats)
+        router.register(GraphAPI.suggestions, handler: suggestions)
         router.register(GraphAPI.followerIds, encoded: followerIDs)
         router.register(GraphAPI.followingIds, encoded: followingIDs)
         router.register(GraphAPI.statsMany, handler: statsMany)

@@ -46,14 +46,8 @@ struct TimelineService: Sendable {
     }
 
     func registerMethods(with router: inout RPCRouter) {
-        router.register(
-            "timeline.home",
-            summary: "Page of Tweets, newest first: the caller's own tweets and those of everyone they follow, fully hydrated ({items: [Tweet], nextCursor}; limit default 20, at most 100). Deleted tweets never appear; a page may hold fewer than limit items when some were just deleted.",
-            access: .user, resultShape: Page<Tweet>.self, handler: home)
-        router.register(
-            "timeline.user",
-            summary: "Page of userId's Tweets (replies included), newest first, fully hydrated ({items: [Tweet], nextCursor}; limit default 20, at most 100); likedByMe is relative to the caller when a token is given. An unknown user is not_found.",
-            access: .anonymous, resultShape: Page<Tweet>.self, handler: user)
+        router.register(TimelineAPI.home, encoded: home)
+        router.register(TimelineAPI.user, encoded: user)
     }
 
     /// How many ids a read takes from each source for a page of `limit`: one more tells whether

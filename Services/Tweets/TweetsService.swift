@@ -53,52 +53,15 @@ struct TweetsService: Sendable {
     }
 
     func registerMethods(with router: inout RPCRouter) {
-        router.register(
-            "tweets.create",
-            summary: """
-                Posts a tweet: text of 1 to \(maxLength) characters (Unicode scalars after trimming white space; each \
-                http:// or https:// link counts as \(TextRules.linkWeight)), replyTo (a tweet \
-                id to reply to; not_found when it does not exist or was deleted), mediaIds (at most 4 of the caller's \
-                finished tweet uploads) and idempotencyKey (at most 100 characters: a retried create with the same key \
-                returns the first tweet instead of posting a second). @usernames of existing users become mentions and \
-                #words hashtags. Returns the Tweet.
-                """,
-            access: .user, resultShape: Tweet.self, handler: create)
-        router.register(
-            "tweets.get",
-            summary: "One Tweet by tweetId; a deleted one comes back with deleted: true and no text. likedByMe is relative to the caller.",
-            access: .anonymous, resultShape: Tweet.self, handler: get)
-        router.register(
-            "tweets.delete",
-            summary: "Deletes the caller's tweet tweetId (forbidden for anyone else's); it leaves every timeline. Deleting it again succeeds.",
-            access: .user, handler: delete)
-        router.register(
-            "tweets.like",
-            summary: "Likes tweetId as the caller. Idempotent. Returns {likes, likedByMe}; not_found for a deleted or unknown tweet.",
-            access: .user, handler: like)
-        router.register(
-            "tweets.unlike",
-            summary: "Takes back the caller's like of tweetId. Idempotent. Returns {likes, likedByMe}; not_found for a deleted or unknown tweet.",
-            access: .user, handler: unlike)
-        router.register(
-            "tweets.replies",
-            summary: "Page of the replies to tweetId ({items: [Tweet], nextCursor}), oldest first; not_found for an unknown tweet.",
-            access: .anonymous, resultShape: Page<Tweet>.self, handler: replies)
-        router.register(
-            "tweets.byUser",
-            summary: "Page of userId's tweets ({items: [Tweet], nextCursor}), newest first; replies too when includeReplies is true (default false).",
-            access: .anonymous, resultShape: Page<Tweet>.self, handler: byUser)
-        router.register(
-            "tweets.likedBy",
-            summary: "Page of the tweets userId liked ({items: [Tweet], nextCursor}), most recent like first.",
-            access: .anonymous, resultShape: Page<Tweet>.self, handler: likedBy)
-        router.register(
-            "tweets.search",
-            summary: """
-                Page of tweets ({items: [Tweet], nextCursor}), newest first, holding every word of query and every \
-                #hashtag in it (query: 1-100 characters, at least one word or hashtag).
-                """,
-            access: .anonymous, resultShape: Page<Tweet>.self, handler: search)
+        router.register(TweetsAPI.create, summary: TweetsAPI.createSummary(maxLength: maxLength), encoded: create)
+        router.register(TweetsAPI.get, encoded: get)
+        router.register(TweetsAPI.delete, handler: delete)
+        router.register(TweetsAPI.like, handler: like)
+        router.register(TweetsAPI.unlike, handler: unlike)
+        router.register(TweetsAPI.replies, encoded: replies)
+        router.register(TweetsAPI.byUser, encoded: byUser)
+        router.register(TweetsAPI.likedBy, encoded: likedBy)
+        router.register(TweetsAPI.search, encoded: search)
         router.register(TweetsAPI.getMany, encoded: getMany)
         router.register(TweetsAPI.recentIds, encoded: recentIDs)
         router.register(TweetsAPI.statsMany, handler: statsMany)

@@ -110,3 +110,16 @@ public struct KeysetCursor: Sendable, Hashable {
         RPCError.validation("\(field) is not a cursor this service returned", field: field)
     }
 }
+
+/// Params of a page about one user: their followers or followees, their timeline, their likes.
+public struct UserPageParams: Codable, Sendable {
+    public var userId: EntityID
+    public var limit: PageLimit?
+    public var cursor: String?
+
+    public init(userId: EntityID, limit: PageLimit? = nil, cursor: String? = nil) {
+        self.userId = userId
+        self.limit = limit
+        self.cursor = cursor
+    }
+}

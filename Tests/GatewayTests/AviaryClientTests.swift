@@ -46,12 +46,13 @@ struct AviaryClientTests {
 
         let notifications = alice.notifications()
         let messages = bob.messagingEvents()
-        let _: JSONValue = try await bob.call("graph.follow", params: ["userId": aliceSession.user.id])
+        let follow = try await bob.call(GraphAPI.follow, UserParams(userId: aliceSession.user.id))
+        #expect(follow.following)
         let followed = try await Self.next(notifications) { $0["notification"]?["type"]?.stringValue == "follow" }
         #expect(followed?["notification"]?["actor"]?["id"]?.stringValue == bobSession.user.id.description)
 
-        let tweet: Tweet = try await alice.call("tweets.create", params: ["text": "hello from the client library"])
-        let home: Page<Tweet> = try await bob.call("timeline.home", params: ["limit": 10])
+        let tweet = try await alice.call(TweetsAPI.create, CreateTweetParams(text: "hello from the client library"))
+        let home = try await bob.call(TimelineAPI.home, HomeParams(limit: PageLimit(10)))
         #expect(home.items.contains { $0.id == tweet.id })
 
         let direct: JSONValue = try await alice.call("messaging.openDirect", params: ["userId": bobSession.user.id])
@@ -66,9 +67,10 @@ struct AviaryClientTests {
         let me: User = try await alice.call("auth.me")
         #expect(me.id == aliceSession.user.id)
         // The contract's errors come back as they are.
-        await #expect(throws: RPCError.self) {
-            let _: JSONValue = try await alice.call("tweets.create", params: ["text": ""])
+        let refused = await #expect(throws: RPCError.self) {
+            _ = try await alice.call(TweetsAPI.create, CreateTweetParams(text: ""))
         }
+        #expect(refused?.field == "text")
         await alice.close()
         await bob.close()
     }

@@ -1,23 +1,6 @@
 import AviaryAPI
 import RPC
 
-/// Params naming one other user.
-struct UserParams: Decodable, Sendable {
-    var userId: EntityID
-}
-
-/// Params of a page of users.
-struct UserPageParams: Decodable, Sendable {
-    var userId: EntityID
-    var limit: PageLimit?
-    var cursor: String?
-}
-
-/// Params of `graph.suggestions`.
-struct SuggestionParams: Decodable, Sendable {
-    var limit: PageLimit?
-}
-
 /// The largest batch the internal methods take.
 enum UserBatch {
     static let maximum = 1000

@@ -4,7 +4,7 @@ import Redis
 import RPC
 
 extension TimelineService {
-    @Sendable func user(_ params: UserTimelineParams, _ context: RPCContext) async throws -> RawJSON {
+    @Sendable func user(_ params: UserPageParams, _ context: RPCContext) async throws -> RawJSON {
         let author = params.userId.value
         let limit = (params.limit ?? PageLimit()).value
         let before = try KeysetCursor.decodeID(params.cursor)

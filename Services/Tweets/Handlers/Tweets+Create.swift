@@ -6,7 +6,7 @@ import ServiceKit
 extension TweetsService {
     static let idempotencyKeyLimit = 100
 
-    @Sendable func create(_ params: CreateParams, _ context: RPCContext) async throws -> RawJSON {
+    @Sendable func create(_ params: CreateTweetParams, _ context: RPCContext) async throws -> RawJSON {
         let author = try context.requireUser()
         let text = try TextRules.tweet(params.text, limit: maxLength)
         let mediaIDs = try Self.mediaIDs(params.mediaIds)

@@ -22,7 +22,7 @@ extension TweetsService {
         return try await hydrated(page, context)
     }
 
-    @Sendable func likedBy(_ params: LikedByParams, _ context: RPCContext) async throws -> RawJSON {
+    @Sendable func likedBy(_ params: UserPageParams, _ context: RPCContext) async throws -> RawJSON {
         let cursor = try TweetCursor.like(params.cursor)
         let page = try await store.liked(by: params.userId.value, after: cursor, limit: (params.limit ?? PageLimit()).value)
         if page.ids.isEmpty, cursor == nil { try await requireUser(params.userId, context) }

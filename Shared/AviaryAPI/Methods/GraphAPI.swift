@@ -1,7 +1,49 @@
 import RPC
 
-/// social-graph's methods that other services call.
+/// social-graph's methods: the follow graph for apps, and the batches other services read.
 public enum GraphAPI {
+    public static let follow = RPCMethod<UserParams, FollowState>(
+        "graph.follow", access: .user,
+        summary: """
+            Follow userId. Idempotent: following someone already followed succeeds. Following oneself is a \
+            validation error; an unknown user is not_found.
+            """)
+
+    public static let unfollow = RPCMethod<UserParams, FollowState>(
+        "graph.unfollow", access: .user,
+        summary: "Stop following userId. Idempotent: unfollowing someone not followed succeeds. An unknown user is not_found.")
+
+    public static let followers = RPCMethod<UserPageParams, Page<User>>(
+        "graph.followers", access: .anonymous,
+        summary: """
+            Page of the users who follow userId, most recent follow first. isFollowed and followsYou are relative \
+            to the caller when a token is given.
+            """)
+
+    public static let following = RPCMethod<UserPageParams, Page<User>>(
+        "graph.following", access: .anonymous,
+        summary: """
+            Page of the users userId follows, most recent follow first. isFollowed and followsYou are relative to \
+            the caller when a token is given.
+            """)
+
+    public static let relationship = RPCMethod<UserParams, Relationship>(
+        "graph.relationship", access: .user,
+        summary: """
+            The caller's relation to userId: isFollowed (the caller follows them) and followsYou (they follow the \
+            caller).
+            """)
+
+    public static let stats = RPCMethod<UserParams, FollowStats>(
+        "graph.stats", access: .anonymous, summary: "Follower and following counts of userId. An unknown user is not_found.")
+
+    public static let suggestions = RPCMethod<SuggestionParams, [User]>(
+        "graph.suggestions", access: .user,
+        summary: """
+            Users the caller may want to follow: followed by the people the caller follows, most mutual connections \
+            first (default 20, at most 100).
+            """)
+
     public static let followerIds = RPCMethod<IDPageParams, Page<String>>(
         "graph.followerIds", access: .internal,
         summary: """
@@ -30,6 +72,44 @@ public enum GraphAPI {
             Internal. viewerId's relation to each of ids (at most 1,000), in the order asked: isFollowed (viewerId \
             follows them), followsYou (they follow viewerId).
             """)
+}
+
+/// Params naming one other user.
+public struct UserParams: Codable, Sendable {
+    public var userId: EntityID
+
+    public init(userId: EntityID) {
+        self.userId = userId
+    }
+}
+
+/// Params of `graph.suggestions`.
+public struct SuggestionParams: Codable, Sendable {
+    public var limit: PageLimit?
+
+    public init(limit: PageLimit? = nil) {
+        self.limit = limit
+    }
+}
+
+/// The result of `graph.follow` and `graph.unfollow`: whether the caller now follows the user.
+public struct FollowState: Codable, Sendable {
+    public var following: Bool
+
+    public init(following: Bool) {
+        self.following = following
+    }
+}
+
+/// The result of `graph.stats`.
+public struct FollowStats: Codable, Sendable {
+    public var followers: Int64
+    public var following: Int64
+
+    public init(followers: Int64, following: Int64) {
+        self.followers = followers
+        self.following = following
+    }
 }
 
 /// Params of a page of ids (`graph.followerIds`, `graph.followingIds`).

@@ -1,0 +1,218 @@
+import RPC
+
+/// tweets' methods: posting, reading and liking tweets for apps, and the batches other services read.
+public enum TweetsAPI {
+    public static let create = RPCMethod<CreateTweetParams, Tweet>(
+        "tweets.create", access: .user, summary: createSummary(maxLength: TextRules.tweetLimit))
+
+    /// `tweets.create`'s summary where tweets may hold `maxLength` characters
+    /// (`AVIARY_TWEETS_MAX_LENGTH`).
+    public static func createSummary(maxLength: Int) -> String {
+        """
+        Posts a tweet: text of 1 to \(maxLength) characters (Unicode scalars after trimming white space; each \
+        http:// or https:// link counts as \(TextRules.linkWeight)), replyTo (a tweet \
+        id to reply to; not_found when it does not exist or was deleted), mediaIds (at most 4 of the caller's \
+        finished tweet uploads) and idempotencyKey (at most 100 characters: a retried create with the same key \
+        returns the first tweet instead of posting a second). @usernames of existing users become mentions and \
+        #words hashtags. Returns the Tweet.
+        """
+    }
+
+    public static let get = RPCMethod<TweetParams, Tweet>(
+        "tweets.get", access: .anonymous,
+        summary: "One Tweet by tweetId; a deleted one comes back with deleted: true and no text. likedByMe is relative to the caller.")
+
+    public static let delete = RPCMethod<TweetParams, DeleteResult>(
+        "tweets.delete", access: .user,
+        summary: """
+            Deletes the caller's tweet tweetId (forbidden for anyone else's); it leaves every timeline. Deleting it \
+            again succeeds.
+            """)
+
+    public static let like = RPCMethod<TweetParams, LikeState>(
+        "tweets.like", access: .user,
+        summary: "Likes tweetId as the caller. Idempotent. Returns {likes, likedByMe}; not_found for a deleted or unknown tweet.")
+
+    public static let unlike = RPCMethod<TweetParams, LikeState>(
+        "tweets.unlike", access: .user,
+        summary: """
+            Takes back the caller's like of tweetId. Idempotent. Returns {likes, likedByMe}; not_found for a deleted \
+            or unknown tweet.
+            """)
+
+    public static let replies = RPCMethod<RepliesParams, Page<Tweet>>(
+        "tweets.replies", access: .anonymous,
+        summary: "Page of the replies to tweetId ({items: [Tweet], nextCursor}), oldest first; not_found for an unknown tweet.")
+
+    public static let byUser = RPCMethod<ByUserParams, Page<Tweet>>(
+        "tweets.byUser", access: .anonymous,
+        summary: """
+            Page of userId's tweets ({items: [Tweet], nextCursor}), newest first; replies too when includeReplies is \
+            true (default false).
+            """)
+
+    public static let likedBy = RPCMethod<UserPageParams, Page<Tweet>>(
+        "tweets.likedBy", access: .anonymous,
+        summary: "Page of the tweets userId liked ({items: [Tweet], nextCursor}), most recent like first.")
+
+    public static let search = RPCMethod<SearchParams, Page<Tweet>>(
+        "tweets.search", access: .anonymous,
+        summary: """
+            Page of tweets ({items: [Tweet], nextCursor}), newest first, holding every word of query and every \
+            #hashtag in it (query: 1-100 characters, at least one word or hashtag).
+            """)
+
+    public static let getMany = RPCMethod<GetTweetsParams, [Tweet]>(
+        "tweets.getMany", access: .internal,
+        summary: """
+            Internal. The Tweets of ids (at most 1,000), in the order asked, relative to viewerId; unknown ids are \
+            left out, deleted tweets are marked deleted without their text, or left out when omitDeleted is true.
+            """)
+
+    public static let recentIds = RPCMethod<RecentIDsParams, [RecentTweet]>(
+        "tweets.recentIds", access: .internal,
+        summary: """
+            Internal. The newest live tweets (replies included) of authorIds (at most 5,000), newest first across \
+            them, at most limit (1-800), older than the tweet id before when given: [{id, authorId}].
+            """)
+
+    public static let statsMany = RPCMethod<TweetStatsParams, [UserTweetStats]>(
+        "tweets.statsMany", access: .internal,
+        summary: """
+            Internal. How many live tweets each of ids (at most 1,000 user ids) has, in the order asked: [{userId, \
+            tweets}]. Exact up to 1,000; a larger count may lag the latest posts by up to 10 seconds.
+            """)
+}
+
+/// Params of `tweets.create`.
+public struct CreateTweetParams: Codable, Sendable {
+    public var text: String
+    public var replyTo: EntityID?
+    public var mediaIds: [EntityID]?
+    /// The same key from the same author returns the first tweet instead of making a second.
+    public var idempotencyKey: String?
+
+    public init(text: String, replyTo: EntityID? = nil, mediaIds: [EntityID]? = nil, idempotencyKey: String? = nil) {
+        self.text = text
+        self.replyTo = replyTo
+        self.mediaIds = mediaIds
+        self.idempotencyKey = idempotencyKey
+    }
+}
+
+/// Params naming one tweet.
+public struct TweetParams: Codable, Sendable {
+    public var tweetId: EntityID
+
+    public init(tweetId: EntityID) {
+        self.tweetId = tweetId
+    }
+}
+
+/// Params of `tweets.replies`.
+public struct RepliesParams: Codable, Sendable {
+    public var tweetId: EntityID
+    public var limit: PageLimit?
+    public var cursor: String?
+
+    public init(tweetId: EntityID, limit: PageLimit? = nil, cursor: String? = nil) {
+        self.tweetId = tweetId
+        self.limit = limit
+        self.cursor = cursor
+    }
+}
+
+/// Params of `tweets.byUser`.
+public struct ByUserParams: Codable, Sendable {
+    public var userId: EntityID
+    public var limit: PageLimit?
+    public var cursor: String?
+    /// Whether replies are listed too (default false).
+    public var includeReplies: Bool?
+
+    public init(userId: EntityID, limit: PageLimit? = nil, cursor: String? = nil, includeReplies: Bool? = nil) {
+        self.userId = userId
+        self.limit = limit
+        self.cursor = cursor
+        self.includeReplies = includeReplies
+    }
+}
+
+/// Params of `tweets.search`.
+public struct SearchParams: Codable, Sendable {
+    public var query: String
+    public var limit: PageLimit?
+    public var cursor: String?
+
+    public init(query: String, limit: PageLimit? = nil, cursor: String? = nil) {
+        self.query = query
+        self.limit = limit
+        self.cursor = cursor
+    }
+}
+
+/// The result of `tweets.delete`.
+public struct DeleteResult: Codable, Sendable {
+    public var deleted: Bool
+
+    public init(deleted: Bool) {
+        self.deleted = deleted
+    }
+}
+
+/// Params of `tweets.getMany`.
+public struct GetTweetsParams: Codable, Sendable {
+    public var ids: [EntityID]
+    public var viewerId: EntityID?
+    public var omitDeleted: Bool?
+
+    public init(ids: [EntityID], viewerId: EntityID? = nil, omitDeleted: Bool? = nil) {
+        self.ids = ids
+        self.viewerId = viewerId
+        self.omitDeleted = omitDeleted
+    }
+}
+
+/// Params of `tweets.recentIds`.
+public struct RecentIDsParams: Codable, Sendable {
+    public var authorIds: [EntityID]
+    public var limit: Int
+    public var before: EntityID?
+
+    public init(authorIds: [EntityID], limit: Int, before: EntityID? = nil) {
+        self.authorIds = authorIds
+        self.limit = limit
+        self.before = before
+    }
+}
+
+/// Params of `tweets.statsMany`.
+public struct TweetStatsParams: Codable, Sendable {
+    public var ids: [EntityID]
+
+    public init(ids: [EntityID]) {
+        self.ids = ids
+    }
+}
+
+/// One element of `tweets.recentIds`.
+public struct RecentTweet: Codable, Sendable {
+    public var id: EntityID
+    public var authorId: EntityID
+
+    public init(id: EntityID, authorId: EntityID) {
+        self.id = id
+        self.authorId = authorId
+    }
+}
+
+/// One element of `tweets.statsMany`.
+public struct UserTweetStats: Codable, Sendable {
+    public var userId: EntityID
+    public var tweets: Int64
+
+    public init(userId: EntityID, tweets: Int64) {
+        self.userId = userId
+        self.tweets = tweets
+    }
+}
