@@ -123,3 +123,16 @@ public struct UserPageParams: Codable, Sendable {
         self.cursor = cursor
     }
 }
+
+/// Params of a search (`auth.searchUsers`, `tweets.search`): what to look for, and the page.
+public struct SearchParams: Codable, Sendable {
+    public var query: String
+    public var limit: PageLimit?
+    public var cursor: String?
+
+    public init(query: String, limit: PageLimit? = nil, cursor: String? = nil) {
+        self.query = query
+        self.limit = limit
+        self.cursor = cursor
+    }
+}

@@ -1,18 +1,7 @@
 import AuthTokens
+import AviaryAPI
 import RPC
 import ServiceKit
-
-/// `auth.changePassword` params.
-struct ChangePasswordParams: Codable, Sendable {
-    var currentPassword: String
-    var newPassword: String
-}
-
-/// What `auth.changePassword` answers.
-struct ChangePasswordResult: Codable, Sendable {
-    /// How many other sessions of the account were ended.
-    var endedSessions: Int
-}
 
 extension AuthService {
     func changePassword(_ params: ChangePasswordParams, context: RPCContext) async throws -> ChangePasswordResult {

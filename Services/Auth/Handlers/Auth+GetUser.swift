@@ -1,12 +1,6 @@
 import AviaryAPI
 import RPC
 
-/// `auth.getUser` params: one of `userId` and `username`.
-struct GetUserParams: Codable, Sendable {
-    var userId: EntityID?
-    var username: String?
-}
-
 extension AuthService {
     func getUser(_ params: GetUserParams, context: RPCContext) async throws -> User {
         let viewer = context.principal?.userID

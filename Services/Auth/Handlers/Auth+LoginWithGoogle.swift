@@ -5,12 +5,6 @@ import Logging
 import RPC
 import ServiceKit
 
-/// `auth.loginWithGoogle` params.
-struct LoginWithGoogleParams: Codable, Sendable {
-    /// The OpenID Connect ID token Google gave the client.
-    var idToken: String
-}
-
 extension AuthService {
     func loginWithGoogle(
         _ params: LoginWithGoogleParams, verifier: GoogleIDTokenVerifier, context: RPCContext

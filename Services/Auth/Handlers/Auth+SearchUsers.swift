@@ -1,18 +1,11 @@
 import AviaryAPI
 import RPC
 
-/// `auth.searchUsers` params.
-struct SearchUsersParams: Codable, Sendable {
-    var query: String
-    var limit: PageLimit?
-    var cursor: String?
-}
-
 extension AuthService {
     /// How many of the best matches a search ranks and pages through.
     static let searchCandidates = 500
 
-    func searchUsers(_ params: SearchUsersParams, context: RPCContext) async throws -> Page<User> {
+    func searchUsers(_ params: SearchParams, context: RPCContext) async throws -> Page<User> {
         var query = params.query.trimmingWhitespace()
         if query.hasPrefix("@") { query = String(query.dropFirst()).trimmingWhitespace() }
         query = try TextRules.text(query.lowercased(), field: "query", allowed: 1...50)

@@ -113,23 +113,17 @@ struct UserStore: Sendable {
             .map { try UserRecord(row: $0) }
     }
 
-    /// What a profile update does to the profile image.
-    enum ProfileImageChange: Sendable {
-        case keep, remove
-        case set(Int64)
-    }
-
     /// Changes the given profile fields (nil leaves one as it is); nil when the account is gone. In
     /// the same statement, a `users`/`updated` event `{userId}` goes to the outbox, so services that
     /// cache profiles (tweets) drop theirs.
     func updateProfile(
-        userID: Int64, fullname: String?, bio: String?, username: String?, profileImage: ProfileImageChange
+        userID: Int64, fullname: String?, bio: String?, username: String?, profileImage: UpdateProfileParams.ProfileImageChange
     ) async throws -> UserRecord? {
         let (image, removesImage): (Int64?, Bool) =
             switch profileImage {
             case .keep: (nil, false)
             case .remove: (nil, true)
-            case .set(let id): (id, false)
+            case .set(let id): (id.value, false)
             }
         return try await Self.namingConflicts {
             try await postgres.query(

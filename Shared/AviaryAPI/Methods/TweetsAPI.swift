@@ -138,19 +138,6 @@ public struct ByUserParams: Codable, Sendable {
     }
 }
 
-/// Params of `tweets.search`.
-public struct SearchParams: Codable, Sendable {
-    public var query: String
-    public var limit: PageLimit?
-    public var cursor: String?
-
-    public init(query: String, limit: PageLimit? = nil, cursor: String? = nil) {
-        self.query = query
-        self.limit = limit
-        self.cursor = cursor
-    }
-}
-
 /// The result of `tweets.delete`.
 public struct DeleteResult: Codable, Sendable {
     public var deleted: Bool
