@@ -212,6 +212,11 @@ final class ClientLink: Sendable {
         return stream
     }
 
+    /// Whether `feed` is still followed (its sequence not ended, the client not closed).
+    func isFollowing(_ feed: LiveFeed) -> Bool {
+        state.withLock { !$0.closed && $0.feeds[ObjectIdentifier(feed)] != nil }
+    }
+
     func route(_ subscription: String, to feed: LiveFeed) {
         state.withLock { $0.subscriptions[subscription] = feed }
     }
@@ -227,8 +232,11 @@ final class ClientLink: Sendable {
         guard let subscription else { return }
         Task {
             let token = try? await feed.token()
-            _ = try? await self.send(
-                feed.kind.unsubscribeMethod, params: RawJSON(encoding: ["subscription": subscription]), token: token)
+            let params = UnsubscribeParams(subscription: subscription)
+            switch feed.kind {
+            case .notifications: _ = try? await self.call(NotificationsAPI.unsubscribe, params, token: token)
+            case .messaging: _ = try? await self.call(MessagingAPI.unsubscribe, params, token: token)
+            }
         }
     }
 }
@@ -239,9 +247,6 @@ final class LiveFeed: Sendable {
     enum Kind: Sendable {
         case notifications
         case messaging
-
-        var subscribeMethod: String { self == .notifications ? "notifications.subscribe" : "messaging.subscribe" }
-        var unsubscribeMethod: String { self == .notifications ? "notifications.unsubscribe" : "messaging.unsubscribe" }
     }
 
     let kind: Kind
@@ -262,26 +267,41 @@ final class LiveFeed: Sendable {
         self.token = token
     }
 
-    private struct Subscribed: Decodable {
-        var subscription: String
+    /// Subscribes on the link's current socket, trying again while the gateway or the service
+    /// cannot answer (a socket lost meanwhile is left to the next one, which subscribes anew); any
+    /// other refusal (signed out, too many subscriptions) ends the sequence with it.
+    func subscribe(on link: ClientLink) async {
+        var delay = Duration.milliseconds(250)
+        while link.isFollowing(self) {
+            do {
+                try await subscribeOnce(on: link)
+                return
+            } catch let error as RPCError where error == ClientLink.lost {
+                return
+            } catch let error as RPCError where error.reason == "unavailable" || error.reason == "timeout" {
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            } catch {
+                // Ending the sequence stops following it (`onTermination`).
+                end(throwing: error)
+                return
+            }
+        }
     }
 
-    /// Subscribes on the link's current socket. A socket lost meanwhile is left to the next one;
-    /// any other refusal (signed out, too many subscriptions) ends the sequence with it.
-    func subscribe(on link: ClientLink) async {
-        do {
-            var params: [String: JSONValue] = [:]
-            if kind == .notifications, let lastId = lastId.withLock({ $0 }) { params["lastId"] = .string(lastId) }
-            let answer = try await link.send(kind.subscribeMethod, params: RawJSON(encoding: params), token: try await token())
-            link.route(try answer.decode(Subscribed.self).subscription, to: self)
-            if subscriptions.add(1, ordering: .relaxed).newValue > 1, kind == .messaging {
-                continuation.yield(["type": "resync"])
-            }
-        } catch let error as RPCError where error == ClientLink.lost {
-            return
-        } catch {
-            // Ending the sequence stops following it (`onTermination`).
-            end(throwing: error)
+    private func subscribeOnce(on link: ClientLink) async throws {
+        let token = try await token()
+        let answer: SubscriptionResult
+        switch kind {
+        case .notifications:
+            let after = lastId.withLock { $0 }.flatMap { EntityID($0) }
+            answer = try await link.call(NotificationsAPI.subscribe, NotificationSubscribeParams(lastId: after), token: token)
+        case .messaging:
+            answer = try await link.call(MessagingAPI.subscribe, Empty(), token: token)
+        }
+        link.route(answer.subscription, to: self)
+        if subscriptions.add(1, ordering: .relaxed).newValue > 1, kind == .messaging {
+            continuation.yield(["type": "resync"])
         }
     }
 

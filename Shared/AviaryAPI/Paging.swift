@@ -136,3 +136,14 @@ public struct SearchParams: Codable, Sendable {
         self.cursor = cursor
     }
 }
+
+/// Params of a page of the caller's own (`timeline.home`, `messaging.conversations`).
+public struct PageParams: Codable, Sendable {
+    public var limit: PageLimit?
+    public var cursor: String?
+
+    public init(limit: PageLimit? = nil, cursor: String? = nil) {
+        self.limit = limit
+        self.cursor = cursor
+    }
+}

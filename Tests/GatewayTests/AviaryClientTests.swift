@@ -52,12 +52,11 @@ struct AviaryClientTests {
         #expect(followed?["notification"]?["actor"]?["id"]?.stringValue == bobSession.user.id.description)
 
         let tweet = try await alice.call(TweetsAPI.create, CreateTweetParams(text: "hello from the client library"))
-        let home = try await bob.call(TimelineAPI.home, HomeParams(limit: PageLimit(10)))
+        let home = try await bob.call(TimelineAPI.home, PageParams(limit: PageLimit(10)))
         #expect(home.items.contains { $0.id == tweet.id })
 
-        let direct: JSONValue = try await alice.call("messaging.openDirect", params: ["userId": bobSession.user.id])
-        let conversation = try #require(direct["id"]?.stringValue)
-        let _: JSONValue = try await alice.call("messaging.send", params: ["conversationId": conversation, "text": "hi bob"])
+        let direct = try await alice.call(MessagingAPI.openDirect, OpenDirectParams(userId: bobSession.user.id))
+        try await alice.call(MessagingAPI.send, SendParams(conversationId: direct.id, text: "hi bob"))
         let message = try await Self.next(messages) { $0["type"]?.stringValue == "message" }
         #expect(message?["message"]?["text"]?.stringValue == "hi bob")
 

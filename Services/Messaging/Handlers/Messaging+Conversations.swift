@@ -103,7 +103,7 @@ extension MessagingService {
         return conversation
     }
 
-    @Sendable func conversationPage(_ params: ConversationPageParams, _ context: RPCContext) async throws -> Page<Conversation> {
+    @Sendable func conversationPage(_ params: PageParams, _ context: RPCContext) async throws -> Page<Conversation> {
         let caller = try context.requireUser()
         let cursor = try KeysetCursor.decode(params.cursor)
         if let cursor, cursor.key <= 0 || cursor.id <= 0 { throw KeysetCursor.refusal() }

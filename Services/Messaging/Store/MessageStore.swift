@@ -203,11 +203,3 @@ struct MessageStore: Sendable {
         return .marked(unread: max(0, try row.decode(Int64.self, at: 3) - read), moved: moved, readSeq: read)
     }
 }
-
-/// Which way `messaging.history` walks.
-enum HistoryOrder: String, Codable, Sendable, JSONSchemaEnum {
-    /// Newest first (the default): scrolling back in time.
-    case newest
-    /// Oldest first: reading forward, e.g. catching up from a known message.
-    case oldest
-}

@@ -3,7 +3,7 @@ import RPC
 
 extension NotificationsService {
     /// Answers a `Page` of items, written by hand around the tweets (``NotificationItem/page(_:nextCursor:)``).
-    @Sendable func list(_ params: ListParams, _ context: RPCContext) async throws -> RawJSON {
+    @Sendable func list(_ params: NotificationListParams, _ context: RPCContext) async throws -> RawJSON {
         let user = try context.requireUser()
         let before = try KeysetCursor.decodeID(params.cursor)
         let limit = (params.limit ?? PageLimit()).value

@@ -6,7 +6,7 @@ extension NotificationsService {
         UnreadCount(count: try await store.unreadCount(of: try context.requireUser()))
     }
 
-    @Sendable func markRead(_ params: MarkReadParams, _ context: RPCContext) async throws -> UnreadCount {
+    @Sendable func markRead(_ params: MarkNotificationsReadParams, _ context: RPCContext) async throws -> UnreadCount {
         UnreadCount(count: try await store.markRead(of: try context.requireUser(), upTo: params.upTo?.value))
     }
 }

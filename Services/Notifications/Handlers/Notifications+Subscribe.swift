@@ -7,7 +7,7 @@ extension NotificationsService {
     /// The most notifications a reconnecting subscriber is sent to catch up before being told to resync.
     static let catchUpLimit = 1000
 
-    @Sendable func subscribe(_ params: SubscribeParams, _ context: RPCContext) async throws -> SubscriptionResult {
+    @Sendable func subscribe(_ params: NotificationSubscribeParams, _ context: RPCContext) async throws -> SubscriptionResult {
         let principal = try context.requirePrincipal()
         let user = principal.userID
         guard let connection = context.connection else {

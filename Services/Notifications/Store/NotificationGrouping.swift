@@ -1,3 +1,4 @@
+import AviaryAPI
 import Postgres
 
 /// Pages of grouped notifications: likes of one tweet, and follows, whose ids fall in the same

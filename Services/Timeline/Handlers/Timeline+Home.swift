@@ -4,7 +4,7 @@ import Redis
 import RPC
 
 extension TimelineService {
-    @Sendable func home(_ params: HomeParams, _ context: RPCContext) async throws -> RawJSON {
+    @Sendable func home(_ params: PageParams, _ context: RPCContext) async throws -> RawJSON {
         let user = try context.requireUser()
         let limit = (params.limit ?? PageLimit()).value
         let before = try KeysetCursor.decodeID(params.cursor)

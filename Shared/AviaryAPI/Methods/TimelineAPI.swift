@@ -2,7 +2,7 @@ import RPC
 
 /// timeline's methods: the home and user timelines apps read.
 public enum TimelineAPI {
-    public static let home = RPCMethod<HomeParams, Page<Tweet>>(
+    public static let home = RPCMethod<PageParams, Page<Tweet>>(
         "timeline.home", access: .user,
         summary: """
             Page of Tweets, newest first: the caller's own tweets and those of everyone they follow, fully hydrated \
@@ -17,15 +17,4 @@ public enum TimelineAPI {
             limit default 20, at most 100); likedByMe is relative to the caller when a token is given. An unknown \
             user is not_found.
             """)
-}
-
-/// Params of `timeline.home`.
-public struct HomeParams: Codable, Sendable {
-    public var limit: PageLimit?
-    public var cursor: String?
-
-    public init(limit: PageLimit? = nil, cursor: String? = nil) {
-        self.limit = limit
-        self.cursor = cursor
-    }
 }
