@@ -1,3 +1,4 @@
+import AviaryAPI
 import Foundation
 import ServiceKit
 

@@ -1,3 +1,4 @@
+import AviaryAPI
 import Foundation
 import Postgres
 import RPC
@@ -56,25 +57,18 @@ actor DSBAccounts {
     {
         try await load()
         if byDSB[dsbID] != nil { throw RPCError.conflict("user_id \(dsbID) is registered already", field: "user_id") }
-        struct Register: Encodable { var email, password, username, fullname: String }
-        struct Registered: Decodable {
-            struct User: Decodable { var id: String }
-            var user: User
-            var accessToken: String
-            var refreshToken: String
-            var expiresAt: String
-        }
-        let params = try RawJSON(encoding: Register(
+        let params = try RawJSON(encoding: RegisterParams(
             email: "\(username.lowercased())@dsb.invalid", password: password, username: username, fullname: fullname))
-        let registered = try await forwarder.call(.auth, "auth.register", params: params, for: caller).get().decode(Registered.self)
-        guard let userID = Int64(registered.user.id) else { throw RPCError.internalError("auth answered an id that is not a number") }
+        let registered = try await forwarder.call(.auth, SessionAPI.register.name, params: params, for: caller).get()
+            .decode(AuthResult.self)
+        let userID = registered.user.id.value
         try await postgres.execute(
             "INSERT INTO gateway.dsb_users (dsb_id, user_id, username, refresh_token) VALUES ($1, $2, $3, $4)",
             [dsbID, userID, username.lowercased(), registered.refreshToken])
         let account = Account(dsbID: dsbID, userID: userID, username: username.lowercased())
         remember(account)
         sessions[dsbID] = Session(
-            accessToken: registered.accessToken, refreshToken: registered.refreshToken, expires: Self.date(registered.expiresAt))
+            accessToken: registered.accessToken, refreshToken: registered.refreshToken, expires: registered.expiresAt)
         return account
     }
 
@@ -97,16 +91,14 @@ actor DSBAccounts {
             guard let stored = try rows.first?.decode(String.self, at: 0) else { throw RPCError.notFound("no user \(account.dsbID)") }
             presented = stored
         }
-        struct Refresh: Encodable { var refreshToken: String }
-        struct Pair: Decodable { var accessToken, refreshToken, expiresAt: String }
         let pair = try await forwarder.call(
-            .auth, "auth.refresh", params: try RawJSON(encoding: Refresh(refreshToken: presented)), for: EdgeCaller()
-        ).get().decode(Pair.self)
+            .auth, SessionAPI.refresh.name, params: try RawJSON(encoding: RefreshParams(refreshToken: presented)), for: EdgeCaller()
+        ).get().decode(TokenPair.self)
         // Stored before it is used: a crash now leaves the token the next refresh must present.
         try await postgres.execute(
             "UPDATE gateway.dsb_users SET refresh_token = $2 WHERE dsb_id = $1", [account.dsbID, pair.refreshToken])
         sessions[account.dsbID] = Session(
-            accessToken: pair.accessToken, refreshToken: pair.refreshToken, expires: Self.date(pair.expiresAt))
+            accessToken: pair.accessToken, refreshToken: pair.refreshToken, expires: pair.expiresAt)
         return pair.accessToken
     }
 
@@ -123,10 +115,5 @@ actor DSBAccounts {
         byDSB[account.dsbID] = account
         byUsername[account.username] = account.dsbID
         byUser[account.userID] = account.dsbID
-    }
-
-    /// When an access token expires, from auth's answer; in five minutes when it does not parse.
-    private static func date(_ text: String) -> Date {
-        RFC3339.parse(text) ?? Date().addingTimeInterval(300)
     }
 }

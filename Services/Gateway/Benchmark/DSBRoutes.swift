@@ -1,3 +1,4 @@
+import AviaryAPI
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -27,7 +28,7 @@ struct DSBAdapter: Sendable {
                 return text("Success! User \(username) is registered")
             }
         }
-        for (path, method) in [("wrk2-api/user/follow", "graph.follow"), ("wrk2-api/user/unfollow", "graph.unfollow")] {
+        for (path, method) in [("wrk2-api/user/follow", GraphAPI.follow.name), ("wrk2-api/user/unfollow", GraphAPI.unfollow.name)] {
             router.post(RouterPath(path)) { request, context in
                 try await answer(request, context) { form, caller in
                     let (follower, followee): (DSBAccounts.Account?, DSBAccounts.Account?)
@@ -50,11 +51,11 @@ struct DSBAdapter: Sendable {
                     throw DSBRefusal.incomplete
                 }
                 guard let author = try await accounts.account(dsbID: id) else { throw DSBRefusal.unknownUser }
-                _ = try await act(as: author, .tweets, "tweets.create", ["text": body], caller: caller)
+                _ = try await act(as: author, .tweets, TweetsAPI.create.name, ["text": body], caller: caller)
                 return text("Successfully upload post")
             }
         }
-        for (path, method) in [("wrk2-api/home-timeline/read", "timeline.home"), ("wrk2-api/user-timeline/read", "timeline.user")] {
+        for (path, method) in [("wrk2-api/home-timeline/read", TimelineAPI.home.name), ("wrk2-api/user-timeline/read", TimelineAPI.user.name)] {
             router.get(RouterPath(path)) { request, context in
                 try await answer(request, context) { _, caller in
                     let query = request.uri.queryParameters
@@ -81,7 +82,7 @@ struct DSBAdapter: Sendable {
         var cursor: String?
         repeat {
             var params: [String: String] = ["limit": String(min(100, stop - tweets.count))]
-            if method == "timeline.user" { params["userId"] = String(reader.userID) }
+            if method == TimelineAPI.user.name { params["userId"] = String(reader.userID) }
             if let cursor { params["cursor"] = cursor }
             let page = try await act(as: reader, .timeline, method, params, caller: caller, numericLimit: true).decode(Page.self)
             tweets += page.items

@@ -1,3 +1,4 @@
+import AviaryAPI
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -26,26 +27,13 @@ extension GatewayService {
         }
     }
 
+    /// `media.beginUpload`'s params as the client gave them (content type, purpose, conversation),
+    /// unparsed: media checks them and names the field it refuses.
     private struct BeginUpload: Encodable {
         var contentType: String
         var byteSize: Int64
         var purpose: String
         var conversationId: String?
-    }
-
-    private struct UploadStarted: Decodable {
-        var uploadId: String
-        var chunkBytes: Int
-    }
-
-    private struct Chunk: Encodable {
-        var uploadId: String
-        var offset: Int64
-        var data: String
-    }
-
-    private struct UploadID: Encodable {
-        var uploadId: String
     }
 
     private func upload(_ request: Request, context: EdgeContext) async throws -> Response {
@@ -95,7 +83,7 @@ extension GatewayService {
         _ begin: BeginUpload, from bytes: some AsyncSequence<ByteBuffer, any Error>, for caller: EdgeCaller
     ) async throws -> Response {
         let started: UploadStarted
-        switch await forwarder.call(.media, "media.beginUpload", params: try RawJSON(encoding: begin), for: caller) {
+        switch await forwarder.call(.media, MediaAPI.beginUpload.name, params: try RawJSON(encoding: begin), for: caller) {
         case .failure(let error): return EdgeResponses.failure(error)
         case .success(let raw): started = try raw.decode(UploadStarted.self)
         }
@@ -103,10 +91,10 @@ extension GatewayService {
         var pending = ByteBuffer()
         var offset: Int64 = 0
         func send(_ bytes: ByteBuffer) async -> RPCError? {
-            let chunk = Chunk(uploadId: started.uploadId, offset: offset, data: Data(buffer: bytes).base64EncodedString())
+            let chunk = UploadChunkParams(uploadId: started.uploadId, offset: offset, data: Base64Bytes(Data(buffer: bytes)))
             offset += Int64(bytes.readableBytes)
             guard let params = try? RawJSON(encoding: chunk) else { return .internalError() }
-            if case .failure(let error) = await forwarder.call(.media, "media.uploadChunk", params: params, for: caller) {
+            if case .failure(let error) = await forwarder.call(.media, MediaAPI.uploadChunk.name, params: params, for: caller) {
                 return error
             }
             return nil
@@ -126,8 +114,8 @@ extension GatewayService {
         guard offset == begin.byteSize else {
             return EdgeResponses.failure(.badRequest, "the body ended after \(offset) of its \(begin.byteSize) bytes")
         }
-        let finish = try RawJSON(encoding: UploadID(uploadId: started.uploadId))
-        switch await forwarder.call(.media, "media.finishUpload", params: finish, for: caller) {
+        let finish = try RawJSON(encoding: UploadParams(uploadId: started.uploadId))
+        switch await forwarder.call(.media, MediaAPI.finishUpload.name, params: finish, for: caller) {
         case .failure(let error): return EdgeResponses.failure(error)
         case .success(let media): return EdgeResponses.json(Data(media.bytes), status: .created)
         }

@@ -1,3 +1,4 @@
+import AviaryAPI
 /// What the bytes of an upload turned out to be: the type its magic bytes say, and the
 /// dimensions or duration read from its headers (nil when the headers do not give them).
 struct ContentFacts: Sendable, Equatable {

@@ -1,3 +1,4 @@
+import AviaryAPI
 /// Width and height from the headers of the still-image formats media accepts.
 enum ImageHeaders {
     /// PNG: the IHDR chunk must come first (width and height big-endian at 16 and 20).

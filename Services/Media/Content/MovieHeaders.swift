@@ -1,3 +1,4 @@
+import AviaryAPI
 /// Type, duration and picture size of MP4 and QuickTime files (ISO base media boxes): the `ftyp`
 /// brand tells them apart, `moov/mvhd` gives the duration and the first `moov/trak/tkhd` with a
 /// picture size gives width and height.

@@ -61,23 +61,18 @@ extension MessagingService {
         row.media.flatMap { try? JSONCoding.decoder().decode(Media.self, from: Data($0.utf8)) }
     }
 
-    private struct MediaQuery: Encodable, Sendable {
-        var ids: [EntityID]
-        var conversationId: EntityID?
-    }
-
     /// The media of `rows` as the media service describes it now (message media URLs are signed
     /// and expire), in one call; when it cannot answer, the stored copies serve.
     private func freshMedia(_ rows: [MessageRow], conversation: Int64?, context: RPCContext) async -> [EntityID: Media] {
         let ids = rows.compactMap { Self.storedMedia($0)?.id }
         guard !ids.isEmpty else { return [:] }
         do {
-            let found = try await resources.client(for: .media).call(
-                "media.getMany", params: MediaQuery(ids: ids, conversationId: conversation.map { EntityID($0) }),
-                meta: resources.internalMeta(context), idempotent: true, as: [Media].self)
+            let found = try await resources.call(
+                MediaAPI.getMany, GetMediaParams(ids: ids, conversationId: conversation.map { EntityID($0) }), context: context)
             return Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         } catch {
-            context.logger.warning("media.getMany failed; stored media URLs are sent", metadata: ["error": "\(error)"])
+            context.logger.warning(
+                "\(MediaAPI.getMany.name) failed; stored media URLs are sent", metadata: ["error": "\(error)"])
             return [:]
         }
     }

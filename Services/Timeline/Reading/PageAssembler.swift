@@ -13,7 +13,7 @@ extension TimelineService {
         while page.count < limit, consumed < candidates.count, rounds < 3 {
             let asked = Array(candidates[consumed..<min(consumed + limit - page.count, candidates.count)])
             let array = try await tweets.tweets(asked, viewer: viewer, context: context)
-            let elements = try JSONSplice.elements(ofAnswer: array, to: "tweets.getMany", logger: context.logger)
+            let elements = try JSONSplice.elements(ofAnswer: array, to: TweetsAPI.getMany.name, logger: context.logger)
             page.reserve(array.count)
             for range in elements { page.append(array[range]) }
             consumed += asked.count
