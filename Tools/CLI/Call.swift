@@ -1,20 +1,25 @@
 import ArgumentParser
+import AviaryClient
 import Foundation
 import Logging
 import RPC
 import ServiceKit
 
-/// `aviary call <service|host:port> <method> [params]`: one JSON-RPC call, its answer pretty-printed.
+/// `aviary call <service|host:port|gateway> <method> [params]`: one JSON-RPC call, its answer
+/// pretty-printed.
 struct Call: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Call a method of a service and print the result.",
         discussion: """
             The target is a service name (auth, tweets, social-graph, timeline, messaging, notifications, media),
-            reached at AVIARY_<SERVICE>_ADDRESSES or its default port, or an explicit host:port.
-            Example: aviary call tweets rpc.discover
+            reached at AVIARY_<SERVICE>_ADDRESSES or its default port, or an explicit host:port; or `gateway`: the
+            call goes through the public edge at --url as an app's does, with the Swift client library
+            (AviaryClient), signed in first with --login and --password when given.
+            Examples: aviary call tweets rpc.discover
+                      aviary call gateway timeline.home '{"limit": 5}' --login alice --password '…'
             """)
 
-    @Argument(help: "A service name or host:port.")
+    @Argument(help: "A service name, host:port, or gateway.")
     var target: String
 
     @Argument(help: "The method, e.g. system.health.")
@@ -32,12 +37,22 @@ struct Call: AsyncParsableCommand {
     @Option(help: "Time budget in milliseconds.")
     var timeout: Int = 10_000
 
+    @Option(help: "With the target gateway: the gateway's public URL.")
+    var url = "http://127.0.0.1:8080"
+
+    @Option(help: "With the target gateway: sign in first as this email or username (with --password).")
+    var login: String?
+
+    @Option(help: "With --login: the password.")
+    var password: String?
+
     func run() async throws {
-        let address = try resolve(target)
         guard let params = try? JSONDecoder().decode(JSONValue.self, from: Data(self.params.utf8)), params.objectValue != nil
         else {
             throw ValidationError("params must be a JSON object, e.g. '{\"userId\": \"1\"}'")
         }
+        if target == "gateway" { return try await callThroughGateway(params) }
+        let address = try resolve(target)
         let client = RPCClient(configuration: .init(addresses: [address]), logger: Logger(label: "aviary"))
         defer { Task { await client.shutdown() } }
         let meta = RequestMeta(token: token, service: serviceCredential ?? ProcessInfo.processInfo.environment["AVIARY_SERVICE_SECRET"])
@@ -47,11 +62,37 @@ struct Call: AsyncParsableCommand {
             let result = try response.result()
             print(try prettyPrinted(result))
         } catch let error as RPCError {
-            var text = "error \(error.code): \(error.message)"
-            if let data = error.data, let rendered = try? prettyPrinted(RawJSON(encoding: data)) { text += "\n" + rendered }
-            FileHandle.standardError.write(Data((text + "\n").utf8))
-            throw ExitCode(1)
+            try fail(error)
         }
+    }
+
+    /// The call as an app makes it: through the gateway's WebSocket, signed in when asked.
+    private func callThroughGateway(_ params: JSONValue) async throws {
+        guard token == nil, serviceCredential == nil else {
+            throw ValidationError("through the gateway, sign in with --login and --password; credentials never pass the edge")
+        }
+        var configuration = AviaryClient.Configuration(gateway: url)
+        configuration.callTimeout = .milliseconds(timeout)
+        let client = AviaryClient(configuration: configuration, logger: Logger(label: "aviary"))
+        do {
+            if let login {
+                guard let password else { throw ValidationError("--login needs --password") }
+                try await client.signIn(login: login, password: password)
+            }
+            let result = try await client.call(method, params: params, as: RawJSON.self)
+            await client.close()
+            print(try prettyPrinted(result))
+        } catch let error as RPCError {
+            await client.close()
+            try fail(error)
+        }
+    }
+
+    private func fail(_ error: RPCError) throws -> Never {
+        var text = "error \(error.code): \(error.message)"
+        if let data = error.data, let rendered = try? prettyPrinted(RawJSON(encoding: data)) { text += "\n" + rendered }
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+        throw ExitCode(1)
     }
 
     private func resolve(_ target: String) throws -> String {
