@@ -123,7 +123,7 @@ public final class AviaryClient: Sendable {
     /// The access token to send, renewed first when it is about to expire; nil when signed out.
     func token() async throws -> String? {
         guard let current = session.withLock({ $0 }) else { return nil }
-        let margin = Double(configuration.refreshMargin.components.seconds)
+        let margin = Double(configuration.refreshMargin.milliseconds) / 1000
         if current.expiresAt.timeIntervalSinceNow < margin { return try await refreshSession().accessToken }
         return current.accessToken
     }

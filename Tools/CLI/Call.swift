@@ -5,21 +5,21 @@ import Logging
 import RPC
 import ServiceKit
 
-/// `aviary call <service|host:port|gateway> <method> [params]`: one JSON-RPC call, its answer
+/// `aviary call <service|host:port|gateway URL> <method> [params]`: one JSON-RPC call, its answer
 /// pretty-printed.
 struct Call: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Call a method of a service and print the result.",
         discussion: """
             The target is a service name (auth, tweets, social-graph, timeline, messaging, notifications, media),
-            reached at AVIARY_<SERVICE>_ADDRESSES or its default port, or an explicit host:port; or `gateway`: the
-            call goes through the public edge at --url as an app's does, with the Swift client library
-            (AviaryClient), signed in first with --login and --password when given.
+            reached at AVIARY_<SERVICE>_ADDRESSES or its default port, or an explicit host:port; or a gateway's
+            URL (http:// or https://): the call then goes through the public edge as an app's does, with the
+            Swift client library (AviaryClient), signed in first with --login and --password when given.
             Examples: aviary call tweets rpc.discover
-                      aviary call gateway timeline.home '{"limit": 5}' --login alice --password '…'
+                      aviary call http://127.0.0.1:8080 timeline.home '{"limit": 5}' --login alice --password '…'
             """)
 
-    @Argument(help: "A service name, host:port, or gateway.")
+    @Argument(help: "A service name, host:port, or a gateway's URL.")
     var target: String
 
     @Argument(help: "The method, e.g. system.health.")
@@ -37,10 +37,7 @@ struct Call: AsyncParsableCommand {
     @Option(help: "Time budget in milliseconds.")
     var timeout: Int = 10_000
 
-    @Option(help: "With the target gateway: the gateway's public URL.")
-    var url = "http://127.0.0.1:8080"
-
-    @Option(help: "With the target gateway: sign in first as this email or username (with --password).")
+    @Option(help: "With a gateway's URL: sign in first as this email or username (with --password).")
     var login: String?
 
     @Option(help: "With --login: the password.")
@@ -51,7 +48,10 @@ struct Call: AsyncParsableCommand {
         else {
             throw ValidationError("params must be a JSON object, e.g. '{\"userId\": \"1\"}'")
         }
-        if target == "gateway" { return try await callThroughGateway(params) }
+        if target.hasPrefix("http://") || target.hasPrefix("https://") { return try await callThroughGateway(params) }
+        guard login == nil, password == nil else {
+            throw ValidationError("--login and --password go with a gateway's URL; toward a service, send --token")
+        }
         let address = try resolve(target)
         let client = RPCClient(configuration: .init(addresses: [address]), logger: Logger(label: "aviary"))
         defer { Task { await client.shutdown() } }
@@ -71,7 +71,7 @@ struct Call: AsyncParsableCommand {
         guard token == nil, serviceCredential == nil else {
             throw ValidationError("through the gateway, sign in with --login and --password; credentials never pass the edge")
         }
-        var configuration = AviaryClient.Configuration(gateway: url)
+        var configuration = AviaryClient.Configuration(gateway: target)
         configuration.callTimeout = .milliseconds(timeout)
         let client = AviaryClient(configuration: configuration, logger: Logger(label: "aviary"))
         do {

@@ -12,13 +12,11 @@ extension AuthService {
                 "ids and usernames must list at most \(Self.getUsersLimit) users together, got \(ids.count + usernames.count)",
                 field: params.ids == nil ? "usernames" : "ids")
         }
-        async let byID = users.find(ids: Array(Set(ids.map(\.value))))
+        async let byID = accounts(ids)
         // A name no account can have (too long, a NUL, a space) is simply not found.
         async let byName = users.find(usernames: Array(Set(usernames.filter { (try? TextRules.username($0)) != nil })))
-        let idIndex = Dictionary(try await byID.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let nameIndex = Dictionary(try await byName.map { ($0.username, $0) }, uniquingKeysWith: { first, _ in first })
-        let ordered = ids.compactMap { idIndex[$0.value] } + usernames.compactMap { nameIndex[$0] }
-        return ordered.map(profiles.summary)
+        return (try await byID + usernames.compactMap { nameIndex[$0] }).map(profiles.summary)
     }
 
     func getProfiles(_ params: GetProfilesParams, context: RPCContext) async throws -> [User] {
@@ -26,8 +24,13 @@ extension AuthService {
             throw RPCError.validation(
                 "ids must list at most \(Self.getUsersLimit) users, got \(params.ids.count)", field: "ids")
         }
+        return await profiles.users(try await accounts(params.ids), viewer: params.viewerId?.value, context: context)
+    }
+
+    /// The accounts of `ids` in that order (repeats kept), unknown ones left out: one query.
+    private func accounts(_ ids: [EntityID]) async throws -> [UserRecord] {
         let found = Dictionary(
-            try await users.find(ids: Array(Set(params.ids.map(\.value)))).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        return await profiles.users(params.ids.compactMap { found[$0.value] }, viewer: params.viewerId?.value, context: context)
+            try await users.find(ids: Array(Set(ids.map(\.value)))).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        return ids.compactMap { found[$0.value] }
     }
 }

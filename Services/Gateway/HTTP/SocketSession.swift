@@ -155,11 +155,12 @@ final class CallsInFlight: Sendable {
         }
     }
 
-    /// Takes a place if one is free; otherwise leaves `reader` to be resumed by ``leave()``.
+    /// Takes a place if one is free; otherwise leaves `reader`, when given, to be resumed by
+    /// ``leave()``.
     private func takePlace(orWait reader: CheckedContinuation<Void, Never>?) -> Bool {
         state.withLock { state in
             guard state.count < limit else {
-                state.reader = reader
+                if let reader { state.reader = reader }
                 return false
             }
             state.count += 1
