@@ -60,3 +60,14 @@ extension [any CodingKey] {
         return joined.isEmpty ? "value" : joined
     }
 }
+
+extension [EntityID] {
+    /// The ids as numbers, for a batch method that takes at most `maximum`; more is a `validation`
+    /// error naming `field`.
+    public func values(atMost maximum: Int, field: String = "ids") throws(RPCError) -> [Int64] {
+        guard count <= maximum else {
+            throw RPCError.validation("\(field) must hold at most \(maximum) ids, got \(count)", field: field)
+        }
+        return map(\.value)
+    }
+}

@@ -28,11 +28,7 @@ extension MediaService {
     }
 
     @Sendable func getMany(_ params: GetMediaParams, _ context: RPCContext) async throws -> [Media] {
-        guard params.ids.count <= GetMediaParams.maximum else {
-            throw RPCError.validation(
-                "ids must hold at most \(GetMediaParams.maximum) ids, got \(params.ids.count)", field: "ids")
-        }
-        let records = try await catalog.records(params.ids.map(\.value))
+        let records = try await catalog.records(try params.ids.values(atMost: GetMediaParams.maximum))
         return params.ids.compactMap { id in
             guard let record = records[id.value] else { return nil }
             if let owner = params.ownerId, record.ownerID != owner.value { return nil }

@@ -11,8 +11,8 @@ struct Membership: Sendable {
     ///   on: its errors are about its own call, not the caller's).
     func isMember(user: Int64, of conversation: Int64, context: RPCContext) async throws -> Bool {
         do {
-            return try await resources.call(
-                MessagingAPI.isMember, IsMemberParams(conversationId: EntityID(conversation), userId: EntityID(user)),
+            return try await resources.peers.messaging.isMember(
+                IsMemberParams(conversationId: EntityID(conversation), userId: EntityID(user)),
                 context: context, passing: ["not_found"]
             ).member
         } catch let error as RPCError where error.reason == "not_found" {

@@ -67,8 +67,8 @@ extension MessagingService {
         let ids = rows.compactMap { Self.storedMedia($0)?.id }
         guard !ids.isEmpty else { return [:] }
         do {
-            let found = try await resources.call(
-                MediaAPI.getMany, GetMediaParams(ids: ids, conversationId: conversation.map { EntityID($0) }), context: context)
+            let found = try await resources.peers.media.getMany(
+                GetMediaParams(ids: ids, conversationId: conversation.map { EntityID($0) }), context: context)
             return Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         } catch {
             context.logger.warning(

@@ -101,8 +101,7 @@ extension MessagingService {
 
     /// The media `id` if the media service vouches that `sender` uploaded it for `conversation`.
     private func messageMedia(_ id: EntityID, conversation: Int64, sender: Int64, context: RPCContext) async throws -> Media {
-        let found = try await resources.call(
-            MediaAPI.getMany,
+        let found = try await resources.peers.media.getMany(
             GetMediaParams(ids: [id], ownerId: EntityID(sender), purpose: .message, conversationId: EntityID(conversation)),
             context: context)
         guard let media = found.first(where: { $0.id == id }) else {

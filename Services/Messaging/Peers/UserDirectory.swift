@@ -55,6 +55,6 @@ final class UserDirectory: Sendable {
     }
 
     private func getUsers(_ ids: [Int64], context: RPCContext) async throws -> [UserSummary] {
-        try await resources.call(AuthAPI.getUsers, GetUsersParams(ids: ids.map { EntityID($0) }), context: context)
+        try await resources.peers.auth.getUsers(GetUsersParams(ids: ids.map { EntityID($0) }), context: context)
     }
 }

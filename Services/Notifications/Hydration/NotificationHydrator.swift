@@ -51,7 +51,8 @@ struct NotificationHydrator: Sendable {
 
     private func users(_ ids: [Int64], context: RPCContext?) async throws -> [Int64: UserSummary] {
         guard !ids.isEmpty else { return [:] }
-        let users = try await resources.call(AuthAPI.getUsers, GetUsersParams(ids: ids.map { EntityID($0) }), context: context)
+        let users = try await resources.peers.auth.getUsers(
+            GetUsersParams(ids: ids.map { EntityID($0) }), context: context)
         return Dictionary(users.map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
@@ -59,8 +60,8 @@ struct NotificationHydrator: Sendable {
     /// answer, not decoded.
     private func tweets(_ ids: [Int64], viewer: Int64?, context: RPCContext?) async throws -> [Int64: RawJSON] {
         guard !ids.isEmpty else { return [:] }
-        let array = try await resources.callEncoded(
-            TweetsAPI.getMany, GetTweetsParams(ids: ids.map { EntityID($0) }, viewerId: viewer.map { EntityID($0) }),
+        let array = try await resources.peers.tweets.getMany.encoded(
+            GetTweetsParams(ids: ids.map { EntityID($0) }, viewerId: viewer.map { EntityID($0) }),
             context: context
         ).bytes
         let elements = try JSONSplice.elements(

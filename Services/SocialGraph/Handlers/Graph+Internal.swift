@@ -3,6 +3,9 @@ import RPC
 import ServiceKit
 
 extension SocialGraphService {
+    /// The most users `graph.statsMany` and `graph.relationships` take at once.
+    static let batchLimit = 1000
+
     @Sendable func followerIDs(_ params: IDPageParams, _ context: RPCContext) async throws -> RawJSON {
         try await ids(.followers, params)
     }
@@ -26,7 +29,7 @@ extension SocialGraphService {
     /// The counts, and with a viewer the relations too, from the records this process holds or one
     /// statement (``FollowRecords``).
     @Sendable func statsMany(_ params: StatsBatchParams, _ context: RPCContext) async throws -> [UserFollowStats] {
-        let users = try UserBatch.values(params.ids)
+        let users = try params.ids.values(atMost: Self.batchLimit)
         let viewer = params.viewerId?.value
         let summaries = try await records.summaries(of: users, viewer: viewer)
         return params.ids.map { id in
@@ -41,7 +44,7 @@ extension SocialGraphService {
     }
 
     @Sendable func relationships(_ params: RelationshipBatchParams, _ context: RPCContext) async throws -> [UserRelationship] {
-        let users = try UserBatch.values(params.ids)
+        let users = try params.ids.values(atMost: Self.batchLimit)
         let relations = try await store.relationships(of: params.viewerId.value, to: users)
         return params.ids.map { id in
             UserRelationship(

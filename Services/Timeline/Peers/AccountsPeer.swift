@@ -7,7 +7,7 @@ struct AccountsPeer: Sendable {
     let resources: ServiceResources
 
     func exists(_ user: Int64, context: RPCContext?) async throws -> Bool {
-        let found = try await resources.call(AuthAPI.getUsers, GetUsersParams(ids: [EntityID(user)]), context: context)
+        let found = try await resources.peers.auth.getUsers(GetUsersParams(ids: [EntityID(user)]), context: context)
         return found.contains { $0.id.value == user }
     }
 }

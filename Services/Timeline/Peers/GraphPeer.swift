@@ -14,8 +14,8 @@ struct GraphPeer: Sendable {
     func forEachFollowerPage(of user: Int64, _ body: ([Int64]) async throws -> Void) async throws {
         var cursor: String?
         repeat {
-            let page = try await resources.call(
-                GraphAPI.followerIds, IDPageParams(userId: EntityID(user), limit: IDPageLimit(Self.pageSize), cursor: cursor),
+            let page = try await resources.peers.graph.followerIds(
+                IDPageParams(userId: EntityID(user), limit: IDPageLimit(Self.pageSize), cursor: cursor),
                 context: nil)
             try await body(page.items.compactMap { Int64($0) })
             cursor = page.nextCursor
@@ -27,8 +27,8 @@ struct GraphPeer: Sendable {
         var ids: [Int64] = []
         var cursor: String?
         repeat {
-            let page = try await resources.call(
-                GraphAPI.followingIds, IDPageParams(userId: EntityID(user), limit: IDPageLimit(Self.pageSize), cursor: cursor),
+            let page = try await resources.peers.graph.followingIds(
+                IDPageParams(userId: EntityID(user), limit: IDPageLimit(Self.pageSize), cursor: cursor),
                 context: context)
             ids += page.items.compactMap { Int64($0) }
             cursor = page.nextCursor
@@ -40,7 +40,8 @@ struct GraphPeer: Sendable {
     func followerCounts(of users: [Int64]) async throws -> [Int64: Int64] {
         var counts: [Int64: Int64] = [:]
         for chunk in users.chunks(of: Self.batchSize) {
-            let stats = try await resources.call(GraphAPI.statsMany, StatsBatchParams(ids: chunk.map { EntityID($0) }), context: nil)
+            let stats = try await resources.peers.graph.statsMany(
+                StatsBatchParams(ids: chunk.map { EntityID($0) }), context: nil)
             for stat in stats { counts[stat.userId.value] = stat.followers }
         }
         return counts
@@ -50,8 +51,8 @@ struct GraphPeer: Sendable {
     func followed(by viewer: Int64, among users: [Int64]) async throws -> [Int64] {
         var followed: [Int64] = []
         for chunk in users.chunks(of: Self.batchSize) {
-            let relations = try await resources.call(
-                GraphAPI.relationships, RelationshipBatchParams(viewerId: EntityID(viewer), ids: chunk.map { EntityID($0) }),
+            let relations = try await resources.peers.graph.relationships(
+                RelationshipBatchParams(viewerId: EntityID(viewer), ids: chunk.map { EntityID($0) }),
                 context: nil)
             followed += relations.filter(\.isFollowed).map(\.userId.value)
         }

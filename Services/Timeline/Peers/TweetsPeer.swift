@@ -13,8 +13,8 @@ struct TweetsPeer: Sendable {
     /// The hydrated tweets of `ids` as `viewer` sees them, as the encoded array `tweets.getMany`
     /// answered (in the order asked, deleted and unknown ones left out).
     func tweets(_ ids: [Int64], viewer: Int64?, context: RPCContext?) async throws -> [UInt8] {
-        try await resources.callEncoded(
-            TweetsAPI.getMany, encodedParams: Self.getManyParams(ids, viewer: viewer), context: context
+        try await resources.peers.tweets.getMany.encoded(
+            encodedParams: Self.getManyParams(ids, viewer: viewer), context: context
         ).bytes
     }
 
@@ -47,8 +47,7 @@ struct TweetsPeer: Sendable {
         let limit = min(limit, Self.maximumRecent)
         let resources = resources
         var merged = try await inBatches(authors, of: Self.authorsPerCall) { batch in
-            let found = try await resources.call(
-                TweetsAPI.recentIds,
+            let found = try await resources.peers.tweets.recentIds(
                 RecentIDsParams(authorIds: batch.map { EntityID($0) }, limit: limit, before: before.map { EntityID($0) }),
                 context: context)
             return found.map(\.id.value)

@@ -1,15 +1,23 @@
 import AviaryAPI
 import RPC
 
+/// The largest batches the internal methods take.
+enum Batch {
+    static let tweets = 1000
+    static let authors = 5000
+    static let recent = 800
+    static let users = 1000
+}
+
 extension TweetsService {
     @Sendable func getMany(_ params: GetTweetsParams, _ context: RPCContext) async throws -> RawJSON {
-        let ids = try Batch.values(params.ids, maximum: Batch.tweets, field: "ids")
+        let ids = try params.ids.values(atMost: Batch.tweets)
         return try await hydrator.jsonArray(
             ids, viewer: params.viewerId?.value, omitDeleted: params.omitDeleted ?? false, context: context)
     }
 
     @Sendable func recentIDs(_ params: RecentIDsParams, _ context: RPCContext) async throws -> RawJSON {
-        let authors = try Batch.values(params.authorIds, maximum: Batch.authors, field: "authorIds")
+        let authors = try params.authorIds.values(atMost: Batch.authors, field: "authorIds")
         guard (1...Batch.recent).contains(params.limit) else {
             throw RPCError.validation("limit must be from 1 to \(Batch.recent), got \(params.limit)", field: "limit")
         }
@@ -30,7 +38,7 @@ extension TweetsService {
     }
 
     @Sendable func statsMany(_ params: TweetStatsParams, _ context: RPCContext) async throws -> [UserTweetStats] {
-        let users = try Batch.values(params.ids, maximum: Batch.users, field: "ids")
+        let users = try params.ids.values(atMost: Batch.users)
         let counts = try await authorCounts.counts(of: users)
         return params.ids.map { UserTweetStats(userId: $0, tweets: counts[$0.value] ?? 0) }
     }

@@ -54,6 +54,6 @@ struct Accounts: Sendable {
     }
 
     private func call(_ params: GetUsersParams, context: RPCContext?) async throws -> [UserSummary] {
-        try await resources.call(AuthAPI.getUsers, params, context: context, passing: ["not_found"])
+        try await resources.peers.auth.getUsers(params, context: context, passing: ["not_found"])
     }
 }

@@ -17,8 +17,7 @@ struct MediaLibrary: Sendable {
     func media(_ ids: some Collection<Int64>, ownedBy owner: Int64? = nil, context: RPCContext?) async throws -> [Int64: Media] {
         let resources = resources
         let found = try await inBatches(Array(Set(ids)), of: Media.lookupLimit) { batch in
-            try await resources.call(
-                MediaAPI.getMany,
+            try await resources.peers.media.getMany(
                 GetMediaParams(ids: batch.map(EntityID.init), ownerId: owner.map(EntityID.init), purpose: owner == nil ? nil : .tweet),
                 context: context)
         }
