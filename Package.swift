@@ -9,7 +9,8 @@ let strict: [SwiftSetting] = [
     .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
 ]
 
-/// The seven services and the public edge (gateway): executable `aviary-<name>` built from `Services/<Folder>`, with what each needs beyond ServiceKit.
+/// The seven services and the public edge (gateway): library `target` built from `Services/<Folder>`,
+/// with what each needs beyond ServiceKit, and executable `aviary-<name>` from `Executables/aviary-<name>`.
 let services: [(executable: String, target: String, folder: String, extra: [Target.Dependency])] = [
     ("aviary-auth", "AuthService", "Auth", [
         "CArgon2", "AuthTokens", .product(name: "JWTKit", package: "jwt-kit"),
@@ -73,7 +74,7 @@ let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
 let package = Package(
     name: "aviary",
     platforms: [.macOS(.v15)],
-    products: services.map { .executable(name: $0.executable, targets: [$0.target]) } + [
+    products: services.map { .executable(name: $0.executable, targets: [$0.executable]) } + [
         .executable(name: "aviary", targets: ["AviaryCLI"]),
         .library(name: "AviaryClient", targets: ["AviaryClient"]),
     ],
@@ -212,7 +213,9 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "SocialGraphTests",
-            dependencies: ["RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "ServiceKit", "TestSupport", logging],
+            dependencies: [
+                "RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "ServiceKit", "SocialGraphService", "TestSupport", logging,
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",
@@ -231,11 +234,17 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),
-    ] + services.map {
-        .executableTarget(
-            name: $0.target, dependencies: ["ServiceKit", "RPC", "AviaryAPI", "Postgres", "Redis"] + $0.extra,
-            path: "Services/\($0.folder)",
-            swiftSettings: strict,
-            linkerSettings: glibcMalloc.contains($0.executable) ? [] : [.linkedLibrary("jemalloc")])
+    ] + services.flatMap { service -> [Target] in
+        [
+            // The service as a library: its methods and consumers, for the executable and for
+            // tests that build it in-process.
+            .target(
+                name: service.target, dependencies: ["ServiceKit", "RPC", "AviaryAPI", "Postgres", "Redis"] + service.extra,
+                path: "Services/\(service.folder)", swiftSettings: strict),
+            .executableTarget(
+                name: service.executable, dependencies: ["ServiceKit", .target(name: service.target)],
+                path: "Executables/\(service.executable)", swiftSettings: strict,
+                linkerSettings: glibcMalloc.contains(service.executable) ? [] : [.linkedLibrary("jemalloc")]),
+        ]
     }
 )

@@ -7,7 +7,7 @@ import ServiceKit
 
 /// The auth service: accounts, sessions and profiles. Handlers live in `Handlers/`, one method per
 /// file, as extensions of this type; SQL lives in `Store/`.
-struct AuthService: Sendable {
+public struct AuthService: Sendable {
     let resources: ServiceResources
     let users: UserStore
     let identities: IdentityStore

@@ -16,7 +16,7 @@ import Synchronization
 /// The public edge: one HTTP and WebSocket front door for apps (`aviary-gateway`). It runs on the
 /// services' runtime (configuration, logs, metrics, admin port, shutdown), and its public port is a
 /// Hummingbird application run next to the runtime's own servers.
-final class GatewayService: Sendable {
+public final class GatewayService: Sendable {
     let settings: GatewaySettings
     let resources: ServiceResources
     let directory: MethodDirectory

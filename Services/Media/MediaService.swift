@@ -6,7 +6,7 @@ import ServiceKit
 
 /// The media service: chunked uploads over JSON-RPC, verified and stored by content hash, served
 /// over HTTP (`GET /media/<id>` on the admin port) and described to the other services.
-struct MediaService: Sendable {
+public struct MediaService: Sendable {
     let settings: MediaSettings
     let uploads: UploadStore
     let items: MediaStore

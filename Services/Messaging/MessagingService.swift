@@ -5,7 +5,7 @@ import ServiceKit
 
 /// The messaging service: direct and group conversations, their messages and read markers in
 /// Postgres, and live events (messages, typing, receipts, presence, membership) through the live hub.
-struct MessagingService: Sendable {
+public struct MessagingService: Sendable {
     let resources: ServiceResources
     let conversations: ConversationStore
     let messages: MessageStore

@@ -4,7 +4,7 @@ import ServiceKit
 
 /// The notifications service: an activity feed made from other services' events, stored in its own
 /// tables and pushed live to subscribers on every instance.
-struct NotificationsService: Sendable {
+public struct NotificationsService: Sendable {
     let resources: ServiceResources
     let store: NotificationStore
     let hydrator: NotificationHydrator

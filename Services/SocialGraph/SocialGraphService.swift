@@ -3,7 +3,7 @@ import RPC
 import ServiceKit
 
 /// The social-graph service: who follows whom, over its own tables and the accounts service.
-struct SocialGraphService: Sendable {
+public struct SocialGraphService: Sendable {
     let store: FollowStore
     let records: FollowRecords
     let directory: UserDirectory

@@ -6,7 +6,7 @@ import ServiceKit
 /// The timeline service: home timelines filled by fan-out on write into Redis sorted sets, user
 /// timelines cached beside them, both rebuilt from the tweets and social-graph services when Redis
 /// lacks them.
-struct TimelineService: Sendable {
+public struct TimelineService: Sendable {
     let settings: TimelineSettings
     let cache: TimelineCache
     let builder: TimelineBuilder

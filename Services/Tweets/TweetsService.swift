@@ -4,7 +4,7 @@ import ServiceKit
 
 /// The tweets service: posts, replies, likes and search over its own tables, with authors, mentions
 /// and media from the accounts and media services.
-struct TweetsService: Sendable {
+public struct TweetsService: Sendable {
     let resources: ServiceResources
     let store: TweetStore
     let likes: LikeStore

@@ -50,59 +50,13 @@ public enum ServiceApplication {
         logger: Logger
     ) async throws {
         let started = ContinuousClock.now
-        var postgresOptions = PostgresConfiguration.Options()
-        postgresOptions.poolSize = configuration.postgresPoolSize
-        postgresOptions.applicationName = definition.name.executableName
-        let postgres = try PostgresClient(
-            configuration: PostgresConfiguration(url: configuration.postgresURL, options: postgresOptions), logger: logger)
-        let redis = RedisClient(
-            configuration: try RedisConfiguration(url: configuration.redisURL, poolSize: configuration.redisPoolSize),
-            logger: logger)
-
-        let tokenLifetime = try TokenKeyLoading.lifetime(configuration: configuration)
         // Start-up work that must finish before the service takes calls; a signal during it ends the process.
-        let startUp: StartUp? = try await untilSignalled(logger: logger) {
-            try await waitForPostgres(postgres, logger: logger) {
-                _ = try await SharedSchema.migrator.migrate(postgres)
-                _ = try await PostgresMigrator(schema: definition.schema, migrations: definition.migrations).migrate(postgres)
-            }
-            let tokenKeys = try await TokenKeyLoading.load(configuration: configuration, postgres: postgres, logger: logger)
-            let credential =
-                if let configured = configuration.serviceSecret {
-                    configured
-                } else {
-                    try await SharedSecrets.value(named: "service_credential", postgres: postgres, logger: logger)
-                }
-            if let configured = configuration.nodeID {
-                return StartUp(credential: credential, tokenKeys: tokenKeys, nodeID: configured, lease: nil)
-            }
-            // Last, so that a start-up that fails before holds no id.
-            let lease = try await NodeLease.acquire(
-                postgres: postgres, holder: NodeLease.holderName(service: definition.name.rawValue), logger: logger)
-            return StartUp(credential: credential, tokenKeys: tokenKeys, nodeID: lease.nodeID, lease: lease)
+        let prepared = try await untilSignalled(logger: logger) {
+            try await prepare(definition, configuration: configuration, logger: logger, started: started)
         }
-        guard let startUp else {
-            await postgres.shutdown()
-            await redis.shutdown()
-            return
-        }
-
-        let resources = await ServiceResources(
-            configuration: configuration, postgres: postgres, redis: redis, serviceCredential: startUp.credential,
-            tokenKeys: startUp.tokenKeys, tokenLifetime: tokenLifetime, nodeID: startUp.nodeID, logger: logger)
-        let verifier = resources.tokenVerifier
-        var router = RPCRouter(
-            service: definition.name.rawValue, version: AviaryVersion.version, logger: logger,
-            authenticator: ServiceAuthenticator(
-                acceptedCredentials: resources.acceptedServiceCredentials,
-                verifyToken: { token throws(RPCError) in try await verifier.verify(token) }))
-        router.registerHealth(resources: resources, started: started)
-        do {
-            try await definition.register(&router, resources)
-        } catch {
-            await startUp.lease?.release()
-            throw error
-        }
+        guard let prepared else { return }
+        let (router, resources, lease) = (prepared.router, prepared.resources, prepared.lease)
+        let (postgres, redis) = (resources.postgres, resources.redis)
 
         // One limit for both listeners: together they must leave descriptors for everything else.
         let connections = ConnectionLimit(limit: configuration.maxConnections)
@@ -129,7 +83,7 @@ public enum ServiceApplication {
         let group = ServiceGroup(
             configuration: .init(
                 // The lease first: a group stops its services in reverse order, so it is released last.
-                services: leaseService(startUp.lease) + events.relay + resources.backgroundServices
+                services: leaseService(lease) + events.relay + resources.backgroundServices
                     + [.init(service: rpcServer), .init(service: adminServer)]
                     + events.consumers
                     + [
@@ -164,10 +118,81 @@ public enum ServiceApplication {
         logger.info("stopped")
     }
 
+    /// Builds the service in this process, ready to take calls: storage clients, migrations, the
+    /// token keys, the service credential, a node id, and a router with the health methods and
+    /// every method `definition` registers. ``run`` serves what this returns; tests call its router
+    /// directly (`router.respond(to:)`), as Hummingbird's tests call an application's router.
+    public static func prepare(
+        _ definition: ServiceDefinition, configuration: ServiceConfiguration, logger: Logger,
+        started: ContinuousClock.Instant = .now
+    ) async throws -> PreparedService {
+        var postgresOptions = PostgresConfiguration.Options()
+        postgresOptions.poolSize = configuration.postgresPoolSize
+        postgresOptions.applicationName = definition.name.executableName
+        let postgres = try PostgresClient(
+            configuration: PostgresConfiguration(url: configuration.postgresURL, options: postgresOptions), logger: logger)
+        let redis = RedisClient(
+            configuration: try RedisConfiguration(url: configuration.redisURL, poolSize: configuration.redisPoolSize),
+            logger: logger)
+        let startUp: StartUp
+        do {
+            startUp = try await self.startUp(definition, configuration: configuration, postgres: postgres, logger: logger)
+        } catch {
+            await postgres.shutdown()
+            await redis.shutdown()
+            throw error
+        }
+        let resources = await ServiceResources(
+            configuration: configuration, postgres: postgres, redis: redis, serviceCredential: startUp.credential,
+            tokenKeys: startUp.tokenKeys, tokenLifetime: startUp.tokenLifetime, nodeID: startUp.nodeID, logger: logger)
+        let verifier = resources.tokenVerifier
+        var router = RPCRouter(
+            service: definition.name.rawValue, version: AviaryVersion.version, logger: logger,
+            authenticator: ServiceAuthenticator(
+                acceptedCredentials: resources.acceptedServiceCredentials,
+                verifyToken: { token throws(RPCError) in try await verifier.verify(token) }))
+        router.registerHealth(resources: resources, started: started)
+        do {
+            try await definition.register(&router, resources)
+        } catch {
+            await startUp.lease?.release()
+            await resources.shutdown()
+            throw error
+        }
+        return PreparedService(router: router, resources: resources, lease: startUp.lease)
+    }
+
+    /// Migrations, token keys, the service credential and the node id, retried while Postgres
+    /// cannot be reached.
+    private static func startUp(
+        _ definition: ServiceDefinition, configuration: ServiceConfiguration, postgres: PostgresClient, logger: Logger
+    ) async throws -> StartUp {
+        let tokenLifetime = try TokenKeyLoading.lifetime(configuration: configuration)
+        try await waitForPostgres(postgres, logger: logger) {
+            _ = try await SharedSchema.migrator.migrate(postgres)
+            _ = try await PostgresMigrator(schema: definition.schema, migrations: definition.migrations).migrate(postgres)
+        }
+        let tokenKeys = try await TokenKeyLoading.load(configuration: configuration, postgres: postgres, logger: logger)
+        let credential =
+            if let configured = configuration.serviceSecret {
+                configured
+            } else {
+                try await SharedSecrets.value(named: "service_credential", postgres: postgres, logger: logger)
+            }
+        if let configured = configuration.nodeID {
+            return StartUp(credential: credential, tokenKeys: tokenKeys, tokenLifetime: tokenLifetime, nodeID: configured, lease: nil)
+        }
+        // Last, so that a start-up that fails before holds no id.
+        let lease = try await NodeLease.acquire(
+            postgres: postgres, holder: NodeLease.holderName(service: definition.name.rawValue), logger: logger)
+        return StartUp(credential: credential, tokenKeys: tokenKeys, tokenLifetime: tokenLifetime, nodeID: lease.nodeID, lease: lease)
+    }
+
     /// What start-up settled before the service takes calls.
     private struct StartUp: Sendable {
         var credential: String
         var tokenKeys: TokenKeys
+        var tokenLifetime: Duration
         /// `AVIARY_NODE_ID`, or the leased one.
         var nodeID: Int
         /// The lease, when the node id is leased.

@@ -1,0 +1,4 @@
+import AuthService
+import ServiceKit
+
+await ServiceApplication.main(AuthService.definition)

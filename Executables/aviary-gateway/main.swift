@@ -1,0 +1,4 @@
+import GatewayService
+import ServiceKit
+
+await ServiceApplication.main(GatewayService.definition)

@@ -1,0 +1,4 @@
+import MediaService
+import ServiceKit
+
+await ServiceApplication.main(MediaService.definition)

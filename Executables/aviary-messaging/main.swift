@@ -1,0 +1,4 @@
+import MessagingService
+import ServiceKit
+
+await ServiceApplication.main(MessagingService.definition)

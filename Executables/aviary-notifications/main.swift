@@ -1,0 +1,4 @@
+import NotificationsService
+import ServiceKit
+
+await ServiceApplication.main(NotificationsService.definition)

@@ -1,0 +1,4 @@
+import ServiceKit
+import SocialGraphService
+
+await ServiceApplication.main(SocialGraphService.definition)

@@ -1,0 +1,4 @@
+import ServiceKit
+import TimelineService
+
+await ServiceApplication.main(TimelineService.definition)

@@ -1,0 +1,4 @@
+import ServiceKit
+import TweetsService
+
+await ServiceApplication.main(TweetsService.definition)

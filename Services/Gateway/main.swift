@@ -1,3 +1,0 @@
-import ServiceKit
-
-await ServiceApplication.main(ServiceDefinition(name: .gateway, migrations: GatewaySchema.migrations, register: GatewayService.register))

@@ -1,4 +1,0 @@
-import ServiceKit
-
-await ServiceApplication.main(
-    ServiceDefinition(name: .timeline, register: TimelineService.register))
