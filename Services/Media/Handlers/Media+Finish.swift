@@ -48,10 +48,11 @@ extension MediaService {
 
     /// Records `upload`'s medium, whose content is stored.
     private func record(_ upload: UploadRecord, _ examined: PartExamination) async throws -> Media {
+        var head = upload.head
+        head.byteSize = examined.size
         let record = MediaRecord(
-            id: upload.id, ownerID: upload.ownerID, purpose: upload.purpose, conversationID: upload.conversationID,
-            type: upload.type, byteSize: examined.size, sha256: examined.sha256, width: examined.facts?.width,
-            height: examined.facts?.height, durationMs: examined.facts?.durationMs)
+            head: head, sha256: examined.sha256, width: examined.facts?.width, height: examined.facts?.height,
+            durationMs: examined.facts?.durationMs)
         try await items.finish(record)
         catalog.remember([record])
         return media(record)

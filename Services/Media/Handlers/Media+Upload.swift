@@ -31,8 +31,10 @@ extension MediaService {
             break
         }
         let upload = UploadRecord(
-            id: ids.next(), ownerID: owner, purpose: params.purpose, conversationID: params.conversationId?.value,
-            type: params.contentType, byteSize: params.byteSize, declaredSHA256: params.sha256?.value,
+            head: MediaHead(
+                id: ids.next(), ownerID: owner, purpose: params.purpose, conversationID: params.conversationId?.value,
+                type: params.contentType, byteSize: params.byteSize),
+            declaredSHA256: params.sha256?.value,
             chunkBytes: settings.chunkBytes, received: 0, expiresAt: Date().addingTimeInterval(settings.uploadLifetime.timeInterval))
         if let freed = try await uploads.create(upload, openLimit: settings.openUploadsPerUser) {
             throw RPCError.rateLimited(

@@ -1,44 +1,29 @@
-import AviaryAPI
 import Postgres
 
 /// A finished medium, as `media.items` holds it. Never changes once written, so it may be cached.
+/// Its ``MediaHead``'s fields read as its own (`record.ownerID`).
+@dynamicMemberLookup
 struct MediaRecord: Sendable {
-    var id: Int64
-    var ownerID: Int64
-    var purpose: MediaPurpose
-    var conversationID: Int64?
-    var type: MediaType
-    var byteSize: Int64
+    var head: MediaHead
     /// Lower-case hex; names the content in storage and is the strong ETag.
     var sha256: String
     var width: Int?
     var height: Int?
     var durationMs: Int64?
 
-    var isPrivate: Bool { purpose == .message }
+    subscript<Value>(dynamicMember field: KeyPath<MediaHead, Value>) -> Value { head[keyPath: field] }
 
-    static let columns = """
-        id, owner_id, purpose, conversation_id, content_type, byte_size, sha256, width, height, duration_ms
-        """
+    static let columns = MediaHead.columns + ", sha256, width, height, duration_ms"
 }
 
 extension MediaRecord {
     /// Reads a row selected with ``columns``.
     init(row: PostgresRow) throws {
-        id = try row.decode(Int64.self, at: 0)
-        ownerID = try row.decode(Int64.self, at: 1)
-        purpose = try row.decode(MediaPurpose.self, at: 2)
-        conversationID = try row.decode(Int64?.self, at: 3)
-        type = try row.decode(MediaType.self, at: 4)
-        byteSize = try row.decode(Int64.self, at: 5)
-        sha256 = try row.decode(String.self, at: 6)
-        width = try row.decode(Int?.self, at: 7)
-        height = try row.decode(Int?.self, at: 8)
-        durationMs = try row.decode(Int64?.self, at: 9)
+        head = try MediaHead(row: row)
+        let first = MediaHead.columnCount
+        sha256 = try row.decode(String.self, at: first)
+        width = try row.decode(Int?.self, at: first + 1)
+        height = try row.decode(Int?.self, at: first + 2)
+        durationMs = try row.decode(Int64?.self, at: first + 3)
     }
 }
-
-/// Stored as their raw values: a value in the database that no case names fails the row's decoding
-/// rather than passing for another kind of medium.
-extension MediaPurpose: PostgresDecodable {}
-extension MediaType: PostgresDecodable {}

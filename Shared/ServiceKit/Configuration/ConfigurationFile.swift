@@ -3,6 +3,11 @@ import Foundation
 /// Reads the optional file named by `AVIARY_CONFIG_FILE`: `KEY=VALUE` lines, blank lines and
 /// `#` comment lines. Keys and values are trimmed; a value wrapped in matching single or double
 /// quotes loses them. A `#` after a value is part of the value (passwords may contain one).
+///
+/// These are the rules of systemd's `EnvironmentFile=`, which reads the same files in deploy/systemd.
+/// swift-configuration's environment-file provider (1.4.0) reads them otherwise: it keeps the quotes,
+/// skips `export` lines, and drops a malformed line without a word; on the file of
+/// `ServiceConfigurationTests.configFileWithEnvironmentOverrides`, 3 of its 6 settings came out different.
 enum ConfigurationFile {
     static let variable = "AVIARY_CONFIG_FILE"
 

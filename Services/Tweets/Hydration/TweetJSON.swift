@@ -2,36 +2,7 @@ import AviaryAPI
 import Foundation
 import RPC
 
-/// The part of a tweet's JSON that `TweetCache` keeps: every field but the counts, `likedByMe`
-/// and `deleted`, which `TweetJSON.finish` appends on each read.
-struct TweetBody: Encodable, Sendable {
-    var id: EntityID
-    var author: UserSummary
-    var text: String?
-    var createdAt: Date
-    var replyTo: EntityID?
-    var replyToUser: UserSummary?
-    var mentions: [UserSummary]
-    var hashtags: [String]
-    var media: [Media]
-
-    private enum CodingKeys: String, CodingKey {
-        case id, author, text, createdAt, replyTo, replyToUser, mentions, hashtags, media
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(author, forKey: .author)
-        try container.encode(text, forKey: .text)
-        try container.encode(createdAt, forKey: .createdAt)
-        try container.encode(replyTo, forKey: .replyTo)
-        try container.encode(replyToUser, forKey: .replyToUser)
-        try container.encode(mentions, forKey: .mentions)
-        try container.encode(hashtags, forKey: .hashtags)
-        try container.encode(media, forKey: .media)
-    }
-
+extension TweetBody {
     /// The JSON object without its closing brace.
     func open() throws -> [UInt8] {
         var bytes = try WireEncoding.encode(self)
