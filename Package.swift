@@ -4,8 +4,8 @@ import PackageDescription
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
-    // Release builds specialize and inline generic code across modules (the services call RPC's,
-    // Postgres' and ServiceKit's generics on every request): 5–10% less CPU per timeline.home.
+    // Release builds specialize and inline generic code across modules: the services call RPC's,
+    // Postgres' and ServiceKit's generics on every request (docs/perf.md, "Choices in the code").
     .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
 ]
 
@@ -45,11 +45,10 @@ let services: [(executable: String, target: String, folder: String, extra: [Targ
 ]
 
 /// The services link jemalloc (apt libjemalloc-dev) in place of glibc's malloc, which they call for
-/// every request: 9-11% less CPU in timeline and tweets per DeathStarBench mix request, about 15%
-/// less on the whole machine. Linked before libc, its malloc is the one every library of the process
-/// calls. Not auth, whose work is password hashes of 19 MiB each: glibc keeps that memory and hands
-/// it out again, while jemalloc gives it back to the kernel and every hash faults it in anew (the
-/// password check took 34 ms instead of 22).
+/// every request, for less CPU per request (docs/perf.md, "Choices in the code"). Linked before libc,
+/// its malloc is the one every library of the process calls. Not auth, whose work is password hashes
+/// of 19 MiB each: glibc keeps that memory and hands it out again, while jemalloc gives it back to
+/// the kernel and every hash faults it in anew.
 let glibcMalloc: Set<String> = ["aviary-auth"]
 
 /// The git revision built into every binary (`--version`, `system.health`): AVIARY_REVISION when the

@@ -155,8 +155,7 @@ public final class PostgresClient: Sendable {
     /// which Postgres reads in one go, and their answers come back together, which costs both sides
     /// fewer wake-ups than a round trip each. Nobody waits behind statements sent in an earlier
     /// tick. The limit is small because one backend runs a batch in order: a statement waiting for
-    /// a row lock holds up those behind it (with 64, `bench messaging`'s p99 under load was
-    /// 33-35 ms against 28-31 ms with 8).
+    /// a row lock holds up those behind it (docs/perf.md, "Choices in the code").
     static let gatheringLimit = 8
 
     /// Runs one statement's `body` on a connection it may share with others of the same `use` (see

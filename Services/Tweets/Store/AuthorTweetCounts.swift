@@ -3,13 +3,12 @@ import ServiceKit
 
 /// How many live tweets authors have, for the `stats` of their profiles.
 ///
-/// Counting is linear in an author's tweets (17 ms of Postgres for 100,000 with an index-only scan),
-/// and the most prolific authors' profiles are the most viewed. So one statement counts every
+/// Counting is linear in an author's tweets, even with an index-only scan, and the most prolific authors' profiles are the most viewed. So one statement counts every
 /// author's tweets up to `exactUpTo`, which is exact for nearly everyone. Only an author beyond
 /// that is counted in full, and their count is then shared through Redis
 /// (`aviary:tweets:count:<id>`) for `sharedFor`, so a count in the thousands may lag their latest
-/// posts by that much. A write path that kept a count instead cost every create about 90 µs of
-/// Postgres, and made one author's concurrent posts wait on each other.
+/// posts by that much. A write path that kept a count instead cost every create a row update (docs/perf.md,
+/// "Choices in the code"), and made one author's concurrent posts wait on each other.
 ///
 /// Each process also holds the counts it read lately (``LocalCopy``, kind `counts`), so that
 /// viewing a profile again costs no query. A create or delete drops its author's count from its own
