@@ -128,7 +128,7 @@ let package = Package(
         .target(name: "AviaryAPI", dependencies: ["RPC"], path: "Shared/AviaryAPI", swiftSettings: strict),
         .target(
             name: "AviaryClient", dependencies: [
-                "AviaryAPI", "RPC", logging, .product(name: "WSClient", package: "swift-websocket"),
+                "AviaryAPI", "RPC", "ChannelSupport", logging, .product(name: "WSClient", package: "swift-websocket"),
             ], path: "Clients/AviaryClient", swiftSettings: strict),
         .target(
             name: "AuthTokens", dependencies: [

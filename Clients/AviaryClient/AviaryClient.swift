@@ -1,4 +1,5 @@
 import AviaryAPI
+import ChannelSupport
 import Foundation
 import Logging
 import RPC

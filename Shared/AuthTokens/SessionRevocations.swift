@@ -20,6 +20,11 @@ import Synchronization
 ///   subscription before the next one leaves (which catches a connection that died silently).
 /// Otherwise each check asks Redis, as a process without a watch always does. A revocation reaches
 /// the other processes as fast as Redis pub/sub carries it; the revoking process knows it at once.
+///
+/// When Redis cannot answer a check, the copy still does for ``staleWindow`` after it was last
+/// vouched for (`AVIARY_REVOCATION_STALE_MS`): a Redis blip does not sign everybody out, at the price
+/// that a revocation made in that window may not apply until Redis is back. Past it, checks fail
+/// closed (the error is thrown).
 public final class SessionRevocations: Sendable {
     static let key = "aviary:revoked-sessions"
     private let channel: String
@@ -27,6 +32,8 @@ public final class SessionRevocations: Sendable {
     private let redis: RedisClient
     private let tokenLifetime: Duration
     private let heartbeatInterval: Duration
+    /// How long after it was last vouched for the copy answers checks that Redis cannot.
+    public let staleWindow: Duration
     private let instance = UUID().uuidString
     private let state = Mutex(State())
     /// The streams of ``endedSessions()``; unbounded, since revocations are rare and one dropped
@@ -38,6 +45,8 @@ public final class SessionRevocations: Sendable {
         var revoked: [Int64: Int64] = [:]
         /// Whether `revoked` is known to be current.
         var trusted = false
+        /// When `revoked` was last known to be current (ms): loaded, or a heartbeat back while trusted.
+        var vouchedAt: Int64?
         /// Bumped whenever trust is lost, so a load that started before does not restore it.
         var epoch = 0
         /// The heartbeat sent and not yet seen back.
@@ -45,10 +54,17 @@ public final class SessionRevocations: Sendable {
         var beats = 0
     }
 
-    public init(redis: RedisClient, tokenLifetime: Duration, heartbeatInterval: Duration = .seconds(1)) {
+    /// The default ``staleWindow``.
+    public static let defaultStaleWindow = Duration.seconds(30)
+
+    public init(
+        redis: RedisClient, tokenLifetime: Duration, heartbeatInterval: Duration = .seconds(1),
+        staleWindow: Duration = SessionRevocations.defaultStaleWindow
+    ) {
         self.redis = redis
         self.tokenLifetime = tokenLifetime
         self.heartbeatInterval = heartbeatInterval
+        self.staleWindow = staleWindow
         channel = "\(Self.key):\(redis.configuration.database)"
     }
 
@@ -69,7 +85,9 @@ public final class SessionRevocations: Sendable {
         ])
     }
 
-    /// Whether `sessionID` was revoked: from memory while the watch vouches for it, else from Redis.
+    /// Whether `sessionID` was revoked: from memory while the watch vouches for it, else from Redis;
+    /// from memory again while Redis cannot answer, within ``staleWindow`` of the copy's last vouching.
+    /// - Throws: Redis' error when it cannot answer and the copy is older than that, or never was current.
     public func isRevoked(sessionID: Int64) async throws -> Bool {
         let now = Date().millisecondsSince1970
         let known: Bool? = state.withLock { state in
@@ -77,8 +95,18 @@ public final class SessionRevocations: Sendable {
             return (state.revoked[sessionID] ?? 0) > now
         }
         if let known { return known }
-        let score = try await redis.send(["ZSCORE", RedisArgument(Self.key), RedisArgument(sessionID)])
-        return (score.string.flatMap { Double($0) } ?? 0) > Double(now)
+        do {
+            let score = try await redis.send(["ZSCORE", RedisArgument(Self.key), RedisArgument(sessionID)])
+            return (score.string.flatMap { Double($0) } ?? 0) > Double(now)
+        } catch {
+            let window = staleWindow.milliseconds
+            let stale: Bool? = state.withLock { state in
+                guard let vouched = state.vouchedAt, now - vouched <= window else { return nil }
+                return (state.revoked[sessionID] ?? 0) > now
+            }
+            guard let stale else { throw error }
+            return stale
+        }
     }
 
     /// Whether this process already knows `sessionID` to be revoked, without asking Redis: for a
@@ -192,6 +220,7 @@ public final class SessionRevocations: Sendable {
             let epoch: Int? = state.withLock { state in
                 guard state.pendingBeat == String(words[1]) else { return nil }
                 state.pendingBeat = nil
+                if state.trusted { state.vouchedAt = Date().millisecondsSince1970 }
                 return state.trusted ? nil : state.epoch
             }
             if let epoch { await load(since: epoch, logger: logger) }
@@ -222,7 +251,10 @@ public final class SessionRevocations: Sendable {
         }
         state.withLock { state in
             state.revoked.merge(loaded) { max($0, $1) }
-            if state.epoch == epoch { state.trusted = true }
+            if state.epoch == epoch {
+                state.trusted = true
+                state.vouchedAt = now
+            }
         }
         if !loaded.isEmpty { ended.yield(Array(loaded.keys)) }
     }

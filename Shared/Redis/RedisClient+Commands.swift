@@ -1,3 +1,5 @@
+import ChannelSupport
+
 /// Shorthands for the commands the services use most, where they read better than `send([...])`.
 extension RedisClient {
     /// `GET key`: the value, or `nil` when the key does not exist.
@@ -11,7 +13,7 @@ extension RedisClient {
     {
         var command: [RedisArgument] = ["SET", RedisArgument(key), value]
         if let lifetime {
-            command += ["PX", RedisArgument(Self.milliseconds(lifetime))]
+            command += ["PX", RedisArgument(lifetime.milliseconds)]
         }
         _ = try await send(command)
     }
@@ -25,17 +27,12 @@ extension RedisClient {
     /// `PEXPIRE key milliseconds`: whether the key exists (and now expires).
     @discardableResult
     public func expire(_ key: String, after lifetime: Duration) async throws -> Bool {
-        try await send(["PEXPIRE", RedisArgument(key), RedisArgument(Self.milliseconds(lifetime))]).int == 1
+        try await send(["PEXPIRE", RedisArgument(key), RedisArgument(lifetime.milliseconds)]).int == 1
     }
 
     /// `PUBLISH channel payload`: how many subscribers (connections) received it.
     @discardableResult
     public func publish(_ payload: RedisArgument, to channel: String) async throws -> Int {
         try await send(["PUBLISH", RedisArgument(channel), payload]).int ?? 0
-    }
-
-    private static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
     }
 }

@@ -35,11 +35,12 @@ struct RevocationWatchTests {
         }
     }
 
-    private func setUp(heartbeat: Duration) async throws -> Setup {
+    private func setUp(heartbeat: Duration, staleWindow: Duration = SessionRevocations.defaultStaleWindow) async throws -> Setup {
         let server = try await TestServers.startPrivateRedis()
         let redis = RedisClient(configuration: try RedisConfiguration(url: server.url, poolSize: 4), logger: Self.logger)
         let revoker = SessionRevocations(redis: redis, tokenLifetime: .seconds(900))
-        let watcher = SessionRevocations(redis: redis, tokenLifetime: .seconds(900), heartbeatInterval: heartbeat)
+        let watcher = SessionRevocations(
+            redis: redis, tokenLifetime: .seconds(900), heartbeatInterval: heartbeat, staleWindow: staleWindow)
         let watch = Task { await watcher.watch(logger: Self.logger) }
         let setup = Setup(server: server, redis: redis, revoker: revoker, watcher: watcher, watch: watch)
         #expect(await eventually { watcher.isWatching }, "the watcher loads the set and trusts it")
@@ -90,6 +91,32 @@ struct RevocationWatchTests {
         #expect(try await !setup.watcher.isRevoked(sessionID: 8))
         #expect(try await setup.lookups() == before + 1, "asked Redis")
         #expect(await eventually(timeout: .seconds(10)) { setup.watcher.isWatching })
+        await setup.close()
+    }
+
+    @Test("while Redis is down, the copy answers for the stale window after it was last current, then checks fail")
+    func staleCopyAnswersWhileRedisIsDown() async throws {
+        let setup = try await setUp(heartbeat: .milliseconds(200), staleWindow: .seconds(3))
+        try await setup.revoker.revoke(sessionIDs: [51])
+        #expect(try await eventually { try await setup.watcher.isRevoked(sessionID: 51) })
+        try await setup.server.stop()
+        #expect(await eventually(timeout: .seconds(2), interval: .milliseconds(10)) { !setup.watcher.isWatching })
+        // Redis cannot answer: the copy does, revoked and live sessions alike.
+        #expect(try await setup.watcher.isRevoked(sessionID: 51))
+        #expect(try await !setup.watcher.isRevoked(sessionID: 52))
+        // Past the window, a check fails closed.
+        let failed = await eventually(timeout: .seconds(6), interval: .milliseconds(200)) {
+            do {
+                _ = try await setup.watcher.isRevoked(sessionID: 52)
+                return false
+            } catch {
+                return true
+            }
+        }
+        #expect(failed)
+        try await setup.server.start()
+        #expect(await eventually(timeout: .seconds(15)) { setup.watcher.isWatching })
+        #expect(try await setup.watcher.isRevoked(sessionID: 51))
         await setup.close()
     }
 }

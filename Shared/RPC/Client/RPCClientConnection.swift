@@ -1,3 +1,4 @@
+import ChannelSupport
 import Foundation
 import NIOCore
 import NIOPosix
@@ -84,12 +85,5 @@ public final class RPCClientConnection: Sendable {
 
     public func close() async {
         try? await channel.close()
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds (rounded toward zero), the unit of `_meta.timeoutMs` and of Redis expiries.
-    public var milliseconds: Int64 {
-        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
     }
 }

@@ -1,3 +1,4 @@
+import ChannelSupport
 import Logging
 
 /// Who is calling, as established by the router before a handler runs.
@@ -66,8 +67,7 @@ public struct RPCContext: Sendable {
     /// The budget left for a downstream call, for `_meta.timeoutMs`.
     public var remainingMilliseconds: Int64? {
         guard let deadline else { return nil }
-        let left = ContinuousClock.now.duration(to: deadline).components
-        return max(0, left.seconds * 1000 + left.attoseconds / 1_000_000_000_000_000)
+        return max(0, ContinuousClock.now.duration(to: deadline).milliseconds)
     }
 
     /// `_meta` for a call this handler makes to another service: the trace and the remaining budget travel on.

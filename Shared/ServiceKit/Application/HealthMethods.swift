@@ -1,3 +1,4 @@
+import ChannelSupport
 import Foundation
 import Postgres
 import RPC
@@ -29,7 +30,7 @@ extension RPCRouter {
             return HealthReport(
                 status: dependencies.values.allSatisfy { $0 == "ok" } ? "ok" : "degraded",
                 service: service, version: AviaryVersion.version, revision: AviaryVersion.revision,
-                uptimeMs: elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000,
+                uptimeMs: elapsed.milliseconds,
                 dependencies: dependencies)
         }
     }

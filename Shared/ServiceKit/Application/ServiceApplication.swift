@@ -144,7 +144,8 @@ public enum ServiceApplication {
         }
         let resources = await ServiceResources(
             configuration: configuration, postgres: postgres, redis: redis, serviceCredential: startUp.credential,
-            tokenKeys: startUp.tokenKeys, tokenLifetime: startUp.tokenLifetime, nodeID: startUp.nodeID, logger: logger)
+            tokenKeys: startUp.tokenKeys, tokenLifetime: startUp.tokenLifetime,
+            revocationStaleWindow: startUp.revocationStaleWindow, nodeID: startUp.nodeID, logger: logger)
         let verifier = resources.tokenVerifier
         var router = RPCRouter(
             service: definition.name.rawValue, version: AviaryVersion.version, logger: logger,
@@ -168,6 +169,7 @@ public enum ServiceApplication {
         _ definition: ServiceDefinition, configuration: ServiceConfiguration, postgres: PostgresClient, logger: Logger
     ) async throws -> StartUp {
         let tokenLifetime = try TokenKeyLoading.lifetime(configuration: configuration)
+        let staleWindow = try TokenKeyLoading.revocationStaleWindow(configuration: configuration)
         try await waitForPostgres(postgres, logger: logger) {
             _ = try await SharedSchema.migrator.migrate(postgres)
             _ = try await PostgresMigrator(schema: definition.schema, migrations: definition.migrations).migrate(postgres)
@@ -180,12 +182,14 @@ public enum ServiceApplication {
                 try await SharedSecrets.value(named: "service_credential", postgres: postgres, logger: logger)
             }
         if let configured = configuration.nodeID {
-            return StartUp(credential: credential, tokenKeys: tokenKeys, tokenLifetime: tokenLifetime, nodeID: configured, lease: nil)
+            return StartUp(credential: credential, tokenKeys: tokenKeys, tokenLifetime: tokenLifetime,
+                revocationStaleWindow: staleWindow, nodeID: configured, lease: nil)
         }
         // Last, so that a start-up that fails before holds no id.
         let lease = try await NodeLease.acquire(
             postgres: postgres, holder: NodeLease.holderName(service: definition.name.rawValue), logger: logger)
-        return StartUp(credential: credential, tokenKeys: tokenKeys, tokenLifetime: tokenLifetime, nodeID: lease.nodeID, lease: lease)
+        return StartUp(credential: credential, tokenKeys: tokenKeys, tokenLifetime: tokenLifetime,
+            revocationStaleWindow: staleWindow, nodeID: lease.nodeID, lease: lease)
     }
 
     /// What start-up settled before the service takes calls.
@@ -193,6 +197,7 @@ public enum ServiceApplication {
         var credential: String
         var tokenKeys: TokenKeys
         var tokenLifetime: Duration
+        var revocationStaleWindow: Duration
         /// `AVIARY_NODE_ID`, or the leased one.
         var nodeID: Int
         /// The lease, when the node id is leased.

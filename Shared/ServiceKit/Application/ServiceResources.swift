@@ -31,7 +31,7 @@ public final class ServiceResources: Sendable {
 
     init(
         configuration: ServiceConfiguration, postgres: PostgresClient, redis: RedisClient, serviceCredential: String,
-        tokenKeys: TokenKeys, tokenLifetime: Duration, nodeID: Int, logger: Logger
+        tokenKeys: TokenKeys, tokenLifetime: Duration, revocationStaleWindow: Duration, nodeID: Int, logger: Logger
     ) async {
         self.configuration = configuration
         self.postgres = postgres
@@ -39,7 +39,8 @@ public final class ServiceResources: Sendable {
         self.serviceCredential = serviceCredential
         self.tokenKeys = tokenKeys
         self.tokenLifetime = tokenLifetime
-        self.sessionRevocations = SessionRevocations(redis: redis, tokenLifetime: tokenLifetime)
+        self.sessionRevocations = SessionRevocations(
+            redis: redis, tokenLifetime: tokenLifetime, staleWindow: revocationStaleWindow)
         self.tokenVerifier = await AccessTokenVerifier(keys: tokenKeys, revocations: sessionRevocations, logger: logger)
         self.logger = logger
         self.ids = SnowflakeGenerator(nodeID: nodeID)

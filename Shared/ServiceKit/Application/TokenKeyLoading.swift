@@ -1,4 +1,5 @@
 import AuthTokens
+import ChannelSupport
 import Crypto
 import Foundation
 import Logging
@@ -12,6 +13,7 @@ enum TokenKeyLoading {
     static let signingKeyVariable = "AVIARY_TOKEN_SIGNING_KEY"
     static let publicKeysVariable = "AVIARY_TOKEN_PUBLIC_KEYS"
     static let lifetimeVariable = "AVIARY_TOKEN_LIFETIME_SECONDS"
+    static let staleRevocationsVariable = "AVIARY_REVOCATION_STALE_MS"
 
     static func load(configuration: ServiceConfiguration, postgres: PostgresClient, logger: Logger) async throws -> TokenKeys {
         let publicKeys = try (configuration.value(publicKeysVariable) ?? "").split(separator: ",").map { text in
@@ -34,6 +36,14 @@ enum TokenKeyLoading {
 
     static func lifetime(configuration: ServiceConfiguration) throws -> Duration {
         .seconds(try configuration.integer(lifetimeVariable, default: 900, in: 30...86_400))
+    }
+
+    /// How long the copy of revoked sessions answers token checks while Redis cannot
+    /// (``SessionRevocations/staleWindow``): 0 fails them at once, at most an hour.
+    static func revocationStaleWindow(configuration: ServiceConfiguration) throws -> Duration {
+        .milliseconds(
+            try configuration.integer(
+                staleRevocationsVariable, default: Int(SessionRevocations.defaultStaleWindow.milliseconds), in: 0...3_600_000))
     }
 
     private static func hexBytes(_ hex: String) -> [UInt8] {

@@ -1,3 +1,4 @@
+import ChannelSupport
 import Logging
 import RPC
 import Redis
