@@ -54,15 +54,16 @@ public final class ServiceStack: Sendable {
 
     /// Starts `services` (by executable suffix, ``allServices``) on a new database and Redis database `redisDatabase`
     /// (which is flushed first), with `extra` added to their environment, and waits until each is ready.
-    /// `instances` says how many of a service to run (one when not listed).
+    /// `instances` says how many of a service to run (one when not listed). `postgresServer` and
+    /// `redisServer` are the suite's shared servers unless given (private ones, for tests that stop them).
     ///
     /// Passwords are hashed at a low Argon2 cost so that tests can make many accounts quickly.
     public static func start(
         _ services: [String], redisDatabase: Int, environment extra: [String: String] = [:],
-        instances: [String: Int] = [:]
+        instances: [String: Int] = [:], postgresServer: TestPostgres? = nil, redisServer: TestRedis? = nil
     ) async throws -> ServiceStack {
-        let postgres = try await TestServers.postgres()
-        let redisServer = try await TestServers.redis()
+        let postgres = if let postgresServer { postgresServer } else { try await TestServers.postgres() }
+        let redisServer = if let redisServer { redisServer } else { try await TestServers.redis() }
         let databaseURL = try await postgres.makeDatabase()
         let redisURL = redisServer.url + "/\(redisDatabase)"
         let serviceCredential = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()

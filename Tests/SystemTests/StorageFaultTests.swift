@@ -1,0 +1,144 @@
+import AviaryAPI
+import Foundation
+import RPC
+import Synchronization
+import TestSupport
+import Testing
+
+/// The stack under a steady mix of home reads, user-timeline reads and posts while one of its
+/// storage servers is down for three seconds (issue 39's targets): with Redis stopped (and started
+/// again empty), at least 95% of each kind of call succeed; with Postgres restarted, at least 90% of
+/// the reads. After either, every acknowledged post reaches every follower's home timeline within
+/// 5 s of the server's return.
+@Suite(.serialized) struct StorageFaultTests {
+    static let workers = 6
+    static let users = 12
+    /// Each user follows the next few, around the circle.
+    static let followees = 3
+
+    enum Kind: String, CaseIterable { case home, user, post }
+
+    struct Call {
+        var kind: Kind
+        var started: ContinuousClock.Instant
+        var failure: String?
+    }
+
+    /// What the load did: every call, and the posts acknowledged.
+    final class Ledger: Sendable {
+        let calls = Mutex<[Call]>([])
+        let posts = Mutex<[(author: Int, id: String)]>([])
+        let running = Atomic<Bool>(true)
+    }
+
+    @Test func aThreeSecondRedisOutageLeavesReadsAndPostsWorking() async throws {
+        let redis = try await TestServers.startPrivateRedis()
+        let stack = try await ServiceStack.start(
+            ["auth", "social-graph", "tweets", "timeline", "media"], redisDatabase: 0, redisServer: redis)
+        try await outage(of: stack, stop: { try await redis.stop() }, start: { try await redis.start() },
+            expecting: [.home: 0.95, .user: 0.95, .post: 0.95])
+    }
+
+    @Test func aThreeSecondPostgresRestartLeavesReadsWorking() async throws {
+        let postgres = try await TestServers.startPrivatePostgres()
+        let stack = try await ServiceStack.start(
+            ["auth", "social-graph", "tweets", "timeline", "media"], redisDatabase: 0, postgresServer: postgres)
+        try await outage(of: stack, stop: { try await postgres.stop() }, start: { try await postgres.start() },
+            expecting: [.home: 0.90, .user: 0.90])
+    }
+
+    /// Runs the load, stops a server for 3 s after 2 s, starts it again, goes on for 2 s; then checks
+    /// the share of each kind of call started during the outage that succeeded, and the homes.
+    func outage(
+        of stack: ServiceStack, stop: () async throws -> Void, start: () async throws -> Void,
+        expecting least: [Kind: Double]
+    ) async throws {
+        let users = try await stack.makeUsers(Self.users, "fault")
+        for (index, user) in users.enumerated() {
+            for step in 1...Self.followees {
+                let _: JSONValue = try await stack.call(
+                    "social-graph", "graph.follow", ["userId": users[(index + step) % users.count].idValue], as: user)
+            }
+            let _: JSONValue = try await stack.call("tweets", "tweets.create", ["text": .string("before \(index)")], as: user)
+        }
+        let ledger = Ledger()
+        let load = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for worker in 0..<Self.workers {
+                    group.addTask { await Self.run(worker: worker, users: users, stack: stack, ledger: ledger) }
+                }
+            }
+        }
+        try await Task.sleep(for: .seconds(2))
+        try await stop()
+        let down = ContinuousClock.now
+        try await Task.sleep(for: .seconds(3))
+        let up = ContinuousClock.now
+        try await start()
+        let back = ContinuousClock.now
+        try await Task.sleep(for: .seconds(2))
+        ledger.running.store(false, ordering: .relaxed)
+        await load.value
+
+        let calls = ledger.calls.withLock { $0 }
+        for (kind, least) in least.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            let during = calls.filter { $0.kind == kind && $0.started >= down && $0.started < up }
+            let failed = during.filter { $0.failure != nil }
+            let rate = during.isEmpty ? 0 : Double(during.count - failed.count) / Double(during.count)
+            let reasons = Dictionary(grouping: failed.compactMap(\.failure), by: { $0 }).mapValues(\.count)
+            print("outage: \(kind) \(during.count - failed.count)/\(during.count) succeeded; failures \(reasons)")
+            #expect(during.count >= 10, "\(kind): enough calls during the outage")
+            #expect(rate >= least, "\(kind): \(failed.count) of \(during.count) failed during the outage: \(reasons)")
+        }
+
+        // Every acknowledged post reaches every follower's home timeline within 5 s of the return.
+        let posts = ledger.posts.withLock { $0 }
+        var missing: [String] = []
+        let deadline = back + .seconds(5)
+        for (index, user) in users.enumerated() {
+            // The user's own posts and those of the users they follow.
+            let authors = Set((0...Self.followees).map { (index + $0) % users.count })
+            let expected = Set(posts.filter { authors.contains($0.author) }.map(\.id))
+            let timeout = max(.milliseconds(500), ContinuousClock.now.duration(to: deadline))
+            let arrived = try await eventually(timeout: timeout, interval: .milliseconds(100)) {
+                let home: JSONValue = try await stack.call("timeline", "timeline.home", ["limit": 100], as: user)
+                let ids = Set((home["items"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue })
+                return expected.isSubset(of: ids)
+            }
+            if !arrived { missing.append(user.username) }
+        }
+        #expect(missing.isEmpty, "homes missing acknowledged posts 5 s after the server came back: \(missing)")
+    }
+
+    /// One worker's loop: 60% home reads, 30% user-timeline reads, 10% posts, a call every 20 ms.
+    static func run(worker: Int, users: [StackUser], stack: ServiceStack, ledger: Ledger) async {
+        var step = worker
+        while ledger.running.load(ordering: .relaxed) {
+            let index = (step * 7 + worker) % users.count
+            let user = users[index]
+            let kind: Kind = step % 10 == 0 ? .post : step % 10 < 4 ? .user : .home
+            let started = ContinuousClock.now
+            var failure: String?
+            do {
+                switch kind {
+                case .home:
+                    let _: JSONValue = try await stack.call("timeline", "timeline.home", ["limit": 20], as: user)
+                case .user:
+                    let _: JSONValue = try await stack.call(
+                        "timeline", "timeline.user", ["userId": users[(index + 1) % users.count].idValue, "limit": 20])
+                case .post:
+                    let tweet: JSONValue = try await stack.call(
+                        "tweets", "tweets.create", ["text": .string("worker \(worker) step \(step)")], as: user)
+                    if let id = tweet["id"]?.stringValue { ledger.posts.withLock { $0.append((index, id)) } }
+                }
+            } catch let error as RPCError {
+                failure = "\(error.code) \(error.reason ?? error.message)"
+            } catch {
+                failure = "\(type(of: error))"
+            }
+            ledger.calls.withLock { $0.append(Call(kind: kind, started: started, failure: failure)) }
+            step += 1
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
