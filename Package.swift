@@ -9,7 +9,7 @@ let strict: [SwiftSetting] = [
     .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
 ]
 
-/// The seven services and the public edge (gateway): executable `aviary-<name>` built from `Services/<Folder>`, with what each needs beyond ServiceKit.
+/// The seven services and the public edge (gateway): executable `aviary-<name>` built from `Services/<Folder>`, with what each needs beyond ServiceKit and EventStreams.
 let services: [(executable: String, target: String, folder: String, extra: [Target.Dependency])] = [
     ("aviary-auth", "AuthService", "Auth", [
         "CArgon2", "AuthTokens", .product(name: "JWTKit", package: "jwt-kit"),
@@ -141,7 +141,14 @@ let package = Package(
             name: "CBuildInfo", path: "Shared/CBuildInfo",
             cSettings: [.define("AVIARY_REVISION", to: "\"\(revision)\"")]),
         .target(
-            name: "ServiceKit", dependencies: ["RPC", "Postgres", "Redis", "AviaryAPI", "AuthTokens", "ChannelSupport", "CBuildInfo", logging] + nio + [
+            name: "EventStreams", dependencies: [
+                "RPC", "Postgres", "Redis", "AviaryAPI", logging, .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Shared/EventStreams", swiftSettings: strict),
+        .target(
+            name: "ServiceKit", dependencies: ["EventStreams", "RPC", "Postgres", "Redis", "AviaryAPI", "AuthTokens", "ChannelSupport", "CBuildInfo", logging] + nio + [
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -171,12 +178,12 @@ let package = Package(
         .testTarget(
             name: "ServiceKitTests", dependencies: ["ServiceKit", "Redis", "TestSupport", logging], swiftSettings: strict),
         .testTarget(
-            name: "SystemTests", dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "ServiceKit", "TestSupport"],
+            name: "SystemTests", dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "EventStreams", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "EventsTests",
             dependencies: [
-                "ServiceKit", "Postgres", "Redis", "RPC", "TestSupport", logging,
+                "ServiceKit", "EventStreams", "Postgres", "Redis", "RPC", "TestSupport", logging,
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -208,11 +215,11 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "TweetsServiceTests",
-            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "ServiceKit", "TestSupport"],
+            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "EventStreams", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "SocialGraphTests",
-            dependencies: ["RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "ServiceKit", "TestSupport", logging],
+            dependencies: ["RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "EventStreams", "TestSupport", logging],
             swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",
@@ -233,7 +240,7 @@ let package = Package(
             swiftSettings: strict),
     ] + services.map {
         .executableTarget(
-            name: $0.target, dependencies: ["ServiceKit", "RPC", "AviaryAPI", "Postgres", "Redis"] + $0.extra,
+            name: $0.target, dependencies: ["ServiceKit", "EventStreams", "RPC", "AviaryAPI", "Postgres", "Redis"] + $0.extra,
             path: "Services/\($0.folder)",
             swiftSettings: strict,
             linkerSettings: glibcMalloc.contains($0.executable) ? [] : [.linkedLibrary("jemalloc")])
