@@ -10,7 +10,8 @@ let strict: [SwiftSetting] = [
 ]
 
 /// The seven services and the public edge (gateway): library `target` built from `Services/<Folder>`,
-/// with what each needs beyond ServiceKit, and executable `aviary-<name>` from `Executables/aviary-<name>`.
+/// with what each needs beyond ServiceKit and EventStreams, and executable `aviary-<name>` from
+/// `Executables/aviary-<name>`.
 let services: [(executable: String, target: String, folder: String, extra: [Target.Dependency])] = [
     ("aviary-auth", "AuthService", "Auth", [
         "CArgon2", "AuthTokens", .product(name: "JWTKit", package: "jwt-kit"),
@@ -141,7 +142,14 @@ let package = Package(
             name: "CBuildInfo", path: "Shared/CBuildInfo",
             cSettings: [.define("AVIARY_REVISION", to: "\"\(revision)\"")]),
         .target(
-            name: "ServiceKit", dependencies: ["RPC", "Postgres", "Redis", "AviaryAPI", "AuthTokens", "ChannelSupport", "CBuildInfo", logging] + nio + [
+            name: "EventStreams", dependencies: [
+                "RPC", "Postgres", "Redis", "AviaryAPI", logging, .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Shared/EventStreams", swiftSettings: strict),
+        .target(
+            name: "ServiceKit", dependencies: ["EventStreams", "RPC", "Postgres", "Redis", "AviaryAPI", "AuthTokens", "ChannelSupport", "CBuildInfo", logging] + nio + [
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -171,12 +179,12 @@ let package = Package(
         .testTarget(
             name: "ServiceKitTests", dependencies: ["ServiceKit", "Redis", "TestSupport", logging], swiftSettings: strict),
         .testTarget(
-            name: "SystemTests", dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "ServiceKit", "TestSupport"],
+            name: "SystemTests", dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "EventStreams", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "EventsTests",
             dependencies: [
-                "ServiceKit", "Postgres", "Redis", "RPC", "TestSupport", logging,
+                "ServiceKit", "EventStreams", "Postgres", "Redis", "RPC", "TestSupport", logging,
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -208,12 +216,13 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "TweetsServiceTests",
-            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "ServiceKit", "TestSupport"],
+            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "EventStreams", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "SocialGraphTests",
             dependencies: [
-                "RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "ServiceKit", "SocialGraphService", "TestSupport", logging,
+                "RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "EventStreams", "ServiceKit", "SocialGraphService",
+                "TestSupport", logging,
             ],
             swiftSettings: strict),
         .testTarget(
@@ -238,7 +247,7 @@ let package = Package(
             // The service as a library: its methods and consumers, for the executable and for
             // tests that build it in-process.
             .target(
-                name: service.target, dependencies: ["ServiceKit", "RPC", "AviaryAPI", "Postgres", "Redis"] + service.extra,
+                name: service.target, dependencies: ["ServiceKit", "EventStreams", "RPC", "AviaryAPI", "Postgres", "Redis"] + service.extra,
                 path: "Services/\(service.folder)", swiftSettings: strict),
             .executableTarget(
                 name: service.executable, dependencies: ["ServiceKit", .target(name: service.target)],

@@ -1,4 +1,5 @@
 import AviaryAPI
+import EventStreams
 import RPC
 import ServiceKit
 

@@ -1,7 +1,7 @@
+import EventStreams
 import Foundation
 import RPC
 import Redis
-import ServiceKit
 import Synchronization
 import TestSupport
 import Testing

@@ -1,3 +1,4 @@
+import EventStreams
 import Foundation
 import Logging
 import Postgres

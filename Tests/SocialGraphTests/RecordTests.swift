@@ -1,8 +1,8 @@
 import AviaryAPI
+import EventStreams
 import Logging
 import Postgres
 import RPC
-import ServiceKit
 import TestSupport
 import Testing
 

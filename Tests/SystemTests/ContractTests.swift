@@ -1,11 +1,11 @@
 import AviaryAPI
+import EventStreams
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 import RPC
 import Redis
-import ServiceKit
 import TestSupport
 import Testing
 

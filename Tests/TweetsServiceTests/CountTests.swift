@@ -1,6 +1,6 @@
 import AviaryAPI
+import EventStreams
 import RPC
-import ServiceKit
 import TestSupport
 import Testing
 

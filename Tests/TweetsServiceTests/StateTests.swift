@@ -1,7 +1,7 @@
 import AviaryAPI
+import EventStreams
 import Postgres
 import RPC
-import ServiceKit
 import TestSupport
 import Testing
 

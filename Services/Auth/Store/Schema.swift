@@ -1,5 +1,5 @@
+import EventStreams
 import Postgres
-import ServiceKit
 
 /// The tables of the `auth` schema: accounts, their external sign-in identities, and sessions.
 enum AuthSchema {

@@ -1,8 +1,8 @@
 import AviaryAPI
+import EventStreams
 import Foundation
 import Postgres
 import RPC
-import ServiceKit
 
 /// `auth.users`: accounts, their profile and their password hash. Emails are unique however they
 /// are capitalised (`users_email_key` on `lower(email)`); usernames are stored lower-cased and

@@ -1,4 +1,5 @@
 import AviaryAPI
+import EventStreams
 import Foundation
 import Logging
 import RPC

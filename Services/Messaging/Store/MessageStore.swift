@@ -1,8 +1,8 @@
 import AviaryAPI
+import EventStreams
 import Foundation
 import Postgres
 import RPC
-import ServiceKit
 
 /// A message as stored; `media` is the media service's JSON, kept as text.
 struct MessageRow: Sendable {

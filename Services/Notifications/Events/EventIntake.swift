@@ -1,7 +1,7 @@
 import AviaryAPI
+import EventStreams
 import Foundation
 import RPC
-import ServiceKit
 
 /// What each consumed event means for notifications, read as the contract's event types
 /// (``GraphTopic``, ``TweetsTopic``, ``MessagingTopic``). Nobody is ever notified of their own

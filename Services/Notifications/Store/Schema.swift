@@ -1,3 +1,4 @@
+import EventStreams
 import Postgres
 
 /// The tables of the `notifications` schema, oldest migration first.

@@ -1,6 +1,6 @@
 import AviaryAPI
+import EventStreams
 import RPC
-import ServiceKit
 
 extension SocialGraphService {
     @Sendable func follow(_ params: UserParams, _ context: RPCContext) async throws -> FollowState {

@@ -1,4 +1,4 @@
-import ServiceKit
+import EventStreams
 
 /// A user as a process holds them: their totals and, once they were read as a viewer, whom they
 /// follow and who follows them, while both are few.
@@ -26,7 +26,7 @@ struct FollowRecord: Sendable {
 ///
 /// A follow or unfollow drops both users' records from its own process once it has committed
 /// (``changedHere(_:)``), and the outbox relay announces them with its event
-/// (``changedBy``, ``ServiceKit/LocalCopyKind/announcer(_:redis:)``), which drops them from every
+/// (``changedBy``, ``EventStreams/LocalCopyKind/announcer(_:redis:)``), which drops them from every
 /// other process a moment later.
 struct FollowRecords: Sendable {
     let store: FollowStore

@@ -1,6 +1,6 @@
 import AviaryAPI
+import EventStreams
 import Postgres
-import ServiceKit
 
 /// The follow graph in Postgres: `social_graph.follows` holds one row per edge, and each user's
 /// totals are their `social_graph.counts` row plus their rows in `social_graph.count_deltas`. A

@@ -1,6 +1,6 @@
+import EventStreams
 import Logging
 import Redis
-import ServiceKit
 
 /// The followers of authors who posted lately, kept in this process (``LocalCopy``) so that fan-out
 /// does not ask social-graph, and social-graph Postgres, for the same list at every tweet.

@@ -1,7 +1,7 @@
 import AviaryAPI
+import EventStreams
 import Logging
 import RPC
-import ServiceKit
 
 extension TimelineService {
     /// Handles a batch of the `graph` topic in order.

@@ -1,7 +1,7 @@
 import AviaryAPI
+import EventStreams
 import Logging
 import RPC
-import ServiceKit
 
 extension TimelineService {
     /// A tweet event's tweet and author.

@@ -1,6 +1,6 @@
 import AviaryAPI
+import EventStreams
 import RPC
-import ServiceKit
 
 /// The topics the timeline service consumes: `tweets` (fan-out of new tweets, withdrawal of deleted
 /// ones) and `graph` (a follow merges the followee's tweets in, an unfollow takes them out).

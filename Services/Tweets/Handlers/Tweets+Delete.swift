@@ -1,7 +1,7 @@
 import AviaryAPI
+import EventStreams
 import Logging
 import RPC
-import ServiceKit
 
 extension TweetsService {
     @Sendable func delete(_ params: TweetParams, _ context: RPCContext) async throws -> DeleteResult {

@@ -1,6 +1,6 @@
 import AviaryAPI
+import EventStreams
 import RPC
-import ServiceKit
 
 extension TweetsService {
     @Sendable func like(_ params: TweetParams, _ context: RPCContext) async throws -> LikeState {

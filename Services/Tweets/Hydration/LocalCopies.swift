@@ -1,7 +1,7 @@
 import AviaryAPI
+import EventStreams
 import Logging
 import Redis
-import ServiceKit
 
 /// What a tweets process holds of what it read lately (``LocalCopy``), one copy of each kind.
 struct LocalCopies: Sendable {

@@ -1,3 +1,4 @@
+import EventStreams
 import Logging
 import RPC
 import Redis

@@ -1,5 +1,5 @@
+import EventStreams
 import RPC
-import ServiceKit
 
 /// The counts and flags of tweets as a viewer sees them, for every read of a tweet.
 ///
@@ -11,7 +11,7 @@ import ServiceKit
 /// Every write that changes a state (a like, an unlike, a reply, a delete) calls ``changedHere(_:)``
 /// once it has committed and before it answers, which drops the state from the writer's process
 /// at once; the outbox relay announces its tweets with its event (``changedBy``,
-/// ``ServiceKit/LocalCopyKind/announcer(_:redis:)``), which drops them from every other process a
+/// ``EventStreams/LocalCopyKind/announcer(_:redis:)``), which drops them from every other process a
 /// moment later.
 struct TweetStates: Sendable {
     let store: TweetStore

@@ -1,5 +1,5 @@
+import EventStreams
 import Redis
-import ServiceKit
 
 /// How many live tweets authors have, for the `stats` of their profiles.
 ///
@@ -13,8 +13,8 @@ import ServiceKit
 /// Each process also holds the counts it read lately (``LocalCopy``, kind `counts`), so that
 /// viewing a profile again costs no query. A create or delete drops its author's count from its own
 /// process once it has committed (``changedHere(_:)``), and the outbox relay announces the author
-/// with its event (``changedBy``, ``ServiceKit/LocalCopyKind/announcer(_:redis:)``), which drops it
-/// from every other process a moment later.
+/// with its event (``changedBy``, ``EventStreams/LocalCopyKind/announcer(_:redis:)``), which drops
+/// it from every other process a moment later.
 struct AuthorTweetCounts: Sendable {
     let store: TweetStore
     let redis: RedisClient

@@ -1,6 +1,6 @@
 import AviaryAPI
+import EventStreams
 import Postgres
-import ServiceKit
 
 /// Likes in Postgres: one `tweets.likes` row per (tweet, user), and the tweet's `likes` count
 /// changed only when that row was really inserted or deleted. The tweet's row is locked first (in

@@ -1,5 +1,5 @@
+import EventStreams
 import Postgres
-import ServiceKit
 
 /// The tables of the `tweets` schema, oldest migration first.
 enum TweetSchema {

@@ -1,3 +1,4 @@
+import EventStreams
 import ServiceLifecycle
 
 /// A background service that runs `work` at start and then every `interval`, until the service

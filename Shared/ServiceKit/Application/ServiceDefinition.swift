@@ -12,8 +12,8 @@ public struct ServiceDefinition: Sendable {
     /// ``ServiceResources/consume(_:)``, background jobs, admin routes); called once at start-up,
     /// after migrations ran.
     public var register: @Sendable (_ router: inout RPCRouter, _ resources: ServiceResources) async throws -> Void
-    /// The schema whose `outbox` table (``Outbox``) an ``OutboxRelay`` empties into Redis streams;
-    /// nil for a service that produces no events.
+    /// The schema whose `outbox` table (``EventStreams/Outbox``) an ``EventStreams/OutboxRelay``
+    /// empties into Redis streams; nil for a service that produces no events.
     public var outboxSchema: String?
 
     public init(

@@ -1,3 +1,4 @@
+import EventStreams
 import ServiceLifecycle
 import Synchronization
 

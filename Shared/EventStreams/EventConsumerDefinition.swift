@@ -1,5 +1,5 @@
-/// A topic a service consumes, added by its `register` (``ServiceResources/consume(_:)``); the
-/// runtime runs an ``EventStreamConsumer`` for it in the service group.
+/// A topic a service consumes, added by its `register` (`ServiceResources.consume(_:)` in
+/// ServiceKit); the runtime runs an ``EventStreamConsumer`` for it in the service group.
 public struct EventConsumerDefinition: Sendable {
     /// Handles a batch; throwing makes the consumer retry it later.
     public typealias Handler = @Sendable (_ batch: EventBatch) async throws -> Void

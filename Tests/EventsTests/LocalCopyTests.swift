@@ -1,6 +1,6 @@
+import EventStreams
 import Logging
 import Redis
-import ServiceKit
 import TestSupport
 import Testing
 

@@ -1,6 +1,5 @@
+import EventStreams
 import Testing
-
-@testable import ServiceKit
 
 @Suite("RetryBackoff")
 struct RetryBackoffTests {

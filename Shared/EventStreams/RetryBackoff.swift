@@ -1,19 +1,19 @@
 import ServiceLifecycle
 
 /// Exponentially growing pauses between retries: `initial`, twice that, … up to `maximum`.
-struct RetryBackoff {
+package struct RetryBackoff {
     let initial: Duration
     let maximum: Duration
     /// Failures since the last success.
-    private(set) var failures = 0
+    package private(set) var failures = 0
 
-    init(initial: Duration, maximum: Duration) {
+    package init(initial: Duration, maximum: Duration) {
         self.initial = initial
         self.maximum = maximum
     }
 
     /// Counts a failure and returns how long to wait before the next attempt.
-    mutating func next() -> Duration {
+    package mutating func next() -> Duration {
         failures += 1
         // Capping the exponent keeps the multiplication from overflowing after many failures.
         return min(initial * (1 << min(failures - 1, 20)), maximum)
@@ -21,24 +21,24 @@ struct RetryBackoff {
 
     /// Whether the latest failure deserves a log line: the first, then every 20th, so that a long
     /// outage writes a line now and then rather than one per retry.
-    var isWorthLogging: Bool {
+    package var isWorthLogging: Bool {
         failures == 1 || (failures > 0 && failures.isMultiple(of: 20))
     }
 
-    mutating func reset() {
+    package mutating func reset() {
         failures = 0
     }
 }
 
 /// Sleeps for `duration`, returning early when the task is cancelled or its service group begins a
 /// graceful shutdown, so a back-off never delays stopping.
-func pauseUnlessStopping(for duration: Duration) async {
+package func pauseUnlessStopping(for duration: Duration) async {
     try? await cancelWhenGracefulShutdown {
         try await Task.sleep(for: duration)
     }
 }
 
 /// Whether the calling service should stop: its task is cancelled or a graceful shutdown began.
-var serviceIsStopping: Bool {
+package var serviceIsStopping: Bool {
     Task.isCancelled || Task.isShuttingDownGracefully
 }
