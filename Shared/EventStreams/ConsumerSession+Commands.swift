@@ -1,3 +1,4 @@
+import ChannelSupport
 import Logging
 import Metrics
 import Redis
@@ -26,7 +27,7 @@ extension ConsumerSession {
     mutating func claimIdleEntries(minIdle: Duration) async throws -> [StreamEntry] {
         let reply = try await redis.send([
             "XAUTOCLAIM", RedisArgument(key), RedisArgument(group), RedisArgument(consumer),
-            RedisArgument(Self.milliseconds(minIdle)), RedisArgument(claimCursor),
+            RedisArgument(minIdle.milliseconds), RedisArgument(claimCursor),
             "COUNT", RedisArgument(options.batchSize),
         ])
         guard let parts = reply.array, parts.count >= 2, let cursor = parts[0].string, let claimed = parts[1].array else {
@@ -50,7 +51,7 @@ extension ConsumerSession {
     func renewLease(for leaseTime: Duration) async throws -> Bool {
         try await redis.evaluate(
             Self.renewLeaseScript, keys: [leaseKey],
-            arguments: [RedisArgument(consumer), RedisArgument(Self.milliseconds(leaseTime))]
+            arguments: [RedisArgument(consumer), RedisArgument(leaseTime.milliseconds)]
         ).int == 1
     }
 
@@ -86,7 +87,7 @@ extension ConsumerSession {
         do {
             let removed = try await redis.evaluate(
                 Self.removeIdleConsumersScript, keys: [key],
-                arguments: [RedisArgument(group), RedisArgument(consumer), RedisArgument(Self.milliseconds(options.idleConsumerRetention))])
+                arguments: [RedisArgument(group), RedisArgument(consumer), RedisArgument(options.idleConsumerRetention.milliseconds)])
             if let count = removed.int, count > 0 {
                 logger.info("removed idle consumers from the group", metadata: ["consumers.removed": "\(count)"])
             }
@@ -165,10 +166,5 @@ extension ConsumerSession {
                     "reason": "\(item.reason)",
                 ])
         }
-    }
-
-    static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
     }
 }

@@ -1,3 +1,4 @@
+import ChannelSupport
 import Logging
 import Metrics
 import RPC
@@ -126,7 +127,7 @@ struct ConsumerSession {
             }
         } else {
             let command =
-                readCommand(from: ">", count: options.batchSize, block: Self.milliseconds(options.blockTimeout))
+                readCommand(from: ">", count: options.batchSize, block: Int(options.blockTimeout.milliseconds))
             let entries = try StreamEntry.entries(ofRead: try await redis.send(command))
             guard !entries.isEmpty else { return metrics.recordLag(oldest: nil) }
             try await deliver(entries, redelivered: false)

@@ -118,11 +118,10 @@ public final class LocalCopy<Value: Sendable>: Sendable {
     /// Makes room: drops the eighth of the entries kept longest ago (the nearest to expiring;
     /// expired ones go this way too, or when read).
     ///
-    /// Not the first ones in the dictionary's order, as it once did: that order follows the hash
-    /// table's buckets, so dropping from its front again and again emptied the same region while
-    /// new values landed everywhere. The rest of the table filled up into long runs of taken
-    /// buckets that every lookup of a missing id walked to the end: after a few minutes at 20,000
-    /// values, tweets spent 41 % of its CPU in `Dictionary.find`.
+    /// Not the first ones in the dictionary's order: that order follows the hash table's buckets,
+    /// so dropping from its front again and again empties the same region while new values land
+    /// everywhere. The rest of the table fills up into long runs of taken buckets that every lookup
+    /// of a missing id walks to the end (docs/perf.md, "Choices in the code").
     private func evict(_ state: inout State) {
         var dropped = 0
         while dropped < max(1, capacity / 8), let (id, kept) = state.order.popFirst() {

@@ -62,9 +62,9 @@ extension OutboxRelay {
         let takeBatch: String
         /// The rows waiting, as the gauge reports them: counted up to `$1`, and beyond it the span
         /// of their ids (an upper bound: ids of rolled-back appends leave gaps), read from the two
-        /// ends of the primary key, which takes about 2 ms however long the backlog is. A `count(*)`
-        /// reads every row each time (80-120 ms for 2,000,000, which Redis down for ten minutes
-        /// leaves behind at 3,000 events a second), and the relay measures inline, once a second.
+        /// ends of the primary key, which costs the same however long the backlog is. A `count(*)`
+        /// reads every row each time (a backlog of millions is what Redis down for minutes leaves
+        /// behind), and the relay measures inline, once a second (docs/perf.md, "Choices in the code").
         let waitingRows: String
 
         init(schema: String) {
