@@ -3,12 +3,33 @@ import Logging
 extension RedisClient {
     /// Runs `commands` as one pipeline, on a shared connection or, when one of them may block, on a
     /// connection of their own; retries once on a fresh connection when the connection broke and
-    /// retrying is safe (see the type's documentation).
+    /// retrying is safe (see the type's documentation). Refused at once while the breaker is open.
     func execute(_ commands: [[RedisArgument]]) async throws -> [RESPValue] {
+        let probe = try breaker.admit()
+        var unanswered = false
+        do {
+            let replies = try await executeOnPool(commands, unanswered: &unanswered)
+            breaker.record(unanswered: false, probe: probe)
+            return replies
+        } catch {
+            breaker.record(unanswered: unanswered, probe: probe)
+            throw error
+        }
+    }
+
+    /// ``execute(_:)`` past the breaker; sets `unanswered` when Redis could not be reached or did not
+    /// answer in time (not when an established connection broke: the next one may well work).
+    private func executeOnPool(_ commands: [[RedisArgument]], unanswered: inout Bool) async throws -> [RESPValue] {
         let blocking = commands.contains(where: RedisCommandSafety.mayBlock)
         var isRetry = false
         while true {
-            let connection = try await blocking ? pool.leaseDedicated() : pool.shared()
+            let connection: RedisChannelConnection
+            do {
+                connection = try await blocking ? pool.leaseDedicated() : pool.shared()
+            } catch let error as RedisError where error.code == .connectionFailed || error.code == .timeout {
+                unanswered = true
+                throw error
+            }
             do {
                 let replies = try await connection.send(commands)
                 if blocking { pool.release(connection) }
@@ -23,6 +44,7 @@ extension RedisClient {
                     isRetry = true
                     continue
                 }
+                unanswered = failure.error.code == .timeout
                 throw failure.error
             }
         }

@@ -10,13 +10,16 @@ import Logging
 ///
 /// A connection that breaks is replaced. A command that failed because its connection broke is retried
 /// once on a fresh connection when that is safe — read-only commands, and any command that provably
-/// never reached the server; otherwise it throws `.connectionFailed`.
+/// never reached the server; otherwise it throws `.connectionFailed`. A command that times out or
+/// cannot connect opens a breaker (``RedisBreaker``): for `configuration.breakerPause` every command
+/// fails at once with `.connectionFailed`, then one probes.
 ///
 /// Call `shutdown()` when done: it lets commands in flight finish and closes the connections.
 public final class RedisClient: Sendable {
     /// The configuration the client was created with.
     public let configuration: RedisConfiguration
     let pool: RedisConnectionPool
+    let breaker: RedisBreaker
     let logger: Logger
 
     /// Creates the client; no connection is opened until the first command.
@@ -30,6 +33,7 @@ public final class RedisClient: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.pool = RedisConnectionPool(configuration: configuration, logger: logger)
+        self.breaker = RedisBreaker(pause: configuration.breakerPause)
     }
 
     deinit {

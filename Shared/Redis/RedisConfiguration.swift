@@ -18,9 +18,14 @@ public struct RedisConfiguration: Sendable, Equatable {
     public var poolSize: Int
     /// Longest wait for the TCP connection (and `AUTH`/`SELECT`) to complete. Default 5 seconds.
     public var connectTimeout: Duration
-    /// Longest wait for the socket to accept a write or deliver the next bytes of a reply;
-    /// a command that exceeds it fails with `.timeout` and its connection is discarded. Default 5 seconds.
+    /// Longest wait for a command's reply; a command that exceeds it fails with `.timeout` (and so
+    /// does every command behind it on its connection, which is discarded). Default 1 second: Redis
+    /// answers in microseconds, so a second without an answer is a stalled server, whose callers
+    /// should fall back rather than wait (a blocking command's client adds its block time).
     public var commandTimeout: Duration
+    /// How long commands are refused at once after one timed out or could not connect, before one
+    /// probes (``RedisClient``). Default 200 ms.
+    public var breakerPause: Duration
 
     /// Creates a configuration; every parameter has the documented default.
     public init(
@@ -32,7 +37,8 @@ public struct RedisConfiguration: Sendable, Equatable {
         database: Int = 0,
         poolSize: Int = 8,
         connectTimeout: Duration = .seconds(5),
-        commandTimeout: Duration = .seconds(5)
+        commandTimeout: Duration = .seconds(1),
+        breakerPause: Duration = .milliseconds(200)
     ) {
         self.host = host
         self.port = port
@@ -43,6 +49,7 @@ public struct RedisConfiguration: Sendable, Equatable {
         self.poolSize = poolSize
         self.connectTimeout = connectTimeout
         self.commandTimeout = commandTimeout
+        self.breakerPause = breakerPause
     }
 
     /// Parses `redis://[[username]:password@]host[:port][/database]`, or

@@ -205,10 +205,36 @@ import Testing
                 #expect(error.code == .connectionFailed)
 
                 try await redis.start()
-                try await client.set(key, to: "after")
+                // Within the breaker's pause after the failed connect, commands are still refused.
+                #expect(await eventually(timeout: .seconds(2)) { (try? await client.set(key, to: "after")) != nil })
                 #expect(try await client.get(key) == Array("after".utf8))
                 #expect(await client.isReachable())
             }
+        }
+    }
+
+    @Test("a stalled Redis costs one command timeout; then commands fail at once until a probe is answered")
+    func aStalledRedisOpensTheBreaker() async throws {
+        try await withPrivateRedis { redis in
+            var configuration = try RedisConfiguration(url: redis.url, poolSize: 2)
+            configuration.commandTimeout = .milliseconds(300)
+            let client = RedisClient(configuration: configuration, logger: testLogger)
+            #expect(await client.isReachable())
+            await redis.pause()
+            let clock = ContinuousClock()
+            let first = try await #require(throws: RedisError.self) {
+                try await clock.measure { _ = try await client.send(["PING"]) }
+            }
+            #expect(first.code == .timeout)
+            var refused: RedisError?
+            let refusal = await clock.measure {
+                do { _ = try await client.send(["PING"]) } catch { refused = error as? RedisError }
+            }
+            #expect(refused?.code == .connectionFailed)
+            #expect(refusal < .milliseconds(50), "refused at once, not after the command timeout")
+            await redis.resume()
+            #expect(await eventually(timeout: .seconds(5)) { await client.isReachable() })
+            await client.shutdown()
         }
     }
 

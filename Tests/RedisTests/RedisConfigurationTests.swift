@@ -10,7 +10,8 @@ import Testing
         #expect(configuration.database == 0)
         #expect(configuration.poolSize == 8)
         #expect(configuration.connectTimeout == .seconds(5))
-        #expect(configuration.commandTimeout == .seconds(5))
+        #expect(configuration.commandTimeout == .seconds(1))
+        #expect(configuration.breakerPause == .milliseconds(200))
     }
 
     @Test func parsesHostPortAndDatabase() throws {

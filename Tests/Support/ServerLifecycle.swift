@@ -59,6 +59,11 @@ actor ServerLifecycle {
     }
 
     /// Stops the server (quickly, but cleanly) and waits until it has exited.
+    /// Sends `signal` to the running server (SIGSTOP and SIGCONT stall it and let it go on).
+    func signal(_ signal: Int32) {
+        server?.signal(signal)
+    }
+
     func stop() async throws {
         guard let server else { return }
         let status = await server.stop(signal: stopSignal, timeout: .seconds(30))

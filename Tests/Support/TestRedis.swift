@@ -78,6 +78,16 @@ public final class TestRedis: Sendable {
         try await lifecycle.stop()
     }
 
+    /// Stalls the server (SIGSTOP): connections stay open and nothing is answered, until ``resume()``.
+    public func pause() async {
+        await lifecycle.signal(SIGSTOP)
+    }
+
+    /// Lets a paused server go on (SIGCONT).
+    public func resume() async {
+        await lifecycle.signal(SIGCONT)
+    }
+
     /// Starts the server again on the same port, empty; waits until it answers PING.
     public func start() async throws {
         try await lifecycle.start()

@@ -39,6 +39,14 @@ import Testing
             expecting: [.home: 0.95, .user: 0.95, .post: 0.95])
     }
 
+    @Test func aThreeSecondRedisStallLeavesReadsAndPostsWorking() async throws {
+        let redis = try await TestServers.startPrivateRedis()
+        let stack = try await ServiceStack.start(
+            ["auth", "social-graph", "tweets", "timeline", "media"], redisDatabase: 0, redisServer: redis)
+        try await outage(of: stack, stop: { await redis.pause() }, start: { await redis.resume() },
+            expecting: [.home: 0.95, .user: 0.95, .post: 0.95])
+    }
+
     @Test func aThreeSecondPostgresRestartLeavesReadsWorking() async throws {
         let postgres = try await TestServers.startPrivatePostgres()
         let stack = try await ServiceStack.start(
