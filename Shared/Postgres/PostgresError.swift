@@ -85,6 +85,16 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
     /// succeed. `PostgresClient.transaction` does so by itself.
     public var isRetryableTransactionFailure: Bool { sqlState == "40001" || sqlState == "40P01" }
 
+    /// Whether the server could not be reached or is going away or coming back (connection
+    /// failures, timeouts, a closed pool, SQLSTATE classes 08 and 57P: shutting down, starting
+    /// up): a caller with another source for what it asked may use that instead.
+    public var isUnreachable: Bool {
+        switch code {
+        case .connectionFailed, .poolClosed, .timeout: true
+        default: sqlState.map { $0.hasPrefix("08") || $0.hasPrefix("57P") } ?? false
+        }
+    }
+
     public var description: String {
         var parts = ["code: \(code)"]
         if let sqlState { parts.append("sqlState: \(sqlState)") }

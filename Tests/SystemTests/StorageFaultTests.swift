@@ -21,6 +21,7 @@ import Testing
     struct Call {
         var kind: Kind
         var started: ContinuousClock.Instant
+        var took: Duration
         var failure: String?
     }
 
@@ -89,12 +90,18 @@ import Testing
         await load.value
 
         let calls = ledger.calls.withLock { $0 }
-        for (kind, least) in least.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+        for kind in Kind.allCases {
             let during = calls.filter { $0.kind == kind && $0.started >= down && $0.started < up }
+            let times = during.map(\.took).sorted()
+            let slowest = times.last ?? .zero
+            let median = times.isEmpty ? .zero : times[times.count / 2]
             let failed = during.filter { $0.failure != nil }
-            let rate = during.isEmpty ? 0 : Double(during.count - failed.count) / Double(during.count)
             let reasons = Dictionary(grouping: failed.compactMap(\.failure), by: { $0 }).mapValues(\.count)
-            print("outage: \(kind) \(during.count - failed.count)/\(during.count) succeeded; failures \(reasons)")
+            print("outage: \(kind) \(during.count - failed.count)/\(during.count) succeeded, median \(median), slowest \(slowest); failures \(reasons)")
+            // However the server fails, no call waits past the services' deadlines.
+            #expect(slowest < .seconds(5), "\(kind): the slowest call took \(slowest)")
+            guard let least = least[kind] else { continue }
+            let rate = during.isEmpty ? 0 : Double(during.count - failed.count) / Double(during.count)
             #expect(during.count >= 10, "\(kind): enough calls during the outage")
             #expect(rate >= least, "\(kind): \(failed.count) of \(during.count) failed during the outage: \(reasons)")
         }
@@ -144,7 +151,8 @@ import Testing
             } catch {
                 failure = "\(type(of: error))"
             }
-            ledger.calls.withLock { $0.append(Call(kind: kind, started: started, failure: failure)) }
+            let took = started.duration(to: .now)
+            ledger.calls.withLock { $0.append(Call(kind: kind, started: started, took: took, failure: failure)) }
             step += 1
             try? await Task.sleep(for: .milliseconds(20))
         }

@@ -44,11 +44,14 @@ struct TweetHydrator: Sendable {
         let unique = ids.filter { seen.insert($0).inserted }
         async let statesRead = states.states(unique, viewer: viewer)
         async let cachedBodies = cache.bodies(unique)
-        var shownStates = try await statesRead
+        var (shownStates, unreached) = try await statesRead
         var (bodies, epoch) = await cachedBodies
+        // Postgres cannot be reached: the tweets whose bodies are cached are shown without their
+        // counts, the others (whose rows it alone has) are left out.
+        for id in unreached where bodies[id] != nil { shownStates[id] = TweetStates.unknown(id) }
         // A deleted tweet's body is built every time: its cached one, if any, still has the text.
         let missing = unique.filter { id in shownStates[id].map { $0.deleted ? !omitDeleted : bodies[id] == nil } ?? false }
-        if !missing.isEmpty {
+        if !missing.isEmpty, unreached.isEmpty {
             // Read after the states: a tweet deleted in between shows as deleted, without its text.
             let rows = try await store.tweets(missing, viewer: viewer)
             for row in rows.values { shownStates[row.id] = StoredTweet(row) }

@@ -1,4 +1,5 @@
 import EventStreams
+import Postgres
 import RPC
 
 /// The counts and flags of tweets as a viewer sees them, for every read of a tweet.
@@ -19,23 +20,43 @@ struct TweetStates: Sendable {
     let local: LocalCopy<TweetState>?
 
     /// The states of the stored tweets among `ids` (any order), relative to `viewer`.
-    func states(_ ids: [Int64], viewer: Int64?) async throws -> [Int64: StoredTweet] {
+    ///
+    /// While Postgres cannot be reached, the states this process holds still answer, and the
+    /// others are left out (`unreached` lists them): the caller may show those tweets as
+    /// ``unknown(_:)`` where it has another sign that they exist.
+    func states(_ ids: [Int64], viewer: Int64?) async throws -> (states: [Int64: StoredTweet], unreached: [Int64]) {
         var (found, epoch) = local?.values(ids) ?? ([:], nil)
         let asked = found.isEmpty ? ids : ids.filter { found[$0] == nil }
+        var unreached: [Int64] = []
         if !asked.isEmpty {
-            let fetched = try await store.states(asked)
-            local?.keep(fetched.lazy.map { (key: $0.key, value: $0.value) }, since: epoch)
-            found.merge(fetched) { _, new in new }
+            do {
+                let fetched = try await store.states(asked)
+                local?.keep(fetched.lazy.map { (key: $0.key, value: $0.value) }, since: epoch)
+                found.merge(fetched) { _, new in new }
+            } catch let error as PostgresError where error.isUnreachable {
+                unreached = asked
+            }
         }
         var likedWidely: Set<Int64> = []
         if let viewer {
             let unlisted = found.values.filter { $0.likers == nil }.map(\.id)
-            likedWidely = try await store.liked(unlisted, by: viewer)
+            do {
+                likedWidely = try await store.liked(unlisted, by: viewer)
+            } catch let error as PostgresError where error.isUnreachable {
+                // Shown as not liked by the viewer until Postgres answers again.
+            }
         }
-        return found.mapValues { state in
+        let states = found.mapValues { state in
             let likedByMe = viewer.map { viewer in state.likers?.contains(viewer) ?? likedWidely.contains(state.id) } ?? false
             return StoredTweet(id: state.id, likes: state.likes, replies: state.replies, deleted: state.deleted, likedByMe: likedByMe)
         }
+        return (states, unreached)
+    }
+
+    /// The state shown for a tweet whose state Postgres could not give but whose body is cached:
+    /// live (a delete drops the cached body), its counts not known (shown as none).
+    static func unknown(_ id: Int64) -> StoredTweet {
+        StoredTweet(id: id, likes: 0, replies: 0, deleted: false, likedByMe: false)
     }
 
     /// Drops the states of `ids` from this process: call after a write that changes them commits,

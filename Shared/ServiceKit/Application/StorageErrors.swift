@@ -11,10 +11,7 @@ extension PostgresError: RPCErrorConvertible {
         // Retried inside `transaction`; what still fails there, or came from a single statement, is
         // contention to wait out.
         if isRetryableTransactionFailure { return .unavailable("the database is busy; retry shortly") }
-        switch code {
-        case .connectionFailed, .poolClosed, .timeout: return .unavailable("the database is unavailable; retry shortly")
-        default: return .internalError()
-        }
+        return isUnreachable ? .unavailable("the database is unavailable; retry shortly") : .internalError()
     }
 }
 
