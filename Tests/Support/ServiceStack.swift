@@ -30,6 +30,9 @@ public final class ServiceStack: Sendable {
     /// Folders the stack made (the shared media root), removed with it.
     private let cleanupTokens: [Int]
     private let userCounter = Atomic<Int>(0)
+    /// Every answer of ``call(_:_:_:as:decoding:)`` and ``callInternal(_:_:_:decoding:)`` is checked
+    /// against its method's published result schema.
+    private let schemas = ResultSchemas()
     /// Makes usernames unique across stacks sharing a Postgres server in one test run.
     private let userPrefix = String(Int.random(in: 0..<36 * 36 * 36), radix: 36)
 
@@ -239,19 +242,31 @@ public final class ServiceStack: Sendable {
         }
     }
 
-    /// Calls a method of `service` as `user` (or anonymously) and decodes the result.
+    /// Calls a method of `service` as `user` (or anonymously), checks the result against the
+    /// method's published schema, and decodes it.
     public func call<Result: Decodable>(
         _ service: String, _ method: String, _ params: [String: JSONValue] = [:], as user: StackUser? = nil,
         decoding type: Result.Type = Result.self
     ) async throws -> Result {
-        try await client(service).call(method, params: params, meta: RequestMeta(token: user?.token), as: type)
+        try await checkedCall(service, method, params, meta: RequestMeta(token: user?.token))
     }
 
-    /// Calls an internal method of `service` with the stack's service credential.
+    /// Calls an internal method of `service` with the stack's service credential; the result is
+    /// checked as ``call(_:_:_:as:decoding:)`` checks it.
     public func callInternal<Result: Decodable>(
         _ service: String, _ method: String, _ params: [String: JSONValue], decoding type: Result.Type = Result.self
     ) async throws -> Result {
-        try await client(service).call(method, params: params, meta: RequestMeta(service: serviceCredential), as: type)
+        try await checkedCall(service, method, params, meta: RequestMeta(service: serviceCredential))
+    }
+
+    private func checkedCall<Result: Decodable>(
+        _ service: String, _ method: String, _ params: [String: JSONValue], meta: RequestMeta
+    ) async throws -> Result {
+        let client = client(service)
+        let raw = try await client.call(method, params: params, meta: meta, as: RawJSON.self)
+        let data = Data(raw.bytes)
+        try await schemas.check(try WireDecoding.decode(JSONValue.self, from: data), of: method, from: client)
+        return try WireDecoding.decode(Result.self, from: data)
     }
 
     private struct Registered: Decodable {
