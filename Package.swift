@@ -201,7 +201,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "MessagingServiceTests",
-            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "TestSupport", logging],
+            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "MessagingService", "ServiceKit", "TestSupport", logging],
             swiftSettings: strict),
         .testTarget(
             name: "NotificationsServiceTests",
