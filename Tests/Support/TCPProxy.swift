@@ -8,12 +8,40 @@ import Synchronization
 /// A TCP proxy on 127.0.0.1 in front of one server or several (a load balancer: each connection
 /// goes to the next target in turn, or past it to the next that accepts). It may close its first
 /// `dropCount` connections as soon as a request arrives, without forwarding it: the client sees its
-/// connection die after the request was written, as when a server crashes mid-command.
+/// connection die after the request was written, as when a server crashes mid-command. A test may
+/// also slow the link (``delay``) or cut it (``isCut``), for a network that falters.
 public final class TCPProxy: Sendable {
     public let port: Int
     private let listener: Int32
     private let dropsLeft: Mutex<Int>
     private let next = Mutex(0)
+    private let link = Mutex(Link())
+
+    private struct Link {
+        var delay = Duration.zero
+        var isCut = false
+        /// The sockets of the connections being forwarded, both sides.
+        var open: Set<Int32> = []
+    }
+
+    /// How long each piece of data waits before it is passed on, either way.
+    public var delay: Duration {
+        get { link.withLock { $0.delay } }
+        set { link.withLock { $0.delay = newValue } }
+    }
+
+    /// While true, every connection is cut at once (its sockets shut down) and new ones are closed
+    /// as soon as they send.
+    public var isCut: Bool {
+        get { link.withLock { $0.isCut } }
+        set {
+            let cut = link.withLock { link in
+                link.isCut = newValue
+                return newValue ? link.open : []
+            }
+            for socket in cut { shutdown(socket, Int32(SHUT_RDWR)) }
+        }
+    }
 
     public init(targetPorts: [Int], dropCount: Int = 0) throws {
         dropsLeft = Mutex(dropCount)
@@ -44,7 +72,7 @@ public final class TCPProxy: Sendable {
                 Glibc.close(listener)
                 return
             }
-            let drop = dropsLeft.withLock { left in
+            let drop = isCut || dropsLeft.withLock { left in
                 defer { left = max(0, left - 1) }
                 return left > 0
             }
@@ -63,13 +91,15 @@ public final class TCPProxy: Sendable {
                 Glibc.close(client)
                 continue
             }
+            link.withLock { $0.open.formUnion([client, upstream]) }
             // Each direction is pumped by its own thread; the second to finish closes both sockets.
             let pumps = PumpCount()
             for (from, to) in [(client, upstream), (upstream, client)] {
-                Thread.detachNewThread {
-                    Self.pump(from: from, to: to)
+                Thread.detachNewThread { [self] in
+                    pump(from: from, to: to)
                     shutdown(to, Int32(SHUT_WR))
                     if pumps.finishOne() {
+                        link.withLock { $0.open.subtract([client, upstream]) }
                         Glibc.close(client)
                         Glibc.close(upstream)
                     }
@@ -78,11 +108,13 @@ public final class TCPProxy: Sendable {
         }
     }
 
-    private static func pump(from source: Int32, to destination: Int32) {
+    private func pump(from source: Int32, to destination: Int32) {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let count = read(source, &buffer, buffer.count)
             guard count > 0 else { return }
+            let delay = self.delay
+            if delay > .zero { usleep(UInt32(delay.components.seconds * 1_000_000 + delay.components.attoseconds / 1_000_000_000_000)) }
             var sent = 0
             while sent < count {
                 let written = buffer[sent..<count].withUnsafeBytes {

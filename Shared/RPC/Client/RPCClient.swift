@@ -179,12 +179,15 @@ public final class RPCClient: Sendable {
     }
 
     /// Sends a request and returns the response frame. `idempotent` calls that lose their
-    /// connection are retried once on another instance.
+    /// connection are retried once on another instance. The call times out after `timeout` (by
+    /// default the configuration's), or sooner when its `_meta.timeoutMs` leaves less: the budget a
+    /// caller passes on is also how long it waits.
     public func send(
         _ method: String, params: RawJSON = .emptyObject, meta: RequestMeta = RequestMeta(), timeout: Duration? = nil,
         idempotent: Bool = false
     ) async throws -> RPCResponse {
-        let timeout = timeout ?? configuration.callTimeout
+        var timeout = timeout ?? configuration.callTimeout
+        if let budget = meta.timeoutMs { timeout = min(timeout, .milliseconds(budget)) }
         let deadline = ContinuousClock.now.advanced(by: timeout)
         var excluded: Int?
         var retriedLostCall = false
