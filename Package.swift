@@ -39,7 +39,8 @@ let services: [(executable: String, target: String, folder: String, extra: [Targ
     ]),
     ("aviary-media", "MediaService", "Media", [
         .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
-        .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"), .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
     ]),
@@ -151,6 +152,8 @@ let package = Package(
         .target(
             name: "ServiceKit", dependencies: ["EventStreams", "RPC", "Postgres", "Redis", "AviaryAPI", "AuthTokens", "ChannelSupport", "CBuildInfo", logging] + nio + [
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -27,7 +27,7 @@ public struct MediaService: Sendable {
             signer: URLSigner(serviceCredentials: resources.acceptedServiceCredentials, lifetime: settings.signedURLLifetime),
             membership: Membership(resources: resources), ids: resources.ids)
         media.registerMethods(with: &router)
-        resources.addAdminRoute(MediaHTTPRoute(media: media).route)
+        resources.addAdminRoutes(MediaHTTPRoute(media: media).add(to:))
         let sweeper = UploadSweeper(uploads: media.uploads, storage: storage, settings: settings, logger: resources.logger)
         resources.addBackgroundService(PeriodicJob(every: settings.sweepInterval, sweeper.sweep))
         resources.logger.info("media storage", metadata: ["media.root": "\(settings.root)"])

@@ -1,24 +1,35 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
-import NIOHTTP1
 import NIOPosix
 import Prometheus
 import RPC
 import ServiceLifecycle
 
-/// The admin HTTP/1.1 server of a service: `GET /healthz` (liveness, always `ok`), `GET /readyz`
-/// (the readiness checks as JSON, 200 when all pass, 503 otherwise), `GET /metrics` (Prometheus
-/// text), and any ``AdminRoute`` the service adds.
+/// The admin HTTP/1.1 server of a service, a Hummingbird application: `GET /healthz` (liveness,
+/// always `ok`), `GET /readyz` (the readiness checks as JSON, 200 when all pass, 503 otherwise),
+/// `GET /metrics` (Prometheus text), and the routes the service adds (``Routes``). A GET route
+/// answers HEAD too, without a body; a path asked with a method it has no route for gets 405 with
+/// `Allow`, an unknown path 404.
 ///
 /// It is a `Service`: run it in the process's `ServiceGroup`. On graceful shutdown it stops
-/// accepting, closes idle connections at once, and closes busy ones after their current response.
-/// Request headers over 64 KiB are refused with 400; request bodies are read and dropped.
+/// accepting, closes idle connections at once, and closes busy ones after their current response
+/// or ``AdminConnectionHandler/quiesceGrace``, whichever comes first. Request heads over 64 KiB
+/// are refused with 400; request bodies are read and dropped.
 public actor AdminHTTPServer: Service {
     /// Returns named readiness checks, e.g. `["postgres": true, "redis": false]`.
     public typealias ReadinessCheck = @Sendable () async -> [String: Bool]
+    /// Adds a service's routes to the admin router:
+    /// `{ router in router.get("/media/{id}") { request, context in … } }`.
+    public typealias Routes = @Sendable (Router<BasicRequestContext>) -> Void
 
     /// The largest request head (request line and header fields) accepted.
     public static let maxHeaderBytes = 64 * 1024
+    /// A connection with no traffic for this long is closed, so forgotten clients do not pile up.
+    static let idleTimeout = TimeAmount.seconds(60)
 
     private enum State {
         case idle
@@ -29,8 +40,7 @@ public actor AdminHTTPServer: Service {
     private let host: String
     private let port: Int
     private let eventLoopGroup: any EventLoopGroup
-    private let responder: AdminResponder
-    private let connections = AdminConnections()
+    private let responder: RouterResponder<BasicRequestContext>
     private let connectionLimit: ConnectionLimit?
     private let logger: Logger
     private var state = State.idle
@@ -43,7 +53,7 @@ public actor AdminHTTPServer: Service {
     ///   - beforeMetrics: called for every `/metrics` request, before the registry is rendered: it
     ///     records the gauges whose value is read when they are scraped.
     ///   - readiness: called for every `/readyz` request.
-    ///   - routes: the service's extra endpoints.
+    ///   - routes: add the service's extra endpoints.
     ///   - connectionLimit: shared with the process's other listeners: a connection over it is
     ///     answered 503 and closed.
     public init(
@@ -52,7 +62,7 @@ public actor AdminHTTPServer: Service {
         registry: PrometheusCollectorRegistry,
         beforeMetrics: @escaping @Sendable () -> Void = {},
         readiness: @escaping ReadinessCheck = { [:] },
-        routes: [AdminRoute] = [],
+        routes: [Routes] = [],
         connectionLimit: ConnectionLimit? = nil,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger
@@ -62,8 +72,20 @@ public actor AdminHTTPServer: Service {
         self.connectionLimit = connectionLimit
         self.eventLoopGroup = eventLoopGroup
         self.logger = logger
-        self.responder = AdminResponder(
-            registry: registry, beforeMetrics: beforeMetrics, readiness: readiness, routes: routes, logger: logger)
+
+        let router = Router(options: .autoGenerateHeadEndpoints)
+        router.add(middleware: RouteErrorLogging())
+        router.get("/healthz") { _, _ in "ok" }
+        router.get("/readyz") { _, _ in await Self.readinessResponse(readiness) }
+        router.get("/metrics") { _, _ in
+            beforeMetrics()
+            return Response(
+                status: .ok, headers: [.contentType: MetricsBootstrap.contentType],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: MetricsBootstrap.render(registry))))
+        }
+        for add in routes { add(router) }
+        router.refuseOtherMethods()
+        self.responder = router.buildResponder()
     }
 
     /// The port the server listens on, once it does: waits for ``run()`` to bind.
@@ -84,77 +106,33 @@ public actor AdminHTTPServer: Service {
     /// Binds, serves until graceful shutdown or cancellation, and returns once every connection
     /// is closed.
     public func run() async throws {
-        let serverChannel: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
+        let http1 = HTTP1Channel.Configuration(
+            idleTimeout: Self.idleTimeout,
+            httpDecoderConfiguration: .init(maxHeaderFieldSize: Self.maxHeaderBytes, maxHeaderListSize: Self.maxHeaderBytes))
+        let connectionLimit = self.connectionLimit
+        let application = Application(
+            responder: self.responder,
+            server: HTTPServerBuilder { responder in
+                AdminChildChannel(
+                    base: HTTP1Channel(responder: responder, configuration: http1), connectionLimit: connectionLimit)
+            },
+            configuration: .init(address: .hostname(self.host, port: self.port), serverName: nil),
+            onServerRunning: { channel in await self.listening(on: channel.localAddress?.port ?? 0) },
+            eventLoopGroupProvider: .shared(self.eventLoopGroup),
+            logger: self.logger)
         do {
-            serverChannel = try await self.bind()
+            try await application.run()
         } catch {
             self.finish(error)
             throw error
         }
-        let port = serverChannel.channel.localAddress?.port ?? self.port
+        self.finish(nil)
+    }
+
+    private func listening(on port: Int) {
         self.state = .listening(port: port)
         for waiter in self.portWaiters { waiter.resume(returning: port) }
         self.portWaiters = []
-        defer { self.finish(nil) }
-
-        let connections = self.connections
-        let responder = self.responder
-        let logger = self.logger
-        try await withGracefulShutdownHandler {
-            try await withThrowingDiscardingTaskGroup { group in
-                try await serverChannel.executeThenClose { inbound in
-                    for try await connection in inbound {
-                        group.addTask {
-                            await AdminConnection(
-                                channel: connection, responder: responder, connections: connections, logger: logger
-                            ).serve()
-                        }
-                    }
-                }
-            }
-        } onGracefulShutdown: {
-            connections.quiesce(serverChannel: serverChannel.channel)
-        }
-    }
-
-    private func bind() async throws
-        -> NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
-    {
-        let limits = Self.decoderLimits
-        let connectionLimit = self.connectionLimit
-        return try await ServerBootstrap(group: self.eventLoopGroup)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .bind(host: self.host, port: self.port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let pipeline = channel.pipeline.syncOperations
-                    // Refused: the refusal reads nothing, so the HTTP handlers behind it never see a request.
-                    if let connectionLimit, !connectionLimit.admit(channel) {
-                        try pipeline.addHandler(RefusingHandler(sending: Self.refusal(connectionLimit.refusal)))
-                    }
-                    try pipeline.addHandler(IdleStateHandler(allTimeout: AdminConnection.idleTimeout))
-                    try pipeline.configureHTTPServerPipeline(
-                        withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
-                    try pipeline.addHandler(CloseOnIdleHandler())
-                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
-                        wrappingChannelSynchronously: channel)
-                }
-            }
-    }
-
-    /// A 503 response that closes the connection, with `reason` as its text.
-    private static func refusal(_ reason: String) -> [UInt8] {
-        let body = reason + "\n"
-        return Array(
-            ("HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
-                + "content-length: \(body.utf8.count)\r\nconnection: close\r\n\r\n" + body).utf8)
-    }
-
-    private static var decoderLimits: NIOHTTPDecoderLimitConfiguration {
-        var limits = NIOHTTPDecoderLimitConfiguration()
-        limits.maxHeaderFieldSize = Self.maxHeaderBytes
-        limits.maxHeaderListSize = Self.maxHeaderBytes
-        return limits
     }
 
     private func finish(_ error: (any Error)?) {
@@ -164,10 +142,66 @@ public actor AdminHTTPServer: Service {
         for waiter in self.portWaiters { waiter.resume(throwing: failure) }
         self.portWaiters = []
     }
+
+    private static func readinessResponse(_ readiness: ReadinessCheck) async -> Response {
+        struct Body: Encodable {
+            var ready: Bool
+            var checks: [String: Bool]
+        }
+        let checks = await readiness()
+        let ready = checks.values.allSatisfy { $0 }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        // Encoding a Bool dictionary cannot fail.
+        let json = (try? encoder.encode(Body(ready: ready, checks: checks))) ?? Data()
+        return Response(
+            status: ready ? .ok : .serviceUnavailable, headers: [.contentType: "application/json"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
+    }
 }
 
 /// The admin server stopped before it listened, or is asked for its port after stopping.
 public struct AdminHTTPServerError: Error, Sendable, CustomStringConvertible {
     public var message: String
     public var description: String { self.message }
+}
+
+extension Router {
+    /// Answers 405 with `Allow` on every path with a route, for the common methods it has no route
+    /// for (Hummingbird's router answers them 404). A GET route answers HEAD as well.
+    fileprivate func refuseOtherMethods() {
+        let methods: [HTTPRequest.Method] = [.get, .head, .post, .put, .delete, .patch, .options]
+        for routes in Dictionary(grouping: self.routes, by: \.path.description).values {
+            var allowed = Set(routes.map(\.method))
+            if allowed.contains(.get) { allowed.insert(.head) }
+            let allow = allowed.map(\.rawValue).sorted().joined(separator: ", ")
+            for method in methods where !allowed.contains(method) {
+                self.on(routes[0].path, method: method) { _, _ -> Response in
+                    throw HTTPError(.methodNotAllowed, headers: [.allow: allow])
+                }
+            }
+        }
+    }
+}
+
+/// Logs what a route threw, which Hummingbird answers 500 and logs only at debug level.
+private struct RouteErrorLogging: RouterMiddleware {
+    typealias Context = BasicRequestContext
+
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            throw error
+        } catch {
+            context.logger.error(
+                "admin route failed",
+                metadata: [
+                    "http.route": "\(context.endpointPath ?? "-")", "http.target": "\(request.uri)", "error": "\(error)",
+                ])
+            throw error
+        }
+    }
 }

@@ -3,10 +3,12 @@ import ServiceLifecycle
 import Synchronization
 
 extension ServiceResources {
-    /// Serves `route` on the admin HTTP port as well (media serves `GET /media/<id>` this way).
+    /// Serves more routes on the admin HTTP port: `routes` adds them to the admin server's
+    /// Hummingbird router, as media does with
+    /// `resources.addAdminRoutes { router in router.get("/media/{id}") { request, context in … } }`.
     /// Call it from `register`: the admin server is built after it.
-    public func addAdminRoute(_ route: AdminRoute) {
-        addedParts.withLock { $0.routes.append(route) }
+    public func addAdminRoutes(_ routes: @escaping AdminHTTPServer.Routes) {
+        addedParts.withLock { $0.routes.append(routes) }
     }
 
     /// Runs `service` (a background job, such as a sweeper) in the service group next to the
@@ -46,7 +48,7 @@ extension ServiceResources {
         addedParts.withLock { $0.consumers }
     }
 
-    var adminRoutes: [AdminRoute] {
+    var adminRoutes: [AdminHTTPServer.Routes] {
         addedParts.withLock { $0.routes }
     }
 
@@ -57,7 +59,7 @@ extension ServiceResources {
 
 /// What a service's `register` added to its process beyond RPC methods.
 struct AddedParts: Sendable {
-    var routes: [AdminRoute] = []
+    var routes: [AdminHTTPServer.Routes] = []
     var services: [any Service] = []
     var outboxPreparation: OutboxRelay.Preparation?
     var readinessChecks: [(String, @Sendable () async -> Bool)] = []

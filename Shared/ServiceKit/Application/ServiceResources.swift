@@ -26,7 +26,7 @@ public final class ServiceResources: Sendable {
     private let clients = Mutex<[ServiceName: RPCClient]>([:])
     /// The hub of ``liveHub``, once asked for.
     let liveHubSlot = Mutex<LiveHub?>(nil)
-    /// Admin routes and background services `register` added (``addAdminRoute(_:)``).
+    /// Admin routes and background services `register` added (``addAdminRoutes(_:)``).
     let addedParts = Mutex(AddedParts())
 
     init(
