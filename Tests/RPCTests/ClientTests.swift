@@ -189,7 +189,9 @@ import Testing
             }
             return await group.reduce(into: []) { $0.append($1) }
         }
-        let refusedAtOnce = outcomes.filter { $0.0 == "unavailable" && $0.1 < .seconds(2) }.count
+        // "At once": well before the 5 s timeout the queued calls would otherwise run into (on a
+        // loaded machine, encoding 500 params of 64 KiB alone takes a while).
+        let refusedAtOnce = outcomes.filter { $0.0 == "unavailable" && $0.1 < .seconds(4) }.count
         #expect(refusedAtOnce >= 100, "refused at once: \(refusedAtOnce); timed out: \(outcomes.filter { $0.0 == "timeout" }.count)")
         await client.shutdown()
     }

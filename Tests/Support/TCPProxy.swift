@@ -31,7 +31,7 @@ public final class TCPProxy: Sendable {
     }
 
     /// While true, every connection is cut at once (its sockets shut down) and new ones are closed
-    /// as soon as they send.
+    /// as soon as they are accepted, before anything is read: a peer that cannot be reached.
     public var isCut: Bool {
         get { link.withLock { $0.isCut } }
         set {
@@ -72,7 +72,11 @@ public final class TCPProxy: Sendable {
                 Glibc.close(listener)
                 return
             }
-            let drop = isCut || dropsLeft.withLock { left in
+            if isCut {
+                Glibc.close(client)
+                continue
+            }
+            let drop = dropsLeft.withLock { left in
                 defer { left = max(0, left - 1) }
                 return left > 0
             }
