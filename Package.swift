@@ -111,9 +111,10 @@ let package = Package(
             name: "ChannelSupport", dependencies: nio,
             path: "Shared/ChannelSupport", swiftSettings: strict),
         .target(name: "CivilCalendar", path: "Shared/CivilCalendar", swiftSettings: strict),
+        .target(name: "AviaryJSON", dependencies: ["CivilCalendar"], path: "Shared/JSON", swiftSettings: strict),
         .target(
             name: "RPC", dependencies: nio + [
-                "ChannelSupport", "CivilCalendar", logging,
+                "AviaryJSON", "ChannelSupport", logging,
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -125,14 +126,14 @@ let package = Package(
         .target(
             name: "Redis", dependencies: ["CHiredis", "ChannelSupport", logging, .product(name: "Crypto", package: "swift-crypto")] + nio,
             path: "Shared/Redis", swiftSettings: strict),
-        .target(name: "AviaryAPI", dependencies: ["RPC"], path: "Shared/AviaryAPI", swiftSettings: strict),
+        .target(name: "AviaryAPI", dependencies: ["AviaryJSON", "RPC"], path: "Shared/AviaryAPI", swiftSettings: strict),
         .target(
             name: "AviaryClient", dependencies: [
-                "AviaryAPI", "RPC", logging, .product(name: "WSClient", package: "swift-websocket"),
+                "AviaryAPI", "AviaryJSON", "RPC", logging, .product(name: "WSClient", package: "swift-websocket"),
             ], path: "Clients/AviaryClient", swiftSettings: strict),
         .target(
             name: "AuthTokens", dependencies: [
-                "RPC", "Redis", "ChannelSupport",
+                "AviaryJSON", "RPC", "Redis", "ChannelSupport",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -141,7 +142,7 @@ let package = Package(
             name: "CBuildInfo", path: "Shared/CBuildInfo",
             cSettings: [.define("AVIARY_REVISION", to: "\"\(revision)\"")]),
         .target(
-            name: "ServiceKit", dependencies: ["RPC", "Postgres", "Redis", "AviaryAPI", "AuthTokens", "ChannelSupport", "CBuildInfo", logging] + nio + [
+            name: "ServiceKit", dependencies: ["AviaryJSON", "RPC", "Postgres", "Redis", "AviaryAPI", "AuthTokens", "ChannelSupport", "CBuildInfo", logging] + nio + [
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -152,7 +153,7 @@ let package = Package(
             path: "Shared/ServiceKit", swiftSettings: strict),
         .executableTarget(
             name: "AviaryCLI", dependencies: [
-                "RPC", "ServiceKit", "AviaryClient", "Postgres", "Redis", "AuthTokens", "CArgon2", logging,
+                "AviaryJSON", "RPC", "ServiceKit", "AviaryClient", "Postgres", "Redis", "AuthTokens", "CArgon2", logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "WSClient", package: "swift-websocket"), .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -161,22 +162,23 @@ let package = Package(
 
         .target(
             name: "TestSupport", dependencies: [
-                "RPC", "Postgres", "Redis", "AviaryAPI", logging, .product(name: "Crypto", package: "swift-crypto"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "AviaryJSON", "RPC", "Postgres", "Redis", "AviaryAPI", logging, .product(name: "Crypto", package: "swift-crypto"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/Support", swiftSettings: strict),
-        .testTarget(name: "RPCTests", dependencies: ["RPC", "ChannelSupport", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "JSONTests", dependencies: ["AviaryJSON"], swiftSettings: strict),
+        .testTarget(name: "RPCTests", dependencies: ["AviaryJSON", "RPC", "ChannelSupport", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "PostgresTests", dependencies: ["Postgres", "RPC", "TestSupport"] + nio, swiftSettings: strict),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "RPC", "TestSupport"] + nio, swiftSettings: strict),
         .testTarget(
             name: "ServiceKitTests", dependencies: ["ServiceKit", "Redis", "TestSupport", logging], swiftSettings: strict),
         .testTarget(
-            name: "SystemTests", dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "ServiceKit", "TestSupport"],
+            name: "SystemTests", dependencies: ["AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis", "ServiceKit", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "EventsTests",
             dependencies: [
-                "ServiceKit", "Postgres", "Redis", "RPC", "TestSupport", logging,
+                "AviaryJSON", "ServiceKit", "Postgres", "Redis", "RPC", "TestSupport", logging,
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -185,7 +187,7 @@ let package = Package(
         .testTarget(
             name: "AuthServiceTests",
             dependencies: [
-                "RPC", "AviaryAPI", "TestSupport", "AuthTokens", "Postgres", "CArgon2", logging,
+                "AviaryJSON", "RPC", "AviaryAPI", "TestSupport", "AuthTokens", "Postgres", "CArgon2", logging,
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
@@ -193,31 +195,31 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "MessagingServiceTests",
-            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "TestSupport", logging],
+            dependencies: ["AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis", "TestSupport", logging],
             swiftSettings: strict),
         .testTarget(
             name: "NotificationsServiceTests",
             dependencies: [
-                "RPC", "AviaryAPI", "ServiceKit", "Postgres", "Redis", "TestSupport", logging,
+                "AviaryJSON", "RPC", "AviaryAPI", "ServiceKit", "Postgres", "Redis", "TestSupport", logging,
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict),
         .testTarget(
             name: "TimelineServiceTests",
-            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "TestSupport"],
+            dependencies: ["AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "TweetsServiceTests",
-            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "ServiceKit", "TestSupport"],
+            dependencies: ["AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis", "ServiceKit", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "SocialGraphTests",
-            dependencies: ["RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "ServiceKit", "TestSupport", logging],
+            dependencies: ["AviaryJSON", "RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "ServiceKit", "TestSupport", logging],
             swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "RPC", "AviaryAPI", "AviaryClient", "Redis", "TestSupport", logging,
+                "AviaryJSON", "RPC", "AviaryAPI", "AviaryClient", "Redis", "TestSupport", logging,
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -227,13 +229,13 @@ let package = Package(
         .testTarget(
             name: "MediaServiceTests",
             dependencies: [
-                "RPC", "AviaryAPI", "Postgres", "TestSupport", logging,
+                "AviaryJSON", "RPC", "AviaryAPI", "Postgres", "TestSupport", logging,
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),
     ] + services.map {
         .executableTarget(
-            name: $0.target, dependencies: ["ServiceKit", "RPC", "AviaryAPI", "Postgres", "Redis"] + $0.extra,
+            name: $0.target, dependencies: ["ServiceKit", "AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis"] + $0.extra,
             path: "Services/\($0.folder)",
             swiftSettings: strict,
             linkerSettings: glibcMalloc.contains($0.executable) ? [] : [.linkedLibrary("jemalloc")])

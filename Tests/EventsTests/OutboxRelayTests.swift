@@ -1,8 +1,8 @@
+import AviaryJSON
 import Foundation
 import Logging
 import Postgres
 import Prometheus
-import RPC
 import Redis
 import ServiceKit
 import TestSupport

@@ -1,4 +1,5 @@
 import AviaryAPI
+import AviaryJSON
 import Postgres
 import RPC
 import ServiceKit

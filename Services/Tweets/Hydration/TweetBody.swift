@@ -1,6 +1,6 @@
 import AviaryAPI
+import AviaryJSON
 import Foundation
-import RPC
 
 /// The part of a tweet's JSON that `TweetCache` keeps: every field but the counts, `likedByMe`
 /// and `deleted`, which `TweetJSON.finish` appends on each read.
