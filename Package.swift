@@ -113,9 +113,10 @@ let package = Package(
             name: "ChannelSupport", dependencies: nio,
             path: "Shared/ChannelSupport", swiftSettings: strict),
         .target(name: "CivilCalendar", path: "Shared/CivilCalendar", swiftSettings: strict),
+        .target(name: "AviaryJSON", dependencies: ["CivilCalendar"], path: "Shared/JSON", swiftSettings: strict),
         .target(
             name: "RPC", dependencies: nio + [
-                "ChannelSupport", "CivilCalendar", logging,
+                "AviaryJSON", "ChannelSupport", logging,
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -127,14 +128,14 @@ let package = Package(
         .target(
             name: "Redis", dependencies: ["CHiredis", "ChannelSupport", logging, .product(name: "Crypto", package: "swift-crypto")] + nio,
             path: "Shared/Redis", swiftSettings: strict),
-        .target(name: "AviaryAPI", dependencies: ["RPC"], path: "Shared/AviaryAPI", swiftSettings: strict),
+        .target(name: "AviaryAPI", dependencies: ["AviaryJSON", "RPC"], path: "Shared/AviaryAPI", swiftSettings: strict),
         .target(
             name: "AviaryClient", dependencies: [
-                "AviaryAPI", "RPC", "ChannelSupport", logging, .product(name: "WSClient", package: "swift-websocket"),
+                "AviaryAPI", "AviaryJSON", "RPC", "ChannelSupport", logging, .product(name: "WSClient", package: "swift-websocket"),
             ], path: "Clients/AviaryClient", swiftSettings: strict),
         .target(
             name: "AuthTokens", dependencies: [
-                "RPC", "Redis", "ChannelSupport",
+                "AviaryJSON", "RPC", "Redis", "ChannelSupport",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -144,13 +145,13 @@ let package = Package(
             cSettings: [.define("AVIARY_REVISION", to: "\"\(revision)\"")]),
         .target(
             name: "EventStreams", dependencies: [
-                "RPC", "Postgres", "Redis", "AviaryAPI", logging, .product(name: "NIOCore", package: "swift-nio"),
+                "AviaryJSON", "RPC", "Postgres", "Redis", "AviaryAPI", logging, .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Shared/EventStreams", swiftSettings: strict),
         .target(
-            name: "ServiceKit", dependencies: ["EventStreams", "RPC", "Postgres", "Redis", "AviaryAPI", "AuthTokens", "ChannelSupport", "CBuildInfo", logging] + nio + [
+            name: "ServiceKit", dependencies: ["AviaryJSON", "EventStreams", "RPC", "Postgres", "Redis", "AviaryAPI", "AuthTokens", "ChannelSupport", "CBuildInfo", logging] + nio + [
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -163,7 +164,7 @@ let package = Package(
             path: "Shared/ServiceKit", swiftSettings: strict),
         .executableTarget(
             name: "AviaryCLI", dependencies: [
-                "RPC", "ServiceKit", "AviaryClient", "Postgres", "Redis", "AuthTokens", "CArgon2", logging,
+                "AviaryJSON", "RPC", "ServiceKit", "AviaryClient", "Postgres", "Redis", "AuthTokens", "CArgon2", logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "WSClient", package: "swift-websocket"), .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -172,22 +173,23 @@ let package = Package(
 
         .target(
             name: "TestSupport", dependencies: [
-                "RPC", "Postgres", "Redis", "AviaryAPI", logging, .product(name: "Crypto", package: "swift-crypto"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "AviaryJSON", "RPC", "Postgres", "Redis", "AviaryAPI", logging, .product(name: "Crypto", package: "swift-crypto"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/Support", swiftSettings: strict),
-        .testTarget(name: "RPCTests", dependencies: ["RPC", "ChannelSupport", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "JSONTests", dependencies: ["AviaryJSON"], swiftSettings: strict),
+        .testTarget(name: "RPCTests", dependencies: ["AviaryJSON", "RPC", "ChannelSupport", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "PostgresTests", dependencies: ["Postgres", "RPC", "TestSupport"] + nio, swiftSettings: strict),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "RPC", "TestSupport"] + nio, swiftSettings: strict),
         .testTarget(
             name: "ServiceKitTests", dependencies: ["ServiceKit", "Redis", "TestSupport", logging], swiftSettings: strict),
         .testTarget(
-            name: "SystemTests", dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "EventStreams", "TestSupport"],
+            name: "SystemTests", dependencies: ["AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis", "EventStreams", "ServiceKit", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "EventsTests",
             dependencies: [
-                "ServiceKit", "EventStreams", "Postgres", "Redis", "RPC", "TestSupport", logging,
+                "AviaryJSON", "ServiceKit", "EventStreams", "Postgres", "Redis", "RPC", "TestSupport", logging,
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -196,7 +198,7 @@ let package = Package(
         .testTarget(
             name: "AuthServiceTests",
             dependencies: [
-                "RPC", "AviaryAPI", "TestSupport", "AuthTokens", "Postgres", "CArgon2", logging,
+                "AviaryJSON", "RPC", "AviaryAPI", "TestSupport", "AuthTokens", "Postgres", "CArgon2", logging,
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
@@ -204,34 +206,34 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "MessagingServiceTests",
-            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "MessagingService", "ServiceKit", "TestSupport", logging],
+            dependencies: ["AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis", "MessagingService", "ServiceKit", "TestSupport", logging],
             swiftSettings: strict),
         .testTarget(
             name: "NotificationsServiceTests",
             dependencies: [
-                "RPC", "AviaryAPI", "ServiceKit", "Postgres", "Redis", "TestSupport", logging,
+                "AviaryJSON", "RPC", "AviaryAPI", "ServiceKit", "Postgres", "Redis", "TestSupport", logging,
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict),
         .testTarget(
             name: "TimelineServiceTests",
-            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "TestSupport"],
+            dependencies: ["AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "TweetsServiceTests",
-            dependencies: ["RPC", "AviaryAPI", "Postgres", "Redis", "EventStreams", "TestSupport"],
+            dependencies: ["AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis", "EventStreams", "ServiceKit", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "SocialGraphTests",
             dependencies: [
-                "RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "EventStreams", "ServiceKit", "SocialGraphService",
+                "AviaryJSON", "RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "EventStreams", "ServiceKit", "SocialGraphService",
                 "TestSupport", logging,
             ],
             swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "RPC", "AviaryAPI", "AviaryClient", "Redis", "TestSupport", logging,
+                "AviaryJSON", "RPC", "AviaryAPI", "AviaryClient", "Redis", "TestSupport", logging,
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -241,7 +243,7 @@ let package = Package(
         .testTarget(
             name: "MediaServiceTests",
             dependencies: [
-                "RPC", "AviaryAPI", "Postgres", "TestSupport", logging,
+                "AviaryJSON", "RPC", "AviaryAPI", "Postgres", "TestSupport", logging,
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),
@@ -250,7 +252,7 @@ let package = Package(
             // The service as a library: its methods and consumers, for the executable and for
             // tests that build it in-process.
             .target(
-                name: service.target, dependencies: ["ServiceKit", "EventStreams", "RPC", "AviaryAPI", "Postgres", "Redis"] + service.extra,
+                name: service.target, dependencies: ["ServiceKit", "EventStreams", "AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis"] + service.extra,
                 path: "Services/\(service.folder)", swiftSettings: strict),
             .executableTarget(
                 name: service.executable, dependencies: ["ServiceKit", .target(name: service.target)],

@@ -1,4 +1,5 @@
 import AviaryAPI
+import AviaryJSON
 import ChannelSupport
 import Foundation
 import Logging

@@ -1,3 +1,4 @@
+import AviaryJSON
 import RPC
 
 /// A 64-bit, time-ordered id (contract §2). On the wire it is a string of decimal digits, so that

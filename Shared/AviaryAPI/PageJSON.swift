@@ -1,4 +1,4 @@
-import RPC
+import AviaryJSON
 
 /// A ``Page`` written by hand, `{"items": [...], "nextCursor": "..." | null}` (contract §2), around
 /// items that are JSON already: what a service passes through (tweets) is never decoded and encoded

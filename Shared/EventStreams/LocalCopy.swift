@@ -1,3 +1,4 @@
+import AviaryJSON
 import Logging
 import Metrics
 import NIOCore

@@ -1,7 +1,7 @@
 import AviaryAPI
+import AviaryJSON
 import Foundation
 import Postgres
-import RPC
 
 /// A fact another service must hear about (a follow, a like, a new tweet), recorded in the same
 /// transaction as the change it describes, so it is never lost and never sent for a change that

@@ -1,5 +1,5 @@
 import AviaryAPI
-import RPC
+import AviaryJSON
 import Testing
 
 /// `auth.getUsers` and `auth.getProfiles` serve other services only.

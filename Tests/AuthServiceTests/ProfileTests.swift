@@ -1,6 +1,6 @@
 import AviaryAPI
+import AviaryJSON
 import Foundation
-import RPC
 import TestSupport
 import Testing
 

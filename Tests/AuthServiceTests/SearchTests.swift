@@ -1,6 +1,6 @@
 import AviaryAPI
+import AviaryJSON
 import Foundation
-import RPC
 import Testing
 
 /// `auth.searchUsers`: prefixes, typos and paging (social-graph down: no follow ranking).

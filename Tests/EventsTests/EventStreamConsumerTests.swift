@@ -1,3 +1,4 @@
+import AviaryJSON
 import EventStreams
 import Foundation
 import RPC

@@ -1,13 +1,13 @@
+import AviaryJSON
 import EventStreams
 import Foundation
 import Logging
 import Postgres
 import Prometheus
-import RPC
 import Redis
 import ServiceKit
-import TestSupport
 import Synchronization
+import TestSupport
 import Testing
 
 @Suite("Outbox relay", .timeLimit(.minutes(2)))

@@ -1,5 +1,6 @@
 import AviaryAPI
 import AviaryClient
+import AviaryJSON
 import Foundation
 import RPC
 import Testing

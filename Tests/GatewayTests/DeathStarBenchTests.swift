@@ -1,5 +1,5 @@
+import AviaryJSON
 import Foundation
-import RPC
 import Testing
 import TestSupport
 

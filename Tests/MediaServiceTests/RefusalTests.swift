@@ -1,4 +1,5 @@
 import AviaryAPI
+import AviaryJSON
 import Foundation
 import Postgres
 import RPC

@@ -1,3 +1,4 @@
+import AviaryJSON
 import Foundation
 import Logging
 @testable import RPC

@@ -1,3 +1,4 @@
+import AviaryJSON
 import Logging
 import Foundation
 import RPC

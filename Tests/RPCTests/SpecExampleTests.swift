@@ -1,5 +1,5 @@
+import AviaryJSON
 import Foundation
-import RPC
 import Testing
 
 /// The examples section of the JSON-RPC 2.0 specification, driven through the router without a socket.

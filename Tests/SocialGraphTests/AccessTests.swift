@@ -1,5 +1,6 @@
 import AuthTokens
 import AviaryAPI
+import AviaryJSON
 import Foundation
 import RPC
 import TestSupport

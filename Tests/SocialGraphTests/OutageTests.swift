@@ -1,4 +1,5 @@
 import AviaryAPI
+import AviaryJSON
 import Logging
 import RPC
 import TestSupport

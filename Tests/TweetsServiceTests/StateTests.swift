@@ -1,4 +1,5 @@
 import AviaryAPI
+import AviaryJSON
 import EventStreams
 import Postgres
 import RPC

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AuthTokens
+import AviaryJSON
 import CArgon2
 import Foundation
 import Logging

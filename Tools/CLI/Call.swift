@@ -1,5 +1,6 @@
 import ArgumentParser
 import AviaryClient
+import AviaryJSON
 import Foundation
 import Logging
 import RPC

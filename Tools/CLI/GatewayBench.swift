@@ -1,5 +1,6 @@
 import ArgumentParser
 import AuthTokens
+import AviaryJSON
 import Foundation
 import Logging
 import NIOCore

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AviaryJSON
 import Foundation
 import Logging
 import RPC

@@ -1,4 +1,4 @@
-import RPC
+import AviaryJSON
 import ServiceKit
 
 /// `GET /openapi.json`: the gateway's HTTP surface as OpenAPI 3.1. The JSON-RPC methods behind

@@ -1,4 +1,5 @@
 import AuthTokens
+import AviaryJSON
 import Foundation
 import HummingbirdWebSocket
 import Logging

@@ -1,3 +1,4 @@
+import AviaryJSON
 import ChannelSupport
 import Foundation
 import Logging

@@ -1,6 +1,6 @@
 import AviaryAPI
+import AviaryJSON
 import Foundation
-import RPC
 
 extension NotificationItem {
     /// The page of `items`.

@@ -1,6 +1,6 @@
 import AviaryAPI
+import AviaryJSON
 import Foundation
-import RPC
 
 extension TweetBody {
     /// The JSON object without its closing brace.

@@ -1,3 +1,4 @@
+import AviaryJSON
 import RPC
 
 /// social-graph's methods: the follow graph for apps, and the batches other services read.

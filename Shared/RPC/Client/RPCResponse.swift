@@ -1,3 +1,4 @@
+import AviaryJSON
 import Foundation
 
 /// A response frame as the client received it: its result stays encoded until the caller decodes it.

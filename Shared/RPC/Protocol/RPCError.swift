@@ -1,3 +1,5 @@
+import AviaryJSON
+
 /// A JSON-RPC error as it travels on the wire: the standard codes of JSON-RPC 2.0 and the
 /// application codes of the contract (§1), with `data.reason` naming the application case.
 public struct RPCError: Error, Sendable, Hashable, Codable {

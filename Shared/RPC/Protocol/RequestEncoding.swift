@@ -1,3 +1,5 @@
+import AviaryJSON
+
 /// Builds request frames, putting `_meta` into the params object.
 public enum RequestEncoding {
     /// A request (a notification without `id`) as one line: the frame and its trailing newline.

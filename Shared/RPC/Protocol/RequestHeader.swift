@@ -1,3 +1,4 @@
+import AviaryJSON
 import Foundation
 
 /// The envelope of one JSON-RPC request, read in one pass over the frame's bytes without decoding

@@ -1,3 +1,4 @@
+import AviaryJSON
 import Foundation
 
 /// Builds response frames by splicing already-encoded parts, so a result is encoded exactly once.

@@ -1,3 +1,5 @@
+import AviaryJSON
+
 /// A method of the contract, named once: its wire name, who may call it, what it does, and the
 /// types of its params and its result. Servers register their handler for it
 /// (``RPCRouter/register(_:summary:handler:)``), other services call it through it, and the

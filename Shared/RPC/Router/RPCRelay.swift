@@ -1,3 +1,4 @@
+import AviaryJSON
 import Foundation
 
 /// Hands JSON-RPC requests on to whoever answers them, as the public edge does for apps: a frame

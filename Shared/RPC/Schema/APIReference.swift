@@ -1,3 +1,4 @@
+import AviaryJSON
 import Foundation
 
 /// The public API reference in Markdown (`docs/api.md`), rendered from the OpenRPC document the

@@ -1,3 +1,4 @@
+import AviaryJSON
 import Foundation
 
 /// A type that states its own JSON Schema, for shapes inference cannot see (enums, custom coding).

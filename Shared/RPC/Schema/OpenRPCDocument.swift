@@ -1,3 +1,5 @@
+import AviaryJSON
+
 /// The service's OpenRPC 1.x document, generated from its registered handlers (`rpc.discover`).
 struct OpenRPCDocument: Encodable {
     struct Info: Encodable {

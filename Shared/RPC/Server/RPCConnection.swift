@@ -1,3 +1,4 @@
+import AviaryJSON
 import Foundation
 import NIOCore
 import Synchronization

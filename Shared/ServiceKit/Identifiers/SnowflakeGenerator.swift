@@ -1,5 +1,5 @@
+import AviaryJSON
 import Foundation
-import RPC
 import Synchronization
 
 /// Issues unique, time-ordered 64-bit ids: 41 bits of milliseconds since ``SnowflakeGenerator/epoch``,

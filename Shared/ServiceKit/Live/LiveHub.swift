@@ -1,4 +1,5 @@
 import AuthTokens
+import AviaryJSON
 import Logging
 import Synchronization
 import RPC

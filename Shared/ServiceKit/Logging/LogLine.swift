@@ -1,6 +1,6 @@
+import AviaryJSON
 import Foundation
 import Logging
-import RPC
 
 /// The bytes of one log line under construction, with the escaping both formats need.
 /// Built by hand rather than with `JSONEncoder` because it runs for every line.

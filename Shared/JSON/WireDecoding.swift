@@ -3,12 +3,12 @@ import Foundation
 /// Decodes JSON off the wire: a request's params, and the result of a call to another service.
 /// Foundation's `JSONDecoder` spends most of its time on bookkeeping per value (about 10 µs for
 /// `tweets.getMany`'s 20 ids, and about a sixth of the tweets service's CPU under home-timeline
-/// reads), so values are first decoded by `WireDecoder`: one pass of ``JSONScanner`` into a small
-/// tree, read through a `Decoder` that keeps no state per value.
+/// reads), so values are first decoded by `WireDecoder`: one pass of ``JSONScanner`` into a
+/// ``JSONValue`` tree, read through a `Decoder` that keeps no state per value.
 ///
 /// That decoder takes only what it can decode exactly as Foundation's (as ``JSONCoding``
-/// configures it) would. Anything else (a failure of any kind, a number that is not a plain integer
-/// where an integer is asked for, a duplicated key, …) sends the whole text to Foundation's decoder
+/// configures it) would. Anything else (a failure of any kind, a number that is not an integer
+/// within `Int64` where an integer is asked for, a duplicated key, …) sends the whole text to Foundation's decoder
 /// instead, so what a caller sees, a value or an error message naming the field, is Foundation's in
 /// every case but one: a string that escapes a lone surrogate, which Foundation refuses as "not
 /// valid JSON" without saying where, fails with the path of the field that holds it.
@@ -19,78 +19,62 @@ public enum WireDecoding {
     }
 }
 
-/// A parsed JSON value; objects keep their members in order (they have few, so finding one by a
-/// linear search costs less than hashing).
-enum JSONNode {
-    case null
-    case bool(Bool)
-    /// The number's text, and whether it is a plain integer (no fraction, no exponent).
-    case number(String, isInteger: Bool)
-    case string(String)
-    case array([JSONNode])
-    case object([(key: String, value: JSONNode)])
-    /// A string that escapes a lone surrogate (`"\ud800"`): no text. Foundation's decoder refuses
-    /// the whole JSON text when a value reads one.
-    case loneSurrogate
-
-    /// Objects with up to this many members are searched one member after another; larger ones
-    /// through a hash table.
-    static let linearSearchLimit = 16
-}
-
 extension JSONScanner {
-    /// Reads the value that starts here into a tree; nil where Foundation's decoder must decide: an
-    /// object with a key twice.
-    mutating func node(depth: Int) throws(Failure) -> JSONNode? {
+    /// Reads the value that starts here into a tree for ``WireDecoder``, a string that escapes a
+    /// lone surrogate as ``loneSurrogateMarker``; nil where Foundation's decoder must decide: an
+    /// object with a key twice, or a string that is the marker's text itself. `pending` holds the
+    /// members of the objects being read (as it was again once this returns a value), so that each
+    /// object's table is made once at its size rather than grown and rehashed member by member.
+    mutating func wireValue(depth: Int, pending: inout [(key: String, value: JSONValue)]) throws(Failure) -> JSONValue? {
         switch peek() {
         case 0x7B:  // {
-            var members: [(key: String, value: JSONNode)] = []
-            // Keys seen, once there are too many to compare with each: a hostile object of 100,000
-            // keys would cost billions of comparisons.
-            var keys: Set<String> = []
-            var duplicated = false
+            let start = pending.count
+            var undecided = false
             try object(depth: depth) { (key, scanner: inout JSONScanner) throws(Failure) in
-                guard let value = try scanner.node(depth: depth + 1) else {
-                    duplicated = true
+                guard let value = try scanner.wireValue(depth: depth + 1, pending: &pending) else {
+                    undecided = true
                     return
                 }
-                if members.count < JSONNode.linearSearchLimit {
-                    if members.contains(where: { $0.key == key }) { duplicated = true }
-                } else {
-                    if keys.isEmpty { keys = Set(members.lazy.map(\.key)) }
-                    if !keys.insert(key).inserted { duplicated = true }
-                }
-                members.append((key, value))
+                pending.append((key, value))
             }
-            return duplicated ? nil : .object(members)
+            guard !undecided else { return nil }
+            var members: [String: JSONValue] = Dictionary(minimumCapacity: pending.count - start)
+            while pending.count > start {
+                let (key, value) = pending.removeLast()
+                guard members.updateValue(value, forKey: key) == nil else { return nil }
+            }
+            return .object(members)
         case 0x5B:  // [
-            guard depth < Self.maximumDepth else { throw .tooDeep }
-            try expect(0x5B)
-            var elements: [JSONNode] = []
-            if peek() == 0x5D {
-                try expect(0x5D)
-                return .array(elements)
-            }
-            while true {
-                guard let element = try node(depth: depth + 1) else { return nil }
-                elements.append(element)
-                switch peek() {
-                case 0x2C: try expect(0x2C)
-                case 0x5D: try expect(0x5D); return .array(elements)
-                default: throw .malformed
+            var elements: [JSONValue] = []
+            var undecided = false
+            try array(depth: depth) { (scanner: inout JSONScanner) throws(Failure) in
+                guard let element = try scanner.wireValue(depth: depth + 1, pending: &pending) else {
+                    undecided = true
+                    return
                 }
+                elements.append(element)
             }
+            return undecided ? nil : .array(elements)
         case 0x22:
-            return try string(refusingLoneSurrogates: true).map(JSONNode.string) ?? .loneSurrogate
+            guard let text = try string(refusingLoneSurrogates: true) else { return .string(loneSurrogateMarker) }
+            return isLoneSurrogateMarker(text) ? nil : .string(text)
         case 0x74: try literal("true"); return .bool(true)
         case 0x66: try literal("false"); return .bool(false)
         case 0x6E: try literal("null"); return .null
         case nil: throw .malformed
-        default:
-            let (range, isInteger) = try number()
-            return .number(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self), isInteger: isInteger)
+        default: return try numberValue()
         }
     }
+}
+
+/// What ``JSONScanner/wireValue(depth:pending:)`` reads a string that escapes a lone surrogate
+/// (`"\ud800"`) as, having no text for it: Foundation's decoder refuses the whole JSON text when a
+/// value reads one, and ``WireDecoder`` refuses it, naming where, wherever a value reads this. A
+/// string that is this text itself sends the JSON text to Foundation's decoder.
+let loneSurrogateMarker = "\u{FFFD}(an escaped lone surrogate)\u{FFFD}"
+
+private func isLoneSurrogateMarker(_ text: String) -> Bool {
+    text.utf8.count == loneSurrogateMarker.utf8.count && text == loneSurrogateMarker
 }
 
 /// The `Decoder` of ``WireDecoding``: one object for the whole decoding, as Foundation's is,
@@ -102,15 +86,16 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
     /// Thrown for a value this decoder leaves to Foundation; `gaveUp` is set by then.
     struct Unsupported: Error {}
 
-    private(set) var node: JSONNode
+    /// The value being decoded now.
+    private(set) var current: JSONValue
     private(set) var codingPath: [any CodingKey] = []
     private(set) var gaveUp = false
     /// Where the first string that escapes a lone surrogate was asked for, if one was.
     private(set) var loneSurrogatePath: [any CodingKey]?
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    private init(node: JSONNode) {
-        self.node = node
+    private init(root: JSONValue) {
+        current = root
         codingPath.reserveCapacity(8)
     }
 
@@ -118,13 +103,16 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
     /// reads that escapes a lone surrogate fails with its path named, where Foundation's decoder
     /// would only say that the text is not valid JSON (one it does not read, Foundation lets be too).
     static func decode<T: Decodable>(_ type: T.Type, from json: Data) throws(DecodingError) -> T? {
-        let root: JSONNode? = json.withUnsafeBytes { bytes in
+        let root: JSONValue? = json.withUnsafeBytes { bytes in
             var scanner = JSONScanner(bytes)
-            guard let node = try? scanner.node(depth: 0), (try? scanner.expectEnd()) != nil else { return nil }
-            return node
+            var pending: [(key: String, value: JSONValue)] = []
+            guard let root = try? scanner.wireValue(depth: 0, pending: &pending), (try? scanner.expectEnd()) != nil else {
+                return nil
+            }
+            return root
         }
         guard let root else { return nil }
-        let decoder = WireDecoder(node: root)
+        let decoder = WireDecoder(root: root)
         let value = try? decoder.decodeValue(T.self)
         if let path = decoder.loneSurrogatePath {
             throw DecodingError.dataCorrupted(.init(
@@ -151,14 +139,14 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
         DecodingError.typeMismatch(type, .init(codingPath: codingPath, debugDescription: "mismatch"))
     }
 
-    /// Decodes `node`, found under `key` in the value being decoded now.
-    func decode<T: Decodable>(_ type: T.Type, node nested: JSONNode, key: any CodingKey) throws -> T {
-        let outer = node
-        node = nested
+    /// Decodes `value`, found under `key` in the value being decoded now.
+    func decode<T: Decodable>(_ type: T.Type, value: JSONValue, key: any CodingKey) throws -> T {
+        let outer = current
+        current = value
         codingPath.append(key)
         defer {
             codingPath.removeLast()
-            node = outer
+            current = outer
         }
         return try decodeValue(type)
     }
@@ -173,70 +161,84 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
         if T.self == Int64.self { return try decodeInteger(Int64.self) as! T }
         if T.self == Double.self { return try decodeDouble() as! T }
         if T.self == Date.self { return try decodeDate() as! T }
-        if T.self == JSONValue.self { return try jsonValue(of: node) as! T }
+        if T.self == JSONValue.self { return try decodeJSONValue() as! T }
         if T.self == Data.self || T.self == URL.self || T.self == Decimal.self { throw giveUp() }
         return try T(from: self)
     }
 
-    /// `node` built directly into a `JSONValue`, as `JSONValue.init(from:)` would read it through
-    /// this decoder but without trying one kind after another (each miss a thrown error, five for an
-    /// object): a plain integer that fits is `.int`; any other number is left to Foundation.
-    private func jsonValue(of node: JSONNode) throws -> JSONValue {
-        switch node {
-        case .null: return .null
-        case .bool(let value): return .bool(value)
-        case .number(let text, let isInteger):
-            guard isInteger, let value = Int64(text) else { throw giveUp() }
-            return .int(value)
-        case .string(let text): return .string(text)
-        case .loneSurrogate: throw refuseLoneSurrogate()
-        case .array(let elements): return .array(try elements.map(jsonValue(of:)))
-        case .object(let members):
-            var fields: [String: JSONValue] = [:]
-            fields.reserveCapacity(members.count)
-            for member in members { fields[member.key] = try jsonValue(of: member.value) }
-            return .object(fields)
+    /// The value being decoded now as it is, where `JSONValue.init(from:)` would try one kind after
+    /// another (each miss a thrown error, five for an object) for the same result: when it holds
+    /// only integers that fit. A `.double` is left to Foundation, which reads `1.0` as `.int(1)`.
+    private func decodeJSONValue() throws -> JSONValue {
+        var loneSurrogate = false
+        var double = false
+        func visit(_ value: JSONValue) {
+            switch value {
+            case .double: double = true
+            case .string(let text): if isLoneSurrogateMarker(text) { loneSurrogate = true }
+            case .array(let elements): elements.forEach(visit)
+            case .object(let members): members.values.forEach(visit)
+            case .null, .bool, .int: break
+            }
         }
+        visit(current)
+        if loneSurrogate { throw refuseLoneSurrogate() }
+        if double { throw giveUp() }
+        return current
+    }
+
+    /// The text of the value being decoded now; nil when it is no string.
+    private func text() throws -> String? {
+        guard case .string(let text) = current else { return nil }
+        if isLoneSurrogateMarker(text) { throw refuseLoneSurrogate() }
+        return text
     }
 
     func decodeString() throws -> String {
-        if case .loneSurrogate = node { throw refuseLoneSurrogate() }
-        guard case .string(let text) = node else { throw mismatch(String.self) }
+        guard let text = try text() else { throw mismatch(String.self) }
         return text
     }
 
     /// RFC 3339 text, as the date strategy of ``JSONCoding`` reads it; it has the error message.
     func decodeDate() throws -> Date {
-        if case .loneSurrogate = node { throw refuseLoneSurrogate() }
-        guard case .string(let text) = node, let date = RFC3339.parse(text) else { throw giveUp() }
+        guard let text = try text(), let date = RFC3339.parse(text) else { throw giveUp() }
         return date
     }
 
     func decodeBool() throws -> Bool {
-        guard case .bool(let value) = node else { throw mismatch(Bool.self) }
+        guard case .bool(let value) = current else { throw mismatch(Bool.self) }
         return value
     }
 
-    /// Plain integers that fit; Foundation has rules of its own for `1.0`, `1e2` and overflow.
+    /// Integers that fit; Foundation has rules of its own for `1.0`, `1e2` and overflow.
     func decodeInteger<I: FixedWidthInteger>(_ type: I.Type) throws -> I {
-        guard case .number(let text, let isInteger) = node else { throw mismatch(type) }
-        guard isInteger, let value = I(text) else { throw giveUp() }
-        return value
+        switch current {
+        case .int(let value):
+            guard let value = I(exactly: value) else { throw giveUp() }
+            return value
+        case .double: throw giveUp()
+        default: throw mismatch(type)
+        }
     }
 
+    /// Finite numbers; Foundation has rules of its own for those beyond the range of `Double`.
     func decodeDouble() throws -> Double {
-        guard case .number(let text, _) = node else { throw mismatch(Double.self) }
-        guard let value = Double(text), value.isFinite else { throw giveUp() }
-        return value
+        switch current {
+        case .int(let value): return Double(value)
+        case .double(let value):
+            guard value.isFinite else { throw giveUp() }
+            return value
+        default: throw mismatch(Double.self)
+        }
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        guard case .object(let members) = node else { throw mismatch([String: Any].self) }
+        guard case .object(let members) = current else { throw mismatch([String: Any].self) }
         return KeyedDecodingContainer(Keyed<Key>(members: members, decoder: self, codingPath: codingPath))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        guard case .array(let elements) = node else { throw mismatch([Any].self) }
+        guard case .array(let elements) = current else { throw mismatch([Any].self) }
         return Unkeyed(elements: elements, decoder: self, codingPath: codingPath)
     }
 
@@ -244,10 +246,7 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
 
     // MARK: SingleValueDecodingContainer
 
-    func decodeNil() -> Bool {
-        if case .null = node { return true }
-        return false
-    }
+    func decodeNil() -> Bool { current.isNull }
 
     func decode(_ type: Bool.Type) throws -> Bool { try decodeBool() }
     func decode(_ type: String.Type) throws -> String { try decodeString() }
@@ -269,43 +268,39 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
 extension WireDecoder {
     /// An object's members.
     struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
-        let members: [(key: String, value: JSONNode)]
+        let members: [String: JSONValue]
         let decoder: WireDecoder
         let codingPath: [any CodingKey]
-        /// Where each key is, for a large object (its keys are distinct: see `node(depth:)`).
-        private let index: [String: Int]?
 
-        init(members: [(key: String, value: JSONNode)], decoder: WireDecoder, codingPath: [any CodingKey]) {
-            self.members = members
-            self.decoder = decoder
-            self.codingPath = codingPath
-            index = members.count > JSONNode.linearSearchLimit
-                ? Dictionary(members.enumerated().map { ($1.key, $0) }, uniquingKeysWith: { first, _ in first }) : nil
-        }
+        /// Objects with up to this many members are searched one member after another, which costs
+        /// less than hashing the name (their keys are mostly small strings, compared at once).
+        private static var linearSearchLimit: Int { 16 }
 
-        var allKeys: [Key] { members.compactMap { Key(stringValue: $0.key) } }
+        var allKeys: [Key] { members.keys.compactMap { Key(stringValue: $0) } }
 
         func contains(_ key: Key) -> Bool { position(of: key.stringValue) != nil }
 
-        private func position(of name: String) -> Int? {
-            if let index { return index[name] }
-            return members.firstIndex { $0.key == name }
+        private func position(of name: String) -> Dictionary<String, JSONValue>.Index? {
+            guard members.count <= Self.linearSearchLimit else { return members.index(forKey: name) }
+            var position = members.startIndex
+            while position != members.endIndex {
+                if members.keys[position] == name { return position }
+                members.formIndex(after: &position)
+            }
+            return nil
         }
 
-        private func member(_ key: Key) throws -> JSONNode {
+        private func member(_ key: Key) throws -> JSONValue {
             guard let position = position(of: key.stringValue) else {
                 throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "missing"))
             }
-            return members[position].value
+            return members.values[position]
         }
 
-        func decodeNil(forKey key: Key) throws -> Bool {
-            if case .null = try member(key) { return true }
-            return false
-        }
+        func decodeNil(forKey key: Key) throws -> Bool { try member(key).isNull }
 
         func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-            try decoder.decode(type, node: member(key), key: key)
+            try decoder.decode(type, value: member(key), key: key)
         }
 
         func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
@@ -326,12 +321,12 @@ extension WireDecoder {
 
     /// An array's elements, in order.
     struct Unkeyed: UnkeyedDecodingContainer {
-        let elements: [JSONNode]
+        let elements: [JSONValue]
         let decoder: WireDecoder
         let codingPath: [any CodingKey]
         private(set) var currentIndex = 0
 
-        init(elements: [JSONNode], decoder: WireDecoder, codingPath: [any CodingKey]) {
+        init(elements: [JSONValue], decoder: WireDecoder, codingPath: [any CodingKey]) {
             self.elements = elements
             self.decoder = decoder
             self.codingPath = codingPath
@@ -341,7 +336,7 @@ extension WireDecoder {
         var isAtEnd: Bool { currentIndex >= elements.count }
 
         /// The next element; the index moves on only once it decoded.
-        private func next(_ type: Any.Type) throws -> JSONNode {
+        private func next(_ type: Any.Type) throws -> JSONValue {
             guard !isAtEnd else {
                 throw DecodingError.valueNotFound(type, .init(codingPath: codingPath, debugDescription: "at end"))
             }
@@ -355,7 +350,7 @@ extension WireDecoder {
         }
 
         mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
-            let value = try decoder.decode(type, node: next(type), key: Index(currentIndex))
+            let value = try decoder.decode(type, value: next(type), key: Index(currentIndex))
             currentIndex += 1
             return value
         }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import RPC
+@testable import AviaryJSON
 
 @Suite("Decoding JSON off the wire")
 struct WireDecodingTests {
@@ -176,6 +176,35 @@ struct WireDecodingTests {
             #expect(ours(Params.self, json) == foundation(Params.self, json))
             #expect(ours(Params.self, json).hasPrefix("value"))
         }
+    }
+
+    /// A string whose text is that of the marker a lone surrogate is read as is left to Foundation,
+    /// which reads it as the text it is.
+    @Test func textThatReadsAsTheLoneSurrogateMarkerIsFoundations() throws {
+        var json = Array(#"{"ids":["#.utf8)
+        JSONText.appendString(loneSurrogateMarker, to: &json)
+        json += Array("]}".utf8)
+        #expect(try WireDecoder.decode(Params.self, from: Data(json)) == nil)
+        #expect(try WireDecoding.decode(Params.self, from: Data(json)).ids == [loneSurrogateMarker])
+    }
+
+    struct Scored: Decodable, Sendable { var score: Double }
+
+    /// Numbers are read once, as the tree holds them: an integer that fits `Int64` as one, any other
+    /// number (`-0` too) as a double. A `Double` takes either as Foundation does, sign and rounding
+    /// included; an integer type takes the former where it fits and leaves the rest to Foundation.
+    @Test(arguments: [
+        "0", "-0", "7", "-9223372036854775808", "9223372036854775807", "9007199254740993", "9223372036854775808",
+        "18446744073709551615", "18446744073709551616", "-1.5", "0.1", "2.5e-3", "1E+2", "1e308",
+    ])
+    func numbersAreReadAsFoundationReadsThem(number: String) throws {
+        let json = #"{"score":\#(number)}"#
+        let fast = try #require(try WireDecoder.decode(Scored.self, from: Data(json.utf8)))
+        let slow = try JSONCoding.decoder().decode(Scored.self, from: Data(json.utf8))
+        #expect(fast.score.bitPattern == slow.score.bitPattern)
+        #expect(ours([String: Int].self, json) == foundation([String: Int].self, json))
+        #expect(ours([String: Int8].self, json) == foundation([String: Int8].self, json))
+        #expect(ours([String: UInt64].self, json) == foundation([String: UInt64].self, json))
     }
 
     struct Dated: Decodable, Equatable, Sendable { var at: Date }

@@ -1,5 +1,3 @@
-import Logging
-
 /// Byte-level work on JSON another service already encoded, so that what passes through a service
 /// (tweets, in timelines and notifications) is not decoded and encoded again.
 public enum JSONSplice {
@@ -8,7 +6,7 @@ public enum JSONSplice {
         bytes.withUnsafeBufferPointer { bytes in
             let raw = UnsafeRawBufferPointer(bytes)
             var index = 0
-            while index < bytes.count, isSpace(bytes[index]) { index += 1 }
+            while index < bytes.count, JSONScanner.isSpace(bytes[index]) { index += 1 }
             guard index < bytes.count, bytes[index] == 0x5B else { return nil }
             index += 1
             var ranges: [Range<Int>] = []
@@ -58,23 +56,9 @@ public enum JSONSplice {
         }
     }
 
-    /// The elements of the array another service answered `method` with. Any other answer is that
-    /// service misbehaving: logged, and `unavailable` (retry later) for the caller.
-    public static func elements(ofAnswer bytes: [UInt8], to method: String, logger: Logger) throws(RPCError) -> [Range<Int>] {
-        guard let elements = elements(of: bytes) else {
-            logger.error("\(method) answered something other than an array")
-            throw RPCError.unavailable("\(method) answered something unreadable; retry shortly")
-        }
-        return elements
-    }
-
-    private static func isSpace(_ byte: UInt8) -> Bool {
-        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
-    }
-
     private static func trimmedEnd(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Int {
         var end = end
-        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+        while end > start, JSONScanner.isSpace(bytes[end - 1]) { end -= 1 }
         return end
     }
 

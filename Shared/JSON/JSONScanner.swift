@@ -1,55 +1,45 @@
 /// A single forward pass over JSON text that checks it as it goes (RFC 8259 grammar, UTF-8 inside
 /// strings, nesting at most ``maximumDepth`` deep) and hands out the byte ranges of the values it
-/// passes, so that a reader can pick a few members out of a frame without building a tree of it.
-struct JSONScanner {
-    enum Failure: Error {
+/// passes, so that a reader can pick a few members out of a frame without building a tree of it
+/// (or build one, as ``WireDecoder`` does).
+package struct JSONScanner {
+    package enum Failure: Error {
         case malformed
         case invalidUTF8
         /// Valid JSON, but nested deeper than ``maximumDepth``.
         case tooDeep
-
-        /// The parse error (-32700) a frame that fails so is answered with.
-        var rpcError: RPCError {
-            switch self {
-            case .invalidUTF8: RPCError.parseError("parse error: the frame is not valid UTF-8")
-            case .malformed: RPCError.parseError()
-            case .tooDeep:
-                RPCError.parseError(
-                    "parse error: the frame's arrays and objects nest deeper than \(JSONScanner.maximumDepth) levels (the limit)")
-            }
-        }
     }
 
     /// Deeper nesting is refused, as Foundation's decoder refuses it, before it can exhaust a stack.
-    static let maximumDepth = 512
+    package static let maximumDepth = 512
 
-    let bytes: UnsafeRawBufferPointer
-    private(set) var index = 0
+    private let bytes: UnsafeRawBufferPointer
+    package private(set) var index = 0
 
-    init(_ bytes: UnsafeRawBufferPointer) {
+    package init(_ bytes: UnsafeRawBufferPointer) {
         self.bytes = bytes
     }
 
     /// The next byte after white space, without consuming it; nil at the end.
-    mutating func peek() -> UInt8? {
+    package mutating func peek() -> UInt8? {
         while index < bytes.count, Self.isSpace(bytes[index]) { index += 1 }
         return index < bytes.count ? bytes[index] : nil
     }
 
     /// Consumes `byte` (after white space) or fails.
-    mutating func expect(_ byte: UInt8) throws(Failure) {
+    private mutating func expect(_ byte: UInt8) throws(Failure) {
         guard peek() == byte else { throw .malformed }
         index += 1
     }
 
     /// Fails unless only white space is left.
-    mutating func expectEnd() throws(Failure) {
+    package mutating func expectEnd() throws(Failure) {
         guard peek() == nil else { throw .malformed }
     }
 
     /// Walks the members of the object that starts here, calling `member` with each key; `member`
     /// must consume the value (with ``skipValue(depth:)`` or a reader of its own).
-    mutating func object(
+    package mutating func object(
         depth: Int, _ member: (_ key: String, _ scanner: inout JSONScanner) throws(Failure) -> Void
     ) throws(Failure) {
         guard depth < Self.maximumDepth else { throw .tooDeep }
@@ -74,7 +64,7 @@ struct JSONScanner {
 
     /// Consumes one value of any kind and returns where it lies.
     @discardableResult
-    mutating func skipValue(depth: Int) throws(Failure) -> Range<Int> {
+    package mutating func skipValue(depth: Int) throws(Failure) -> Range<Int> {
         guard let first = peek() else { throw .malformed }
         let start = index
         switch first {
@@ -116,7 +106,7 @@ struct JSONScanner {
 
     /// Consumes the array that starts here and the end of the text (a JSON-RPC batch), and returns
     /// where each of its elements lies.
-    mutating func arrayElements() throws(Failure) -> [Range<Int>] {
+    package mutating func arrayElements() throws(Failure) -> [Range<Int>] {
         var elements: [Range<Int>] = []
         try array(depth: 0) { (scanner: inout JSONScanner) throws(Failure) in
             elements.append(try scanner.skipValue(depth: 1))
@@ -126,7 +116,7 @@ struct JSONScanner {
     }
 
     /// Reads a string value (with its escapes resolved); an escaped lone surrogate becomes U+FFFD.
-    mutating func string() throws(Failure) -> String {
+    package mutating func string() throws(Failure) -> String {
         try string(refusingLoneSurrogates: false)!
     }
 
@@ -139,13 +129,31 @@ struct JSONScanner {
         return Self.unescape(content, refusingLoneSurrogates: refusingLoneSurrogates)
     }
 
-    /// Reads a number and returns it as JSON-RPC ids and `_meta` carry numbers: whole numbers that
-    /// fit as integers, anything else as a double.
-    mutating func numberValue() throws(Failure) -> JSONValue {
+    /// Reads a number as a ``JSONValue`` holds it: an integer (no fraction, no exponent) that fits
+    /// `Int64` as `.int`; any other number, and `-0` (no `Int64` is minus zero), as `.double`, which
+    /// is infinite beyond the range of `Double`.
+    package mutating func numberValue() throws(Failure) -> JSONValue {
         let (range, isInteger) = try number()
-        let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
-        if isInteger, let value = Int64(text) { return .int(value) }
-        return Double(text).map(JSONValue.double) ?? .null
+        if isInteger, let value = integer(in: range) { return .int(value) }
+        guard let value = Double(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)) else {
+            throw .malformed
+        }
+        return .double(value)
+    }
+
+    /// The value of the integer `number()` read at `range`; nil when it does not fit `Int64` or is `-0`.
+    private func integer(in range: Range<Int>) -> Int64? {
+        let negative = bytes[range.lowerBound] == 0x2D  // -
+        // Summed as a negative number, whose range reaches one further (Int64.min).
+        var value: Int64 = 0
+        for index in (negative ? range.lowerBound + 1 : range.lowerBound)..<range.upperBound {
+            let (tens, overflowed) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflowedAgain) = tens.subtractingReportingOverflow(Int64(bytes[index] &- 0x30))
+            guard !overflowed, !overflowedAgain else { return nil }
+            value = sum
+        }
+        if negative { return value == 0 ? nil : value }
+        return value == .min ? nil : -value
     }
 
     // MARK: - Lexing
@@ -225,7 +233,7 @@ struct JSONScanner {
     }
 
     /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, and whether it is an integer.
-    mutating func number() throws(Failure) -> (Range<Int>, isInteger: Bool) {
+    private mutating func number() throws(Failure) -> (Range<Int>, isInteger: Bool) {
         let start = index
         if current == 0x2D { index += 1 }  // -
         if current == 0x30 {
@@ -267,7 +275,7 @@ struct JSONScanner {
         while index < bytes.count, (0x30...0x39).contains(bytes[index]) { index += 1 }
     }
 
-    private static func isSpace(_ byte: UInt8) -> Bool {
+    static func isSpace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
     }
 

@@ -1,5 +1,5 @@
+import AviaryJSON
 import Foundation
-import RPC
 import Testing
 
 /// The wire's time format, written and read by arithmetic, against Foundation's ISO 8601 formatter.
