@@ -1,15 +1,14 @@
 import Foundation
 
 /// Decodes JSON off the wire: a request's params, and the result of a call to another service.
-/// Foundation's `JSONDecoder` spends most of its time on bookkeeping per value (about 10 µs for
-/// `tweets.getMany`'s 20 ids, and about a sixth of the tweets service's CPU under home-timeline
-/// reads), so values are first decoded by `WireDecoder`: one pass of ``JSONScanner`` into a
-/// ``JSONValue`` tree, read through a `Decoder` that keeps no state per value.
+/// Foundation's `JSONDecoder` spends most of its time on bookkeeping per value (docs/perf.md,
+/// "Choices in the code"), so values are first decoded by `WireDecoder`: one pass of
+/// ``JSONScanner`` into a ``JSONValue`` tree, read through a `Decoder` that keeps no state per value.
 ///
 /// That decoder takes only what it can decode exactly as Foundation's (as ``JSONCoding``
 /// configures it) would. Anything else (a failure of any kind, a number that is not an integer
-/// within `Int64` where an integer is asked for, a duplicated key, …) sends the whole text to Foundation's decoder
-/// instead, so what a caller sees, a value or an error message naming the field, is Foundation's in
+/// within `Int64` where an integer is asked for, a duplicated key, …) sends the whole text to
+/// Foundation's decoder instead, so what a caller sees, a value or an error message naming the field, is Foundation's in
 /// every case but one: a string that escapes a lone surrogate, which Foundation refuses as "not
 /// valid JSON" without saying where, fails with the path of the field that holds it.
 public enum WireDecoding {
