@@ -14,12 +14,19 @@ final class ClientLink: Sendable {
         /// Calls waiting for a connection.
         var waiters: [Int64: CheckedContinuation<WebSocketOutboundWriter, any Error>] = [:]
         /// Calls waiting for their answer, by request id.
-        var pending: [Int64: CheckedContinuation<RPCResponse, any Error>] = [:]
+        var pending: [Int64: Pending] = [:]
         var nextID: Int64 = 1
         var feeds: [ObjectIdentifier: LiveFeed] = [:]
         var subscriptions: [String: LiveFeed] = [:]
         var runner: Task<Void, Never>?
         var closed = false
+    }
+
+    /// A call waiting for its answer, and what must happen as it comes, before the next message is
+    /// read (a subscription's route, so that the events pushed right behind its answer find it).
+    private struct Pending {
+        var continuation: CheckedContinuation<RPCResponse, any Error>
+        var onAnswer: (@Sendable (RPCResponse) -> Void)?
     }
 
     private let configuration: AviaryClient.Configuration
@@ -50,13 +57,19 @@ final class ClientLink: Sendable {
 
     // MARK: Calls
 
-    func call<Params, Result>(_ method: RPCMethod<Params, Result>, _ params: Params, token: String?) async throws -> Result {
-        try await send(method.name, params: RawJSON(encoding: params), token: token).decode(Result.self)
+    func call<Params, Result>(
+        _ method: RPCMethod<Params, Result>, _ params: Params, token: String?,
+        onAnswer: (@Sendable (RPCResponse) -> Void)? = nil
+    ) async throws -> Result {
+        try await send(method.name, params: RawJSON(encoding: params), token: token, onAnswer: onAnswer).decode(Result.self)
     }
 
     /// Sends a request and waits for its answer, within ``AviaryClient/Configuration/callTimeout``
-    /// (the wait for a connection included).
-    func send(_ method: String, params: RawJSON, token: String?) async throws -> RPCResponse {
+    /// (the wait for a connection included). `onAnswer` runs on the reader as the answer comes,
+    /// before the next message is read.
+    func send(
+        _ method: String, params: RawJSON, token: String?, onAnswer: (@Sendable (RPCResponse) -> Void)? = nil
+    ) async throws -> RPCResponse {
         let deadline = ContinuousClock.now + configuration.callTimeout
         let id = state.withLock { state in
             defer { state.nextID += 1 }
@@ -73,7 +86,7 @@ final class ClientLink: Sendable {
         return try await withCheckedThrowingContinuation { continuation in
             let accepted = state.withLock { state -> Bool in
                 guard !state.closed, state.writer != nil else { return false }
-                state.pending[id] = continuation
+                state.pending[id] = Pending(continuation: continuation, onAnswer: onAnswer)
                 return true
             }
             guard accepted else {
@@ -111,7 +124,7 @@ final class ClientLink: Sendable {
             (state.waiters.removeValue(forKey: id), state.pending.removeValue(forKey: id))
         }
         waiter?.resume(throwing: error)
-        pending?.resume(throwing: error)
+        pending?.continuation.resume(throwing: error)
     }
 
     // MARK: The socket
@@ -164,7 +177,7 @@ final class ClientLink: Sendable {
             if state.closed { state.waiters = [:] }
             return (Array(state.pending.values), waiters)
         }
-        for call in pending { call.resume(throwing: Self.lost) }
+        for call in pending { call.continuation.resume(throwing: Self.lost) }
         for waiter in waiters { waiter.resume(throwing: RPCError.unavailable("the client was closed")) }
     }
 
@@ -186,7 +199,10 @@ final class ClientLink: Sendable {
             return
         }
         if let id = incoming.id {
-            state.withLock { $0.pending.removeValue(forKey: id) }?.resume(returning: RPCResponse(frame: frame))
+            guard let call = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
+            let response = RPCResponse(frame: frame)
+            call.onAnswer?(response)
+            call.continuation.resume(returning: response)
         } else if let pushed = incoming.params {
             state.withLock { $0.subscriptions[pushed.subscription] }?.deliver(pushed.event)
         }
@@ -292,15 +308,18 @@ final class LiveFeed: Sendable {
 
     private func subscribeOnce(on link: ClientLink) async throws {
         let token = try await token()
-        let answer: SubscriptionResult
+        // Routed as the answer is read: the gateway pushes the events a subscription starts with
+        // (those missed since `lastId`) right behind it, before this task would run again.
+        let route: @Sendable (RPCResponse) -> Void = { [weak link] response in
+            if let answer = try? response.decode(SubscriptionResult.self) { link?.route(answer.subscription, to: self) }
+        }
         switch kind {
         case .notifications:
             let after = lastId.withLock { $0 }.flatMap { EntityID($0) }
-            answer = try await link.call(NotificationsAPI.subscribe, NotificationSubscribeParams(lastId: after), token: token)
+            _ = try await link.call(NotificationsAPI.subscribe, NotificationSubscribeParams(lastId: after), token: token, onAnswer: route)
         case .messaging:
-            answer = try await link.call(MessagingAPI.subscribe, Empty(), token: token)
+            _ = try await link.call(MessagingAPI.subscribe, Empty(), token: token, onAnswer: route)
         }
-        link.route(answer.subscription, to: self)
         if subscriptions.add(1, ordering: .relaxed).newValue > 1, kind == .messaging {
             continuation.yield(["type": "resync"])
         }
