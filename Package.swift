@@ -184,7 +184,7 @@ let package = Package(
         .testTarget(
             name: "ServiceKitTests", dependencies: ["ServiceKit", "Redis", "TestSupport", logging], swiftSettings: strict),
         .testTarget(
-            name: "SystemTests", dependencies: ["AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis", "EventStreams", "ServiceKit", "TestSupport"],
+            name: "SystemTests", dependencies: ["AviaryJSON", "ChannelSupport", "RPC", "AviaryAPI", "Postgres", "Redis", "EventStreams", "ServiceKit", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "EventsTests",

@@ -88,7 +88,8 @@ public final class SessionRevocations: Sendable {
 
     /// Whether `sessionID` was revoked: from memory while the watch vouches for it, else from Redis;
     /// from memory again while Redis cannot answer, within ``staleWindow`` of the copy's last vouching.
-    /// - Throws: Redis' error when it cannot answer and the copy is older than that, or never was current.
+    /// - Throws: Redis' error when it cannot answer and the copy is older than that, or never was
+    ///   current; any other failure of Redis (one that is not about reaching it) as it is.
     public func isRevoked(sessionID: Int64) async throws -> Bool {
         let now = Date().millisecondsSince1970
         let known: Bool? = state.withLock { state in
@@ -99,7 +100,7 @@ public final class SessionRevocations: Sendable {
         do {
             let score = try await redis.send(["ZSCORE", RedisArgument(Self.key), RedisArgument(sessionID)])
             return (score.string.flatMap { Double($0) } ?? 0) > Double(now)
-        } catch {
+        } catch let error as RedisError where error.isTransient {
             let window = staleWindow.milliseconds
             let stale: Bool? = state.withLock { state in
                 guard let vouched = state.vouchedAt, now - vouched <= window else { return nil }

@@ -1,4 +1,5 @@
 import AviaryAPI
+import ChannelSupport
 import AviaryJSON
 import Logging
 import RPC
@@ -29,7 +30,7 @@ import Testing
                 do {
                     let page = try await client.call(
                         "timeline.home", params: ["limit": JSONValue.int(20)],
-                        meta: RequestMeta(token: eve.token, timeoutMs: Int64(deadline / .milliseconds(1))), as: JSONValue.self)
+                        meta: RequestMeta(token: eve.token, timeoutMs: deadline.milliseconds), as: JSONValue.self)
                     if page["items"]?.arrayValue?.isEmpty != false { reason = "empty page" }
                 } catch let error as RPCError {
                     reason = error.reason ?? "\(error.code)"
