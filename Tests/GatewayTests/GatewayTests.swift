@@ -488,8 +488,10 @@ struct GatewayFailoverTests {
         let all = run.outcomes.withLock { $0 }
         let failed = all.filter { $0.tweetID == nil }
         #expect(all.count == calls)
-        // Only calls under way when the instance died may fail: at most one per client.
-        #expect(failed.count <= 8, "\(failed.count) calls failed")
+        // Only calls under way when the instance died may fail. Of those begun before the signal, at
+        // most one per client; a call begun between the signal and the death may also reach the
+        // dying instance, whose socket still accepts until it is gone.
+        #expect(failed.filter { $0.started < kill }.count <= 8, "\(failed.count) calls failed")
         #expect(
             failed.allSatisfy { $0.started < died && $0.ended >= kill },
             "\(failed.map { "\($0.started - kill)…\($0.ended - kill) (died at \(died - kill)): \($0.failure ?? "")" })")
