@@ -123,7 +123,7 @@ let package = Package(
             ],
             path: "Shared/RPC", swiftSettings: strict),
         .target(
-            name: "Postgres", dependencies: ["CLibPQ", "CEpoll", "CivilCalendar", logging] + nio,
+            name: "Postgres", dependencies: ["CLibPQ", "CEpoll", "ChannelSupport", "CivilCalendar", logging] + nio,
             path: "Shared/Postgres", swiftSettings: strict),
         .target(
             name: "Redis", dependencies: ["CHiredis", "ChannelSupport", logging, .product(name: "Crypto", package: "swift-crypto")] + nio,

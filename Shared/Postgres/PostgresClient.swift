@@ -1,3 +1,4 @@
+import ChannelSupport
 import Logging
 import NIOCore
 import NIOPosix
@@ -19,6 +20,11 @@ import Synchronization
 /// watching some of the connections, which resume the callers. A task that runs on one of them
 /// (`executors`) is resumed there without a thread hop, and its statements go to connections that
 /// thread watches.
+///
+/// A statement waits for its answer at most `statementTimeout`; a caller may wait less for the
+/// statements it runs (``waiting(atMost:_:)``). When Postgres leaves a statement unanswered or cannot
+/// be reached, a breaker (``ChannelSupport/CircuitBreaker``) refuses statements at once for
+/// `breakerPause`, so that callers with another source answer from it without waiting.
 public final class PostgresClient: Sendable {
     private let settings: ConnectionSettings
     private let options: PostgresConfiguration.Options
@@ -26,6 +32,11 @@ public final class PostgresClient: Sendable {
     private let reactors: [PostgresReactor]
     private let state: Mutex<ConnectionPoolState>
     private let waiterIDs = Atomic<Int>(0)
+    private let breaker: CircuitBreaker
+
+    /// When the statements the current task runs stop waiting for their answers (see
+    /// ``waiting(atMost:_:)``).
+    @TaskLocal static var waitLimit: ContinuousClock.Instant?
 
     /// Creates the client; no connection is opened until the first query. Throws
     /// `.invalidConfiguration` for a malformed URL or a pool size below 1.
@@ -41,6 +52,16 @@ public final class PostgresClient: Sendable {
         self.logger = logger
         state = Mutex(ConnectionPoolState(capacity: configuration.options.poolSize))
         reactors = try (0..<configuration.options.readerThreads).map { _ in try PostgresReactor(logger: logger) }
+        breaker = CircuitBreaker(pause: configuration.options.breakerPause)
+    }
+
+    /// Runs `body`, whose statements wait for their answers at most `limit` (counted from now)
+    /// before failing with `.timeout`: for a read the caller can do without, or answer from
+    /// elsewhere, while Postgres is slow to answer. A statement given up on still runs; its
+    /// connection reads its answer and drops it.
+    public static func waiting<T>(atMost limit: Duration, _ body: () async throws -> T) async rethrows -> T {
+        let until = ContinuousClock.now + limit
+        return try await $waitLimit.withValue(min(until, waitLimit ?? until), operation: body)
     }
 
     var transactionRetryLimit: Int { options.transactionRetryLimit }
@@ -66,7 +87,7 @@ public final class PostgresClient: Sendable {
     public func query(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws
         -> PostgresRows
     {
-        try await withReconnection(Self.use(of: sql)) { try await $0.query(sql, parameters) }
+        try await pastTheBreaker { try await withReconnection(Self.use(of: sql)) { try await $0.query(sql, parameters) } }
     }
 
     /// Runs one statement and returns how many rows it affected; retried like `query` (only if it
@@ -75,7 +96,7 @@ public final class PostgresClient: Sendable {
     public func execute(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws
         -> Int
     {
-        try await withReconnection(Self.use(of: sql)) { try await $0.execute(sql, parameters) }
+        try await pastTheBreaker { try await withReconnection(Self.use(of: sql)) { try await $0.execute(sql, parameters) } }
     }
 
     /// Lends a connection to `body`, which may run several statements (one at a time). A
@@ -84,7 +105,7 @@ public final class PostgresClient: Sendable {
     public func withConnection<T: Sendable>(
         _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
-        try await withConnection(for: .writes, waitTimeout: options.poolWaitTimeout, body)
+        try await pastTheBreaker { try await withConnection(for: .writes, waitTimeout: options.poolWaitTimeout, body) }
     }
 
     /// How many of the pool's connections are lent out now (in use, or being opened for a caller).
@@ -122,6 +143,24 @@ public final class PostgresClient: Sendable {
     }
 
     // MARK: - Leasing
+
+    /// Runs `body` unless the breaker is open (then `.connectionFailed` at once), and tells the
+    /// breaker whether Postgres answered.
+    private func pastTheBreaker<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        let probe = try breaker.admit { left in
+            PostgresError(
+                code: .connectionFailed,
+                reason: "Postgres did not answer lately; not tried again for \(left) (or until a probe is answered)")
+        }
+        do {
+            let result = try await body()
+            breaker.record(unanswered: false, probe: probe)
+            return result
+        } catch {
+            breaker.record(unanswered: (error as? PostgresError)?.unanswered ?? false, probe: probe)
+            throw error
+        }
+    }
 
     private func withReconnection<T: Sendable>(
         _ use: ConnectionPoolState.Use, _ body: (PostgresConnection) async throws -> T
@@ -194,19 +233,27 @@ public final class PostgresClient: Sendable {
 
     /// A live connection for a slot of the pool: an idle one the server has not closed (on a reader
     /// thread, one that thread watches if there is one), or a new one.
+    /// The caller's wait limit (``waiting(atMost:_:)``) bounds both the wait for a slot and the
+    /// opening of a connection, which then goes on and leaves its connection to the pool.
     private func lease(for use: ConnectionPoolState.Use, waitTimeout: Duration?) async throws -> PostgresConnection {
-        let slot = try await acquire(for: use, waitTimeout: waitTimeout)
+        let limit = Self.waitLimit
+        let left = limit.map { max(.zero, ContinuousClock.now.duration(to: $0)) }
+        let slot = try await acquire(for: use, waitTimeout: [waitTimeout, left].compactMap(\.self).min())
         if case .idle(let idle) = slot, idle.isUsable() { return idle }
         if case .idle(let broken) = slot {
             logger.debug("replacing a pooled Postgres connection the server closed")
             broken.close()
         }
+        let opening = Task { try await open() }
         do {
-            return try await open()
+            guard let limit else { return try await opening.value }
+            if let connection = try await value(of: { try await opening.value }, before: limit) { return connection }
         } catch {
             release(nil, takenFor: use)
             throw error
         }
+        Task { release(try? await opening.value, takenFor: use) }
+        throw PostgresError(code: .timeout, reason: "no connection to Postgres could be opened within the caller's time limit")
     }
 
     /// Gives a leased connection's slot back, with the connection unless it is broken.
@@ -224,10 +271,11 @@ public final class PostgresClient: Sendable {
     private func open() async throws -> PostgresConnection {
         let reactor = currentReactor ?? reactors.min { $0.connectionCount < $1.connectionCount }!
         let (settings, logger) = (self.settings, self.logger)
-        let cacheSize = options.preparedStatementCacheSize
+        let (cacheSize, statementTimeout) = (options.preparedStatementCacheSize, options.statementTimeout)
         let connection = try await NIOThreadPool.singleton.runIfActive {
             try PostgresConnection.connect(
-                settings, reactor: reactor, statementCacheSize: cacheSize, logger: logger)
+                settings, reactor: reactor, statementCacheSize: cacheSize, statementTimeout: statementTimeout,
+                logger: logger)
         }
         logger.debug("opened a Postgres connection")
         return connection

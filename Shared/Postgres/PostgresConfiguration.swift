@@ -19,6 +19,18 @@ public struct PostgresConfiguration: Sendable {
         /// least 2). Default 10 seconds.
         public var connectTimeout: Duration = .seconds(10)
 
+        /// The longest a statement waits for its answer; past it, the statements in flight on its
+        /// connection fail with `.timeout` and the connection is abandoned (the pool opens another), so
+        /// a stalled server or network costs its callers this long at most. Migrations are not timed.
+        /// `nil` waits for ever. Default 10 seconds.
+        public var statementTimeout: Duration? = .seconds(10)
+
+        /// How long the client leaves Postgres alone after it did not answer (a statement that timed
+        /// out while the server said nothing, a connection that could not be opened): statements fail
+        /// at once with `.connectionFailed`, then one goes through as a probe
+        /// (``ChannelSupport/CircuitBreaker``). Default 200 ms.
+        public var breakerPause: Duration = .milliseconds(200)
+
         /// Shown in `pg_stat_activity.application_name`. Default `"aviary"`.
         public var applicationName: String = "aviary"
 

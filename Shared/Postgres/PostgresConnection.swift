@@ -22,6 +22,8 @@ public final class PostgresConnection: @unchecked Sendable {
     let reactor: PostgresReactor
     private let logger: Logger
     private let statementCacheSize: Int
+    /// How long the oldest statement in flight may wait before the connection is abandoned.
+    private let statementTimeout: Duration?
     /// The statements sent and not yet answered, and the prepared-statement cache; the lock also
     /// orders every use of `handle`.
     private let state = Mutex(State())
@@ -55,23 +57,32 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// A statement sent and not yet answered in full.
     private struct Pending {
-        let continuation: CheckedContinuation<[PostgresResult], any Error>
+        /// Nil once its caller stopped waiting (``PostgresClient/waiting(atMost:_:)``): its results
+        /// are then read and dropped, so that those behind it stay in step.
+        var continuation: CheckedContinuation<[PostgresResult], any Error>?
         /// A statement sent in pipeline mode, whose results end with its sync; otherwise a script,
         /// whose results end where libpq returns no further result.
         let endsWithSync: Bool
+        let sent: ContinuousClock.Instant
+        /// When the connection is abandoned if this statement is still the oldest unanswered.
+        let abandonAt: ContinuousClock.Instant?
+        /// When its caller stops waiting for it.
+        let waitUntil: ContinuousClock.Instant?
     }
 
     /// A caller to resume, with what it gets; resumed outside the lock.
     private typealias Completion = (CheckedContinuation<[PostgresResult], any Error>, Result<[PostgresResult], any Error>)
 
     private init(
-        handle: OpaquePointer, reactor: PostgresReactor, logger: Logger, statementCacheSize: Int
+        handle: OpaquePointer, reactor: PostgresReactor, logger: Logger, statementCacheSize: Int,
+        statementTimeout: Duration?
     ) {
         self.handle = handle
         self.socket = PQsocket(handle)
         self.reactor = reactor
         self.logger = logger
         self.statementCacheSize = statementCacheSize
+        self.statementTimeout = statementTimeout
     }
 
     deinit {
@@ -93,7 +104,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// pool. The connection then works in non-blocking mode with `reactor`.
     static func connect(
         _ settings: ConnectionSettings, reactor: PostgresReactor, statementCacheSize: Int,
-        logger: Logger
+        statementTimeout: Duration?, logger: Logger
     ) throws -> PostgresConnection {
         let handle = withCStrings(settings.keywords) { keywords in
             withCStrings(settings.values) { values in
@@ -102,18 +113,18 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         guard let handle else {
             throw PostgresError(
-                code: .connectionFailed, reason: "libpq could not allocate a connection")
+                code: .connectionFailed, reason: "libpq could not allocate a connection", unanswered: true)
         }
         guard PQstatus(handle) == CONNECTION_OK, PQsetnonblocking(handle, 1) == 0 else {
             let message = String(cString: PQerrorMessage(handle))
             PQfinish(handle)
             throw PostgresError(
                 code: .connectionFailed, reason: "cannot connect to Postgres",
-                serverMessage: message)
+                serverMessage: message, unanswered: true)
         }
         let connection = PostgresConnection(
             handle: handle, reactor: reactor, logger: logger,
-            statementCacheSize: statementCacheSize)
+            statementCacheSize: statementCacheSize, statementTimeout: statementTimeout)
         // libpq prints notices ("schema already exists, skipping") on stderr unless told otherwise.
         PQsetNoticeProcessor(
             handle,
@@ -154,10 +165,11 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Runs SQL without parameters through the simple protocol, which allows several statements
     /// in one string (migrations) and works in an aborted transaction (`ROLLBACK`). Only on a
     /// connection lent whole: the simple protocol needs pipeline mode off, so nothing in flight.
-    func executeScript(_ sql: String) async throws {
+    /// `timed` false lets it run past the statement timeout (a migration may take long).
+    func executeScript(_ sql: String, timed: Bool = true) async throws {
         try checkOpen()
         try checkSQL(sql)
-        let results = try await roundTrip(endsWithSync: false) { handle, state in
+        let results = try await roundTrip(endsWithSync: false, timed: timed) { handle, state in
             // A deferred BEGIN goes first, in the same string: the simple protocol runs them in order.
             let script = state.deferredBegin.map { "\($0);\n\(sql)" } ?? sql
             guard PQpipelineStatus(handle) == PQ_PIPELINE_OFF || PQexitPipelineMode(handle) == 1,
@@ -222,16 +234,21 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Sends a statement with `send` (libpq `PQsend…` calls; it throws if one fails) and waits,
     /// without blocking, for all the results it answers with.
     private func roundTrip(
-        endsWithSync: Bool, _ send: (OpaquePointer, inout State) throws -> Void
+        endsWithSync: Bool, timed: Bool = true, _ send: (OpaquePointer, inout State) throws -> Void
     ) async throws -> [PostgresResult] {
-        try await withCheckedThrowingContinuation { continuation in
+        let waitUntil = PostgresClient.waitLimit
+        return try await withCheckedThrowingContinuation { continuation in
             let failed = state.withLock { state -> [Completion] in
                 do {
                     try send(handle, &state)
                 } catch {
                     return [(continuation, .failure(error))]
                 }
-                state.inFlight.append(Pending(continuation: continuation, endsWithSync: endsWithSync))
+                let now = ContinuousClock.now
+                state.inFlight.append(
+                    Pending(
+                        continuation: continuation, endsWithSync: endsWithSync, sent: now,
+                        abandonAt: timed ? statementTimeout.map { now + $0 } : nil, waitUntil: waitUntil))
                 // The reactor watches the socket already. What libpq could not send yet leaves when
                 // it is writable.
                 guard PQflush(handle) != 0 else { return [] }
@@ -305,7 +322,7 @@ public final class PostgresConnection: @unchecked Sendable {
                     nulls += 1
                     if nulls > 1 { break }
                 } else {
-                    completions.append(finishOldest(&state))
+                    finishOldest(&state, into: &completions)
                 }
                 continue
             }
@@ -313,7 +330,7 @@ public final class PostgresConnection: @unchecked Sendable {
             let result = PostgresResult(pointer)
             switch result.status {
             case PGRES_PIPELINE_SYNC:
-                completions.append(finishOldest(&state))
+                finishOldest(&state, into: &completions)
             case PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_COPY_BOTH:
                 completions += failAll(&state, PostgresError(code: .queryFailed, reason: "COPY is not supported"))
                 return .finished
@@ -327,11 +344,11 @@ public final class PostgresConnection: @unchecked Sendable {
     private static let unwatchable = PostgresError(
         code: .connectionFailed, reason: "cannot watch the connection's socket")
 
-    /// Takes the oldest statement in flight, to succeed with its results.
-    private func finishOldest(_ state: inout State) -> Completion {
+    /// Takes the oldest statement in flight, to succeed with its results if its caller still waits.
+    private func finishOldest(_ state: inout State, into completions: inout [Completion]) {
         let finished = state.inFlight.removeFirst()
-        defer { state.oldestResults = [] }
-        return (finished.continuation, .success(state.oldestResults))
+        if let continuation = finished.continuation { completions.append((continuation, .success(state.oldestResults))) }
+        state.oldestResults = []
     }
 
     /// Fails every statement in flight and marks the connection unusable: libpq may still hold
@@ -342,7 +359,39 @@ public final class PostgresConnection: @unchecked Sendable {
             state.inFlight.removeAll()
             state.oldestResults = []
         }
-        return state.inFlight.map { ($0.continuation, Result.failure(error)) }
+        return state.inFlight.compactMap { pending in pending.continuation.map { ($0, Result.failure(error)) } }
+    }
+
+    /// Called by the reactor every so often: ends the waits that are over. When the oldest statement
+    /// in flight has waited past the statement timeout, the connection is abandoned (everything in
+    /// flight fails, the pool discards it); a caller's own limit ends only its wait. Either error says
+    /// whether the server had sent nothing, on any connection the reactor watches, since the statement
+    /// left (`unanswered`): a silent server, not merely a slow statement.
+    func endOverdueWaits(now: ContinuousClock.Instant, lastHeard: ContinuousClock.Instant) {
+        let completions = state.withLock { state -> [Completion] in
+            guard let oldest = state.inFlight.first else { return [] }
+            if let abandonAt = oldest.abandonAt, abandonAt <= now, let statementTimeout {
+                reactor.unregister(self)
+                return failAll(
+                    &state,
+                    PostgresError(
+                        code: .timeout, reason: "Postgres did not answer within \(statementTimeout); the connection was abandoned",
+                        unanswered: lastHeard < oldest.sent))
+            }
+            var ended: [Completion] = []
+            for index in state.inFlight.indices {
+                guard let waitUntil = state.inFlight[index].waitUntil, waitUntil <= now,
+                    let continuation = state.inFlight[index].continuation
+                else { continue }
+                state.inFlight[index].continuation = nil
+                let error = PostgresError(
+                    code: .timeout, reason: "Postgres did not answer within the caller's time limit",
+                    unanswered: lastHeard < state.inFlight[index].sent)
+                ended.append((continuation, .failure(error)))
+            }
+            return ended
+        }
+        for (waiter, outcome) in completions { waiter.resume(with: outcome) }
     }
 
     // MARK: - Running statements

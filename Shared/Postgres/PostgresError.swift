@@ -25,7 +25,8 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let decodingFailed = Code("decodingFailed")
         /// A parameter cannot be sent, e.g. text containing a NUL byte, which Postgres text cannot hold.
         public static let encodingFailed = Code("encodingFailed")
-        /// No pooled connection became free within the configured wait.
+        /// No pooled connection became free within the configured wait, or a statement's answer did
+        /// not come within its time limit (`unanswered` then says whether the server was silent).
         public static let timeout = Code("timeout")
         /// The configuration is unusable (e.g. a malformed connection URL).
         public static let invalidConfiguration = Code("invalidConfiguration")
@@ -55,12 +56,15 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
     private let hint: String?
     /// The connection itself broke while in use (as opposed to failing to open).
     let connectionLost: Bool
+    /// The server could not be reached, or sent nothing on the connection for as long as the
+    /// statement waited: the client's breaker then leaves it alone for a moment.
+    let unanswered: Bool
 
     init(
         code: Code, reason: String? = nil, sqlState: String? = nil, constraint: String? = nil,
         schema: String? = nil, table: String? = nil, column: String? = nil,
         serverMessage: String? = nil, detail: String? = nil, hint: String? = nil,
-        connectionLost: Bool = false
+        connectionLost: Bool = false, unanswered: Bool = false
     ) {
         self.code = code
         self.reason = reason
@@ -73,6 +77,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         self.detail = detail
         self.hint = hint
         self.connectionLost = connectionLost
+        self.unanswered = unanswered
     }
 
     /// A unique constraint was violated (SQLSTATE 23505); `constraint` names it.

@@ -29,7 +29,8 @@ public struct PostgresMigrator: Sendable {
         let lockKey = advisoryLockKey
         let logger = client.logger
         return try await client.transaction { connection in
-            try await connection.execute("SELECT pg_advisory_xact_lock($1)", [lockKey])
+            // Untimed, as the migrations are: another process may hold the lock through a long one.
+            try await connection.executeScript("SELECT pg_advisory_xact_lock(\(lockKey))", timed: false)
             // After the lock, so that concurrent migrators do not race to create them.
             try await connection.executeScript(
                 """
@@ -55,7 +56,7 @@ public struct PostgresMigrator: Sendable {
             }
             var newlyApplied: [Int] = []
             for migration in migrations where !applied.contains(migration.version) {
-                try await connection.executeScript(migration.sql)
+                try await connection.executeScript(migration.sql, timed: false)
                 try await connection.execute(
                     "INSERT INTO \(table) (version, name) VALUES ($1, $2)",
                     [migration.version, migration.name])

@@ -1,4 +1,5 @@
 import CEpoll
+import ChannelSupport
 import Foundation
 import Logging
 import Synchronization
@@ -20,6 +21,9 @@ import Synchronization
 /// (`pgbench` polls its connections and runs its clients on the same threads), and it suits work
 /// that is mostly statements in a row. Nothing else on this thread reads answers while such a task
 /// runs, so it must not block or compute for long.
+///
+/// Every `sweepInterval` it also ends the waits that are over (`endOverdueWaits`): a stalled server
+/// sends nothing that would wake it.
 final class PostgresReactor: TaskExecutor, Sendable {
     private let epoll: Int32
     /// Written to wake the loop: for jobs enqueued while it waits, and for shutdown.
@@ -41,6 +45,9 @@ final class PostgresReactor: TaskExecutor, Sendable {
     /// The loop's thread (`pthread_self`), once it has started.
     private let thread = Atomic<UInt>(0)
     private let logger: Logger
+    /// How often waits are checked against their limits, which sets how late past its limit a wait
+    /// may end.
+    private static let sweepInterval = Duration.milliseconds(100)
 
     init(logger: Logger) throws {
         self.logger = logger
@@ -197,12 +204,22 @@ final class PostgresReactor: TaskExecutor, Sendable {
             }
             for waiter in waiters { waiter.resume() }
         }
+        var nextSweep = ContinuousClock.now + Self.sweepInterval
+        // When a socket last had something to read: the server's last sign of life.
+        var lastHeard = ContinuousClock.now
         while !isStopping.load(ordering: .sequentiallyConsistent) {
             runJobs()
+            let now = ContinuousClock.now
+            if now >= nextSweep {
+                nextSweep = now + Self.sweepInterval
+                for connection in connections.withLock({ Array($0.values) }) {
+                    connection.endOverdueWaits(now: now, lastHeard: lastHeard)
+                }
+            }
             // Waits only when no job is queued; a job enqueued from now on wakes the wait.
             let timeout: Int32 = jobs.withLock { jobs in
                 jobs.isWaiting = jobs.queue.isEmpty
-                return jobs.isWaiting ? -1 : 0
+                return jobs.isWaiting ? Int32(Self.sweepInterval.milliseconds) : 0
             }
             let count = epoll_wait(epoll, events, Int32(capacity), timeout)
             jobs.withLock { $0.isWaiting = false }
@@ -218,6 +235,7 @@ final class PostgresReactor: TaskExecutor, Sendable {
                     _ = read(wakeup, &value, MemoryLayout<UInt64>.size)
                     continue
                 }
+                if events[index].events & EPOLLIN.rawValue != 0 { lastHeard = .now }
                 connections.withLock({ $0[socket] })?.socketIsReady()
             }
         }

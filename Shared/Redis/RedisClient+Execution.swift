@@ -1,3 +1,4 @@
+import ChannelSupport
 import Logging
 
 extension RedisClient {
@@ -5,7 +6,9 @@ extension RedisClient {
     /// connection of their own; retries once on a fresh connection when the connection broke and
     /// retrying is safe (see the type's documentation). Refused at once while the breaker is open.
     func execute(_ commands: [[RedisArgument]]) async throws -> [RESPValue] {
-        let probe = try breaker.admit()
+        let probe = try breaker.admit { left in
+            RedisError(.connectionFailed, detail: "Redis did not answer lately; not tried again for \(left) (or until a probe is answered)")
+        }
         var unanswered = false
         do {
             let replies = try await executeOnPool(commands, unanswered: &unanswered)

@@ -1,3 +1,4 @@
+import ChannelSupport
 import Logging
 
 /// A pooled Redis client: commands, pipelines and Lua scripts, safe to share between tasks.
@@ -11,7 +12,7 @@ import Logging
 /// A connection that breaks is replaced. A command that failed because its connection broke is retried
 /// once on a fresh connection when that is safe — read-only commands, and any command that provably
 /// never reached the server; otherwise it throws `.connectionFailed`. A command that times out or
-/// cannot connect opens a breaker (``RedisBreaker``): for `configuration.breakerPause` every command
+/// cannot connect opens a breaker (``ChannelSupport/CircuitBreaker``): for `configuration.breakerPause` every command
 /// fails at once with `.connectionFailed`, then one probes.
 ///
 /// Call `shutdown()` when done: it lets commands in flight finish and closes the connections.
@@ -19,7 +20,7 @@ public final class RedisClient: Sendable {
     /// The configuration the client was created with.
     public let configuration: RedisConfiguration
     let pool: RedisConnectionPool
-    let breaker: RedisBreaker
+    let breaker: CircuitBreaker
     let logger: Logger
 
     /// Creates the client; no connection is opened until the first command.
@@ -33,7 +34,7 @@ public final class RedisClient: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.pool = RedisConnectionPool(configuration: configuration, logger: logger)
-        self.breaker = RedisBreaker(pause: configuration.breakerPause)
+        self.breaker = CircuitBreaker(pause: configuration.breakerPause)
     }
 
     deinit {

@@ -58,12 +58,29 @@ actor ServerLifecycle {
         throw TestSupportError("\(name) \(outcome)\n\(logTail(log))")
     }
 
-    /// Stops the server (quickly, but cleanly) and waits until it has exited.
-    /// Sends `signal` to the running server (SIGSTOP and SIGCONT stall it and let it go on).
+    /// Sends `signal` to the running server and to the processes it started (Postgres' backends, each
+    /// in a session of its own): SIGSTOP and SIGCONT stall the whole server and let it go on.
     func signal(_ signal: Int32) {
-        server?.signal(signal)
+        guard let server else { return }
+        server.signal(signal)
+        for child in Self.children(of: server.pid) { kill(child, signal) }
     }
 
+    /// The processes whose parent is `parent`, from each one's `/proc/<pid>/stat` (the parent's pid is
+    /// the second field after the command name, which is in parentheses and may hold spaces).
+    private static func children(of parent: pid_t) -> [pid_t] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry in
+            guard let pid = pid_t(entry),
+                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let end = stat.lastIndex(of: ")")
+            else { return nil }
+            let fields = stat[stat.index(after: end)...].split(separator: " ")
+            return fields.count > 1 && pid_t(fields[1]) == parent ? pid : nil
+        }
+    }
+
+    /// Stops the server (quickly, but cleanly) and waits until it has exited.
     func stop() async throws {
         guard let server else { return }
         let status = await server.stop(signal: stopSignal, timeout: .seconds(30))

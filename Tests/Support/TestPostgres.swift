@@ -103,6 +103,17 @@ public final class TestPostgres: Sendable {
         try await lifecycle.stop()
     }
 
+    /// Stalls the server and every backend (SIGSTOP): sessions stay open, new ones wait in the listen
+    /// queue, and nothing is answered until ``resume()``.
+    public func pause() async {
+        await lifecycle.signal(SIGSTOP)
+    }
+
+    /// Lets a paused server go on (SIGCONT).
+    public func resume() async {
+        await lifecycle.signal(SIGCONT)
+    }
+
     /// Starts the server again on the same port, with the same data; waits until it accepts sessions.
     public func start() async throws {
         try await lifecycle.start()

@@ -21,16 +21,16 @@ struct TweetStates: Sendable {
 
     /// The states of the stored tweets among `ids` (any order), relative to `viewer`.
     ///
-    /// While Postgres cannot be reached, the states this process holds still answer, and the
-    /// others are left out (`unreached` lists them): the caller may show those tweets as
-    /// ``unknown(_:)`` where it has another sign that they exist.
+    /// While Postgres cannot be reached, or has not answered within ``patience``, the states this
+    /// process holds still answer, and the others are left out (`unreached` lists them): the caller
+    /// may show those tweets as ``unknown(_:)`` where it has another sign that they exist.
     func states(_ ids: [Int64], viewer: Int64?) async throws -> (states: [Int64: StoredTweet], unreached: [Int64]) {
         var (found, epoch) = local?.values(ids) ?? ([:], nil)
         let asked = found.isEmpty ? ids : ids.filter { found[$0] == nil }
         var unreached: [Int64] = []
         if !asked.isEmpty {
             do {
-                let fetched = try await store.states(asked)
+                let fetched = try await PostgresClient.waiting(atMost: Self.patience) { try await store.states(asked) }
                 local?.keep(fetched.lazy.map { (key: $0.key, value: $0.value) }, since: epoch)
                 found.merge(fetched) { _, new in new }
             } catch let error as PostgresError where error.isUnreachable {
@@ -41,7 +41,7 @@ struct TweetStates: Sendable {
         if let viewer {
             let unlisted = found.values.filter { $0.likers == nil }.map(\.id)
             do {
-                likedWidely = try await store.liked(unlisted, by: viewer)
+                likedWidely = try await PostgresClient.waiting(atMost: Self.patience) { try await store.liked(unlisted, by: viewer) }
             } catch let error as PostgresError where error.isUnreachable {
                 // Shown as not liked by the viewer until Postgres answers again.
             }
@@ -52,6 +52,10 @@ struct TweetStates: Sendable {
         }
         return (states, unreached)
     }
+
+    /// How long a read waits for the states Postgres has before it shows the tweets without them:
+    /// far above the few milliseconds they take, far below a caller's patience when Postgres stalls.
+    static let patience = Duration.milliseconds(500)
 
     /// The state shown for a tweet whose state Postgres could not give but whose body is cached:
     /// live (a delete drops the cached body), its counts not known (shown as none).

@@ -128,6 +128,7 @@ public enum ServiceApplication {
     ) async throws -> PreparedService {
         var postgresOptions = PostgresConfiguration.Options()
         postgresOptions.poolSize = configuration.postgresPoolSize
+        postgresOptions.statementTimeout = configuration.postgresStatementTimeout
         postgresOptions.applicationName = definition.name.executableName
         let postgres = try PostgresClient(
             configuration: PostgresConfiguration(url: configuration.postgresURL, options: postgresOptions), logger: logger)

@@ -6,6 +6,7 @@ extension ServiceConfiguration: CustomStringConvertible {
         let secret = self.serviceSecret == nil ? "generated" : "<set>"
         return "service=\(self.service) host=\(self.host) rpcPort=\(self.rpcPort) adminPort=\(self.adminPort) "
             + "postgres=\(Self.maskingPassword(self.postgresURL)) postgresPoolSize=\(self.postgresPoolSize) "
+            + "postgresStatementTimeout=\(self.postgresStatementTimeout) "
             + "redis=\(Self.maskingPassword(self.redisURL)) redisPoolSize=\(self.redisPoolSize) "
             + "nodeID=\(self.nodeID.map(String.init) ?? "leased") serviceSecret=\(secret) "
             + "acceptedServiceSecrets=\(self.acceptedServiceSecrets.count) logLevel=\(self.logLevel) "

@@ -16,6 +16,9 @@ public struct ServiceConfiguration: Sendable {
     public var postgresURL: String
     /// `AVIARY_POSTGRES_POOL_SIZE`: connections to Postgres, 1…1024. Default 8.
     public var postgresPoolSize: Int
+    /// `AVIARY_POSTGRES_STATEMENT_TIMEOUT_MS`: the longest a statement waits for its answer before
+    /// its connection is abandoned, 100…3,600,000 ms (migrations are not timed). Default 10,000.
+    public var postgresStatementTimeout: Duration
     /// `AVIARY_REDIS_URL`: `redis://[:password@]host:port[/db]`, or `unix://[:password@]/path[?db=N]`
     /// for a Unix socket. Default `redis://127.0.0.1:6379`.
     public var redisURL: String
@@ -152,6 +155,8 @@ extension ServiceConfiguration {
                 "AVIARY_POSTGRES_URL", default: "postgres://aviary@127.0.0.1:5432/aviary",
                 schemes: ["postgres", "postgresql"]),
             postgresPoolSize: try values.integer("AVIARY_POSTGRES_POOL_SIZE", default: 8, in: 1...1024),
+            postgresStatementTimeout: .milliseconds(
+                try values.integer("AVIARY_POSTGRES_STATEMENT_TIMEOUT_MS", default: 10_000, in: 100...3_600_000)),
             redisURL: try redisURL(values),
             redisPoolSize: try values.integer("AVIARY_REDIS_POOL_SIZE", default: 8, in: 1...1024),
             host: host,
