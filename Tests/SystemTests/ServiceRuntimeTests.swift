@@ -103,8 +103,9 @@ import Testing
     }
 
     @Test func twoInstancesStartingTogetherMigrateOnce() async throws {
-        var environment = try await environment()
-        environment["AVIARY_LOG_LEVEL"] = "debug"
+        var debugging = try await environment()
+        debugging["AVIARY_LOG_LEVEL"] = "debug"
+        let environment = debugging
         async let first = ServiceProcess.start(executable: "aviary-social-graph", environment: environment)
         async let second = ServiceProcess.start(executable: "aviary-social-graph", environment: environment)
         let (a, b) = try await (first, second)
