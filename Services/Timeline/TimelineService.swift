@@ -21,7 +21,8 @@ public struct TimelineService: Sendable {
     init(resources: ServiceResources) throws {
         settings = try TimelineSettings(resources.configuration)
         cache = TimelineCache(redis: resources.redis, capacity: settings.capacity)
-        builder = TimelineBuilder(redis: resources.redis, capacity: settings.capacity, logger: resources.logger)
+        builder = TimelineBuilder(
+            redis: resources.redis, capacity: settings.capacity, rebuilds: settings.rebuilds, logger: resources.logger)
         graph = GraphPeer(resources: resources)
         tweets = TweetsPeer(resources: resources)
         accounts = AccountsPeer(resources: resources)

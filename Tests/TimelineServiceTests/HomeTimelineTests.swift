@@ -18,10 +18,12 @@ struct HomeTimelineTests {
     @Test("every user's home timeline equals the newest tweets of themselves and those they follow, built and then fanned out", .timeLimit(.minutes(3)))
     func everyUser() async throws {
         let stack = try await TimelineStack.shared()
-        // First reads build the sets (the stack's first tweets predate them).
+        // First reads answer from the services and start the sets' builds (the stack's first tweets
+        // predate them).
         let clock = ContinuousClock()
         let began = clock.now
         #expect(try await stack.homeMismatches(stack.users, limit: 30) == 0)
+        try await stack.waitForHomeSets(stack.users)
         print("Reed98: \(stack.users.count) home timelines built and checked in \(clock.now - began)")
 
         // New tweets fan out into the sets that now exist, before anyone reads them.
@@ -61,7 +63,7 @@ struct HomeTimelineTests {
         let follower = stack.users[stack.nodesByDegree.last!]
         let friends = Set(try await stack.followers(of: follower).map(\.id))
         let followee = stack.users.first { $0.id != follower.id && !friends.contains($0.id) && !stack.nodesByDegree.prefix(3).contains(stack.users.firstIndex(of: $0)!) }!
-        _ = try await stack.home(of: follower)  // the set exists, so the follow event has something to merge into
+        try await stack.warmHomes([follower])  // the set exists, so the follow event has something to merge into
         let theirs = try await stack.post([(followee, "followee tweet one"), (followee, "followee tweet two")])
         try await stack.settle()
         #expect(try await stack.home(of: follower).items.allSatisfy { !theirs.contains($0.id.value) })
@@ -86,7 +88,7 @@ struct HomeTimelineTests {
         let followee = stack.users.first {
             ![reader.id, absent.id].contains($0.id) && !friends.contains($0.id) && !stack.nodesByDegree.prefix(3).contains(stack.users.firstIndex(of: $0)!)
         }!
-        _ = try await stack.home(of: reader)
+        try await stack.warmHomes([reader])
         _ = try await stack.stack.redis.send(["DEL", RedisArgument("aviary:timeline:home:\(absent.id)")])
         let theirs = try await stack.post([(followee, "merged together one"), (followee, "merged together two")])
         try await stack.settle()

@@ -203,9 +203,10 @@ final class TimelineStack: Sendable {
         return wrong.load(ordering: .relaxed)
     }
 
-    /// Reads each of `users`' home timeline once (one tweet), so that every set exists.
+    /// Reads each of `users`' home timeline once (one tweet) and waits until every set exists.
     func warmHomes(_ users: [StackUser]) async throws {
         try await concurrently(users, width: 16) { user in _ = try await self.home(of: user, limit: 1) }
+        try await waitForHomeSets(users)
     }
 
     /// Waits until the timeline service answers on every connection of the stack's client (after a
@@ -241,6 +242,18 @@ final class TimelineStack: Sendable {
             }
         }
         return wrong
+    }
+
+    /// Waits until the home sets of `users` are built: a read of a missing set starts its build in the
+    /// background and does not wait for it.
+    func waitForHomeSets(_ users: [StackUser], timeout: Duration = .seconds(60)) async throws {
+        let keys = users.map { "aviary:timeline:home:\($0.id)" }
+        let built = try await eventually(timeout: timeout, interval: .milliseconds(50)) {
+            let lowest = try await stack.redis.pipeline(keys.map { ["ZRANGE", RedisArgument($0), 0, 0] })
+            // The sentinels of a built set: 0 (whole) and 1 (truncated).
+            return lowest.allSatisfy { ["0000000000000000000", "0000000000000000001"].contains($0.array?.first?.string) }
+        }
+        #expect(built, "home sets not built within \(timeout)")
     }
 
     /// The members of `user`'s home set in Redis (tweet ids), without reading through the service.

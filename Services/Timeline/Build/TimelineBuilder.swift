@@ -14,6 +14,8 @@ struct TimelineBuilder: Sendable {
     let capacity: Int
     let logger: Logger
     let gate = BuildGate()
+    /// The builds reads start and do not wait for.
+    let background: BackgroundBuilds
     /// Long enough for any build; a builder that dies holding the lock holds it this long.
     static let lockLifetime: Duration = .seconds(15)
     /// How long a reader waits for another instance's build before building the set itself.
@@ -23,6 +25,25 @@ struct TimelineBuilder: Sendable {
     struct Contents: Sendable {
         var ids: [Int64]
         var whole: Bool
+    }
+
+    init(redis: RedisClient, capacity: Int, rebuilds: Int, logger: Logger) {
+        self.redis = redis
+        self.capacity = capacity
+        self.logger = logger
+        background = BackgroundBuilds(limit: rebuilds)
+    }
+
+    /// Has `key` built as ``build(_:lifetime:source:)`` does, in the background (``BackgroundBuilds``).
+    /// A build that fails is logged; the next read of the set starts another.
+    func buildLater(_ key: String, lifetime: Int, source: @escaping @Sendable () async throws -> Contents?) {
+        background.start(key) { [self] in
+            do {
+                _ = try await build(key, lifetime: lifetime, source: source)
+            } catch {
+                logger.warning("a timeline build failed", metadata: ["timeline.key": "\(key)", "error": "\(error)"])
+            }
+        }
     }
 
     /// Builds `key` unless it is complete, giving it the lifetime `lifetime` seconds. `source`

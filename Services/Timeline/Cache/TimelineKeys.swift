@@ -31,7 +31,7 @@ enum TimelineMember {
     static let whole = "0000000000000000000"
     /// The set was built and holds the newest entries up to the capacity; older ones exist.
     static let truncated = "0000000000000000001"
-    /// The set is being rebuilt: fan-out already adds to it, readers wait for the rebuild.
+    /// The set is being rebuilt: fan-out already adds to it; readers read from the services meanwhile.
     static let building = "0000000000000000002"
     /// The exclusive lower bound of real entries in `ZRANGE … BYLEX`: every sentinel sorts below any id.
     static let lowestEntry = "(" + building

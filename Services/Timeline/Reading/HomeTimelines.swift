@@ -2,11 +2,12 @@ import Redis
 import RPC
 
 extension TimelineService {
-    /// The newest `count` ids strictly before `before` of `user`'s home timeline: their set (rebuilt
-    /// when missing) merged with the user timelines of the celebrities they follow. A page that
-    /// runs past the oldest entry of a trimmed set comes from the services (``homeCandidatesWithoutRedis``):
-    /// the set no longer holds what its followees posted before, and the celebrities' timelines
-    /// alone would make the rest of the timeline theirs only.
+    /// The newest `count` ids strictly before `before` of `user`'s home timeline: their set merged
+    /// with the user timelines of the celebrities they follow. A set that is missing (or being built)
+    /// is built in the background and this page comes from the services (``homeCandidatesWithoutRedis``),
+    /// so a cold cache costs a read one page's queries, not a build. So does a page that runs past
+    /// the oldest entry of a trimmed set: the set no longer holds what its followees posted before,
+    /// and the celebrities' timelines alone would make the rest of the timeline theirs only.
     func homeCandidates(of user: Int64, before: Int64?, count: Int, context: RPCContext) async throws -> TimelineIDs {
         let key = TimelineKeys.home(user)
         // One round trip: the set's state, the page, how long it is kept (an active user's set never
@@ -16,13 +17,11 @@ extension TimelineService {
                 ["ZRANGE", RedisArgument(key), 0, 0], TimelineCache.rangeCommand(key, before: before, count: count),
                 ["TTL", RedisArgument(key)],
             ] + Celebrities.cacheCommands(for: user)
-        var replies = try await cache.redis.pipeline(commands)
-        var home = try TimelineCache.slices(of: replies, count: 1, stride: 3)[0]
-        if case .ready = home.state {
-        } else {
-            try await buildHome(of: user)
-            replies = try await cache.redis.pipeline(commands)
-            home = try TimelineCache.slices(of: replies, count: 1, stride: 3)[0]
+        let replies = try await cache.redis.pipeline(commands)
+        let home = try TimelineCache.slices(of: replies, count: 1, stride: 3)[0]
+        guard case .ready = home.state else {
+            buildHomeLater(of: user)
+            return try await homeCandidatesWithoutRedis(of: user, before: before, count: count, context: context)
         }
         // Kept for at least the inactivity period after this read, so fan-out skips only users
         // inactive for longer.
@@ -47,12 +46,12 @@ extension TimelineService {
         return TimelineIDs(ids: ids, more: more)
     }
 
-    /// Rebuilds `user`'s home set unless it is complete: the newest tweets of the user and of
-    /// everyone they follow who is not a celebrity (those are merged at read time), and the cached
-    /// list of the celebrities they follow.
-    func buildHome(of user: Int64) async throws {
+    /// Rebuilds `user`'s home set in the background unless it is complete: the newest tweets of the
+    /// user and of everyone they follow who is not a celebrity (those are merged at read time), and
+    /// the cached list of the celebrities they follow.
+    func buildHomeLater(of user: Int64) {
         let limit = min(settings.capacity, TweetsPeer.maximumRecent)
-        _ = try await builder.build(TimelineKeys.home(user), lifetime: settings.inactiveSeconds) { [self] in
+        builder.buildLater(TimelineKeys.home(user), lifetime: settings.inactiveSeconds) { [self] in
             let generation = try await celebrities.generation()
             let following = try await graph.following(of: user)
             let famous = try await celebrities.classify(following)

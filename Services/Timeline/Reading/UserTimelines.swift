@@ -9,31 +9,21 @@ struct TimelineIDs: Sendable {
 
 extension TimelineService {
     /// The newest `count` tweet ids strictly before `before` of each of `authors`, from their cached
-    /// user timelines (built when missing, read from the tweets service past the end of a truncated
-    /// one). Authors the accounts service does not know are left out.
+    /// user timelines (read from the tweets service past the end of a truncated one). A missing set
+    /// is built in the background and its page read from the tweets service meanwhile. Authors the
+    /// accounts service does not know are left out.
     func recent(of authors: [Int64], before: Int64?, count: Int) async throws -> [Int64: TimelineIDs] {
         let keys = authors.map(TimelineKeys.user)
-        var slices = try await cache.read(keys, before: before, count: count, lifetime: settings.userCacheSeconds)
-        let missing = slices.indices.filter { if case .ready = slices[$0].state { false } else { true } }
-        var unknown = Set<Int>()
-        if !missing.isEmpty {
-            let built = try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
-                for index in missing {
-                    group.addTask { (index, try await buildUserTimeline(authors[index])) }
-                }
-                var built: [Int: Bool] = [:]
-                for try await (index, exists) in group { built[index] = exists }
-                return built
-            }
-            unknown = Set(missing.filter { built[$0] == false })
-            let rebuilt = missing.filter { built[$0] == true }
-            let again = try await cache.read(
-                rebuilt.map { keys[$0] }, before: before, count: count, lifetime: settings.userCacheSeconds)
-            for (index, slice) in zip(rebuilt, again) { slices[index] = slice }
-        }
+        let slices = try await cache.read(keys, before: before, count: count, lifetime: settings.userCacheSeconds)
         var result: [Int64: TimelineIDs] = [:]
-        for (index, slice) in slices.enumerated() where !unknown.contains(index) {
+        var missing: [Int64] = []
+        for (index, slice) in slices.enumerated() {
             let author = authors[index]
+            guard case .ready = slice.state else {
+                buildUserTimelineLater(author)
+                missing.append(author)
+                continue
+            }
             if slice.ids.count == count {
                 result[author] = TimelineIDs(ids: slice.ids, more: true)
             } else if slice.state == .ready(whole: true) {
@@ -45,13 +35,26 @@ extension TimelineService {
                 result[author] = TimelineIDs(ids: ids, more: ids.count == count)
             }
         }
+        try await withThrowingTaskGroup(of: (Int64, [Int64]?).self) { group in
+            for author in missing {
+                group.addTask { [tweets, accounts] in
+                    let ids = try await tweets.recentIDs(of: [author], limit: count, before: before)
+                    if ids.isEmpty, try await !accounts.exists(author, context: nil) { return (author, nil) }
+                    return (author, ids)
+                }
+            }
+            for try await (author, ids) in group {
+                if let ids { result[author] = TimelineIDs(ids: ids, more: ids.count == count) }
+            }
+        }
         return result
     }
 
-    /// Builds `author`'s user timeline set unless it is complete; false when no such user exists.
-    func buildUserTimeline(_ author: Int64) async throws -> Bool {
+    /// Builds `author`'s user timeline set in the background unless it is complete; no set is made
+    /// for a user who does not exist.
+    func buildUserTimelineLater(_ author: Int64) {
         let limit = min(settings.capacity, TweetsPeer.maximumRecent)
-        return try await builder.build(TimelineKeys.user(author), lifetime: settings.userCacheSeconds) { [tweets, accounts] in
+        builder.buildLater(TimelineKeys.user(author), lifetime: settings.userCacheSeconds) { [tweets, accounts] in
             let ids = try await tweets.recentIDs(of: [author], limit: limit)
             if ids.isEmpty, try await !accounts.exists(author, context: nil) { return nil }
             return TimelineBuilder.Contents(ids: ids, whole: ids.count < limit)

@@ -24,6 +24,10 @@ struct TimelineSettings: Sendable {
     /// (`AVIARY_TIMELINE_LOCAL_FOLLOWER_LISTS`, default 5,000; 0 keeps none: every tweet's fan-out
     /// asks social-graph).
     var localFollowerLists: Int
+    /// Timeline builds one instance runs at a time, after a read found the set missing (Redis
+    /// flushed, restarted empty, a user back after a long absence); the reads of timelines waiting
+    /// for theirs are answered from tweets and social-graph (`AVIARY_TIMELINE_REBUILDS`, default 4).
+    var rebuilds: Int
 
     init(_ configuration: ServiceConfiguration) throws {
         capacity = try configuration.integer("AVIARY_TIMELINE_CAPACITY", default: 800, in: 10...10_000)
@@ -37,5 +41,6 @@ struct TimelineSettings: Sendable {
         recountSeconds = try configuration.integer("AVIARY_TIMELINE_RECOUNT_SECONDS", default: 60, in: 0...86_400)
         fanOutBatch = try configuration.integer("AVIARY_TIMELINE_FANOUT_BATCH", default: 1000, in: 1...10_000)
         localFollowerLists = try configuration.integer("AVIARY_TIMELINE_LOCAL_FOLLOWER_LISTS", default: 5000, in: 0...1_000_000)
+        rebuilds = try configuration.integer("AVIARY_TIMELINE_REBUILDS", default: 4, in: 1...256)
     }
 }

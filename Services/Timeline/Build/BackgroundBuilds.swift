@@ -1,0 +1,54 @@
+import Synchronization
+
+/// The timeline builds a read asks for and does not wait for, run at most `limit` at a time in this
+/// process, oldest request first, each key once while it is queued or running. A flushed Redis then
+/// costs Postgres `limit` builds at a time, while the reads of timelines still waiting for theirs are
+/// answered from the services (a page, not a whole set).
+final class BackgroundBuilds: Sendable {
+    private struct State {
+        var running = 0
+        var queued: [(key: String, work: @Sendable () async -> Void)] = []
+        /// The keys queued or running.
+        var pending: Set<String> = []
+    }
+
+    let limit: Int
+    private let state = Mutex(State())
+
+    init(limit: Int) {
+        precondition(limit >= 1, "at least one build at a time")
+        self.limit = limit
+    }
+
+    /// Runs `work` for `key` when a slot is free, unless a build of `key` is queued or running.
+    func start(_ key: String, _ work: @escaping @Sendable () async -> Void) {
+        let runNow = state.withLock { state -> Bool in
+            guard state.pending.insert(key).inserted else { return false }
+            guard state.running < limit else {
+                state.queued.append((key, work))
+                return false
+            }
+            state.running += 1
+            return true
+        }
+        if runNow { run(key, work) }
+    }
+
+    /// How many builds wait for a slot.
+    var queuedCount: Int { state.withLock { $0.queued.count } }
+
+    private func run(_ key: String, _ work: @escaping @Sendable () async -> Void) {
+        Task {
+            await work()
+            let next = state.withLock { state -> (key: String, work: @Sendable () async -> Void)? in
+                state.pending.remove(key)
+                guard !state.queued.isEmpty else {
+                    state.running -= 1
+                    return nil
+                }
+                return state.queued.removeFirst()
+            }
+            if let next { run(next.key, next.work) }
+        }
+    }
+}
