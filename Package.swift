@@ -123,7 +123,10 @@ let package = Package(
             ],
             path: "Shared/RPC", swiftSettings: strict),
         .target(
-            name: "Postgres", dependencies: ["CLibPQ", "CEpoll", "ChannelSupport", "CivilCalendar", logging] + nio,
+            name: "Postgres", dependencies: [
+                "CLibPQ", "CEpoll", "ChannelSupport", "CivilCalendar", logging,
+                .product(name: "Metrics", package: "swift-metrics"),
+            ] + nio,
             path: "Shared/Postgres", swiftSettings: strict),
         .target(
             name: "Redis", dependencies: ["CHiredis", "ChannelSupport", logging, .product(name: "Crypto", package: "swift-crypto")] + nio,
@@ -164,7 +167,7 @@ let package = Package(
             path: "Shared/ServiceKit", swiftSettings: strict),
         .executableTarget(
             name: "AviaryCLI", dependencies: [
-                "AviaryJSON", "RPC", "ServiceKit", "AviaryClient", "Postgres", "Redis", "AuthTokens", "CArgon2", logging,
+                "AviaryJSON", "ChannelSupport", "RPC", "ServiceKit", "AviaryClient", "Postgres", "Redis", "AuthTokens", "CArgon2", logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "WSClient", package: "swift-websocket"), .product(name: "HTTPTypes", package: "swift-http-types"),

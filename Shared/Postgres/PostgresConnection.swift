@@ -1,6 +1,7 @@
 import CLibPQ
 import Foundation
 import Logging
+import Metrics
 import NIOCore
 import Synchronization
 
@@ -24,6 +25,9 @@ public final class PostgresConnection: @unchecked Sendable {
     private let statementCacheSize: Int
     /// How long the oldest statement in flight may wait before the connection is abandoned.
     private let statementTimeout: Duration?
+    /// Every statement and script sent, by every connection of the process: with the calls served,
+    /// the statements a call costs.
+    private static let sent = Counter(label: "aviary_postgres_statements_total")
     /// The statements sent and not yet answered, and the prepared-statement cache; the lock also
     /// orders every use of `handle`.
     private let state = Mutex(State())
@@ -237,6 +241,7 @@ public final class PostgresConnection: @unchecked Sendable {
         endsWithSync: Bool, timed: Bool = true, _ send: (OpaquePointer, inout State) throws -> Void
     ) async throws -> [PostgresResult] {
         let waitUntil = PostgresClient.waitLimit
+        Self.sent.increment()
         return try await withCheckedThrowingContinuation { continuation in
             let failed = state.withLock { state -> [Completion] in
                 do {

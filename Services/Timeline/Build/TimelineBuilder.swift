@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import Redis
 
 /// Rebuilds a missing timeline set from its source of truth (the tweets and social-graph services),
@@ -16,6 +17,8 @@ struct TimelineBuilder: Sendable {
     let gate = BuildGate()
     /// The builds reads start and do not wait for.
     let background: BackgroundBuilds
+    /// How long each build that ran took, from its lock to its set's last write.
+    private let duration = Metrics.Timer(label: "aviary_timeline_build_seconds")
     /// Long enough for any build; a builder that dies holding the lock holds it this long.
     static let lockLifetime: Duration = .seconds(15)
     /// How long a reader waits for another instance's build before building the set itself.
@@ -68,6 +71,8 @@ struct TimelineBuilder: Sendable {
     private func buildLocked(_ key: String, lifetime: Int, source: @Sendable () async throws -> Contents?) async throws -> Bool {
         let began = try await redis.evaluate(TimelineScripts.beginBuild, keys: [key], arguments: [RedisArgument(lifetime)])
         guard began.int == 1 else { return true }
+        let started = ContinuousClock.now
+        defer { duration.record(duration: ContinuousClock.now - started) }
         guard let contents = try await source() else {
             _ = try await redis.send(["ZREM", RedisArgument(key), RedisArgument(TimelineMember.building)])
             return false
