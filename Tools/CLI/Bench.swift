@@ -35,6 +35,42 @@ struct LoadFigures {
     }
 }
 
+/// An answer that is not the one expected: counted as a failed call.
+struct BenchBadReply: Error, CustomStringConvertible {
+    var text: String
+    var description: String { "unexpected answer: \(text)" }
+}
+
+/// A paced run's figures as a reader takes them: every call that failed or was not answered
+/// right counts as an error and, in the percentiles, as an answer after ``BenchSocket/callTimeout``.
+struct BenchOutcome {
+    var answered: [Duration]
+    var failed: Int
+    var cpuSeconds: Double
+
+    init(figures: LoadFigures, expected: Int, cpuSeconds: Double) {
+        answered = figures.latencies
+        failed = max(0, expected - figures.latencies.count)
+        self.cpuSeconds = cpuSeconds
+    }
+
+    private var all: LoadFigures {
+        LoadFigures(calls: answered.count + failed, seconds: 1, latencies: answered + Array(repeating: BenchSocket.callTimeout, count: failed))
+    }
+
+    var p50: Double { all.percentile(0.50) }
+    var p99: Double { all.percentile(0.99) }
+    var maximum: Double { all.percentile(1.0) }
+    var errorRate: Double { Double(failed) / Double(max(1, answered.count + failed)) }
+    var cpuPerCall: Double { cpuSeconds / Double(max(1, answered.count + failed)) }
+
+    var summary: String {
+        String(
+            format: "p50 %.2f ms  p99 %.2f ms  max %.2f ms  errors %d (%.2f%%)  CPU %.0f µs per call (all aviary-* processes)",
+            p50, p99, maximum, failed, errorRate * 100, cpuPerCall * 1e6)
+    }
+}
+
 /// The load generators' random numbers: SplitMix64 over one shared counter. The system generator
 /// makes a system call for every number (`getrandom`), CPU taken from the services on the machine
 /// they share; pgbench and redis-benchmark draw theirs in user space too. Not for secrets.
@@ -251,24 +287,37 @@ final class BenchCounter: Sendable {
     var count: Int { next.load(ordering: .relaxed) }
 }
 
-/// What the benchmarks read of the services' processes from /proc: their ids, resident memory and CPU time.
+/// What the benchmarks read of the services' processes from /proc: their ids, resident memory, open
+/// files and CPU time.
 enum BenchProcesses {
-    /// The only running process whose executable is `name` (`aviary-notifications`).
-    static func pid(of name: String) throws -> Int32 {
-        let found = pids { $0 == String(name.prefix(15)) }  // comm keeps 15 characters
+    /// The only running process whose executable is `name` (`aviary-notifications`); else an error
+    /// that ends with `remedy`.
+    static func pid(of name: String, remedy: String = "pass --pid") throws -> Int32 {
+        let found = pids { $0 == shortName(name) }
         guard found.count == 1 else {
-            throw ValidationError("found \(found.count) \(name) processes; pass --pid")
+            throw ValidationError("found \(found.count) \(name) processes; \(remedy)")
         }
         return found[0]
+    }
+
+    /// Whether process `pid` runs and its executable is `name`.
+    static func runs(_ pid: Int32, as name: String) -> Bool {
+        comm(pid) == shortName(name)
     }
 
     /// The processes whose short name (`/proc/<pid>/comm`) satisfies `matching`.
     static func pids(_ matching: (String) -> Bool) -> [Int32] {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap(Int32.init).filter { pid in
-            let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
-            return comm.map(matching) ?? false
+            comm(pid).map(matching) ?? false
         } ?? []
     }
+
+    private static func comm(_ pid: Int32) -> String? {
+        (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// An executable's name as /proc/<pid>/comm keeps it: its first 15 characters.
+    private static func shortName(_ name: String) -> String { String(name.prefix(15)) }
 
     /// Every service and gateway process of this machine (`aviary-*`; not the `aviary` tool itself).
     static var services: [Int32] { pids { $0.hasPrefix("aviary-") } }
@@ -278,6 +327,11 @@ enum BenchProcesses {
         let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
         let kib = Double(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
         return kib / 1024
+    }
+
+    /// The file descriptors `pid` holds open (the entries of /proc/<pid>/fd); nil when it is gone.
+    static func openFiles(_ pid: Int32) -> Int? {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count
     }
 
     /// User and system CPU seconds `pids` used so far (those that ended count nothing).

@@ -4,9 +4,10 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 
-/// A small HTTP/1.1 client for the gateway benchmark and `aviary docs`: keep-alive connections,
-/// one request at a time on each, taken from an idle list (a new one when none is idle). Only what
-/// they need: a POST or GET, the status and the body.
+/// A small HTTP/1.1 client for the gateway benchmark, `aviary soak` and `aviary docs`: keep-alive
+/// connections, one request at a time on each, taken from an idle list (a new one when none is
+/// idle). Only what they need: a POST or GET, the status and the body. A request unanswered after
+/// ``BenchSocket/callTimeout`` fails with ``BenchTimeout`` and its connection is closed.
 final class BenchHTTP: Sendable {
     struct Reply: Sendable {
         var status: Int
@@ -29,6 +30,10 @@ final class BenchHTTP: Sendable {
         head.headers.add(name: "Content-Length", value: String(body?.readableBytes ?? 0))
         for (name, value) in headers { head.headers.add(name: name, value: value) }
         let promise = channel.eventLoop.makePromise(of: Reply.self)
+        let timeout = channel.eventLoop.scheduleTask(in: TimeAmount(BenchSocket.callTimeout)) {
+            channel.pipeline.fireErrorCaught(BenchTimeout())
+        }
+        promise.futureResult.whenComplete { _ in timeout.cancel() }
         channel.writeAndFlush(BenchExchange(head: head, body: body, promise: promise), promise: nil)
         let reply = try await promise.futureResult.get()
         if channel.isActive { idle.withLock { $0.append(channel) } }

@@ -74,14 +74,7 @@ struct GatewayBench: AsyncParsableCommand {
         let gatewayPID = try pid ?? BenchProcesses.pid(of: "aviary-gateway")
 
         var clock = ContinuousClock.now
-        let users = try await services.register(40)
-        for (index, user) in users.enumerated() {
-            for step in 1...10 { try await services.follow(user, users[(index + step) % users.count]) }
-        }
-        for round in 0..<3 {
-            for user in users { try await services.post(as: user, "bench post \(round) of \(user.id)") }
-        }
-        try await Task.sleep(for: .seconds(2))
+        let users = try await services.network(of: 40, followees: 10, posts: 3)
         print("set-up: \(users.count) users, 10 followees and 3 posts each (home timelines of 30), in \(TimelineBench.format(ContinuousClock.now - clock))")
 
         let http = BenchHTTP(host: host, port: port)
@@ -201,41 +194,5 @@ struct GatewayBench: AsyncParsableCommand {
             }
             return opened
         }
-    }
-}
-
-/// An answer that is not the one expected: counted as a failed call.
-struct BenchBadReply: Error, CustomStringConvertible {
-    var text: String
-    var description: String { "unexpected answer: \(text)" }
-}
-
-/// A paced run's figures as a reader takes them: every call that failed or was not answered
-/// right counts as an error and, in the percentiles, as an answer after ``BenchSocket/callTimeout``.
-struct BenchOutcome {
-    var answered: [Duration]
-    var failed: Int
-    var cpuSeconds: Double
-
-    init(figures: LoadFigures, expected: Int, cpuSeconds: Double) {
-        answered = figures.latencies
-        failed = max(0, expected - figures.latencies.count)
-        self.cpuSeconds = cpuSeconds
-    }
-
-    private var all: LoadFigures {
-        LoadFigures(calls: answered.count + failed, seconds: 1, latencies: answered + Array(repeating: BenchSocket.callTimeout, count: failed))
-    }
-
-    var p50: Double { all.percentile(0.50) }
-    var p99: Double { all.percentile(0.99) }
-    var maximum: Double { all.percentile(1.0) }
-    var errorRate: Double { Double(failed) / Double(max(1, answered.count + failed)) }
-    var cpuPerCall: Double { cpuSeconds / Double(max(1, answered.count + failed)) }
-
-    var summary: String {
-        String(
-            format: "p50 %.2f ms  p99 %.2f ms  max %.2f ms  errors %d (%.2f%%)  CPU %.0f µs per call (all aviary-* processes)",
-            p50, p99, maximum, failed, errorRate * 100, cpuPerCall * 1e6)
     }
 }

@@ -161,10 +161,11 @@ struct TimelineBench: AsyncParsableCommand {
     }
 }
 
-/// A user the bench registered, with their token.
+/// A user the bench registered, with their access token and the refresh token that renews it.
 struct BenchUser: Sendable {
     var id: String
     var token: String
+    var refreshToken: String
 }
 
 /// The services the timeline bench drives.
@@ -192,6 +193,7 @@ struct BenchServices: Sendable {
         struct Account: Decodable { var id: String }
         var user: Account
         var accessToken: String
+        var refreshToken: String
     }
 
     func register(_ count: Int) async throws -> [BenchUser] {
@@ -203,9 +205,40 @@ struct BenchServices: Sendable {
                 "auth.register",
                 params: ["email": "\(name)@bench.invalid", "password": "bench-password-\(run)", "username": name, "fullname": "Bench \(index)"],
                 as: Registered.self)
-            users.withLock { $0[index] = BenchUser(id: registered.user.id, token: registered.accessToken) }
+            users.withLock { $0[index] = BenchUser(id: registered.user.id, token: registered.accessToken, refreshToken: registered.refreshToken) }
         }
         return users.withLock { $0.compactMap { $0 } }
+    }
+
+    /// `count` new users in a ring, each following the `followees` after it and having posted
+    /// `posts` tweets, so that every home timeline holds `followees × posts` entries; then 2 s for
+    /// the fan-out to land.
+    func network(of count: Int, followees: Int, posts: Int) async throws -> [BenchUser] {
+        let users = try await register(count)
+        for (index, user) in users.enumerated() {
+            for step in 1...followees { try await follow(user, users[(index + step) % users.count]) }
+        }
+        for round in 0..<posts {
+            for user in users { try await post(as: user, "bench post \(round) of \(user.id)") }
+        }
+        try await Task.sleep(for: .seconds(2))
+        return users
+    }
+
+    private struct Refreshed: Decodable {
+        var accessToken: String
+        var refreshToken: String
+        var expiresAt: String
+    }
+
+    /// `user` with a new access and refresh token of the same session (auth.refresh spends the old
+    /// refresh token), and when the new access token expires.
+    func refresh(_ user: BenchUser) async throws -> (user: BenchUser, expires: Date) {
+        let refreshed = try await auth.call("auth.refresh", params: ["refreshToken": user.refreshToken], as: Refreshed.self)
+        guard let expires = RFC3339.parse(refreshed.expiresAt) else {
+            throw BenchBadReply(text: "auth.refresh expiresAt \(refreshed.expiresAt)")
+        }
+        return (BenchUser(id: user.id, token: refreshed.accessToken, refreshToken: refreshed.refreshToken), expires)
     }
 
     func follow(_ follower: BenchUser, _ followee: BenchUser) async throws {
