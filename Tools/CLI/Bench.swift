@@ -9,7 +9,7 @@ import Synchronization
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Measure the shared libraries against their targets and against the servers' own tools.",
-        subcommands: [RPCBench.self, PostgresBench.self, RedisBench.self, GraphBench.self, AuthBench.self, MediaBench.self, MessagingBench.self, NotificationsBench.self, TweetsBench.self, TimelineBench.self, GatewayBench.self])
+        subcommands: [RPCBench.self, PostgresBench.self, RedisBench.self, GraphBench.self, AuthBench.self, MediaBench.self, MessagingBench.self, NotificationsBench.self, TweetsBench.self, TimelineBench.self, GatewayBench.self, FaultBench.self])
 }
 
 /// Throughput and latency figures of one run.
@@ -64,10 +64,10 @@ struct BenchOutcome {
     var errorRate: Double { Double(failed) / Double(max(1, answered.count + failed)) }
     var cpuPerCall: Double { cpuSeconds / Double(max(1, answered.count + failed)) }
 
+    /// The percentiles and the errors, and the CPU per call when it was measured.
     var summary: String {
-        String(
-            format: "p50 %.2f ms  p99 %.2f ms  max %.2f ms  errors %d (%.2f%%)  CPU %.0f µs per call (all aviary-* processes)",
-            p50, p99, maximum, failed, errorRate * 100, cpuPerCall * 1e6)
+        String(format: "p50 %.2f ms  p99 %.2f ms  max %.2f ms  errors %d (%.2f%%)", p50, p99, maximum, failed, errorRate * 100)
+            + (cpuSeconds > 0 ? String(format: "  CPU %.0f µs per call (all aviary-* processes)", cpuPerCall * 1e6) : "")
     }
 }
 

@@ -30,11 +30,15 @@ final class BenchHTTP: Sendable {
         head.headers.add(name: "Content-Length", value: String(body?.readableBytes ?? 0))
         for (name, value) in headers { head.headers.add(name: name, value: value) }
         let promise = channel.eventLoop.makePromise(of: Reply.self)
+        // The promise itself fails at the timeout, and when the write does: a channel that closed
+        // just before the write never hands the exchange to its handler. (A second completion of a
+        // promise does nothing.)
         let timeout = channel.eventLoop.scheduleTask(in: TimeAmount(BenchSocket.callTimeout)) {
-            channel.pipeline.fireErrorCaught(BenchTimeout())
+            promise.fail(BenchTimeout())
+            channel.close(promise: nil)
         }
         promise.futureResult.whenComplete { _ in timeout.cancel() }
-        channel.writeAndFlush(BenchExchange(head: head, body: body, promise: promise), promise: nil)
+        channel.writeAndFlush(BenchExchange(head: head, body: body, promise: promise)).whenFailure { promise.fail($0) }
         let reply = try await promise.futureResult.get()
         if channel.isActive { idle.withLock { $0.append(channel) } }
         return reply

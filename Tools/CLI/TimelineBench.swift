@@ -2,6 +2,8 @@ import ArgumentParser
 import AviaryJSON
 import Foundation
 import Logging
+import NIOCore
+import NIOHTTP1
 import RPC
 import Redis
 import ServiceKit
@@ -42,6 +44,9 @@ struct TimelineBench: AsyncParsableCommand {
     @Option(help: "Comma-separated weights of home reads, user reads and creates in the mix; 0,0,1 runs creates alone.")
     var mixWeights = "6,3,1"
 
+    @Option(help: "Comma-separated rates of the mix run for 20 s right after FLUSHALL, each after its own flush (cold caches); empty skips them.")
+    var flushRates = "1000,2000"
+
     /// The mix's weights (home, user, create), empty when `--mix-weights` is not three whole numbers
     /// of at least 0 with a positive sum.
     private var parsedWeights: [Int] {
@@ -51,8 +56,11 @@ struct TimelineBench: AsyncParsableCommand {
     }
 
     /// The mix's rates in the order given; nil when one is not a whole number.
-    private var parsedRates: [Int]? {
-        let rates = mixRates.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+    private var parsedRates: [Int]? { Self.rates(mixRates) }
+
+    /// Comma-separated whole numbers in the order given; nil when one is not.
+    private static func rates(_ text: String) -> [Int]? {
+        let rates = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
         return rates.contains(nil) ? nil : rates.compactMap { $0 }
     }
 
@@ -64,6 +72,10 @@ struct TimelineBench: AsyncParsableCommand {
             throw ValidationError("--mix-rates takes whole numbers separated by commas, not '\(mixRates)'")
         }
         for rate in rates { try validateRate(rate, option: "--mix-rates") }
+        guard let flushed = Self.rates(flushRates) else {
+            throw ValidationError("--flush-rates takes whole numbers separated by commas, not '\(flushRates)'")
+        }
+        for rate in flushed { try validateRate(rate, option: "--flush-rates") }
     }
 
     func run() async throws {
@@ -117,10 +129,11 @@ struct TimelineBench: AsyncParsableCommand {
         let weights = parsedWeights
         let total = weights.reduce(0, +)
         let shares = MixCall.allCases.map { "\(weights[$0.rawValue] * 100 / total)% \($0)" }.joined(separator: ", ")
-        var best: Int?
-        for rate in parsedRates ?? [] {
+        /// The mix at `rate` for `duration`: its figures (a failed call counts as an error and as a
+        /// 10 s answer) and each kind's from its own start.
+        @Sendable func mix(at rate: Int, for duration: Duration) async throws -> (outcome: BenchOutcome, byKind: String) {
             let byKind = Mutex<[[Duration]]>(MixCall.allCases.map { _ in [] })
-            let mix = try await runAtRate(rate, for: duration) { _ in
+            let figures = try await runAtRate(rate, for: duration) { _ in
                 let user = reed[BenchRandom.pick(0..<nodeCount)]
                 let kind = MixCall.pick(BenchRandom.pick(0..<total), weights: weights)
                 let began = ContinuousClock.now
@@ -132,19 +145,48 @@ struct TimelineBench: AsyncParsableCommand {
                 let took = ContinuousClock.now - began
                 byKind.withLock { $0[kind.rawValue].append(took) }
             }
-            print("DeathStarBench mix (\(shares)) at \(rate)/s: \(mix.summary)")
+            let expected = rate * Int(duration.components.seconds)
+            let parts = zip(MixCall.allCases, byKind.withLock { $0 }).filter { !$0.1.isEmpty }.map { kind, latencies in
+                "\(kind) " + LoadFigures(calls: latencies.count, seconds: figures.seconds, latencies: latencies).summary
+            }
+            return (BenchOutcome(figures: figures, expected: expected, cpuSeconds: 0), parts.joined(separator: ";  "))
+        }
+        var best: Int?
+        for rate in parsedRates ?? [] {
+            let (outcome, byKind) = try await mix(at: rate, for: duration)
+            print("DeathStarBench mix (\(shares)) at \(rate)/s: \(outcome.summary)")
             // Which kind of call makes the tail: each one's time from its start (not from when it
             // was due, as the figures above).
-            let kinds = byKind.withLock { $0 }
-            let parts = zip(MixCall.allCases, kinds).filter { !$0.1.isEmpty }.map { kind, latencies in
-                "\(kind) " + LoadFigures(calls: latencies.count, seconds: mix.seconds, latencies: latencies).summary
-            }
-            print("  by kind, from each call's start: " + parts.joined(separator: ";  "))
-            guard mix.percentile(0.99) < 50, mix.rate >= Double(rate) * 0.95 else { break }
+            print("  by kind, from each call's start: " + byKind)
+            guard outcome.p99 < 50, outcome.failed == 0 else { break }
             best = rate
         }
-        print("DeathStarBench mix: highest rate with p99 < 50 ms: \(best.map { "\($0)/s" } ?? "none tried")   (target 4,000/s)")
+        print("DeathStarBench mix: highest rate with p99 < 50 ms and no errors: \(best.map { "\($0)/s" } ?? "none tried")   (target 4,000/s)")
+
+        // Cold caches: every timeline set, tweet body and user summary in Redis gone at once.
+        let timelineMetrics = BenchHTTP(host: "127.0.0.1", port: configuration.adminPort)
+        for rate in Self.rates(flushRates) ?? [] {
+            _ = try await services.redis.send(["FLUSHALL"])
+            let before = try await Self.buildFigures(timelineMetrics)
+            let (outcome, byKind) = try await mix(at: rate, for: .seconds(20))
+            let after = try await Self.buildFigures(timelineMetrics)
+            print("the mix at \(rate)/s for the first 20 s after FLUSHALL: \(outcome.summary)   (target p99 < 50 ms, no errors)")
+            print("  by kind, from each call's start: " + byKind)
+            print(String(
+                format: "  timeline sets built: %.0f, %.1f ms each on average",
+                after.count - before.count, (after.seconds - before.seconds) * 1000 / max(1, after.count - before.count)))
+        }
+        await timelineMetrics.close()
         await services.shutdown()
+    }
+
+    /// The timeline service's builds so far and their total time, from its `/metrics`.
+    private static func buildFigures(_ admin: BenchHTTP) async throws -> (count: Double, seconds: Double) {
+        let text = String(buffer: try await admin.request(.GET, "/metrics").body)
+        func value(_ name: String) -> Double {
+            text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+        }
+        return (value("aviary_timeline_build_seconds_count"), value("aviary_timeline_build_seconds_sum"))
     }
 
     private static func loadEdges(_ path: String) throws -> [(Int, Int)] {

@@ -4,6 +4,9 @@
 #   deploy/local/stack.sh up       install what is missing, build, start everything, print addresses
 #   deploy/local/stack.sh down     stop the services, then the Redis and Postgres that `up` started
 #   deploy/local/stack.sh status   show what runs
+#   deploy/local/stack.sh stop redis|postgres    stop only that server (the services stay up), and
+#   deploy/local/stack.sh start redis|postgres   start it again: a dependency's outage, for
+#                                                `aviary bench faults`
 #
 # Everything lives in .aviary-local/ in the repository: postgres/ (the cluster), redis/ (its data),
 # logs/ (one log per program) and run/ (pid files). As root in a folder closed to the cluster's
@@ -482,10 +485,15 @@ status() {
     done
 }
 
-case "${1:-}" in
-up | down | status) "$1" ;;
+case "${1:-} ${2:-}" in
+"up " | "down " | "status ") "$1" ;;
+"stop redis" | "start redis" | "stop postgres" | "start postgres")
+    # Our own server, whatever the caller's AVIARY_*_URL (a load generator's, pointing at it) says.
+    unset AVIARY_REDIS_URL AVIARY_POSTGRES_URL
+    "$1_$2"
+    ;;
 *)
-    echo "usage: $0 up|down|status" >&2
+    echo "usage: $0 up|down|status, or $0 stop|start redis|postgres" >&2
     exit 2
     ;;
 esac
