@@ -61,7 +61,14 @@ extension JSONScanner {
         case 0x66: try literal("false"); return .bool(false)
         case 0x6E: try literal("null"); return .null
         case nil: throw .malformed
-        default: return try numberValue()
+        default:
+            let start = index
+            let value = try numberValue()
+            // Foundation's decoder refuses a number that is not zero but rounds to it (`1e-400`),
+            // and some zeros written with an exponent (`0e5`, `0.00e5`; not `0e99` or `0.0e5`),
+            // found by JSONFuzz: a zero written so is left to it.
+            if case .double(let double) = value, double == 0, !isPlainZero(start..<index) { return nil }
+            return value
         }
     }
 }

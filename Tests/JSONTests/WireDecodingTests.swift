@@ -212,6 +212,31 @@ struct WireDecodingTests {
         #expect(ours([String: UInt64].self, json) == foundation([String: UInt64].self, json))
     }
 
+    /// A number that is not zero but rounds to it (`1e-400`) Foundation's decoder refuses, and a
+    /// zero written with an exponent it reads or refuses by rules of its own (`0e5` and `0.00e5`
+    /// refused, `0e99` and `0.0e5` read): the fast path leaves each such number to it. Found by
+    /// `JSONFuzz` (Fuzz/Regressions/json).
+    @Test(arguments: [
+        "2.5072014e-3000000004", "1e-400", "-1e-400", "2e-324", "0.0000000000000000000000000000000000000000000000001e-300",
+        "0e5", "0e1", "0.00e5", "0.000E5", "0.000e9", "0.0e5", "0e99", "0.000e+5", "0.000e-5", "-0.000e5",
+    ])
+    func zerosWrittenWithAnExponentAreFoundations(number: String) throws {
+        let json = #"{"score":\#(number)}"#
+        #expect(try WireDecoder.decode(Scored.self, from: Data(json.utf8)) == nil)
+        #expect(outcome { try WireDecoding.decode(Scored.self, from: Data(json.utf8)).score.bitPattern }
+            == outcome { try JSONCoding.decoder().decode(Scored.self, from: Data(json.utf8)).score.bitPattern })
+        #expect(ours([Double].self, "[\(number)]") == foundation([Double].self, "[\(number)]"))
+        #expect(ours(JSONValue.self, json) == foundation(JSONValue.self, json))
+    }
+
+    /// Zeros written plainly are read on the fast path, as Foundation reads them.
+    @Test(arguments: ["0", "-0", "0.0", "-0.000"])
+    func plainZerosTakeTheFastPath(number: String) throws {
+        let json = #"{"score":\#(number)}"#
+        let fast = try #require(try WireDecoder.decode(Scored.self, from: Data(json.utf8)))
+        #expect(fast.score.bitPattern == (try JSONCoding.decoder().decode(Scored.self, from: Data(json.utf8))).score.bitPattern)
+    }
+
     struct Dated: Decodable, Equatable, Sendable { var at: Date }
 
     /// Dates are read as the wire's strategy reads them (RFC 3339); text that is no such time is left
