@@ -183,6 +183,19 @@ struct WireDecodingTests {
         }
     }
 
+    /// A key that escapes a lone surrogate makes Foundation's decoder refuse the object, where the
+    /// scanner reads it as U+FFFD: the fast path leaves any key with U+FFFD to Foundation (found by
+    /// `JSONFuzz`, Fuzz/Regressions/json).
+    @Test(arguments: [
+        #"{"ids":[],"\ud800":1}"#, #"{"ids":[],"inner":{"name":"n","x\udc00":1}}"#, #"{"\ufffd":1,"ids":[]}"#,
+        "{\"\u{FFFD}\":1,\"ids\":[]}",
+    ])
+    func aKeyWithUFFFDIsFoundations(json: String) throws {
+        #expect(try WireDecoder.decode(Params.self, from: Data(json.utf8)) == nil)
+        #expect(ours(Params.self, json) == foundation(Params.self, json))
+        #expect(ours([String: JSONValue].self, json) == foundation([String: JSONValue].self, json))
+    }
+
     /// A string whose text is that of the marker a lone surrogate is read as is left to Foundation,
     /// which reads it as the text it is.
     @Test func textThatReadsAsTheLoneSurrogateMarkerIsFoundations() throws {
