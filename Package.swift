@@ -174,6 +174,17 @@ let package = Package(
             ],
             path: "Tools/CLI", swiftSettings: strict),
 
+        // Fuzz targets (deploy/local/fuzz.sh runs them under libFuzzer; a plain build replays the
+        // files it is given): the JSON decoder against Foundation's, and the RPC frame decoder.
+        .target(name: "FuzzSupport", path: "Fuzz/Support", swiftSettings: strict),
+        .executableTarget(
+            name: "JSONFuzz", dependencies: ["AviaryJSON", "FuzzSupport"], path: "Fuzz/JSONFuzz", swiftSettings: strict),
+        .executableTarget(
+            name: "FrameDecoderFuzz", dependencies: [
+                "RPC", "FuzzSupport", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ], path: "Fuzz/FrameDecoderFuzz", swiftSettings: strict),
+
         .target(
             name: "TestSupport", dependencies: [
                 "AviaryJSON", "RPC", "Postgres", "Redis", "AviaryAPI", logging, .product(name: "Crypto", package: "swift-crypto"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -141,6 +141,11 @@ package struct JSONScanner {
         return .double(value)
     }
 
+    /// Whether the number at `range` is a zero written without an exponent (`0`, `-0.00`).
+    func isPlainZero(_ range: Range<Int>) -> Bool {
+        bytes[range].allSatisfy { $0 == 0x30 || $0 == 0x2D || $0 == 0x2E }  // 0 - .
+    }
+
     /// The value of the integer `number()` read at `range`; nil when it does not fit `Int64` or is `-0`.
     private func integer(in range: Range<Int>) -> Int64? {
         let negative = bytes[range.lowerBound] == 0x2D  // -

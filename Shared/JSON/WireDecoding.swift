@@ -30,7 +30,11 @@ extension JSONScanner {
             let start = pending.count
             var undecided = false
             try object(depth: depth) { (key, scanner: inout JSONScanner) throws(Failure) in
-                guard let value = try scanner.wireValue(depth: depth + 1, pending: &pending) else {
+                // A key that escapes a lone surrogate reads as U+FFFD, where Foundation's decoder
+                // refuses the text (found by JSONFuzz): a key with U+FFFD is left to it.
+                guard let value = try scanner.wireValue(depth: depth + 1, pending: &pending),
+                    !key.unicodeScalars.contains("\u{FFFD}")
+                else {
                     undecided = true
                     return
                 }
@@ -61,15 +65,23 @@ extension JSONScanner {
         case 0x66: try literal("false"); return .bool(false)
         case 0x6E: try literal("null"); return .null
         case nil: throw .malformed
-        default: return try numberValue()
+        default:
+            let start = index
+            let value = try numberValue()
+            // Foundation's decoder refuses a number that is not zero but rounds to it (`1e-400`),
+            // and some zeros written with an exponent (`0e5`, `0.00e5`; not `0e99` or `0.0e5`),
+            // found by JSONFuzz: a zero written so is left to it.
+            if case .double(let double) = value, double == 0, !isPlainZero(start..<index) { return nil }
+            return value
         }
     }
 }
 
 /// What ``JSONScanner/wireValue(depth:pending:)`` reads a string that escapes a lone surrogate
-/// (`"\ud800"`) as, having no text for it: Foundation's decoder refuses the whole JSON text when a
-/// value reads one, and ``WireDecoder`` refuses it, naming where, wherever a value reads this. A
-/// string that is this text itself sends the JSON text to Foundation's decoder.
+/// (`"\ud800"`) as, having no text for it: Foundation's decoder fails to read one as a string (so
+/// refuses the whole JSON text unless a type catches that), and ``WireDecoder`` fails likewise,
+/// naming where, wherever a value reads this. A string that is this text itself sends the JSON
+/// text to Foundation's decoder.
 let loneSurrogateMarker = "\u{FFFD}(an escaped lone surrogate)\u{FFFD}"
 
 private func isLoneSurrogateMarker(_ text: String) -> Bool {
@@ -89,8 +101,13 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
     private(set) var current: JSONValue
     private(set) var codingPath: [any CodingKey] = []
     private(set) var gaveUp = false
-    /// Where the first string that escapes a lone surrogate was asked for, if one was.
-    private(set) var loneSurrogatePath: [any CodingKey]?
+    /// Thrown for a string that escapes a lone surrogate, with where it is.
+    struct LoneSurrogate: Error {
+        let codingPath: [any CodingKey]
+    }
+
+    /// Whether a string that escapes a lone surrogate was asked for.
+    private(set) var refusedLoneSurrogate = false
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     private init(root: JSONValue) {
@@ -101,6 +118,8 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
     /// The value `json` holds, or nil when Foundation's decoder must decide. A string the value
     /// reads that escapes a lone surrogate fails with its path named, where Foundation's decoder
     /// would only say that the text is not valid JSON (one it does not read, Foundation lets be too).
+    /// A type that catches that failure and goes on is left to Foundation, whose error it would
+    /// have caught instead (as `LenientParams` in WireDecodingTests does; found by JSONFuzz).
     static func decode<T: Decodable>(_ type: T.Type, from json: Data) throws(DecodingError) -> T? {
         let root: JSONValue? = json.withUnsafeBytes { bytes in
             var scanner = JSONScanner(bytes)
@@ -112,14 +131,15 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
         }
         guard let root else { return nil }
         let decoder = WireDecoder(root: root)
-        let value = try? decoder.decodeValue(T.self)
-        if let path = decoder.loneSurrogatePath {
+        let value = Result { try decoder.decodeValue(T.self) }
+        guard !decoder.gaveUp else { return nil }
+        if decoder.refusedLoneSurrogate {
+            guard case .failure(let refusal as LoneSurrogate) = value else { return nil }
             throw DecodingError.dataCorrupted(.init(
-                codingPath: path,
+                codingPath: refusal.codingPath,
                 debugDescription: "it escapes a lone surrogate (\\uD800 to \\uDFFF without its pair), which is no character"))
         }
-        guard let value, !decoder.gaveUp else { return nil }
-        return value
+        return try? value.get()
     }
 
     func giveUp() -> Unsupported {
@@ -127,10 +147,10 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
         return Unsupported()
     }
 
-    /// Fails for a string that escapes a lone surrogate, noting where the first one was.
-    private func refuseLoneSurrogate() -> Unsupported {
-        if loneSurrogatePath == nil { loneSurrogatePath = codingPath }
-        return Unsupported()
+    /// Fails for a string that escapes a lone surrogate, naming where it is.
+    private func refuseLoneSurrogate() -> LoneSurrogate {
+        refusedLoneSurrogate = true
+        return LoneSurrogate(codingPath: codingPath)
     }
 
     /// Fails as Foundation fails for a value of the wrong kind (the message never reaches a caller).

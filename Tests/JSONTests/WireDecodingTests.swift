@@ -97,8 +97,13 @@ struct WireDecodingTests {
     }
 
     /// A type that catches a failure must see the failures Foundation would show it: the fast path
-    /// gives up rather than let it take another branch.
-    @Test(arguments: [#"{"a":"s"}"#, #"{"a":7}"#, #"{"a":7.0}"#, #"{"a":true}"#, #"{"a":null}"#])
+    /// gives up rather than let it take another branch. That holds for the failure to read a string
+    /// that escapes a lone surrogate too: with Foundation the type goes on (to "other"), so the fast
+    /// path must not refuse the text (found by `JSONFuzz`, Fuzz/Regressions/json).
+    @Test(arguments: [
+        #"{"a":"s"}"#, #"{"a":7}"#, #"{"a":7.0}"#, #"{"a":true}"#, #"{"a":null}"#, #"{"a":"\udc00"}"#,
+        #"{"a":"\uD46D\uDE00"}"#,
+    ])
     func aTypeThatRecoversFromAFailureDecodesAsWithFoundation(json: String) {
         #expect(ours(LenientParams.self, json) == foundation(LenientParams.self, json))
     }
@@ -178,6 +183,19 @@ struct WireDecodingTests {
         }
     }
 
+    /// A key that escapes a lone surrogate makes Foundation's decoder refuse the object, where the
+    /// scanner reads it as U+FFFD: the fast path leaves any key with U+FFFD to Foundation (found by
+    /// `JSONFuzz`, Fuzz/Regressions/json).
+    @Test(arguments: [
+        #"{"ids":[],"\ud800":1}"#, #"{"ids":[],"inner":{"name":"n","x\udc00":1}}"#, #"{"\ufffd":1,"ids":[]}"#,
+        "{\"\u{FFFD}\":1,\"ids\":[]}",
+    ])
+    func aKeyWithUFFFDIsFoundations(json: String) throws {
+        #expect(try WireDecoder.decode(Params.self, from: Data(json.utf8)) == nil)
+        #expect(ours(Params.self, json) == foundation(Params.self, json))
+        #expect(ours([String: JSONValue].self, json) == foundation([String: JSONValue].self, json))
+    }
+
     /// A string whose text is that of the marker a lone surrogate is read as is left to Foundation,
     /// which reads it as the text it is.
     @Test func textThatReadsAsTheLoneSurrogateMarkerIsFoundations() throws {
@@ -205,6 +223,31 @@ struct WireDecodingTests {
         #expect(ours([String: Int].self, json) == foundation([String: Int].self, json))
         #expect(ours([String: Int8].self, json) == foundation([String: Int8].self, json))
         #expect(ours([String: UInt64].self, json) == foundation([String: UInt64].self, json))
+    }
+
+    /// A number that is not zero but rounds to it (`1e-400`) Foundation's decoder refuses, and a
+    /// zero written with an exponent it reads or refuses by rules of its own (`0e5` and `0.00e5`
+    /// refused, `0e99` and `0.0e5` read): the fast path leaves each such number to it. Found by
+    /// `JSONFuzz` (Fuzz/Regressions/json).
+    @Test(arguments: [
+        "2.5072014e-3000000004", "1e-400", "-1e-400", "2e-324", "0.0000000000000000000000000000000000000000000000001e-300",
+        "0e5", "0e1", "0.00e5", "0.000E5", "0.000e9", "0.0e5", "0e99", "0.000e+5", "0.000e-5", "-0.000e5",
+    ])
+    func zerosWrittenWithAnExponentAreFoundations(number: String) throws {
+        let json = #"{"score":\#(number)}"#
+        #expect(try WireDecoder.decode(Scored.self, from: Data(json.utf8)) == nil)
+        #expect(outcome { try WireDecoding.decode(Scored.self, from: Data(json.utf8)).score.bitPattern }
+            == outcome { try JSONCoding.decoder().decode(Scored.self, from: Data(json.utf8)).score.bitPattern })
+        #expect(ours([Double].self, "[\(number)]") == foundation([Double].self, "[\(number)]"))
+        #expect(ours(JSONValue.self, json) == foundation(JSONValue.self, json))
+    }
+
+    /// Zeros written plainly are read on the fast path, as Foundation reads them.
+    @Test(arguments: ["0", "-0", "0.0", "-0.000"])
+    func plainZerosTakeTheFastPath(number: String) throws {
+        let json = #"{"score":\#(number)}"#
+        let fast = try #require(try WireDecoder.decode(Scored.self, from: Data(json.utf8)))
+        #expect(fast.score.bitPattern == (try JSONCoding.decoder().decode(Scored.self, from: Data(json.utf8))).score.bitPattern)
     }
 
     struct Dated: Decodable, Equatable, Sendable { var at: Date }

@@ -3,7 +3,7 @@ import NIOCore
 
 /// What the frame decoder hands on: a complete frame, or the news that the peer sent one over the
 /// limit or too slowly.
-enum InboundFrame {
+package enum InboundFrame {
     case frame(ByteBuffer)
     case tooLarge(limit: Int)
     case tooSlow(timeout: TimeAmount)
@@ -17,22 +17,24 @@ enum InboundFrame {
 /// send most of one and go quiet (or trickle a byte now and then), thousands of connections holding
 /// gigabytes. Between frames a connection may stay idle as long as it likes: a subscriber waits for
 /// pushes, a pooled client for work.
-struct NewlineFrameDecoder: ByteToMessageDecoder {
-    typealias InboundOut = InboundFrame
+///
+/// Package-wide so that the fuzz target (`Fuzz/FrameDecoderFuzz`) can drive it.
+package struct NewlineFrameDecoder: ByteToMessageDecoder {
+    package typealias InboundOut = InboundFrame
 
-    let maxFrameBytes: Int
-    let frameTimeout: TimeAmount?
+    package let maxFrameBytes: Int
+    package let frameTimeout: TimeAmount?
     private var scanned = 0
     private var failed = false
     /// Set while a frame is arriving (with a `frameTimeout`): the close when it has not ended in time.
     private var deadline: Scheduled<Void>?
 
-    init(maxFrameBytes: Int, frameTimeout: TimeAmount? = nil) {
+    package init(maxFrameBytes: Int, frameTimeout: TimeAmount? = nil) {
         self.maxFrameBytes = maxFrameBytes
         self.frameTimeout = frameTimeout
     }
 
-    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+    package mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         if failed {
             buffer.moveReaderIndex(to: buffer.writerIndex)
             return .needMoreData
@@ -71,11 +73,11 @@ struct NewlineFrameDecoder: ByteToMessageDecoder {
         return .continue
     }
 
-    mutating func decoderRemoved(context: ChannelHandlerContext) {
+    package mutating func decoderRemoved(context: ChannelHandlerContext) {
         cancelDeadline()
     }
 
-    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws
+    package mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws
         -> DecodingState
     {
         cancelDeadline()
