@@ -39,6 +39,11 @@ public final class CircuitBreaker: Sendable {
         }
     }
 
+    /// Closes the breaker: the server answered a request made past it (a readiness check).
+    public func heardFromServer() {
+        state.withLock { $0.openUntil = nil }
+    }
+
     /// Records the outcome of a request that was let through: `unanswered` when the server could
     /// not be reached or did not answer in time.
     public func record(unanswered: Bool, probe: Bool) {

@@ -114,12 +114,13 @@ public final class PostgresClient: Sendable {
     }
 
     /// Whether a statement can run now (`SELECT 1`), for readiness checks; waits for a pooled
-    /// connection no longer than the connect timeout.
+    /// connection no longer than the connect timeout. Past the breaker, which an answer closes.
     public func isReachable() async -> Bool {
         do {
             _ = try await withConnection(for: .reads, waitTimeout: options.connectTimeout) {
                 try await $0.query("SELECT 1")
             }
+            breaker.heardFromServer()
             return true
         } catch {
             return false
