@@ -151,13 +151,23 @@ struct TimelineBench: AsyncParsableCommand {
             }
             return (BenchOutcome(figures: figures, expected: expected, cpuSeconds: 0), parts.joined(separator: ";  "))
         }
+        // Every process's statements, background work included (fan-out, the outbox relay).
+        let admins = ServiceName.allCases.map { BenchHTTP(host: "127.0.0.1", port: $0.defaultAdminPort) }
+        @Sendable func statementsSent() async throws -> Double {
+            var total = 0.0
+            for admin in admins { total += Self.metric("aviary_postgres_statements_total", in: try await admin.request(.GET, "/metrics")) }
+            return total
+        }
         var best: Int?
         for rate in parsedRates ?? [] {
+            let statements = try await statementsSent()
             let (outcome, byKind) = try await mix(at: rate, for: duration)
+            let perCall = (try await statementsSent() - statements) / Double(rate * seconds)
             print("DeathStarBench mix (\(shares)) at \(rate)/s: \(outcome.summary)")
             // Which kind of call makes the tail: each one's time from its start (not from when it
             // was due, as the figures above).
             print("  by kind, from each call's start: " + byKind)
+            print(String(format: "  Postgres statements per call, every service's, background work included: %.2f", perCall))
             guard outcome.p99 < 50, outcome.failed == 0 else { break }
             best = rate
         }
@@ -168,25 +178,32 @@ struct TimelineBench: AsyncParsableCommand {
         for rate in Self.rates(flushRates) ?? [] {
             _ = try await services.redis.send(["FLUSHALL"])
             let before = try await Self.buildFigures(timelineMetrics)
+            let statements = try await statementsSent()
             let (outcome, byKind) = try await mix(at: rate, for: .seconds(20))
+            let perCall = (try await statementsSent() - statements) / Double(rate * 20)
             let after = try await Self.buildFigures(timelineMetrics)
             print("the mix at \(rate)/s for the first 20 s after FLUSHALL: \(outcome.summary)   (target p99 < 50 ms, no errors)")
             print("  by kind, from each call's start: " + byKind)
             print(String(
                 format: "  timeline sets built: %.0f, %.1f ms each on average",
                 after.count - before.count, (after.seconds - before.seconds) * 1000 / max(1, after.count - before.count)))
+            print(String(format: "  Postgres statements per call, every service's, background work included: %.2f", perCall))
         }
         await timelineMetrics.close()
+        for admin in admins { await admin.close() }
         await services.shutdown()
     }
 
     /// The timeline service's builds so far and their total time, from its `/metrics`.
     private static func buildFigures(_ admin: BenchHTTP) async throws -> (count: Double, seconds: Double) {
-        let text = String(buffer: try await admin.request(.GET, "/metrics").body)
-        func value(_ name: String) -> Double {
-            text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
-        }
-        return (value("aviary_timeline_build_seconds_count"), value("aviary_timeline_build_seconds_sum"))
+        let reply = try await admin.request(.GET, "/metrics")
+        return (metric("aviary_timeline_build_seconds_count", in: reply), metric("aviary_timeline_build_seconds_sum", in: reply))
+    }
+
+    /// The value of a series without labels in a `/metrics` answer; 0 when it is not there.
+    private static func metric(_ name: String, in reply: BenchHTTP.Reply) -> Double {
+        String(buffer: reply.body).split(separator: "\n").first { $0.hasPrefix(name + " ") }
+            .flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
     }
 
     private static func loadEdges(_ path: String) throws -> [(Int, Int)] {
