@@ -113,7 +113,7 @@ struct HomeTimelineTests {
         let stack = try await TimelineStack.shared()
         let writer = stack.users[stack.nodesByDegree[stack.nodesByDegree.count - 2]]
         let key = RedisArgument("aviary:timeline:home:\(writer.id)")
-        _ = try await stack.home(of: writer)
+        try await stack.warmHomes([writer])
         #expect(try await stack.stack.redis.send(["ZRANGE", key, 0, 0]).array?.first?.string == "0000000000000000000")  // whole
         let capacity = 800  // AVIARY_TIMELINE_CAPACITY's default
         let posted = try await stack.post((1...capacity + 5).map { (writer, "to the brim \($0)") })
@@ -140,7 +140,7 @@ struct HomeTimelineTests {
         let key = RedisArgument("aviary:timeline:home:\(reader.id)")
         let period = 30 * 86_400  // AVIARY_TIMELINE_INACTIVE_DAYS's default
         func left() async throws -> Int { try await stack.stack.redis.send(["TTL", key]).int ?? -3 }
-        _ = try await stack.home(of: reader)
+        try await stack.warmHomes([reader])
         #expect(try await left() >= period)
         // With more than the period left, a read leaves the lease alone: no write per read.
         _ = try await stack.stack.redis.send(["EXPIRE", key, RedisArgument(period + 1000)])
@@ -197,7 +197,7 @@ struct HomeTimelineTests {
         let newcomer = stack.users.first { user in
             user.id != author.id && !followers.contains(user) && !stack.nodesByDegree.prefix(3).contains(stack.users.firstIndex(of: user)!)
         }!
-        _ = try await stack.home(of: newcomer)
+        try await stack.warmHomes([newcomer])
         let _: JSONValue = try await stack.stack.call("social-graph", "graph.follow", ["userId": author.idValue], as: newcomer)
         try await stack.settle()
         followers.append(newcomer)
