@@ -177,8 +177,9 @@ let package = Package(
         // Fuzz targets (deploy/local/fuzz.sh runs them under libFuzzer; a plain build replays the
         // files it is given): the JSON decoder against Foundation's, and the RPC frame decoder.
         .target(name: "FuzzSupport", path: "Fuzz/Support", swiftSettings: strict),
+        .target(name: "JSONOracle", dependencies: ["AviaryJSON"], path: "Fuzz/JSONOracle", swiftSettings: strict),
         .executableTarget(
-            name: "JSONFuzz", dependencies: ["AviaryJSON", "FuzzSupport"], path: "Fuzz/JSONFuzz", swiftSettings: strict),
+            name: "JSONFuzz", dependencies: ["FuzzSupport", "JSONOracle"], path: "Fuzz/JSONFuzz", swiftSettings: strict),
         .executableTarget(
             name: "FrameDecoderFuzz", dependencies: [
                 "RPC", "FuzzSupport", .product(name: "NIOCore", package: "swift-nio"),
@@ -190,7 +191,7 @@ let package = Package(
                 "AviaryJSON", "RPC", "Postgres", "Redis", "AviaryAPI", logging, .product(name: "Crypto", package: "swift-crypto"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/Support", swiftSettings: strict),
-        .testTarget(name: "JSONTests", dependencies: ["AviaryJSON"], swiftSettings: strict),
+        .testTarget(name: "JSONTests", dependencies: ["AviaryJSON", "JSONOracle"], swiftSettings: strict),
         .testTarget(name: "RPCTests", dependencies: ["AviaryJSON", "RPC", "ChannelSupport", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "PostgresTests", dependencies: ["Postgres", "RPC", "TestSupport"] + nio, swiftSettings: strict),

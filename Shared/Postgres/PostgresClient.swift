@@ -245,15 +245,15 @@ public final class PostgresClient: Sendable {
             logger.debug("replacing a pooled Postgres connection the server closed")
             broken.close()
         }
-        let opening = Task { try await open() }
         do {
-            guard let limit else { return try await opening.value }
+            guard let limit else { return try await open() }
+            let opening = Task { try await open() }
             if let connection = try await value(of: { try await opening.value }, before: limit) { return connection }
+            Task { release(try? await opening.value, takenFor: use) }
         } catch {
             release(nil, takenFor: use)
             throw error
         }
-        Task { release(try? await opening.value, takenFor: use) }
         throw PostgresError(code: .timeout, reason: "no connection to Postgres could be opened within the caller's time limit")
     }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AviaryJSON
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -97,11 +98,11 @@ struct FaultBench: AsyncParsableCommand {
                     let reply = try await http.request(
                         .POST, "/rpc", body: ByteBuffer(string: request),
                         headers: [("Authorization", "Bearer \(people[who].token)"), ("Content-Type", "application/json")])
-                    let text = String(buffer: reply.body)
-                    if let id = Self.check(text, kind: kind) {
+                    let answer = Self.answer(reply)
+                    if let id = Self.check(answer, kind: kind) {
                         if kind == .post { posts.withLock { $0.append((who, id)) } }
                     } else {
-                        failure = Self.reason(text, status: reply.status)
+                        failure = Self.reason(answer, status: reply.status)
                     }
                 } catch {
                     failure = "\(error)"
@@ -157,31 +158,31 @@ struct FaultBench: AsyncParsableCommand {
             let reply = try await http.request(
                 .POST, "/rpc", body: ByteBuffer(string: #"{"jsonrpc":"2.0","id":1,"method":"timeline.home","params":\#(params)}"#),
                 headers: [("Authorization", "Bearer \(viewer.token)"), ("Content-Type", "application/json")])
-            let text = String(buffer: reply.body)
-            seen.formUnion(ids(in: text))
-            cursor = text.components(separatedBy: #""nextCursor":""#).dropFirst().first?.split(separator: "\"").first.map(String.init) ?? ""
+            let page = answer(reply)?["result"]
+            seen.formUnion((page?["items"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue })
+            cursor = page?["nextCursor"]?.stringValue ?? ""
         } while !cursor.isEmpty
         return seen
     }
 
-    /// The tweet id of a post's answer, "" for a page of a read, nil for anything else.
-    static func check(_ answer: String, kind: Kind) -> String? {
-        guard !answer.contains(#""error":"#), answer.contains(#""result":"#) else { return nil }
+    /// A reply's JSON; nil when it is not JSON.
+    static func answer(_ reply: BenchHTTP.Reply) -> JSONValue? {
+        try? JSONCoding.decoder().decode(JSONValue.self, from: Data(reply.body.readableBytesView))
+    }
+
+    /// The new tweet's id for a post's answer, "" for a read's page, nil for anything else.
+    static func check(_ answer: JSONValue?, kind: Kind) -> String? {
+        guard let result = answer?["result"] else { return nil }
         switch kind {
-        case .home, .user: return answer.contains(#""items":"#) ? "" : nil
-        case .post: return ids(in: answer).first
+        case .home, .user: return result["items"]?.arrayValue == nil ? nil : ""
+        case .post: return result["id"]?.stringValue
         }
     }
 
-    /// The `"id":"…"` values of an answer, in no order.
-    static func ids(in answer: String) -> Set<String> {
-        Set(answer.components(separatedBy: #""id":""#).dropFirst().compactMap { $0.split(separator: "\"").first.map(String.init) })
-    }
-
-    /// A failed answer's error code and message, or its HTTP status.
-    static func reason(_ answer: String, status: Int) -> String {
-        guard let code = answer.range(of: #""code":"#) else { return "HTTP \(status)" }
-        return String(answer[code.upperBound...].prefix { $0 != "," && $0 != "}" })
+    /// A failed answer's error code and reason, or its HTTP status.
+    static func reason(_ answer: JSONValue?, status: Int) -> String {
+        guard let error = answer?["error"], let code = error["code"]?.intValue else { return "HTTP \(status)" }
+        return "\(code) \(error["data"]?["reason"]?.stringValue ?? error["message"]?.stringValue ?? "")"
     }
 
     /// Success rate, percentiles (a failure counted as the call timeout) and the failures by reason.

@@ -34,9 +34,6 @@ final class BackgroundBuilds: Sendable {
         if runNow { run(key, work) }
     }
 
-    /// How many builds wait for a slot.
-    var queuedCount: Int { state.withLock { $0.queued.count } }
-
     private func run(_ key: String, _ work: @escaping @Sendable () async -> Void) {
         Task {
             await work()

@@ -35,17 +35,17 @@ extension TimelineService {
                 result[author] = TimelineIDs(ids: ids, more: ids.count == count)
             }
         }
-        try await withThrowingTaskGroup(of: (Int64, [Int64]?).self) { group in
+        let pages = try await withThrowingTaskGroup(of: (Int64, [Int64]).self) { group in
             for author in missing {
-                group.addTask { [tweets, accounts] in
-                    let ids = try await tweets.recentIDs(of: [author], limit: count, before: before)
-                    if ids.isEmpty, try await !accounts.exists(author, context: nil) { return (author, nil) }
-                    return (author, ids)
-                }
+                group.addTask { [tweets] in (author, try await tweets.recentIDs(of: [author], limit: count, before: before)) }
             }
-            for try await (author, ids) in group {
-                if let ids { result[author] = TimelineIDs(ids: ids, more: ids.count == count) }
-            }
+            return try await group.reduce(into: [Int64: [Int64]]()) { $0[$1.0] = $1.1 }
+        }
+        // An empty page may be an unknown author's: the accounts service is asked once for all of them.
+        let empty = pages.filter { $0.value.isEmpty }.map(\.key)
+        let known = empty.isEmpty ? [] : try await accounts.existing(empty, context: nil)
+        for (author, ids) in pages where !ids.isEmpty || known.contains(author) {
+            result[author] = TimelineIDs(ids: ids, more: ids.count == count)
         }
         return result
     }

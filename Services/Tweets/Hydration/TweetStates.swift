@@ -28,22 +28,25 @@ struct TweetStates: Sendable {
         var (found, epoch) = local?.values(ids) ?? ([:], nil)
         let asked = found.isEmpty ? ids : ids.filter { found[$0] == nil }
         var unreached: [Int64] = []
-        if !asked.isEmpty {
-            do {
-                let fetched = try await PostgresClient.waiting(atMost: Self.patience) { try await store.states(asked) }
-                local?.keep(fetched.lazy.map { (key: $0.key, value: $0.value) }, since: epoch)
-                found.merge(fetched) { _, new in new }
-            } catch let error as PostgresError where error.isUnreachable {
-                unreached = asked
-            }
-        }
         var likedWidely: Set<Int64> = []
-        if let viewer {
-            let unlisted = found.values.filter { $0.likers == nil }.map(\.id)
-            do {
-                likedWidely = try await PostgresClient.waiting(atMost: Self.patience) { try await store.liked(unlisted, by: viewer) }
-            } catch let error as PostgresError where error.isUnreachable {
-                // Shown as not liked by the viewer until Postgres answers again.
+        // One budget for both reads: a read waits for Postgres ``patience`` in all.
+        try await PostgresClient.waiting(atMost: Self.patience) {
+            if !asked.isEmpty {
+                do {
+                    let fetched = try await store.states(asked)
+                    local?.keep(fetched.lazy.map { (key: $0.key, value: $0.value) }, since: epoch)
+                    found.merge(fetched) { _, new in new }
+                } catch let error as PostgresError where error.isUnreachable {
+                    unreached = asked
+                }
+            }
+            if let viewer {
+                let unlisted = found.values.filter { $0.likers == nil }.map(\.id)
+                do {
+                    likedWidely = try await store.liked(unlisted, by: viewer)
+                } catch let error as PostgresError where error.isUnreachable {
+                    // Shown as not liked by the viewer until Postgres answers again.
+                }
             }
         }
         let states = found.mapValues { state in
