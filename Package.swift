@@ -167,7 +167,8 @@ let package = Package(
             path: "Shared/ServiceKit", swiftSettings: strict),
         .executableTarget(
             name: "AviaryCLI", dependencies: [
-                "AviaryJSON", "ChannelSupport", "RPC", "ServiceKit", "AviaryClient", "Postgres", "Redis", "AuthTokens", "CArgon2", logging,
+                "AviaryJSON", "ChannelSupport", "RPC", "ServiceKit", "AviaryClient", "Postgres", "Redis", "AuthTokens", "CArgon2",
+                "TimelineService", logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "WSClient", package: "swift-websocket"), .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -232,7 +233,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "TimelineServiceTests",
-            dependencies: ["AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis", "TestSupport"],
+            dependencies: ["AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis", "TestSupport", "TimelineService"],
             swiftSettings: strict),
         .testTarget(
             name: "TweetsServiceTests",

@@ -4,7 +4,7 @@ import Logging
 import RPC
 import ServiceKit
 
-/// The timeline service: home timelines filled by fan-out on write into Redis sorted sets, user
+/// The timeline service: home timelines filled by fan-out on write into packed Redis strings, user
 /// timelines cached beside them, both rebuilt from the tweets and social-graph services when Redis
 /// lacks them.
 public struct TimelineService: Sendable {

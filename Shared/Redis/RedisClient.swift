@@ -82,6 +82,20 @@ public final class RedisClient: Sendable {
         }
     }
 
+    /// Runs `script` once per call (its keys and arguments), the `EVALSHA`s pipelined: one round
+    /// trip. When the server lost its script cache (restart, `SCRIPT FLUSH`) it loads the script and
+    /// sends them all again, so a script must be safe to run twice. Replies are returned in place.
+    public func evaluateEach(_ script: RedisScript, _ calls: [(keys: [String], arguments: [RedisArgument])]) async throws -> [RESPValue] {
+        let commands = calls.map { call -> [RedisArgument] in
+            ["EVALSHA", RedisArgument(script.sha1), RedisArgument(call.keys.count)] + call.keys.map { RedisArgument($0) }
+                + call.arguments
+        }
+        let replies = try await pipeline(commands)
+        guard replies.contains(where: { $0.errorMessage?.hasPrefix("NOSCRIPT") == true }) else { return replies }
+        _ = try await send(["SCRIPT", "LOAD", RedisArgument(script.source)])
+        return try await pipeline(commands)
+    }
+
     /// Whether Redis answers `PING` right now.
     public func isReachable() async -> Bool {
         (try? await send(["PING"])) == .simpleString("PONG")

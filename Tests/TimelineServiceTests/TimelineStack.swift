@@ -7,6 +7,7 @@ import Redis
 import Synchronization
 import Testing
 import TestSupport
+import TimelineService
 
 /// A tweet as the tests look at it.
 struct TweetRef: Decodable, Sendable, Hashable {
@@ -249,17 +250,21 @@ final class TimelineStack: Sendable {
     func waitForHomeSets(_ users: [StackUser], timeout: Duration = .seconds(60)) async throws {
         let keys = users.map { "aviary:timeline:home:\($0.id)" }
         let built = try await eventually(timeout: timeout, interval: .milliseconds(50)) {
-            let lowest = try await stack.redis.pipeline(keys.map { ["ZRANGE", RedisArgument($0), 0, 0] })
-            // The sentinels of a built set: 0 (whole) and 1 (truncated).
-            return lowest.allSatisfy { ["0000000000000000000", "0000000000000000001"].contains($0.array?.first?.string) }
+            let states = try await stack.redis.pipeline(keys.map { ["GETRANGE", RedisArgument($0), 0, 0] })
+            let built: Set<PackedTimeline.State> = [.whole, .truncated]
+            return states.allSatisfy { $0.bytes?.first.flatMap(PackedTimeline.State.init(rawValue:)).map(built.contains) == true }
         }
         #expect(built, "home sets not built within \(timeout)")
     }
 
     /// The members of `user`'s home set in Redis (tweet ids), without reading through the service.
     func storedHome(of user: StackUser) async throws -> Set<Int64> {
-        let reply = try await stack.redis.send(["ZRANGE", RedisArgument("aviary:timeline:home:\(user.id)"), 0, -1])
-        return Set((reply.array ?? []).compactMap { $0.string.flatMap { Int64($0) } }.filter { $0 > 2 })
+        try await Set(storedTimeline(of: user)?.ids ?? [])
+    }
+
+    /// `user`'s home timeline as Redis holds it, nil when it has none.
+    func storedTimeline(of user: StackUser) async throws -> PackedTimeline? {
+        try await stack.redis.get("aviary:timeline:home:\(user.id)").flatMap(PackedTimeline.init)
     }
 
     /// Node indexes by degree, highest first.

@@ -8,6 +8,7 @@ import RPC
 import Redis
 import ServiceKit
 import Synchronization
+import TimelineService
 
 /// `aviary bench timeline`: home timeline reads, fan-out latency and the DeathStarBench mix on Reed98.
 struct TimelineBench: AsyncParsableCommand {
@@ -105,13 +106,23 @@ struct TimelineBench: AsyncParsableCommand {
         print("tweets.create, 32 clients: \(creates.summary)   (target ≥ 1,500/s)")
 
         clock = .now
+        let timelineMetrics = BenchHTTP(host: "127.0.0.1", port: configuration.adminPort)
+        let buildsWanted = try await Self.buildFigures(timelineMetrics).count + Double(2 * users.count)
         // Both kinds of timeline are built before anything is measured, as a running network has
         // them: the mix's first rate would otherwise also time a build for most user timelines.
         _ = try await services.closedLoop(users.count, workers: 16) { index in
             try await services.home(of: users[index], limit: 20)
             try await services.userTimeline(of: users[index], as: users[(index + 1) % users.count], limit: 10)
         }
-        print("set-up: first home and user timeline reads (timeline builds) of \(users.count) users in \(Self.format(ContinuousClock.now - clock))")
+        // A read of a missing set answers from the services and builds the set in the background:
+        // wait for the two builds per user, home and user timeline.
+        while try await Self.buildFigures(timelineMetrics).count < buildsWanted {
+            guard ContinuousClock.now - clock < .seconds(300) else {
+                throw ValidationError("the timeline sets of \(users.count) users were not built within 300 s")
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        print("set-up: first home and user timeline reads and their builds, \(users.count) users, in \(Self.format(ContinuousClock.now - clock))")
 
         let duration = Duration.seconds(seconds)
         let reads = try await runLoad(workers: clients, duration: duration) { worker in
@@ -173,8 +184,10 @@ struct TimelineBench: AsyncParsableCommand {
         }
         print("DeathStarBench mix: highest rate with p99 < 50 ms and no errors: \(best.map { "\($0)/s" } ?? "none tried")   (target 4,000/s)")
 
+        // What the warm caches cost, before the flushes below empty them.
+        try await RedisMemory(redis: services.redis, sample: 200, capacity: 800).report()
+
         // Cold caches: every timeline set, tweet body and user summary in Redis gone at once.
-        let timelineMetrics = BenchHTTP(host: "127.0.0.1", port: configuration.adminPort)
         for rate in Self.rates(flushRates) ?? [] {
             _ = try await services.redis.send(["FLUSHALL"])
             let before = try await Self.buildFigures(timelineMetrics)
@@ -335,11 +348,19 @@ struct BenchServices: Sendable {
         for index in 0..<samples {
             let id = try await post(as: author, "fan-out words \(index)")
             let acknowledged = ContinuousClock.now
-            let member = RedisArgument(String(repeating: "0", count: max(0, 19 - id.utf8.count)) + id)
+            let posted = Int64(id) ?? .max
             var waiting = fans.map { "aviary:timeline:home:\($0.id)" }
             while !waiting.isEmpty {
-                let replies = try await redis.pipeline(waiting.map { ["ZSCORE", RedisArgument($0), member] })
-                waiting = zip(waiting, replies).filter { $0.1.isNull }.map(\.0)
+                // A timeline's last entry is its newest (PackedTimeline): arrived once it is this tweet or
+                // newer. A sorted set of the layout before issue 44 (run against for comparison)
+                // answers WRONGTYPE, and is asked for the tweet's member.
+                let ends = try await redis.pipeline(waiting.map { ["GETRANGE", RedisArgument($0), -8, -1] })
+                let old = zip(waiting, ends).filter { $0.1.errorMessage?.hasPrefix("WRONGTYPE") == true }.map(\.0)
+                let member = RedisArgument(LegacyTimeline.member(posted))
+                let scores = try await redis.pipeline(old.map { ["ZSCORE", RedisArgument($0), member] })
+                let arrived = Set(zip(waiting, ends).filter { (PackedTimeline.newestID(inEnd: $0.1.bytes ?? []) ?? 0) >= posted }.map(\.0))
+                    .union(zip(old, scores).filter { !$0.1.isNull }.map(\.0))
+                waiting = waiting.filter { !arrived.contains($0) }
                 guard ContinuousClock.now - acknowledged < .seconds(10) else {
                     throw ValidationError("tweet \(id) did not reach \(waiting.count) followers' timelines within 10 s")
                 }

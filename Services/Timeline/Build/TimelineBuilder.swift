@@ -59,10 +59,10 @@ struct TimelineBuilder: Sendable {
             let locked = try await acquire(lock, token: token, waitingFor: key)
             do {
                 let result = try await buildLocked(key, lifetime: lifetime, source: source)
-                if locked { _ = try? await redis.evaluate(TimelineScripts.releaseLock, keys: [lock], arguments: [RedisArgument(token)]) }
+                if locked { _ = try? await redis.evaluate(TimelineScripts.deleteIfHolding, keys: [lock], arguments: [RedisArgument(token)]) }
                 return result
             } catch {
-                if locked { _ = try? await redis.evaluate(TimelineScripts.releaseLock, keys: [lock], arguments: [RedisArgument(token)]) }
+                if locked { _ = try? await redis.evaluate(TimelineScripts.deleteIfHolding, keys: [lock], arguments: [RedisArgument(token)]) }
                 throw error
             }
         }
@@ -74,13 +74,17 @@ struct TimelineBuilder: Sendable {
         let started = ContinuousClock.now
         defer { duration.record(duration: ContinuousClock.now - started) }
         guard let contents = try await source() else {
-            _ = try await redis.send(["ZREM", RedisArgument(key), RedisArgument(TimelineMember.building)])
+            // Nothing to build: the timeline goes unless fan-out added to it meanwhile.
+            let empty = RedisArgument([PackedTimeline.State.building.rawValue])
+            _ = try await redis.evaluate(TimelineScripts.deleteIfHolding, keys: [key], arguments: [empty])
             return false
         }
         _ = try await redis.evaluate(
             TimelineScripts.finishBuild, keys: [key],
-            arguments: [RedisArgument(capacity), RedisArgument(lifetime), contents.whole ? "1" : "0"]
-                + contents.ids.map { RedisArgument(TimelineMember.encode($0)) })
+            arguments: [
+                RedisArgument(capacity), RedisArgument(lifetime), contents.whole ? "1" : "0",
+                RedisArgument(PackedTimeline.pack(Array(Set(contents.ids)).sorted())),
+            ])
         return true
     }
 
@@ -95,8 +99,9 @@ struct TimelineBuilder: Sendable {
                 RedisArgument(Int(Self.lockLifetime.components.seconds) * 1000),
             ])
             if reply == .simpleString("OK") { return true }
-            let lowest = try await redis.send(["ZRANGE", RedisArgument(key), 0, 0])
-            if case .ready = TimelineState(lowestMember: lowest.array?.first?.bytes) { return false }
+            // In place: a set of the layout before answers WRONGTYPE, and is not ready.
+            let state = try await redis.pipeline([["GETRANGE", RedisArgument(key), 0, 0]])[0]
+            if case .ready = TimelineState(stateByte: state.bytes) { return false }
             if ContinuousClock.now >= deadline {
                 logger.warning("a timeline build by another instance takes too long; building it here too", metadata: ["timeline.key": "\(key)"])
                 return false

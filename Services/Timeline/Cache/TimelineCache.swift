@@ -1,38 +1,80 @@
 import Redis
 import ServiceKit
 
-/// One read of a timeline set: its state and up to the requested number of ids, newest first.
+/// One read of a timeline: its state and up to the requested number of ids, newest first.
 struct TimelineSlice: Sendable {
     var state: TimelineState
     var ids: [Int64]
 }
 
-/// The timeline sorted sets in Redis (see ``TimelineKeys`` for their layout).
+/// The timelines in Redis (see ``TimelineKeys`` and ``PackedTimeline`` for their layout).
 struct TimelineCache: Sendable {
     let redis: RedisClient
+    /// Entries a timeline keeps after a trim.
     let capacity: Int
 
-    /// Reads the newest `count` entries strictly before `before` of each set in `keys`, in one round
-    /// trip, and keeps each set that exists for at least `lifetime` seconds from now (``renewLeases``).
-    func read(_ keys: [String], before: Int64?, count: Int, lifetime: Int) async throws -> [TimelineSlice] {
-        var commands: [[RedisArgument]] = []
-        commands.reserveCapacity(keys.count * 3)
-        for key in keys {
-            commands.append(["ZRANGE", RedisArgument(key), 0, 0])
-            commands.append(Self.rangeCommand(key, before: before, count: count))
-            commands.append(["TTL", RedisArgument(key)])
+    /// The entries past which a timeline is trimmed back to the capacity: an eighth more, so that a
+    /// full timeline is rewritten once per that many appends, not on every one.
+    var trimLength: Int { capacity + max(1, capacity / 8) }
+
+    /// Reads the newest `count` entries strictly before `before` of each timeline in `keys`, in one
+    /// round trip that also sends `extra` (whose replies are returned), and keeps each timeline that
+    /// exists for at least `lifetime` seconds from now (``renewLeases(_:lifetime:)``). A timeline of
+    /// the layout before (``LegacyTimeline``) is converted first, once.
+    func read(_ keys: [String], before: Int64?, count: Int, lifetime: Int, along extra: [[RedisArgument]] = [])
+        async throws -> (slices: [TimelineSlice], extra: [RESPValue])
+    {
+        let stride = 3
+        var replies = try await redis.pipeline(keys.flatMap { Self.readCommands($0, before: before, count: count) } + extra)
+        let legacy = keys.indices.filter { Self.isLegacy(replies[$0 * stride]) }
+        if !legacy.isEmpty {
+            try await convertLegacy(legacy.map { keys[$0] })
+            let again = try await redis.pipeline(legacy.flatMap { Self.readCommands(keys[$0], before: before, count: count) })
+            for (position, index) in legacy.enumerated() {
+                replies.replaceSubrange(index * stride..<(index + 1) * stride, with: again[position * stride..<(position + 1) * stride])
+            }
         }
-        let replies = try await redis.pipeline(commands)
-        let slices = try Self.slices(of: replies, count: keys.count, stride: 3)
-        try await renewLeases(
-            keys.indices.map { (keys[$0], replies[$0 * 3 + 2]) }, lifetime: lifetime)
-        return slices
+        let slices = try keys.indices.map { index in
+            try Self.slice(state: replies[index * stride], page: replies[index * stride + 1], before: before, count: count)
+        }
+        try await renewLeases(keys.indices.map { (keys[$0], replies[$0 * stride + 2]) }, lifetime: lifetime)
+        return (slices, Array(replies[(keys.count * stride)...]))
     }
 
-    /// A set that is read stays for at least `lifetime` seconds after the read: each of `leases`
+    /// The state byte, the page and the lifetime left: the whole value for a page after a cursor
+    /// (searched here), the end of it for the first page.
+    private static func readCommands(_ key: String, before: Int64?, count: Int) -> [[RedisArgument]] {
+        let page: [RedisArgument] =
+            before == nil
+            ? ["GETRANGE", RedisArgument(key), RedisArgument(-PackedTimeline.width * max(1, count)), -1]
+            : ["GET", RedisArgument(key)]
+        return [["GETRANGE", RedisArgument(key), 0, 0], page, ["TTL", RedisArgument(key)]]
+    }
+
+    /// Whether a reply is Redis refusing a string command on a sorted set: a ``LegacyTimeline``.
+    private static func isLegacy(_ reply: RESPValue) -> Bool {
+        reply.errorMessage?.hasPrefix("WRONGTYPE") == true
+    }
+
+    /// The slice of a state reply and a page reply. A set still of the layout before (its
+    /// conversion kept losing to writes) reads as missing: its rebuild replaces it.
+    private static func slice(state: RESPValue, page: RESPValue, before: Int64?, count: Int) throws -> TimelineSlice {
+        if isLegacy(state) { return TimelineSlice(state: .missing, ids: []) }
+        try RedisError.throwFirstRefusal(in: [state, page])
+        let timelineState = TimelineState(stateByte: state.bytes)
+        guard let bytes = page.bytes, !bytes.isEmpty else { return TimelineSlice(state: timelineState, ids: []) }
+        if before != nil {
+            return TimelineSlice(state: timelineState, ids: PackedTimeline.newest(count, before: before, in: bytes))
+        }
+        // The end of the value: whole entries, or the whole value (state byte first) when it is shorter.
+        let entries = bytes.count % PackedTimeline.width == 1 ? bytes.dropFirst() : bytes[...]
+        return TimelineSlice(state: timelineState, ids: PackedTimeline.ids(in: entries).reversed())
+    }
+
+    /// A timeline that is read stays for at least `lifetime` seconds after the read: each of `leases`
     /// (a key and its `TTL` reply) with less than that left is given `lifetime` plus a tenth, in one
-    /// pipeline. So a set read all day is written to (and Redis's append-only file with it) once
-    /// per tenth of its lifetime, not on every read. Sets that do not exist are left alone.
+    /// pipeline. So a timeline read all day is written to (and Redis's append-only file with it) once
+    /// per tenth of its lifetime, not on every read. Timelines that do not exist are left alone.
     func renewLeases(_ leases: [(key: String, left: RESPValue)], lifetime: Int) async throws {
         let lease = lifetime + lifetime / 10
         let renewals: [[RedisArgument]] = leases.compactMap { entry in
@@ -43,23 +85,27 @@ struct TimelineCache: Sendable {
         _ = try await redis.pipeline(renewals)
     }
 
-    /// `ZRANGE key (<before> (<sentinels> BYLEX REV LIMIT 0 count`: the newest real entries.
-    static func rangeCommand(_ key: String, before: Int64?, count: Int) -> [RedisArgument] {
-        [
-            "ZRANGE", RedisArgument(key), RedisArgument(TimelineMember.upperBound(before: before)),
-            RedisArgument(TimelineMember.lowestEntry), "BYLEX", "REV", "LIMIT", 0, RedisArgument(count),
-        ]
-    }
-
-    /// The slices in replies laid out as `[ZRANGE 0 0, ZRANGE BYLEX, …]` per key, `stride` replies per key.
-    static func slices(of replies: [RESPValue], count: Int, stride: Int) throws -> [TimelineSlice] {
-        try (0..<count).map { index in
-            let lowest = replies[index * stride]
-            let range = replies[index * stride + 1]
-            try RedisError.throwFirstRefusal(in: [lowest, range])
-            let state = TimelineState(lowestMember: lowest.array?.first?.bytes)
-            let ids = (range.array ?? []).compactMap { $0.bytes.flatMap(TimelineMember.decode) }
-            return TimelineSlice(state: state, ids: ids)
+    /// Replaces each ``LegacyTimeline`` of `keys` with its ``PackedTimeline`` (the newest `capacity`
+    /// entries), in Redis alone: reads all of them in one round trip, converts them in another. A
+    /// set written between the two is read again, twice at most.
+    func convertLegacy(_ keys: [String]) async throws {
+        var pending = keys
+        for _ in 1...3 where !pending.isEmpty {
+            let sets = try await redis.pipeline(pending.map { ["ZRANGE", RedisArgument($0), 0, -1] })
+            var calls: [(keys: [String], arguments: [RedisArgument])] = []
+            for (key, reply) in zip(pending, sets) {
+                guard case .array(let replies) = reply else { continue }  // converted meanwhile, or gone
+                let members = replies.compactMap(\.bytes)
+                var timeline = LegacyTimeline.timeline(members: members)
+                if timeline.ids.count > capacity {
+                    timeline.ids.removeFirst(timeline.ids.count - capacity)
+                    if timeline.state == .whole { timeline.state = .truncated }
+                }
+                calls.append(([key], [RedisArgument(members.count), RedisArgument(members.last ?? []), RedisArgument(timeline.bytes)]))
+            }
+            let replies = try await redis.evaluateEach(TimelineScripts.convertLegacy, calls)
+            try RedisError.throwFirstRefusal(in: replies)
+            pending = zip(calls, replies).filter { $0.1.int == 0 }.map { $0.0.keys[0] }
         }
     }
 
@@ -72,43 +118,29 @@ struct TimelineCache: Sendable {
         async throws -> Bool
     {
         guard !ids.isEmpty, !keys.isEmpty else { return true }
+        let ascending = Array(Set(ids)).sorted()
         let script = version == nil ? TimelineScripts.addToExisting : TimelineScripts.addToExistingIfCurrent
         let leadingKeys = version.map { [$0.key] } ?? []
         let arguments =
-            [RedisArgument(capacity)] + (version.map { [RedisArgument($0.value)] } ?? [])
-            + ids.map { RedisArgument(TimelineMember.encode($0)) }
-        let chunks = keys.chunks(of: batch)
-        var replies: [RESPValue]
-        if chunks.count == 1 {
-            replies = [try await redis.evaluate(script, keys: leadingKeys + keys, arguments: arguments)]
-        } else {
-            let calls = chunks.map { chunk -> [RedisArgument] in
-                ["EVALSHA", RedisArgument(script.sha1), RedisArgument(leadingKeys.count + chunk.count)]
-                    + (leadingKeys + chunk).map { RedisArgument($0) } + arguments
-            }
-            replies = try await redis.pipeline(calls)
-            if replies.contains(where: { $0.errorMessage?.hasPrefix("NOSCRIPT") == true }) {
-                // Redis lost its script cache (restart, SCRIPT FLUSH): load it once and go again.
-                _ = try await redis.send(["SCRIPT", "LOAD", RedisArgument(script.source)])
-                replies = try await redis.pipeline(calls)
-            }
-        }
+            [RedisArgument(capacity), RedisArgument(trimLength)] + (version.map { [RedisArgument($0.value)] } ?? [])
+            + [RedisArgument(PackedTimeline.pack(ascending))] + ascending.map { RedisArgument(LegacyTimeline.member($0)) }
+        let replies = try await redis.evaluateEach(script, keys.chunks(of: batch).map { (leadingKeys + $0, arguments) })
         try RedisError.throwFirstRefusal(in: replies)
         return !replies.contains { $0.int == -1 }
     }
 
-    /// Removes `ids` from every set of `keys` (missing sets are left alone), `batch` sets per pipeline.
+    /// Removes `ids` from every timeline of `keys` (missing ones are left alone), `batch` per script call.
     func remove(_ ids: [Int64], from keys: [String], batch: Int) async throws {
         guard !ids.isEmpty, !keys.isEmpty else { return }
-        let members = ids.map { RedisArgument(TimelineMember.encode($0)) }
+        let distinct = Array(Set(ids))
+        let arguments = [RedisArgument(PackedTimeline.pack(distinct))] + distinct.map { RedisArgument(LegacyTimeline.member($0)) }
         for chunk in keys.chunks(of: batch) {
-            let replies = try await redis.pipeline(chunk.map { ["ZREM", RedisArgument($0)] + members })
-            try RedisError.throwFirstRefusal(in: replies)
+            _ = try await redis.evaluate(TimelineScripts.remove, keys: Array(chunk), arguments: arguments)
         }
     }
 
-    /// Which of `users` have a home set, asked in the pipeline that sends `first` before: one round
-    /// trip in all.
+    /// Which of `users` have a home timeline, asked in the pipeline that sends `first` before: one
+    /// round trip in all.
     func usersWithHome(_ users: [Int64], after first: [[RedisArgument]]) async throws -> Set<Int64> {
         let checks: [[RedisArgument]] = users.map { ["EXISTS", RedisArgument(TimelineKeys.home($0))] }
         let replies = try await redis.pipeline(first + checks)
@@ -116,5 +148,3 @@ struct TimelineCache: Sendable {
         return Set(zip(users, replies.dropFirst(first.count)).lazy.filter { $0.1.int == 1 }.map(\.0))
     }
 }
-
-

@@ -1,9 +1,10 @@
 /// Where the timeline service keeps things in Redis, all under `aviary:timeline:`.
 ///
-/// Timelines are sorted sets whose scores are all zero and whose members are tweet ids written as
-/// 19 zero-padded decimal digits: with equal scores Redis orders members byte by byte, so the set is
-/// in id order (ids are time-ordered), and `ZRANGE … BYLEX` pages by exact id. A score could not
-/// carry the id itself: ids use 63 bits and a double keeps 53.
+/// A timeline (home or user) is one string, ``PackedTimeline``: a state byte, then its tweet ids
+/// oldest first, 8 bytes each. Fan-out appends the newest id (`APPEND`, one call per set), a page is
+/// a `GETRANGE` of the string's end, and an entry costs 8 bytes plus what Redis keeps spare.
+/// Deployments from before kept timelines as sorted sets under the same names (``LegacyTimeline``);
+/// the first read of one converts it.
 enum TimelineKeys {
     /// A user's home timeline: the tweets of the user and of the authors they follow that are not celebrities.
     static func home(_ user: Int64) -> String { "aviary:timeline:home:\(user)" }
@@ -25,56 +26,111 @@ enum TimelineKeys {
     static func buildLock(_ timeline: String) -> String { "\(timeline):lock" }
 }
 
-/// The members of a timeline sorted set.
-enum TimelineMember {
-    /// The set holds everything its source had (nothing was ever trimmed away).
-    static let whole = "0000000000000000000"
-    /// The set was built and holds the newest entries up to the capacity; older ones exist.
-    static let truncated = "0000000000000000001"
-    /// The set is being rebuilt: fan-out already adds to it; readers read from the services meanwhile.
-    static let building = "0000000000000000002"
-    /// The exclusive lower bound of real entries in `ZRANGE … BYLEX`: every sentinel sorts below any id.
-    static let lowestEntry = "(" + building
-
-    /// An id as a member: 19 digits, zero-padded, so that byte order is numeric order.
-    static func encode(_ id: Int64) -> String {
-        let digits = String(id)
-        return String(repeating: "0", count: max(0, 19 - digits.utf8.count)) + digits
+/// A timeline as Redis holds it: one ``State`` byte, then the tweet ids, ascending (ids are
+/// time-ordered, so oldest first), each as 8 bytes big-endian. Byte order is id order, so the
+/// scripts (``TimelineScripts``) compare entries without numbers: Lua's numbers are doubles and
+/// ids use 63 bits.
+public struct PackedTimeline: Equatable, Sendable {
+    /// What the state byte says of the ids that follow it.
+    public enum State: UInt8, Sendable {
+        /// Everything its source had: nothing was ever trimmed away (`W`).
+        case whole = 0x57
+        /// The newest entries up to the capacity; older ones exist (`T`).
+        case truncated = 0x54
+        /// Being rebuilt, or left half-built by a rebuild that died: fan-out adds to it, readers read
+        /// from the services meanwhile (`B`).
+        case building = 0x42
     }
 
-    /// The id of a member, or nil for a sentinel or anything malformed.
-    static func decode(_ bytes: [UInt8]) -> Int64? {
-        guard bytes.count == 19 else { return nil }
-        var value: Int64 = 0
-        for byte in bytes {
-            guard byte >= 48 && byte <= 57 else { return nil }
-            value = value &* 10 &+ Int64(byte - 48)
+    public var state: State
+    /// The tweet ids, ascending.
+    public var ids: [Int64]
+
+    /// Bytes per entry.
+    static let width = 8
+
+    public init(state: State, ids: [Int64]) {
+        self.state = state
+        self.ids = ids
+    }
+
+    /// The timeline a string value holds; nil for an empty or malformed one.
+    public init?(_ bytes: [UInt8]) {
+        guard let first = bytes.first, let state = State(rawValue: first), (bytes.count - 1) % Self.width == 0 else { return nil }
+        self.state = state
+        ids = Self.ids(in: bytes[1...])
+    }
+
+    /// The string value: state byte and entries.
+    public var bytes: [UInt8] { [state.rawValue] + Self.pack(ids) }
+
+    /// `ids` as consecutive 8-byte big-endian entries (the `ARGV` form of the scripts).
+    static func pack(_ ids: [Int64]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(ids.count * width)
+        for id in ids {
+            withUnsafeBytes(of: id.bigEndian) { bytes.append(contentsOf: $0) }
         }
-        return value > 2 ? value : nil
+        return bytes
     }
 
-    /// The `max` of a newest-first `ZRANGE … BYLEX REV`: everything, or strictly before `id`.
-    static func upperBound(before id: Int64?) -> String {
-        id.map { "(" + encode($0) } ?? "+"
+    /// The ids of consecutive entries (a trailing partial entry is ignored).
+    static func ids(in entries: ArraySlice<UInt8>) -> [Int64] {
+        var ids: [Int64] = []
+        ids.reserveCapacity(entries.count / width)
+        var offset = entries.startIndex
+        while offset + width <= entries.endIndex {
+            ids.append(id(in: entries, at: offset))
+            offset += width
+        }
+        return ids
+    }
+
+    /// The id of the entry at `offset`.
+    private static func id(in entries: ArraySlice<UInt8>, at offset: Int) -> Int64 {
+        var value: UInt64 = 0
+        for byte in entries[offset..<offset + width] { value = value << 8 | UInt64(byte) }
+        return Int64(bitPattern: value)
+    }
+
+    /// The newest id of a timeline from its last 8 bytes (`GETRANGE key -8 -1`); nil when it has no entry.
+    public static func newestID(inEnd bytes: [UInt8]) -> Int64? {
+        bytes.count == width ? id(in: bytes[...], at: 0) : nil
+    }
+
+    /// The newest `count` ids strictly before `before` (all when nil) of a whole string value,
+    /// newest first, found by binary search.
+    static func newest(_ count: Int, before: Int64?, in value: [UInt8]) -> [Int64] {
+        let entries = value.dropFirst()
+        var end = entries.count / width  // entries [0, end) are candidates
+        if let before {
+            var low = 0
+            while low < end {
+                let middle = (low + end) / 2
+                if id(in: entries, at: entries.startIndex + middle * width) < before { low = middle + 1 } else { end = middle }
+            }
+        }
+        let start = max(0, end - count)
+        return ids(in: entries[(entries.startIndex + start * width)..<(entries.startIndex + end * width)]).reversed()
     }
 }
 
-/// What the lowest member of a timeline set says about it.
+/// What the state byte says about a timeline.
 enum TimelineState: Equatable {
-    /// No set (never built, expired, or Redis lost it).
+    /// No timeline (never built, expired, or Redis lost it).
     case missing
     /// Being rebuilt, or left half-built by a rebuild that died.
     case building
     /// Complete; `whole` when nothing older than its last entry exists.
     case ready(whole: Bool)
 
-    /// The state from the reply of `ZRANGE key 0 0`.
-    init(lowestMember reply: [UInt8]?) {
-        switch reply.map({ String(decoding: $0, as: UTF8.self) }) {
+    /// The state from the reply of `GETRANGE key 0 0`.
+    init(stateByte reply: [UInt8]?) {
+        switch reply?.first.flatMap(PackedTimeline.State.init(rawValue:)) {
         case nil: self = .missing
-        case TimelineMember.whole: self = .ready(whole: true)
-        case TimelineMember.truncated: self = .ready(whole: false)
-        default: self = .building
+        case .whole: self = .ready(whole: true)
+        case .truncated: self = .ready(whole: false)
+        case .building: self = .building
         }
     }
 }

@@ -1,62 +1,79 @@
 import Redis
 
-/// The Lua scripts that change timeline sets atomically, so that a set always has exactly one
-/// sentinel (its lowest member, see ``TimelineMember``) and at most `capacity` entries besides it.
+/// The Lua scripts that change timelines atomically (``PackedTimeline``: a state byte, then 8-byte
+/// ids oldest first). Ids are compared byte by byte, never as Lua numbers (doubles) nor with Lua's
+/// `<` on strings (the server's collation). A key that holds a sorted set is a ``LegacyTimeline``:
+/// writes keep it current with its members' decimal form, `ARGV` after the packed ids.
 enum TimelineScripts {
-    /// Trims `key` (of `size` members, when the caller knows) to `cap` entries plus its sentinel,
-    /// oldest first; a trimmed whole set becomes truncated. `addAll` returns how many members were new.
-    private static let trim = """
-        local function trim(key, cap, size)
-          local excess = (size or redis.call('ZCARD', key)) - cap - 1
-          if excess > 0 then
-            redis.call('ZREMRANGEBYRANK', key, 1, excess)
-            if redis.call('ZREM', key, '\(TimelineMember.whole)') == 1 then
-              redis.call('ZADD', key, 0, '\(TimelineMember.truncated)')
-            end
+    /// Helpers: `older(a, b)`, `split(s, from)` (the 8-byte entries of `s` from byte `from`),
+    /// `merged(a, b)` (two ascending lists as one, without repeats) and `packed(state, ids, cap)`
+    /// (the value of at most the newest `cap` of `ids`; a whole timeline that loses any becomes truncated).
+    private static let entries = """
+        local function older(a, b)
+          for i = 1, 8 do
+            local x, y = string.byte(a, i), string.byte(b, i)
+            if x ~= y then return x < y end
           end
+          return false
         end
-        local function addAll(key, members, first)
-          local added = 0
-          for i = first, #members, 500 do
-            local args = {}
-            for j = i, math.min(i + 499, #members) do
-              args[#args + 1] = 0
-              args[#args + 1] = members[j]
-            end
-            added = added + redis.call('ZADD', key, unpack(args))
+        local function split(s, from)
+          local ids = {}
+          for i = from, #s - 7, 8 do ids[#ids + 1] = string.sub(s, i, i + 7) end
+          return ids
+        end
+        local function merged(a, b)
+          local out, i, j = {}, 1, 1
+          while i <= #a or j <= #b do
+            local x, y = a[i], b[j]
+            if x == y then out[#out + 1] = x; i = i + 1; j = j + 1
+            elseif y == nil or (x ~= nil and older(x, y)) then out[#out + 1] = x; i = i + 1
+            else out[#out + 1] = y; j = j + 1 end
           end
-          return added
+          return out
+        end
+        local function packed(state, ids, cap)
+          local first = 1
+          if #ids > cap then
+            first = #ids - cap + 1
+            if state == 'W' then state = 'T' end
+          end
+          return state .. table.concat(ids, '', first)
         end
         """
 
-    /// Fan-out: adds the members `ARGV[2…]` to each set of `KEYS` that exists (a missing one is
-    /// rebuilt on its next read; an expired one belongs to an inactive user) and trims it to `ARGV[1]`.
-    /// Returns how many sets it added to. A set that exists holds its sentinel at least, so its size
-    /// tells whether it exists and, with what `ZADD` added, whether it needs trimming: one lookup
-    /// of the set instead of three.
-    static let addToExisting = RedisScript(
-        trim + "\n" + addToEach + "\n" + "return addToEach(1, tonumber(ARGV[1]), 2)")
-
-    /// Fan-out from a list of followers read when `KEYS[1]` (``TimelineKeys/followersVersion(_:)``)
-    /// held `ARGV[2]` (empty for no key): as ``addToExisting`` for the sets `KEYS[2…]` and the
-    /// members `ARGV[3…]` while it still does, else nothing, and returns -1: a follow or unfollow
-    /// handled since may have changed the list.
-    static let addToExistingIfCurrent = RedisScript(
-        trim + "\n" + addToEach + "\n" + """
-            if (redis.call('GET', KEYS[1]) or '') ~= ARGV[2] then return -1 end
-            return addToEach(2, tonumber(ARGV[1]), 3)
-            """)
-
-    /// Adds the members `ARGV[firstMember…]` to each set of `KEYS[firstKey…]` that exists and trims
-    /// it to `cap`; returns how many sets it added to.
-    private static let addToEach = """
-        local function addToEach(firstKey, cap, firstMember)
+    /// `addToEach(firstKey, firstArg)`: adds the ids `ARGV[firstArg]` (packed, ascending, distinct)
+    /// to each timeline of `KEYS[firstKey…]` that exists (a missing one is rebuilt on its next read;
+    /// an expired one belongs to an inactive user), with `ARGV[1]` the capacity and `ARGV[2]` the
+    /// length past which a timeline is trimmed back to it. Returns how many it added to.
+    ///
+    /// Ids newer than the newest entry, as fan-out's nearly always are, are appended: one lookup of
+    /// the last entry and one `APPEND`. Others are merged into a rewrite. Trimming waits for the
+    /// slack above the capacity, so a full timeline is rewritten once per that many appends.
+    private static let addToEach = entries + "\n" + """
+        local function addToEach(firstKey, firstArg)
+          local cap, limit, ids = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[firstArg]
+          local oldestNew = string.sub(ids, 1, 8)
           local touched = 0
           for i = firstKey, #KEYS do
             local key = KEYS[i]
-            local size = redis.call('ZCARD', key)
-            if size > 0 then
-              trim(key, cap, size + addAll(key, ARGV, firstMember))
+            local tail = redis.pcall('GETRANGE', key, -9, -1)
+            if type(tail) == 'table' then
+              for j = firstArg + 1, #ARGV do redis.call('ZADD', key, 0, ARGV[j]) end
+              touched = touched + 1
+            elseif #tail > 0 then
+              local size
+              if #tail == 1 or older(string.sub(tail, 2), oldestNew) then
+                size = redis.call('APPEND', key, ids)
+              else
+                local value = redis.call('GET', key)
+                value = packed(string.sub(value, 1, 1), merged(split(value, 2), split(ids, 1)), cap)
+                redis.call('SET', key, value, 'KEEPTTL')
+                size = #value
+              end
+              if size > 1 + 8 * limit then
+                local value = redis.call('GET', key)
+                redis.call('SET', key, packed(string.sub(value, 1, 1), split(value, 2), cap), 'KEEPTTL')
+              end
               touched = touched + 1
             end
           end
@@ -64,33 +81,121 @@ enum TimelineScripts {
         end
         """
 
-    /// Starts a rebuild of `KEYS[1]`: returns 0 when the set is already complete, else marks it as
-    /// being built (so fan-out adds to it from now on), gives it the lifetime `ARGV[1]` seconds and returns 1.
-    static let beginBuild = RedisScript(
-        """
-        local lowest = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
-        if lowest == '\(TimelineMember.whole)' or lowest == '\(TimelineMember.truncated)' then return 0 end
-        redis.call('ZADD', KEYS[1], 0, '\(TimelineMember.building)')
-        redis.call('EXPIRE', KEYS[1], ARGV[1])
-        return 1
-        """)
+    /// Fan-out: ``addToEach`` for `KEYS` with the ids `ARGV[3]`.
+    static let addToExisting = RedisScript(addToEach + "\n" + "return addToEach(1, 3)")
 
-    /// Completes a rebuild of `KEYS[1]`: merges the members `ARGV[4…]` into what fan-out added
-    /// meanwhile, replaces the sentinel (whole when `ARGV[3]` is `1`), trims to `ARGV[1]` and sets
-    /// the lifetime `ARGV[2]` seconds.
-    static let finishBuild = RedisScript(
-        trim + "\n" + """
-            local key = KEYS[1]
-            redis.call('ZREM', key, '\(TimelineMember.whole)', '\(TimelineMember.truncated)', '\(TimelineMember.building)')
-            redis.call('ZADD', key, 0, ARGV[3] == '1' and '\(TimelineMember.whole)' or '\(TimelineMember.truncated)')
-            addAll(key, ARGV, 4)
-            trim(key, tonumber(ARGV[1]))
-            redis.call('EXPIRE', key, ARGV[2])
+    /// Fan-out from a list of followers read when `KEYS[1]` (``TimelineKeys/followersVersion(_:)``)
+    /// held `ARGV[3]`: ``addToEach`` for `KEYS[2…]` with the ids `ARGV[4]` while it still does, else
+    /// nothing, and returns -1: a follow or unfollow handled since may have changed the list.
+    static let addToExistingIfCurrent = RedisScript(
+        addToEach + "\n" + """
+            if (redis.call('GET', KEYS[1]) or '') ~= ARGV[3] then return -1 end
+            return addToEach(2, 4)
+            """)
+
+    /// Removes the ids `ARGV[1]` (packed, any order) from each timeline of `KEYS` that exists. A few
+    /// ids are found by binary search, many by one pass over the timeline.
+    static let remove = RedisScript(
+        entries + "\n" + """
+            local gone, count = {}, #ARGV[1] / 8
+            for _, id in ipairs(split(ARGV[1], 1)) do gone[id] = true end
+            local function find(value, id)
+              local low, high = 1, (#value - 1) / 8
+              while low <= high do
+                local middle = math.floor((low + high) / 2)
+                local entry = string.sub(value, 8 * middle - 6, 8 * middle + 1)
+                if entry == id then return middle end
+                if older(entry, id) then low = middle + 1 else high = middle - 1 end
+              end
+            end
+            for i = 1, #KEYS do
+              local key = KEYS[i]
+              local value = redis.pcall('GET', key)
+              if type(value) == 'table' then
+                for j = 2, #ARGV do redis.call('ZREM', key, ARGV[j]) end
+              elseif value and #value > 1 then
+                local kept
+                if count <= 16 then
+                  local positions = {}
+                  for id in pairs(gone) do positions[#positions + 1] = find(value, id) end
+                  if #positions > 0 then
+                    table.sort(positions)
+                    kept = {string.sub(value, 1, 1)}
+                    local from = 2
+                    for _, position in ipairs(positions) do
+                      kept[#kept + 1] = string.sub(value, from, 8 * position - 7)
+                      from = 8 * position + 2
+                    end
+                    kept[#kept + 1] = string.sub(value, from)
+                  end
+                else
+                  local ids, dropped = split(value, 2), false
+                  kept = {string.sub(value, 1, 1)}
+                  for _, id in ipairs(ids) do
+                    if gone[id] then dropped = true else kept[#kept + 1] = id end
+                  end
+                  if not dropped then kept = nil end
+                end
+                if kept then redis.call('SET', key, table.concat(kept), 'KEEPTTL') end
+              end
+            end
             return 1
             """)
 
-    /// Deletes the lock `KEYS[1]` if it still holds this holder's token `ARGV[1]`.
-    static let releaseLock = RedisScript(
+    /// Starts a rebuild of `KEYS[1]`: returns 0 when the timeline is complete, else marks it as
+    /// being built (so fan-out adds to it from now on), gives it the lifetime `ARGV[1]` seconds and
+    /// returns 1. A sorted set left by a deployment from before is dropped: the build replaces it.
+    static let beginBuild = RedisScript(
+        """
+        local state = redis.pcall('GETRANGE', KEYS[1], 0, 0)
+        if type(state) == 'table' then
+          redis.call('DEL', KEYS[1])
+          state = ''
+        end
+        if state == 'W' or state == 'T' then return 0 end
+        if state == '' then
+          redis.call('SET', KEYS[1], 'B', 'EX', ARGV[1])
+        else
+          redis.call('EXPIRE', KEYS[1], ARGV[1])
+        end
+        return 1
+        """)
+
+    /// Completes a rebuild of `KEYS[1]`: merges the ids `ARGV[4]` (packed, ascending) with what
+    /// fan-out added meanwhile, whole when `ARGV[3]` is `1`, keeps the newest `ARGV[1]` and sets the
+    /// lifetime `ARGV[2]` seconds.
+    static let finishBuild = RedisScript(
+        entries + "\n" + """
+            local current = redis.pcall('GET', KEYS[1])
+            if type(current) ~= 'string' then current = '' end
+            local state = ARGV[3] == '1' and 'W' or 'T'
+            local value = packed(state, merged(split(current, 2), split(ARGV[4], 1)), tonumber(ARGV[1]))
+            redis.call('SET', KEYS[1], value, 'EX', ARGV[2])
+            return 1
+            """)
+
+    /// Replaces the ``LegacyTimeline`` sorted set `KEYS[1]` with the timeline `ARGV[3]` it was read
+    /// as, keeping its lifetime, if it still has `ARGV[1]` members and the newest `ARGV[2]`: else a
+    /// write came between, and it returns 0.
+    static let convertLegacy = RedisScript(
+        """
+        local key = KEYS[1]
+        if redis.call('TYPE', key).ok ~= 'zset' then return 0 end
+        if redis.call('ZCARD', key) ~= tonumber(ARGV[1]) then return 0 end
+        if (redis.call('ZRANGE', key, -1, -1)[1] or '') ~= ARGV[2] then return 0 end
+        local lifetime = redis.call('PTTL', key)
+        redis.call('DEL', key)
+        if lifetime > 0 then
+          redis.call('SET', key, ARGV[3], 'PX', lifetime)
+        else
+          redis.call('SET', key, ARGV[3])
+        end
+        return 1
+        """)
+
+    /// Deletes `KEYS[1]` if it holds exactly `ARGV[1]` (the token of a lock this process holds, or a
+    /// timeline with nothing in it but its state byte).
+    static let deleteIfHolding = RedisScript(
         """
         if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
         return 0

@@ -9,27 +9,21 @@ extension TimelineService {
     /// the oldest entry of a trimmed set: the set no longer holds what its followees posted before,
     /// and the celebrities' timelines alone would make the rest of the timeline theirs only.
     func homeCandidates(of user: Int64, before: Int64?, count: Int, context: RPCContext) async throws -> TimelineIDs {
-        let key = TimelineKeys.home(user)
         // One round trip: the set's state, the page, how long it is kept (an active user's set never
-        // expires: a read renews it), and the cached list of followed celebrities.
-        let commands: [[RedisArgument]] =
-            [
-                ["ZRANGE", RedisArgument(key), 0, 0], TimelineCache.rangeCommand(key, before: before, count: count),
-                ["TTL", RedisArgument(key)],
-            ] + Celebrities.cacheCommands(for: user)
-        let replies = try await cache.redis.pipeline(commands)
-        let home = try TimelineCache.slices(of: replies, count: 1, stride: 3)[0]
+        // expires: a read renews it for the inactivity period, so fan-out skips only users inactive
+        // for longer), and the cached list of followed celebrities.
+        let read = try await cache.read(
+            [TimelineKeys.home(user)], before: before, count: count, lifetime: settings.inactiveSeconds,
+            along: Celebrities.cacheCommands(for: user))
+        let home = read.slices[0]
         guard case .ready = home.state else {
             buildHomeLater(of: user)
             return try await homeCandidatesWithoutRedis(of: user, before: before, count: count, context: context)
         }
-        // Kept for at least the inactivity period after this read, so fan-out skips only users
-        // inactive for longer.
-        try await cache.renewLeases([(key, replies[2])], lifetime: settings.inactiveSeconds)
         if home.ids.count < count, home.state == .ready(whole: false) {
             return try await homeCandidatesWithoutRedis(of: user, before: before, count: count, context: context)
         }
-        let followed = try await celebrities.followed(by: user, generation: replies[3], cached: replies[4])
+        let followed = try await celebrities.followed(by: user, generation: read.extra[0], cached: read.extra[1])
         guard !followed.isEmpty else { return TimelineIDs(ids: home.ids, more: home.ids.count == count) }
 
         var more = home.ids.count == count

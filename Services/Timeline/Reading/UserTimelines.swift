@@ -14,7 +14,7 @@ extension TimelineService {
     /// accounts service does not know are left out.
     func recent(of authors: [Int64], before: Int64?, count: Int) async throws -> [Int64: TimelineIDs] {
         let keys = authors.map(TimelineKeys.user)
-        let slices = try await cache.read(keys, before: before, count: count, lifetime: settings.userCacheSeconds)
+        let slices = try await cache.read(keys, before: before, count: count, lifetime: settings.userCacheSeconds).slices
         var result: [Int64: TimelineIDs] = [:]
         var missing: [Int64] = []
         for (index, slice) in slices.enumerated() {
