@@ -109,6 +109,46 @@ struct HomeTimelineTests {
         #expect(try await stack.storedHome(of: reader).isDisjoint(with: theirs))
     }
 
+    @Test("Redis flushed under load: every call is answered, and afterwards every timeline and every built set equals the database", .timeLimit(.minutes(3)))
+    func flushUnderLoad() async throws {
+        let stack = try await TimelineStack.shared()
+        try await stack.settle()
+        try await stack.warmHomes(stack.users)
+        // For 4 s, two loops post and eight read home timelines without pause; Redis is flushed after 1 s.
+        let end = ContinuousClock.now + .seconds(4)
+        let (calls, failures) = try await withThrowingTaskGroup(of: (calls: Int, failures: Int).self) { group in
+            for loop in 0..<10 {
+                group.addTask {
+                    var (round, failures) = (0, 0)
+                    while ContinuousClock.now < end {
+                        let user = stack.users[(loop * 97 + round * 13) % stack.users.count]
+                        do {
+                            if loop < 2 {
+                                try await stack.post([(user, "posted around the flush \(loop) \(round)")])
+                            } else {
+                                _ = try await stack.home(of: user, limit: 20)
+                            }
+                        } catch {
+                            failures += 1
+                            if failures <= 3 { Issue.record("a call around the flush failed: \(error)") }
+                        }
+                        round += 1
+                    }
+                    return (round, failures)
+                }
+            }
+            try await Task.sleep(for: .seconds(1))
+            _ = try await stack.stack.redis.send(["FLUSHDB"])
+            return try await group.reduce(into: (0, 0)) { $0 = ($0.0 + $1.calls, $0.1 + $1.failures) }
+        }
+        print("flush under load: \(calls) calls in 4 s, \(failures) failed")
+        #expect(failures == 0)
+        try await stack.settle()
+        #expect(try await stack.homeMismatches(stack.users) == 0)
+        try await stack.waitForHomeSets(stack.users)
+        #expect(try await stack.storedMismatches(stack.users) == 0)
+    }
+
     @Test("fan-out trims a home timeline back to its capacity, newest kept, once it runs an eighth over, and marks it truncated; pages past it come from the database", .timeLimit(.minutes(2)))
     func trimToCapacity() async throws {
         let stack = try await TimelineStack.shared()
