@@ -187,6 +187,28 @@ struct TimelineBench: AsyncParsableCommand {
         // What the warm caches cost, before the flushes below empty them.
         try await RedisMemory(redis: services.redis, sample: 200, capacity: 800).report()
 
+        // What one cold home timeline costs, nothing else running: 200 sets dropped, each read once
+        // (its page from the services) and rebuilt in the background.
+        let cold = Array(reed.prefix(200))
+        _ = try await services.redis.send(["DEL"] + cold.map { RedisArgument("aviary:timeline:home:\($0.id)") })
+        let beforeCold = try await Self.buildFigures(timelineMetrics)
+        let statementsBeforeCold = try await statementsSent()
+        let coldReads = try await services.closedLoop(cold.count, workers: 1) { index in
+            try await services.home(of: cold[index], limit: 20)
+        }
+        var afterCold = try await Self.buildFigures(timelineMetrics)
+        let coldDeadline = ContinuousClock.now + .seconds(60)
+        while afterCold.count < beforeCold.count + Double(cold.count) {
+            guard ContinuousClock.now < coldDeadline else { throw ValidationError("200 cold home timelines were not rebuilt within 60 s") }
+            try await Task.sleep(for: .milliseconds(50))
+            afterCold = try await Self.buildFigures(timelineMetrics)
+        }
+        print("cold home timelines (200, bodies and summaries warm), read one at a time: \(coldReads.summary)")
+        print("  " + afterCold.since(beforeCold))
+        print(String(
+            format: "  Postgres statements per read and its rebuild, every service's: %.2f",
+            (try await statementsSent() - statementsBeforeCold) / Double(cold.count)))
+
         // Cold caches: every timeline set, tweet body and user summary in Redis gone at once.
         for rate in Self.rates(flushRates) ?? [] {
             _ = try await services.redis.send(["FLUSHALL"])
@@ -197,9 +219,7 @@ struct TimelineBench: AsyncParsableCommand {
             let after = try await Self.buildFigures(timelineMetrics)
             print("the mix at \(rate)/s for the first 20 s after FLUSHALL: \(outcome.summary)   (target p99 < 50 ms, no errors)")
             print("  by kind, from each call's start: " + byKind)
-            print(String(
-                format: "  timeline sets built: %.0f, %.1f ms each on average",
-                after.count - before.count, (after.seconds - before.seconds) * 1000 / max(1, after.count - before.count)))
+            print("  " + after.since(before))
             print(String(format: "  Postgres statements per call, every service's, background work included: %.2f", perCall))
         }
         await timelineMetrics.close()
@@ -207,10 +227,41 @@ struct TimelineBench: AsyncParsableCommand {
         await services.shutdown()
     }
 
-    /// The timeline service's builds so far and their total time, from its `/metrics`.
-    private static func buildFigures(_ admin: BenchHTTP) async throws -> (count: Double, seconds: Double) {
+    /// The timeline service's builds so far, from its `/metrics`: how many, their total time, and
+    /// its histogram (cumulative counts by upper bound in seconds).
+    private struct BuildFigures {
+        var count = 0.0
+        var seconds = 0.0
+        var buckets: [(bound: Double, count: Double)] = []
+
+        /// The builds since `earlier`: their count, mean, and the bucket bounds their p50 and p99 fall under.
+        func since(_ earlier: BuildFigures) -> String {
+            let built = count - earlier.count
+            guard built > 0 else { return "no timeline sets built" }
+            func quantile(_ q: Double) -> String {
+                for (bucket, old) in zip(buckets, earlier.buckets) where bucket.count - old.count >= q * built {
+                    return bucket.bound.isFinite ? String(format: "≤ %g ms", bucket.bound * 1000) : "> 5 s"
+                }
+                return "?"
+            }
+            return String(
+                format: "timeline sets built: %.0f, mean %.1f ms, p50 %@, p99 %@", built, (seconds - earlier.seconds) * 1000 / built,
+                quantile(0.5), quantile(0.99))
+        }
+    }
+
+    private static func buildFigures(_ admin: BenchHTTP) async throws -> BuildFigures {
         let reply = try await admin.request(.GET, "/metrics")
-        return (metric("aviary_timeline_build_seconds_count", in: reply), metric("aviary_timeline_build_seconds_sum", in: reply))
+        let prefix = "aviary_timeline_build_seconds_bucket{le=\""
+        let buckets = String(buffer: reply.body).split(separator: "\n").compactMap { line -> (Double, Double)? in
+            guard line.hasPrefix(prefix), let fields = Optional(line.dropFirst(prefix.count).split(separator: "\"")), fields.count == 2,
+                let count = Double(fields[1].split(separator: " ").last ?? "")
+            else { return nil }
+            return (fields[0] == "+Inf" ? .infinity : Double(fields[0]) ?? .infinity, count)
+        }
+        return BuildFigures(
+            count: metric("aviary_timeline_build_seconds_count", in: reply), seconds: metric("aviary_timeline_build_seconds_sum", in: reply),
+            buckets: buckets)
     }
 
     /// The value of a series without labels in a `/metrics` answer; 0 when it is not there.

@@ -6,8 +6,10 @@ import Redis
 /// writes keep it current with its members' decimal form, `ARGV` after the packed ids.
 enum TimelineScripts {
     /// Helpers: `older(a, b)`, `split(s, from)` (the 8-byte entries of `s` from byte `from`),
-    /// `merged(a, b)` (two ascending lists as one, without repeats) and `packed(state, ids, cap)`
-    /// (the value of at most the newest `cap` of `ids`; a whole timeline that loses any becomes truncated).
+    /// `merged(a, b)` (two ascending lists as one, without repeats), `packed(state, ids, cap)` (the
+    /// value of at most the newest `cap` of `ids`; a whole timeline that loses any becomes
+    /// truncated), `trimmed(value, cap)` (the same for a value) and `position(value, id)` (how many
+    /// entries of a value are older than `id`, found by binary search, and whether the next is it).
     private static let entries = """
         local function older(a, b)
           for i = 1, 8 do
@@ -39,6 +41,20 @@ enum TimelineScripts {
           end
           return state .. table.concat(ids, '', first)
         end
+        local function trimmed(value, cap)
+          if #value <= 1 + 8 * cap then return value end
+          local state = string.sub(value, 1, 1)
+          if state == 'W' then state = 'T' end
+          return state .. string.sub(value, #value - 8 * cap + 1)
+        end
+        local function position(value, id)
+          local low, high = 0, (#value - 1) / 8
+          while low < high do
+            local middle = math.floor((low + high) / 2)
+            if older(string.sub(value, 8 * middle + 2, 8 * middle + 9), id) then low = middle + 1 else high = middle end
+          end
+          return low, string.sub(value, 8 * low + 2, 8 * low + 9) == id
+        end
         """
 
     /// `addToEach(firstKey, firstArg)`: adds the ids `ARGV[firstArg]` (packed, ascending, distinct)
@@ -47,9 +63,29 @@ enum TimelineScripts {
     /// length past which a timeline is trimmed back to it. Returns how many it added to.
     ///
     /// Ids newer than the newest entry, as fan-out's nearly always are, are appended: one lookup of
-    /// the last entry and one `APPEND`. Others are merged into a rewrite. Trimming waits for the
-    /// slack above the capacity, so a full timeline is rewritten once per that many appends.
+    /// the last entry and one `APPEND`. Others (tweets fanned out concurrently, a followee's tweets
+    /// after a follow) are each spliced in at its place, found by entry lookups searching back from
+    /// the newest (`placeOf`), by a `SETRANGE` of it and the entries after it: a few bytes for a tweet
+    /// that arrived a little late, and no value copied into Lua. Hundreds of ids are merged into a
+    /// rewrite instead. Trimming waits for the slack above the capacity, so a full timeline is
+    /// rewritten once per that many appends.
     private static let addToEach = entries + "\n" + """
+        local function entryAt(key, k)
+          return redis.call('GETRANGE', key, 8 * k - 7, 8 * k)
+        end
+        local function placeOf(key, n, id)
+          local low, high, step = n, n + 1, 1
+          while low > 0 and not older(entryAt(key, low), id) do
+            high = low
+            low = math.max(0, low - step)
+            step = step * 2
+          end
+          while high - low > 1 do
+            local middle = math.floor((low + high) / 2)
+            if older(entryAt(key, middle), id) then low = middle else high = middle end
+          end
+          return low, high <= n and entryAt(key, high) == id
+        end
         local function addToEach(firstKey, firstArg)
           local cap, limit, ids = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[firstArg]
           local oldestNew = string.sub(ids, 1, 8)
@@ -64,6 +100,16 @@ enum TimelineScripts {
               local size
               if #tail == 1 or older(string.sub(tail, 2), oldestNew) then
                 size = redis.call('APPEND', key, ids)
+              elseif #ids <= 8 * 128 then
+                local n = (redis.call('STRLEN', key) - 1) / 8
+                for _, id in ipairs(split(ids, 1)) do
+                  local before, present = placeOf(key, n, id)
+                  if not present then
+                    redis.call('SETRANGE', key, 8 * before + 1, id .. redis.call('GETRANGE', key, 8 * before + 1, -1))
+                    n = n + 1
+                  end
+                end
+                size = 1 + 8 * n
               else
                 local value = redis.call('GET', key)
                 value = packed(string.sub(value, 1, 1), merged(split(value, 2), split(ids, 1)), cap)
@@ -71,8 +117,7 @@ enum TimelineScripts {
                 size = #value
               end
               if size > 1 + 8 * limit then
-                local value = redis.call('GET', key)
-                redis.call('SET', key, packed(string.sub(value, 1, 1), split(value, 2), cap), 'KEEPTTL')
+                redis.call('SET', key, trimmed(redis.call('GET', key), cap), 'KEEPTTL')
               end
               touched = touched + 1
             end
@@ -99,15 +144,6 @@ enum TimelineScripts {
         entries + "\n" + """
             local gone, count = {}, #ARGV[1] / 8
             for _, id in ipairs(split(ARGV[1], 1)) do gone[id] = true end
-            local function find(value, id)
-              local low, high = 1, (#value - 1) / 8
-              while low <= high do
-                local middle = math.floor((low + high) / 2)
-                local entry = string.sub(value, 8 * middle - 6, 8 * middle + 1)
-                if entry == id then return middle end
-                if older(entry, id) then low = middle + 1 else high = middle - 1 end
-              end
-            end
             for i = 1, #KEYS do
               local key = KEYS[i]
               local value = redis.pcall('GET', key)
@@ -116,15 +152,18 @@ enum TimelineScripts {
               elseif value and #value > 1 then
                 local kept
                 if count <= 16 then
-                  local positions = {}
-                  for id in pairs(gone) do positions[#positions + 1] = find(value, id) end
-                  if #positions > 0 then
-                    table.sort(positions)
+                  local found = {}
+                  for id in pairs(gone) do
+                    local before, present = position(value, id)
+                    if present then found[#found + 1] = before end
+                  end
+                  if #found > 0 then
+                    table.sort(found)
                     kept = {string.sub(value, 1, 1)}
                     local from = 2
-                    for _, position in ipairs(positions) do
-                      kept[#kept + 1] = string.sub(value, from, 8 * position - 7)
-                      from = 8 * position + 2
+                    for _, before in ipairs(found) do
+                      kept[#kept + 1] = string.sub(value, from, 8 * before + 1)
+                      from = 8 * before + 10
                     end
                     kept[#kept + 1] = string.sub(value, from)
                   end
