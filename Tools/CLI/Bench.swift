@@ -183,21 +183,39 @@ func validateRate(_ rate: Int, option: String) throws {
 /// Dispatch's timer thread, handing the call to a loop): on a 2-core machine shared with the
 /// services, the load generator's own wake-ups would otherwise be part of what it measures. A call
 /// waits less than a millisecond to start (none at 1,000/s and below, where every call falls due on
-/// a tick), and that wait counts in its latency.
+/// a tick, with `.uniform` arrivals), and that wait counts in its latency.
 func runAtRate(
-    _ rate: Int, for duration: Duration, _ body: @escaping @Sendable (Int) async throws -> Void
+    _ rate: Int, for duration: Duration, arrivals: Arrivals = .uniform, _ body: @escaping @Sendable (Int) async throws -> Void
 ) async throws -> LoadFigures {
     precondition(callRates.contains(rate), "rates are checked with validateRate")
     let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
     let total = Int(Double(rate) * (Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18))
     let interval = Int64(1_000_000_000 / rate)
-    let tick = max(interval, 1_000_000)
-    let ticks = total == 0 ? 0 : Int((Int64(total - 1) * interval + tick - 1) / tick) + 1
+    // Nanoseconds after the start at which each call falls due, ascending; the first at the start.
+    let dueTimes: [Int64]
+    switch arrivals {
+    case .uniform:
+        dueTimes = (0..<total).map { Int64($0) * interval }
+    case .poisson:
+        var random = BenchRandom()
+        var time = 0.0
+        dueTimes = (0..<total).map { _ in
+            defer { time -= log(1 - Double.random(in: 0..<1, using: &random)) * Double(interval) }
+            return Int64(time)
+        }
+    }
+    let tick = arrivals == .uniform ? max(interval, 1_000_000) : 1_000_000
+    let ticks = total == 0 ? 0 : Int((dueTimes[total - 1] + tick - 1) / tick) + 1
     let start = NIODeadline.now() + .milliseconds(1)
     let pace = Pace(total: total)
-    /// How many calls are due `nanoseconds` after the start (the first is due at the start).
+    /// How many calls are due `nanoseconds` after the start.
     @Sendable func callsDue(by nanoseconds: Int64) -> Int {
-        nanoseconds < 0 ? 0 : min(total, Int(nanoseconds / interval) + 1)
+        var (low, high) = (0, total)
+        while low < high {
+            let middle = (low + high) / 2
+            if dueTimes[middle] <= nanoseconds { low = middle + 1 } else { high = middle }
+        }
+        return low
     }
     /// Starts the calls due since the tick before `index` when it comes, on `loop`, and schedules
     /// the loop's next tick.
@@ -206,7 +224,7 @@ func runAtRate(
         loop.scheduleTask(deadline: start + .nanoseconds(at)) {
             if index + stride < ticks { schedule(tick: index + stride, on: loop, every: stride) }
             for call in callsDue(by: at - tick)..<callsDue(by: at) {
-                let due = start + .nanoseconds(interval * Int64(call))
+                let due = start + .nanoseconds(dueTimes[call])
                 Task(executorPreference: EventLoopTaskExecutor(eventLoop: loop)) {
                     do {
                         try await body(call)
@@ -232,6 +250,13 @@ func runAtRate(
     return LoadFigures(
         calls: total - failures, seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18,
         latencies: pace.latencies)
+}
+
+/// When the calls of ``runAtRate`` fall due: evenly spaced (wrk2's constant throughput), or a Poisson
+/// process of the same mean rate (independent users: gaps drawn from an exponential distribution,
+/// bursts included).
+enum Arrivals {
+    case uniform, poisson
 }
 
 /// What the calls of ``runAtRate`` measured, and who to tell when the last one answers.
