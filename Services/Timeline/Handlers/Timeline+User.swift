@@ -12,7 +12,7 @@ extension TimelineService {
         let count = Self.candidateCount(forPage: limit)
         let candidates: TimelineIDs
         do {
-            guard let found = try await recent(of: [author], before: before, count: count)[author] else {
+            guard let found = try await recent(of: author, before: before, count: count) else {
                 throw Self.unknownUser(params.userId)
             }
             candidates = found

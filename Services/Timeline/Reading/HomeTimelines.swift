@@ -26,13 +26,9 @@ extension TimelineService {
         let followed = try await celebrities.followed(by: user, generation: read.extra[0], cached: read.extra[1])
         guard !followed.isEmpty else { return TimelineIDs(ids: home.ids, more: home.ids.count == count) }
 
-        var more = home.ids.count == count
-        var merged = Set(home.ids)
-        for slice in try await recent(of: followed, before: before, count: count).values {
-            merged.formUnion(slice.ids)
-            more = more || slice.more
-        }
-        var ids = merged.sorted(by: >)
+        let theirs = try await recent(ofAll: followed, before: before, count: count)
+        var more = home.ids.count == count || theirs.more
+        var ids = Set(home.ids).union(theirs.ids).sorted(by: >)
         if ids.count > count {
             ids.removeLast(ids.count - count)
             more = true

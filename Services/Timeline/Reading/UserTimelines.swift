@@ -8,46 +8,59 @@ struct TimelineIDs: Sendable {
 }
 
 extension TimelineService {
-    /// The newest `count` tweet ids strictly before `before` of each of `authors`, from their cached
-    /// user timelines (read from the tweets service past the end of a truncated one). A missing set
-    /// is built in the background and its page read from the tweets service meanwhile. Authors the
-    /// accounts service does not know are left out.
-    func recent(of authors: [Int64], before: Int64?, count: Int) async throws -> [Int64: TimelineIDs] {
-        let keys = authors.map(TimelineKeys.user)
-        let slices = try await cache.read(keys, before: before, count: count, lifetime: settings.userCacheSeconds).slices
-        var result: [Int64: TimelineIDs] = [:]
-        var missing: [Int64] = []
-        for (index, slice) in slices.enumerated() {
-            let author = authors[index]
-            guard case .ready = slice.state else {
+    /// The newest `count` tweet ids strictly before `before` of `author`, from their cached user
+    /// timeline, or from the tweets service when it is missing (its build is started) or the page
+    /// runs past the end of a truncated one. Nil when the accounts service does not know the author.
+    func recent(of author: Int64, before: Int64?, count: Int) async throws -> TimelineIDs? {
+        let cached = try await cachedPages(of: [author], before: before, count: count)
+        if let page = cached.pages[author] { return page }
+        let ids = try await tweets.recentIDs(of: [author], limit: count, before: before)
+        // An empty page may be an unknown author's.
+        if ids.isEmpty, try await !accounts.exists(author, context: nil) { return nil }
+        return TimelineIDs(ids: ids, more: ids.count == count)
+    }
+
+    /// The newest `count` tweet ids strictly before `before` of `authors` together (the celebrities a
+    /// home timeline merges), newest first: the cached pages, and one call of the tweets service for
+    /// every author whose page is not cached, however many went cold together.
+    func recent(ofAll authors: [Int64], before: Int64?, count: Int) async throws -> TimelineIDs {
+        let cached = try await cachedPages(of: authors, before: before, count: count)
+        var merged = Set(cached.pages.values.flatMap(\.ids))
+        var more = cached.pages.values.contains { $0.more }
+        if !cached.uncached.isEmpty {
+            let ids = try await tweets.recentIDs(of: cached.uncached, limit: count, before: before)
+            merged.formUnion(ids)
+            more = more || ids.count == count
+        }
+        var ids = merged.sorted(by: >)
+        if ids.count > count {
+            ids.removeLast(ids.count - count)
+            more = true
+        }
+        return TimelineIDs(ids: ids, more: more)
+    }
+
+    /// The pages the cached user timelines of `authors` answer, and the authors they cannot answer
+    /// for: missing or being built (a build is started) or read past the oldest entry of a truncated
+    /// timeline (the set vanished since it was built, or the page goes deeper than it keeps).
+    private func cachedPages(of authors: [Int64], before: Int64?, count: Int) async throws
+        -> (pages: [Int64: TimelineIDs], uncached: [Int64])
+    {
+        let slices = try await cache.read(authors.map(TimelineKeys.user), before: before, count: count, lifetime: settings.userCacheSeconds)
+            .slices
+        var pages: [Int64: TimelineIDs] = [:]
+        var uncached: [Int64] = []
+        for (author, slice) in zip(authors, slices) {
+            switch slice.state {
+            case .ready where slice.ids.count == count: pages[author] = TimelineIDs(ids: slice.ids, more: true)
+            case .ready(whole: true): pages[author] = TimelineIDs(ids: slice.ids, more: false)
+            case .ready(whole: false): uncached.append(author)
+            case .missing, .building:
                 buildUserTimelineLater(author)
-                missing.append(author)
-                continue
-            }
-            if slice.ids.count == count {
-                result[author] = TimelineIDs(ids: slice.ids, more: true)
-            } else if slice.state == .ready(whole: true) {
-                result[author] = TimelineIDs(ids: slice.ids, more: false)
-            } else {
-                // The page runs past the oldest cached entry of a truncated set (or the set vanished
-                // since it was built): the tweets service has the rest.
-                let ids = try await tweets.recentIDs(of: [author], limit: count, before: before)
-                result[author] = TimelineIDs(ids: ids, more: ids.count == count)
+                uncached.append(author)
             }
         }
-        let pages = try await withThrowingTaskGroup(of: (Int64, [Int64]).self) { group in
-            for author in missing {
-                group.addTask { [tweets] in (author, try await tweets.recentIDs(of: [author], limit: count, before: before)) }
-            }
-            return try await group.reduce(into: [Int64: [Int64]]()) { $0[$1.0] = $1.1 }
-        }
-        // An empty page may be an unknown author's: the accounts service is asked once for all of them.
-        let empty = pages.filter { $0.value.isEmpty }.map(\.key)
-        let known = empty.isEmpty ? [] : try await accounts.existing(empty, context: nil)
-        for (author, ids) in pages where !ids.isEmpty || known.contains(author) {
-            result[author] = TimelineIDs(ids: ids, more: ids.count == count)
-        }
-        return result
+        return (pages, uncached)
     }
 
     /// Builds `author`'s user timeline set in the background unless it is complete; no set is made
@@ -61,4 +74,3 @@ extension TimelineService {
         }
     }
 }
-
