@@ -154,7 +154,7 @@ struct TimelineBench: AsyncParsableCommand {
         /// The mix at `rate` for `duration`, Poisson arrivals: its figures (a failed call, or a reply
         /// that fails its check, counts as an error and as a 10 s answer), each kind's from its own
         /// start, and read-your-writes: for one create in ten, how long after its acknowledgement a
-        /// friend's home timeline (read through the service, every 5 ms) shows it.
+        /// friend's home timeline (read through the service, ``BenchVisibility``) shows it.
         @Sendable func mix(at rate: Int, for duration: Duration) async throws -> (outcome: BenchOutcome, byKind: String, visible: String) {
             let byKind = Mutex<[[Duration]]>(MixCall.allCases.map { _ in [] })
             let visibility = BenchVisibility()
@@ -342,25 +342,44 @@ struct BenchPage: Decodable {
 }
 
 /// The read-your-writes samples of the mix: each sampled post watched on one friend's home
-/// timeline, read through the service every 5 ms for up to 5 s after the post's acknowledgement.
+/// timeline, read through the service after 5 ms, then at pauses doubling to 250 ms, for up to 5 s
+/// after the post's acknowledgement (a delay is known to within its last pause); at most ``open``
+/// watches at once, so that watching cannot add a storm of reads to a stack already behind.
 final class BenchVisibility: Sendable {
     private struct State {
         var delays: [Duration] = []
         var missed = 0
+        var open = 0
+        var skipped = 0
         var watches: [Task<Void, Never>] = []
     }
     private let state = Mutex(State())
     static let patience = Duration.seconds(5)
 
+    /// Watches open at once at most; a sample offered while that many are open is skipped.
+    static let open = 32
+
     func watch(_ id: String, on friend: BenchUser, from acknowledged: ContinuousClock.Instant, services: BenchServices) {
+        guard state.withLock({ state in
+            guard state.open < Self.open else {
+                state.skipped += 1
+                return false
+            }
+            state.open += 1
+            return true
+        }) else { return }
         let watch = Task { [self] in
+            defer { state.withLock { $0.open -= 1 } }
+            var pause = Duration.milliseconds(5)
             while ContinuousClock.now - acknowledged < Self.patience {
                 if let page = try? await services.home(of: friend, limit: 10), page.items.contains(where: { $0.id == id }) {
                     let delay = ContinuousClock.now - acknowledged
                     state.withLock { $0.delays.append(delay) }
                     return
                 }
-                try? await Task.sleep(for: .milliseconds(5))
+                try? await Task.sleep(for: pause)
+                // Backing off to 250 ms: a watch must not add a storm of reads to a slow stack.
+                pause = min(pause * 2, .milliseconds(250))
             }
             state.withLock { $0.missed += 1 }
         }
@@ -371,12 +390,12 @@ final class BenchVisibility: Sendable {
     /// counts as the 5 s waited), and how many were never seen.
     func figures() async -> String {
         for watch in state.withLock({ $0.watches }) { await watch.value }
-        let (delays, missed) = state.withLock { ($0.delays, $0.missed) }
+        let (delays, missed, skipped) = state.withLock { ($0.delays, $0.missed, $0.skipped) }
         guard delays.count + missed > 0 else { return "no samples" }
         let all = LoadFigures(calls: delays.count + missed, seconds: 1, latencies: delays + Array(repeating: Self.patience, count: missed))
         return String(
-            format: "%d samples, p50 %.2f ms, p99 %.2f ms, not seen within 5 s: %d", delays.count + missed, all.percentile(0.5),
-            all.percentile(0.99), missed)
+            format: "%d samples, p50 %.2f ms, p99 %.2f ms, not seen within 5 s: %d (%d skipped: %d watches open)",
+            delays.count + missed, all.percentile(0.5), all.percentile(0.99), missed, skipped, Self.open)
     }
 }
 
