@@ -1,4 +1,5 @@
 import ArgumentParser
+import AviaryAPI
 import AviaryJSON
 import Foundation
 import Logging
@@ -30,8 +31,11 @@ struct TimelineBench: AsyncParsableCommand {
     @Option(help: "The Reed98 edge list (run from the repository's root, or give its path).")
     var graph = "Tests/Fixtures/socfb-Reed98/socfb-Reed98.edges"
 
-    @Option(help: "Tweets each Reed98 user posts before the runs.")
-    var tweetsPerUser = 5
+    @Option(help: "Tweets each Reed98 user posts before the runs; without it each posts 0 to 20 (uniformly), as DeathStarBench's set-up does.")
+    var tweetsPerUser: Int?
+
+    @Option(help: "The mix's calls: deathstarbench (reads at a random depth of 0 to 100 entries, following cursors; posts of 280 characters with 1 to 6 mentions and 1 to 6 links) or pages (the first 10 entries; short posts).")
+    var mix = MixShape.deathstarbench
 
     @Option(help: "Seconds per measured run.")
     var seconds = 5
@@ -103,9 +107,10 @@ struct TimelineBench: AsyncParsableCommand {
         }
         print("set-up: \(follows.count) graph.follow in \(Self.format(ContinuousClock.now - clock)) (\(followRun.summary))")
 
-        let posts = (0..<(nodeCount * tweetsPerUser)).map { reed[$0 % nodeCount] }
+        let posts = reed.flatMap { user in Array(repeating: user, count: tweetsPerUser ?? BenchRandom.pick(0...20)) }.shuffled()
+        let shape = self.mix
         let creates = try await services.closedLoop(posts.count, workers: 32) { index in
-            try await services.post(as: posts[index], "bench words \(index) #reed")
+            try await services.post(as: posts[index], shape.text(index, mentioning: reed))
         }
         print("tweets.create, 32 clients: \(creates.summary)   (target ≥ 1,500/s)")
 
@@ -143,7 +148,7 @@ struct TimelineBench: AsyncParsableCommand {
 
         let weights = parsedWeights
         let total = weights.reduce(0, +)
-        let shares = MixCall.allCases.map { "\(weights[$0.rawValue] * 100 / total)% \($0)" }.joined(separator: ", ")
+        let shares = MixCall.allCases.map { "\(weights[$0.rawValue] * 100 / total)% \($0)" }.joined(separator: ", ") + ", \(self.mix)"
         // Each Reed98 user's friends (they follow each other), for read-your-writes samples.
         var friends = [[Int]](repeating: [], count: nodeCount)
         for (a, b) in edges where a != b {
@@ -164,10 +169,10 @@ struct TimelineBench: AsyncParsableCommand {
                 let kind = MixCall.pick(BenchRandom.pick(0..<total), weights: weights)
                 let began = ContinuousClock.now
                 switch kind {
-                case .home: try await services.home(of: user, limit: 10)
-                case .user: try await services.userTimeline(of: reed[BenchRandom.pick(0..<nodeCount)], as: user, limit: 10)
+                case .home: try await services.read(.home, of: user, as: user, entries: shape.entriesRead())
+                case .user: try await services.read(.user, of: reed[BenchRandom.pick(0..<nodeCount)], as: user, entries: shape.entriesRead())
                 case .create:
-                    let id = try await services.post(as: user, "mixed words \(BenchRandom.pick(0..<1_000_000))")
+                    let id = try await services.post(as: user, shape.text(BenchRandom.pick(0..<1_000_000), mentioning: reed))
                     if call % 10 == 0, !friendsOf[index].isEmpty {
                         let friend = reed[friendsOf[index][BenchRandom.pick(0..<friendsOf[index].count)]]
                         visibility.watch(id, on: friend, from: ContinuousClock.now, services: services)
@@ -329,6 +334,7 @@ struct BenchPage: Decodable {
         var author: Author
     }
     var items: [Item]
+    var nextCursor: String?
 
     /// Throws unless the page has at most `limit` tweets, newest first, all by `author` when given.
     func check(limit: Int, author: String?) throws {
@@ -402,6 +408,7 @@ final class BenchVisibility: Sendable {
 /// A user the bench registered, with their access token and the refresh token that renews it.
 struct BenchUser: Sendable {
     var id: String
+    var username: String
     var token: String
     var refreshToken: String
 }
@@ -443,7 +450,8 @@ struct BenchServices: Sendable {
                 "auth.register",
                 params: ["email": "\(name)@bench.invalid", "password": "bench-password-\(run)", "username": name, "fullname": "Bench \(index)"],
                 as: Registered.self)
-            users.withLock { $0[index] = BenchUser(id: registered.user.id, token: registered.accessToken, refreshToken: registered.refreshToken) }
+            users.withLock { $0[index] = BenchUser(
+                    id: registered.user.id, username: name, token: registered.accessToken, refreshToken: registered.refreshToken) }
         }
         return users.withLock { $0.compactMap { $0 } }
     }
@@ -476,7 +484,7 @@ struct BenchServices: Sendable {
         guard let expires = RFC3339.parse(refreshed.expiresAt) else {
             throw BenchBadReply(text: "auth.refresh expiresAt \(refreshed.expiresAt)")
         }
-        return (BenchUser(id: user.id, token: refreshed.accessToken, refreshToken: refreshed.refreshToken), expires)
+        return (BenchUser(id: user.id, username: user.username, token: refreshed.accessToken, refreshToken: refreshed.refreshToken), expires)
     }
 
     func follow(_ follower: BenchUser, _ followee: BenchUser) async throws {
@@ -495,9 +503,10 @@ struct BenchServices: Sendable {
 
     /// A page of `user`'s home timeline, checked: at most `limit` tweets, newest first.
     @discardableResult
-    func home(of user: BenchUser, limit: Int) async throws -> BenchPage {
+    func home(of user: BenchUser, limit: Int, cursor: String? = nil) async throws -> BenchPage {
+        let after = cursor.map { #","cursor":"\#($0)""# } ?? ""
         let page = try await timeline.send(
-            "timeline.home", params: RawJSON(unchecked: Array(#"{"limit":\#(limit)}"#.utf8)), meta: RequestMeta(token: user.token)
+            "timeline.home", params: RawJSON(unchecked: Array(#"{"limit":\#(limit)\#(after)}"#.utf8)), meta: RequestMeta(token: user.token)
         ).decode(BenchPage.self)
         try page.check(limit: limit, author: nil)
         return page
@@ -505,12 +514,31 @@ struct BenchServices: Sendable {
 
     /// A page of `author`'s user timeline as `viewer` reads it, checked: at most `limit` tweets, all
     /// `author`'s, newest first.
-    func userTimeline(of author: BenchUser, as viewer: BenchUser, limit: Int) async throws {
+    @discardableResult
+    func userTimeline(of author: BenchUser, as viewer: BenchUser, limit: Int, cursor: String? = nil) async throws -> BenchPage {
+        let after = cursor.map { #","cursor":"\#($0)""# } ?? ""
         let page = try await timeline.send(
-            "timeline.user", params: RawJSON(unchecked: Array(#"{"userId":"\#(author.id)","limit":\#(limit)}"#.utf8)),
+            "timeline.user", params: RawJSON(unchecked: Array(#"{"userId":"\#(author.id)","limit":\#(limit)\#(after)}"#.utf8)),
             meta: RequestMeta(token: viewer.token)
         ).decode(BenchPage.self)
         try page.check(limit: limit, author: author.id)
+        return page
+    }
+
+    /// The newest `entries` of `owner`'s home (then `owner` is the reader) or user timeline, as
+    /// DeathStarBench's reads of entries `start` to `start + 10` need them: pages of up to 100
+    /// following their cursors, each checked, until that many are read or the timeline ends.
+    func read(_ timeline: MixCall, of owner: BenchUser, as reader: BenchUser, entries: Int) async throws {
+        var read = 0
+        var cursor: String?
+        repeat {
+            let limit = min(entries - read, PageLimit.maximum)
+            let page =
+                timeline == .home
+                ? try await home(of: reader, limit: limit, cursor: cursor) : try await userTimeline(of: owner, as: reader, limit: limit, cursor: cursor)
+            read += page.items.count
+            cursor = page.nextCursor
+        } while read < entries && cursor != nil
     }
 
     /// For each sample: posts as `author`, then polls every follower's home set in Redis until the
@@ -578,7 +606,35 @@ struct BenchServices: Sendable {
 }
 
 /// The kinds of call in the DeathStarBench mix, in the order `--mix-weights` gives their weights.
-private enum MixCall: Int, CaseIterable {
+/// What the mix's calls ask for (`--mix`).
+enum MixShape: String, ExpressibleByArgument, CustomStringConvertible {
+    /// DeathStarBench's: reads of entries `start` to `start + 10`, `start` from 0 to 100; posts of
+    /// 280 characters with 1 to 6 mentions of real users and 1 to 6 links (no media).
+    case deathstarbench
+    /// The first page of 10 entries; posts of a few words.
+    case pages
+
+    var description: String { rawValue == "pages" ? "first pages of 10, short posts" : "DeathStarBench's depths and posts" }
+
+    /// How many entries a read needs.
+    func entriesRead() -> Int {
+        self == .pages ? 10 : BenchRandom.pick(0...100) + 10
+    }
+
+    /// A post's text: DeathStarBench's 1 to 6 mentions of random `users`, 1 to 6 links and words up
+    /// to 280 characters (a link counts as 23), or a few words.
+    func text(_ index: Int, mentioning users: [BenchUser]) -> String {
+        guard self == .deathstarbench else { return "bench words \(index) #reed" }
+        let mentions = (0..<BenchRandom.pick(1...6)).map { _ in "@" + users[BenchRandom.pick(0..<users.count)].username }
+        let links = (0..<BenchRandom.pick(1...6)).map { _ in "https://example.com/\(index)/\(BenchRandom.pick(0..<1_000_000))" }
+        let used = mentions.reduce(0) { $0 + $1.count + 1 } + links.count * 24
+        var words = "post \(index)"
+        while words.count + 6 <= 280 - used { words += " words" }
+        return ([words] + mentions + links).joined(separator: " ")
+    }
+}
+
+enum MixCall: Int, CaseIterable {
     /// Interpolated as their names: `home`, `user`, `create`.
     case home, user, create
 
