@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 import RPC
+import ServiceKit
 import Synchronization
 
 /// `aviary bench …`: benchmarks that print figures (never pass/fail): run them on a quiet machine.
@@ -371,5 +373,36 @@ enum BenchProcesses {
             guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return total }
             return total + (user + system) / ticks
         }
+    }
+}
+
+/// The value of a series without labels in a `/metrics` answer; 0 when it is not there.
+func prometheusSample(_ name: String, in reply: BenchHTTP.Reply) -> Double {
+    String(buffer: reply.body).split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        .flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+}
+
+/// The Postgres statements every process of the local stack has sent
+/// (`aviary_postgres_statements_total` on each admin port, background work included: fan-out, the
+/// outbox relay, builds), so that a run can print its statements per call.
+final class BenchStatements: Sendable {
+    private let admins = ServiceName.allCases.map { BenchHTTP(host: "127.0.0.1", port: $0.defaultAdminPort) }
+
+    func total() async throws -> Double {
+        var total = 0.0
+        for admin in admins { total += prometheusSample("aviary_postgres_statements_total", in: try await admin.request(.GET, "/metrics")) }
+        return total
+    }
+
+    /// `"  Postgres statements per call, …: x"` for `calls` calls made since `before` (a ``total()``;
+    /// nil when the admin ports did not answer then, as for a stack on other hosts).
+    func perCall(since before: Double?, calls: Int) async -> String {
+        guard let before, let now = try? await total() else { return "  Postgres statements per call: not read (no admin port on 127.0.0.1)" }
+        return String(
+            format: "  Postgres statements per call, every service's, background work included: %.2f", (now - before) / Double(max(1, calls)))
+    }
+
+    func close() async {
+        for admin in admins { await admin.close() }
     }
 }

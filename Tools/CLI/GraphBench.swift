@@ -78,13 +78,17 @@ struct GraphBench: AsyncParsableCommand {
         let targets = try await followeeIDs(auth: auth)
         let run = FollowRun(graph: graph, issuer: issuer, followees: targets, workers: clients)
 
+        let statements = BenchStatements()
+        var before = try? await statements.total()
         let follows = try await run.follow(for: .seconds(seconds))
         print("graph.follow, \(clients) clients, \(targets.count) followees:  \(follows.summary)   (target ≥ 3,000 calls/s)")
+        print(await statements.perCall(since: before, calls: follows.calls))
 
         try await run.topUp(followee: targets[0], toAtLeast: pageSize)
         let meta = RequestMeta(service: credential)
         let params = try RawJSON(encoding: ["userId": JSONValue.string(String(targets[0])), "limit": .int(Int64(pageSize))])
         var latencies: [Duration] = []
+        before = try? await statements.total()
         let started = ContinuousClock.now
         for _ in 0..<samples {
             let began = ContinuousClock.now
@@ -98,6 +102,8 @@ struct GraphBench: AsyncParsableCommand {
         }
         let pages = LoadFigures(calls: samples, seconds: Self.seconds(ContinuousClock.now - started), latencies: latencies)
         print("graph.followerIds, page of \(pageSize), 1 client:  \(pages.summary)   (target p99 < 5 ms; to the response, client decoding excluded)")
+        print(await statements.perCall(since: before, calls: samples))
+        await statements.close()
 
         let unfollows = try await run.undo()
         print("graph.unfollow (clean-up), \(clients) clients:  \(unfollows.summary)")

@@ -188,13 +188,8 @@ struct TimelineBench: AsyncParsableCommand {
             }
             return (BenchOutcome(figures: figures, expected: expected, cpuSeconds: 0), parts.joined(separator: ";  "), visible)
         }
-        // Every process's statements, background work included (fan-out, the outbox relay).
-        let admins = ServiceName.allCases.map { BenchHTTP(host: "127.0.0.1", port: $0.defaultAdminPort) }
-        @Sendable func statementsSent() async throws -> Double {
-            var total = 0.0
-            for admin in admins { total += Self.metric("aviary_postgres_statements_total", in: try await admin.request(.GET, "/metrics")) }
-            return total
-        }
+        let statements = BenchStatements()
+        @Sendable func statementsSent() async throws -> Double { try await statements.total() }
         var best: Int?
         var failedStep = false
         for rate in parsedRates ?? [] {
@@ -265,7 +260,7 @@ struct TimelineBench: AsyncParsableCommand {
             print(String(format: "  Postgres statements per call, every service's, background work included: %.2f", perCall))
         }
         await timelineMetrics.close()
-        for admin in admins { await admin.close() }
+        await statements.close()
         await services.shutdown()
     }
 
@@ -302,14 +297,8 @@ struct TimelineBench: AsyncParsableCommand {
             return (fields[0] == "+Inf" ? .infinity : Double(fields[0]) ?? .infinity, count)
         }
         return BuildFigures(
-            count: metric("aviary_timeline_build_seconds_count", in: reply), seconds: metric("aviary_timeline_build_seconds_sum", in: reply),
+            count: prometheusSample("aviary_timeline_build_seconds_count", in: reply), seconds: prometheusSample("aviary_timeline_build_seconds_sum", in: reply),
             buckets: buckets)
-    }
-
-    /// The value of a series without labels in a `/metrics` answer; 0 when it is not there.
-    private static func metric(_ name: String, in reply: BenchHTTP.Reply) -> Double {
-        String(buffer: reply.body).split(separator: "\n").first { $0.hasPrefix(name + " ") }
-            .flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
     }
 
     private static func loadEdges(_ path: String) throws -> [(Int, Int)] {

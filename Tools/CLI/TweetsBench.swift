@@ -61,6 +61,8 @@ struct TweetsBench: AsyncParsableCommand {
         let authorTokens = accounts.map(\.accessToken)
         let created = Mutex<[String]>([])
         let counter = Atomic<Int>(0)
+        let statements = BenchStatements()
+        var before = try? await statements.total()
         let creates = try await runLoad(workers: clients, duration: .seconds(seconds)) { worker in
             let number = counter.add(1, ordering: .relaxed).newValue
             let tweet = try await tweets.call(
@@ -69,11 +71,13 @@ struct TweetsBench: AsyncParsableCommand {
             created.withLock { $0.append(tweet.id) }
         }
         print("tweets.create, \(clients) clients:  \(creates.summary)   (target ≥ 1,500 calls/s)")
+        print(await statements.perCall(since: before, calls: creates.calls))
 
         let ids = created.withLock { $0 }
         guard ids.count >= batch else { throw ValidationError("only \(ids.count) tweets were created") }
         let meta = RequestMeta(service: credential)
         let viewer = accounts[0].user.id
+        before = try? await statements.total()
         let reads = try await runLoad(workers: clients, duration: .seconds(seconds)) { _ in
             let start = BenchRandom.pick(0...(ids.count - batch))
             let params = try RawJSON(
@@ -82,6 +86,8 @@ struct TweetsBench: AsyncParsableCommand {
             _ = try response.result()
         }
         print("tweets.getMany of \(batch), \(clients) clients:  \(reads.summary)   (\(Int(reads.rate) * batch) tweets/s)")
+        print(await statements.perCall(since: before, calls: reads.calls))
+        await statements.close()
     }
 
     private struct CreatedTweet: Decodable {
