@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Redis
+import TimelineService
 
 /// `aviary bench memory`: what the services' per-user and per-tweet keys cost in Redis, by
 /// `MEMORY USAGE` (exact: `SAMPLES 0`) over a sample of each kind, with the server's encoding
@@ -88,7 +89,7 @@ struct RedisMemory {
                 let count =
                     type == "zset"
                     ? max(0, (replies[index * 4 + 3].int ?? 1) - 1)
-                    : max(0, ((replies[index * 4 + 2].int ?? 1) - 1) / 8)
+                    : PackedTimeline.entryCount(ofLength: replies[index * 4 + 2].int ?? 0)
                 bytes += used
                 entries += count
                 if kind.timeline, count >= capacity { full.append(used) }

@@ -93,6 +93,11 @@ public struct PackedTimeline: Equatable, Sendable {
         return Int64(bitPattern: value)
     }
 
+    /// How many entries a value of `length` bytes holds (`STRLEN`).
+    public static func entryCount(ofLength length: Int) -> Int {
+        max(0, (length - 1) / width)
+    }
+
     /// The newest id of a timeline from its last 8 bytes (`GETRANGE key -8 -1`); nil when it has no entry.
     public static func newestID(inEnd bytes: [UInt8]) -> Int64? {
         bytes.count == width ? id(in: bytes[...], at: 0) : nil

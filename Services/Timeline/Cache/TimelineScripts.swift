@@ -8,8 +8,10 @@ enum TimelineScripts {
     /// Helpers: `older(a, b)`, `split(s, from)` (the 8-byte entries of `s` from byte `from`),
     /// `merged(a, b)` (two ascending lists as one, without repeats), `packed(state, ids, cap)` (the
     /// value of at most the newest `cap` of `ids`; a whole timeline that loses any becomes
-    /// truncated), `trimmed(value, cap)` (the same for a value) and `position(value, id)` (how many
-    /// entries of a value are older than `id`, found by binary search, and whether the next is it).
+    /// truncated), `trimmed(value, cap)` (the same for a value), `place(n, id, entry)` (how many of `n`
+    /// entries, the k-th given by `entry(k)`, are older than `id`, and whether the next is it: searched
+    /// back from the newest in doubling steps, then by halves, so a late tweet costs a few lookups)
+    /// and `position(value, id)` (`place` over a value).
     private static let entries = """
         local function older(a, b)
           for i = 1, 8 do
@@ -47,13 +49,21 @@ enum TimelineScripts {
           if state == 'W' then state = 'T' end
           return state .. string.sub(value, #value - 8 * cap + 1)
         end
-        local function position(value, id)
-          local low, high = 0, (#value - 1) / 8
-          while low < high do
-            local middle = math.floor((low + high) / 2)
-            if older(string.sub(value, 8 * middle + 2, 8 * middle + 9), id) then low = middle + 1 else high = middle end
+        local function place(n, id, entry)
+          local low, high, step = n, n + 1, 1
+          while low > 0 and not older(entry(low), id) do
+            high = low
+            low = math.max(0, low - step)
+            step = step * 2
           end
-          return low, string.sub(value, 8 * low + 2, 8 * low + 9) == id
+          while high - low > 1 do
+            local middle = math.floor((low + high) / 2)
+            if older(entry(middle), id) then low = middle else high = middle end
+          end
+          return low, high <= n and entry(high) == id
+        end
+        local function position(value, id)
+          return place((#value - 1) / 8, id, function(k) return string.sub(value, 8 * k - 6, 8 * k + 1) end)
         end
         """
 
@@ -64,27 +74,14 @@ enum TimelineScripts {
     ///
     /// Ids newer than the newest entry, as fan-out's nearly always are, are appended: one lookup of
     /// the last entry and one `APPEND`. Others (tweets fanned out concurrently, a followee's tweets
-    /// after a follow) are each spliced in at its place, found by entry lookups searching back from
-    /// the newest (`placeOf`), by a `SETRANGE` of it and the entries after it: a few bytes for a tweet
+    /// after a follow) are each spliced in at its place, found by `place` over 8-byte `GETRANGE`s
+    /// (`placeOf`), by a `SETRANGE` of it and the entries after it: a few bytes for a tweet
     /// that arrived a little late, and no value copied into Lua. Hundreds of ids are merged into a
     /// rewrite instead. Trimming waits for the slack above the capacity, so a full timeline is
     /// rewritten once per that many appends.
     private static let addToEach = entries + "\n" + """
-        local function entryAt(key, k)
-          return redis.call('GETRANGE', key, 8 * k - 7, 8 * k)
-        end
         local function placeOf(key, n, id)
-          local low, high, step = n, n + 1, 1
-          while low > 0 and not older(entryAt(key, low), id) do
-            high = low
-            low = math.max(0, low - step)
-            step = step * 2
-          end
-          while high - low > 1 do
-            local middle = math.floor((low + high) / 2)
-            if older(entryAt(key, middle), id) then low = middle else high = middle end
-          end
-          return low, high <= n and entryAt(key, high) == id
+          return place(n, id, function(k) return redis.call('GETRANGE', key, 8 * k - 7, 8 * k) end)
         end
         local function addToEach(firstKey, firstArg)
           local cap, limit, ids = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[firstArg]
@@ -139,7 +136,7 @@ enum TimelineScripts {
             """)
 
     /// Removes the ids `ARGV[1]` (packed, any order) from each timeline of `KEYS` that exists. A few
-    /// ids are found by binary search, many by one pass over the timeline.
+    /// ids are found by `position`, many by one pass over the timeline.
     static let remove = RedisScript(
         entries + "\n" + """
             local gone, count = {}, #ARGV[1] / 8
