@@ -4,7 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
-import HummingbirdWebSocket
+import NIOHTTP1
 import Logging
 import NIOCore
 import NIOSSL
@@ -25,6 +25,7 @@ public final class GatewayService: Sendable {
     let socketsPerUser: SocketRegistry<Int64>
     let socketsPerAddress: SocketRegistry<String>
     let liveChannels: LiveChannels
+    let openSockets = OpenSockets()
     /// The public port once it listens, for readiness and the log.
     let listening = Mutex<Int?>(nil)
 
@@ -43,21 +44,36 @@ public final class GatewayService: Sendable {
     static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
         let gateway = GatewayService(settings: try GatewaySettings(configuration: resources.configuration), resources: resources)
         resources.addBackgroundService(try gateway.application())
+        resources.addBackgroundService(SocketFarewell(sockets: gateway.openSockets))
         resources.addReadinessCheck("http") { gateway.listening.withLock { $0 != nil } }
     }
 
     /// The caller a request is made for: its token (`Authorization: Bearer …`) and its address.
     func caller(of request: Request, peer: String?) -> EdgeCaller {
+        caller(
+            authorization: request.headers[.authorization], peer: peer,
+            forwardedFor: { request.headers[values: Self.forwardedForHeader] }, forwarded: { request.headers[values: Self.forwardedHeader] })
+    }
+
+    /// The caller of a WebSocket upgrade's request, as NIO's upgrader hands it over.
+    func caller(of head: HTTPRequestHead, peer: String?) -> EdgeCaller {
+        caller(
+            authorization: head.headers.first(name: "Authorization"), peer: peer,
+            forwardedFor: { head.headers[Self.forwardedForHeader.rawName] }, forwarded: { head.headers[Self.forwardedHeader.rawName] })
+    }
+
+    /// The forwarding headers are read only when `peer` is a trusted proxy.
+    private func caller(
+        authorization: String?, peer: String?, forwardedFor: () -> [String], forwarded: () -> [String]
+    ) -> EdgeCaller {
         let proxies = settings.trustedProxies
         let address =
             if let peer, proxies.contains(peer) {
-                proxies.clientAddress(
-                    peer: peer, forwardedFor: request.headers[values: Self.forwardedForHeader],
-                    forwarded: request.headers[values: Self.forwardedHeader])
+                proxies.clientAddress(peer: peer, forwardedFor: forwardedFor(), forwarded: forwarded())
             } else {
                 peer
             }
-        return EdgeCaller(token: request.headers[.authorization].flatMap(Self.bearerToken), address: address)
+        return EdgeCaller(token: authorization.flatMap(Self.bearerToken), address: address)
     }
 
     /// The token of an `Authorization: Bearer <token>` value (the scheme in any case); read on
@@ -90,22 +106,17 @@ public final class GatewayService: Sendable {
         }
         router.get("openapi.json") { _, _ in EdgeResponses.json(OpenAPIDocument.document) }
 
-        var http1 = HTTP1Channel.Configuration(idleTimeout: .seconds(Int64(settings.idleTimeout.components.seconds)))
-        http1.httpDecoder = .init(
-            maxHeaderFieldSize: settings.maxHeaderBytes, maxHeaderListSize: settings.maxHeaderBytes, maxHeaderFieldCount: 100)
-        let webSocket = WebSocketServerConfiguration(
-            maxFrameSize: settings.maxMessageBytes, autoPing: .enabled(timePeriod: .seconds(30)), closeTimeout: .seconds(5),
-            validateUTF8: true)
-        let webSocketResponder = router.buildResponder()
-        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: http1, ws: webSocket)
+        let http1 = HTTP1Channel.Configuration(
+            idleTimeout: .seconds(Int64(settings.idleTimeout.components.seconds)),
+            httpDecoderConfiguration: .init(
+                maxHeaderFieldSize: settings.maxHeaderBytes, maxHeaderListSize: settings.maxHeaderBytes, maxHeaderFieldCount: 100))
         let tls = try settings.tls.map { tls in
             let certificates = try NIOSSLCertificate.fromPEMFile(tls.certificate).map { NIOSSLCertificateSource.certificate($0) }
             let key = try NIOSSLPrivateKey(file: tls.key, format: .pem)
             return TLSConfiguration.makeServerConfiguration(certificateChain: certificates, privateKey: .privateKey(key))
         }
         let server = HTTPServerBuilder { responder in
-            let plain = HTTP1WebSocketUpgradeChannel(
-                responder: responder, webSocketResponder: webSocketResponder, configuration: configuration)
+            let plain = EdgeChannel(responder: responder, gateway: self, http1: http1)
             if let tls { return OnLoopChildChannel(base: try TLSChannel(plain, tlsConfiguration: tls)) }
             return OnLoopChildChannel(base: plain)
         }
@@ -140,5 +151,16 @@ struct OnLoopChildChannel<Base: ServerChildChannel>: ServerChildChannel {
         await withTaskExecutorPreference(EventLoopTaskExecutor(eventLoop: value.channel.eventLoop)) {
             await base.handle(value: value, logger: logger)
         }
+    }
+}
+
+/// Closes the open WebSockets when the gateway shuts down (1001, going away), so that apps
+/// reconnect at once, to another instance, rather than find out from their next ping.
+struct SocketFarewell: Service {
+    let sockets: OpenSockets
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        sockets.closeAll()
     }
 }

@@ -16,11 +16,14 @@ final class GatewayStack: Sendable {
         self.stack = stack
     }
 
-    /// DeathStarBench's posts (256 characters, six mentions, six links) need more than 280.
+    /// DeathStarBench's posts (256 characters, six mentions, six links) need more than 280. Every
+    /// test calls from 127.0.0.1, hundreds of calls each and the suites at once: the limit per
+    /// address is raised past them, and the limits test sets its own on gateways of its own.
     private static let started = Task {
         try await GatewayStack(
             stack: ServiceStack.start(
-                ServiceStack.allServices + ["gateway"], redisDatabase: 5, environment: ["AVIARY_TWEETS_MAX_LENGTH": "600"]))
+                ServiceStack.allServices + ["gateway"], redisDatabase: 5,
+                environment: ["AVIARY_TWEETS_MAX_LENGTH": "600", "AVIARY_GATEWAY_CALLS_PER_ADDRESS_PER_MINUTE": "1000000"]))
     }
 
     static func shared() async throws -> GatewayStack {

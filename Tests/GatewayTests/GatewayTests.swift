@@ -193,6 +193,66 @@ struct GatewayTests {
         #expect(closing??.closeCode == .messageTooLarge, "\(String(describing: closing))")
     }
 
+    @Test("a socket's frames: a message in fragments, a binary one refused, pings answered, the closing handshake")
+    func socketFrames() async throws {
+        let edge = try await GatewayStack.shared()
+        let port = try #require(URLComponents(string: edge.url)?.port)
+        let socket = try await RawSocket.upgrade(port: port)
+        defer { Task { await socket.close() } }
+        #expect(try await socket.response().status == 101)
+        let call = Array(#"{"jsonrpc":"2.0","id":7,"method":"auth.me"}"#.utf8)
+        try await socket.send(opcode: 0x1, fin: false, Array(call[..<10]))
+        try await socket.send(opcode: 0x0, fin: false, Array(call[10..<20]))
+        // A ping between a message's fragments is answered at once.
+        try await socket.send(opcode: 0x9, "between")
+        try await socket.send(opcode: 0x0, Array(call[20...]))
+        let pong = try await socket.next()
+        #expect(pong.opcode == 0xA && pong.text == "between", "\(pong)")
+        let answer = try await socket.next()
+        let json = try JSONDecoder().decode(JSONValue.self, from: Data(answer.payload))
+        #expect(answer.opcode == 0x1 && json["id"]?.intValue == 7 && json["error"]?["code"]?.intValue == -32001, "\(answer.text)")
+        try await socket.send(opcode: 0x2, [1, 2, 3])
+        let binary = try JSONDecoder().decode(JSONValue.self, from: Data(try await socket.next().payload))
+        #expect(binary["error"]?["code"]?.intValue == -32600, "\(binary)")
+        // The client's close is echoed with its code, and the gateway closes the connection.
+        try await socket.send(opcode: 0x8, [0x03, 0xE8])
+        #expect(try await socket.next().closeCode == 1000)
+        #expect(await socket.closed())
+
+        // Text that is not UTF-8 closes the socket with 1007.
+        let garbled = try await RawSocket.upgrade(port: port)
+        defer { Task { await garbled.close() } }
+        #expect(try await garbled.response().status == 101)
+        try await garbled.send(opcode: 0x1, [0x7b, 0xff, 0xfe, 0x7d])
+        #expect(try await garbled.next().closeCode == 1007)
+    }
+
+    @Test("a refused upgrade says why: its status and a JSON body; GET /rpc without one is told to upgrade")
+    func refusedUpgrades() async throws {
+        let edge = try await GatewayStack.shared()
+        let port = try #require(URLComponents(string: edge.url)?.port)
+        let forged = try await RawSocket.upgrade(port: port, headers: ["Authorization": "Bearer not.a.token"])
+        let unauthorized = try await forged.response()
+        #expect(unauthorized.status == 401 && unauthorized.rest.contains("the access token in Authorization is not valid"))
+        let elsewhere = try await RawSocket.upgrade(port: port, path: "/elsewhere")
+        #expect(try await elsewhere.response().status == 404)
+        let plain = try await EdgeHTTP.send("GET", edge.url + "/rpc")
+        #expect(plain.status == 426 && plain.header("Upgrade") == "websocket")
+        #expect(plain.json["error"]?["message"]?.stringValue?.contains("WebSocket") == true)
+    }
+
+    @Test("a gateway shutting down closes its sockets with 1001, so apps reconnect to another")
+    func shutdownClosesSockets() async throws {
+        let edge = try await GatewayStack.shared()
+        let leaving = try await edge.extraGateway([:])
+        defer { leaving.process.kill() }
+        let socket = try await TestSocket.open(leaving.url)
+        leaving.process.terminate()
+        let closing = await socket.closing()
+        #expect(closing??.closeCode == .goingAway, "\(String(describing: closing))")
+        #expect(await leaving.process.waitForExit() != nil)
+    }
+
     @Test("a client that sends calls but never reads its answers is hung up on, not buffered for")
     func clientThatDoesNotRead() async throws {
         let edge = try await GatewayStack.shared()
@@ -210,7 +270,7 @@ struct GatewayTests {
         try await channel.writeAndFlush(ByteBuffer(string: upgrade))
         // 300 answers of about 60 KB: more than the kernel's buffers and the socket's 8 MiB hold.
         for n in 0..<300 {
-            try await channel.writeAndFlush(Self.maskedFrame(opcode: 0x1, #"{"jsonrpc":"2.0","id":\#(n),"method":"rpc.discover"}"#))
+            try await channel.writeAndFlush(RawSocket.maskedFrame(opcode: 0x1, Array(#"{"jsonrpc":"2.0","id":\#(n),"method":"rpc.discover"}"#.utf8)))
         }
         // Pings (no calls, so no rate limit spent) until a write fails: the gateway hung up.
         var hungUp = false
@@ -218,7 +278,7 @@ struct GatewayTests {
         while !hungUp, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(100))
             do {
-                try await channel.writeAndFlush(Self.maskedFrame(opcode: 0x9, ""))
+                try await channel.writeAndFlush(RawSocket.maskedFrame(opcode: 0x9, []))
             } catch {
                 hungUp = true
             }
@@ -228,24 +288,6 @@ struct GatewayTests {
         // The gateway is well and serves others.
         let discovery = try await EdgeHTTP.send("GET", edge.url + "/rpc/discover")
         #expect(discovery.status == 200)
-    }
-
-    /// A client's frame of `opcode` (text 0x1, ping 0x9), final, masked as clients must (with a
-    /// fixed key here).
-    static func maskedFrame(opcode: UInt8, _ text: String) -> ByteBuffer {
-        let payload = Array(text.utf8)
-        let key: [UInt8] = [1, 2, 3, 4]
-        var frame = ByteBuffer()
-        frame.writeInteger(UInt8(0x80 | opcode))
-        if payload.count < 126 {
-            frame.writeInteger(UInt8(0x80 | payload.count))
-        } else {
-            frame.writeInteger(UInt8(0x80 | 126))
-            frame.writeInteger(UInt16(payload.count))
-        }
-        frame.writeBytes(key)
-        frame.writeBytes(payload.enumerated().map { $0.element ^ key[$0.offset % 4] })
-        return frame
     }
 
     @Test("media uploads over HTTP: an image and a 20 MiB video, streamed in chunks")
@@ -323,6 +365,9 @@ struct GatewayTests {
         defer { sockets.process.kill() }
         let first = try await TestSocket.open(sockets.url, token: erin.token)
         await #expect(throws: (any Error).self) { _ = try await TestSocket.open(sockets.url, token: erin.token) }
+        let socketsPort = try #require(URLComponents(string: sockets.url)?.port)
+        let second = try await RawSocket.upgrade(port: socketsPort, headers: ["Authorization": "Bearer \(erin.token)"]).response()
+        #expect(second.status == 429 && second.rest.contains("Retry-After: 1"), "\(second)")
         await first.close()
         // Once the first socket is closed, the user may open another.
         #expect(await eventually { (try? await TestSocket.open(sockets.url, token: erin.token)).map { _ in true } ?? false })

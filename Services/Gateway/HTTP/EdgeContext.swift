@@ -1,11 +1,9 @@
 import Hummingbird
-import HummingbirdWebSocket
 import NIOCore
 
 /// What the gateway's handlers know of a request besides the request: the socket's peer.
-struct EdgeContext: RequestContext, WebSocketRequestContext {
+struct EdgeContext: RequestContext {
     var coreContext: CoreRequestContextStorage
-    let webSocket: WebSocketHandlerReference<Self>
     /// The connection's channel.
     let channel: any Channel
 
@@ -14,7 +12,6 @@ struct EdgeContext: RequestContext, WebSocketRequestContext {
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        webSocket = .init()
         channel = source.channel
     }
 }

@@ -20,7 +20,13 @@ enum EdgeResponses {
 
     /// An error that is not a JSON-RPC answer: `{"error": {"status", "message", ...}}`.
     static func failure(_ status: HTTPResponse.Status, _ message: String, headers: HTTPFields = [:]) -> Response {
-        json(.object(["error": .object(["status": .int(Int64(status.code)), "message": .string(message)])]), status: status, headers: headers)
+        json(failureBody(status, message), status: status, headers: headers)
+    }
+
+    /// The body of ``failure(_:_:headers:)``.
+    static func failureBody(_ status: HTTPResponse.Status, _ message: String) -> Data {
+        let body: JSONValue = .object(["error": .object(["status": .int(Int64(status.code)), "message": .string(message)])])
+        return (try? JSONEncoder().encode(body)) ?? Data("{}".utf8)
     }
 
     /// A contract error answered over plain HTTP (the media routes): its status, and the error as

@@ -66,7 +66,10 @@ enum OpenAPIDocument {
                         Upgrade to a WebSocket: one JSON-RPC message per text message both ways, many calls in flight, \
                         subscriptions' events pushed. gateway.authenticate {token} sets or refreshes the socket's token.
                         """,
-                    "responses": ["101": ["description": "Switching protocols"], "401": errorRef, "429": errorRef],
+                    "responses": [
+                        "101": ["description": "Switching protocols"], "401": errorRef, "404": errorRef, "426": errorRef,
+                        "429": errorRef,
+                    ],
                 ],
             ],
             "/rpc/discover": [

@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdWebSocket
 import NIOCore
 import NIOWebSocket
 import NIOFoundationCompat
@@ -20,38 +19,33 @@ extension GatewayService {
                     headers: [.allow: "GET, POST"])
             }
         }
-        router.ws(
-            "rpc",
-            shouldUpgrade: { request, context in
-                let caller = self.caller(of: request, peer: context.peer)
-                if let address = caller.address, self.socketsPerAddress.isFull(address) {
-                    throw HTTPError(.tooManyRequests, message: Self.tooManySockets(fromAddress: self.socketsPerAddress.limit))
-                }
-                if let token = caller.token {
-                    // In a task of its own: a task keeps the memory of its deepest call while it
-                    // lives, and this one lives as long as the socket.
-                    guard let user = await Task(operation: { await self.user(of: token) }).value else {
-                        throw HTTPError(.unauthorized, message: "the access token in Authorization is not valid")
-                    }
-                    if self.socketsPerUser.isFull(user) {
-                        throw HTTPError(.tooManyRequests, message: Self.tooManySockets(ofUser: self.socketsPerUser.limit))
-                    }
-                }
-                return .upgrade([:])
-            },
-            onUpgrade: { inbound, outbound, context in
-                let caller = self.caller(of: context.request, peer: context.requestContext.peer)
-                let address = caller.address ?? ""
-                // Counted here as well: sockets opened at once may all have passed the check above.
-                guard self.socketsPerAddress.claim(address) else {
-                    try await outbound.close(.policyViolation, reason: Self.tooManySockets(fromAddress: self.socketsPerAddress.limit))
-                    return
-                }
-                defer { self.socketsPerAddress.release(address) }
-                let session = SocketSession(
-                    gateway: self, caller: caller, outbound: outbound, channel: context.requestContext.channel)
-                try await session.run(inbound)
-            })
+        router.get("rpc") { _, _ in
+            // An upgrade is taken only as a connection's first request (EdgeChannel).
+            EdgeResponses.failure(
+                .upgradeRequired, "GET /rpc opens a WebSocket: send Upgrade: websocket as a new connection's first request",
+                headers: [.upgrade: "websocket"])
+        }
+    }
+
+    /// Whether a WebSocket upgrade of `path` may go ahead: nil when it may, else why not. A token
+    /// in `Authorization` must verify; the user's and the address's sockets must be under their
+    /// limits (counted again when the socket opens: sockets opened at once may all pass here).
+    func admitSocket(path: String, caller: EdgeCaller) async -> SocketRefusal? {
+        guard path.split(separator: "?", maxSplits: 1).first == "/rpc" else {
+            return SocketRefusal(status: .notFound, message: "WebSockets open at /rpc")
+        }
+        if let address = caller.address, socketsPerAddress.isFull(address) {
+            return SocketRefusal(status: .tooManyRequests, message: Self.tooManySockets(fromAddress: socketsPerAddress.limit), retryAfterSeconds: 1)
+        }
+        if let token = caller.token {
+            guard let user = await user(of: token) else {
+                return SocketRefusal(status: .unauthorized, message: "the access token in Authorization is not valid")
+            }
+            if socketsPerUser.isFull(user) {
+                return SocketRefusal(status: .tooManyRequests, message: Self.tooManySockets(ofUser: socketsPerUser.limit), retryAfterSeconds: 1)
+            }
+        }
+        return nil
     }
 
     static func tooManySockets(ofUser limit: Int) -> String {

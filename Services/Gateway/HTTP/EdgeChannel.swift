@@ -1,0 +1,116 @@
+import Foundation
+import HTTPTypes
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import NIOWebSocket
+
+/// A connection to the public port: HTTP/1.1 answered by the router, or `GET /rpc` upgraded to a
+/// WebSocket.
+///
+/// An upgraded socket is served by a channel handler (``SocketHandler``) on the connection's event
+/// loop, with no task of its own while it is idle: the connection's task ends with the upgrade. A
+/// task per connection, as Hummingbird's HTTP loop and hummingbird-websocket's handler run, keeps
+/// the memory of its deepest call for as long as the socket lives (about 19 KiB a socket), and
+/// an app's socket lives for hours, mostly idle.
+struct EdgeChannel: ServerChildChannel, HTTPChannelHandler {
+    /// What a connection turned out to be once its first request was read.
+    enum Opened: Sendable {
+        case http(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
+        /// A WebSocket upgrade the gateway refused: the answer says why.
+        case refused(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, SocketRefusal)
+        /// Served by the ``SocketHandler`` in the channel's pipeline from now on.
+        case webSocket
+    }
+
+    struct Value: ServerChildChannelValue {
+        let opened: EventLoopFuture<Opened>
+        let channel: any Channel
+    }
+
+    let responder: Responder
+    let gateway: GatewayService
+    let http1: HTTP1Channel.Configuration
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            let gateway = gateway
+            let refusal = NIOLoopBoundBox<SocketRefusal?>(nil, eventLoop: channel.eventLoop)
+            let upgrader = NIOTypedWebSocketServerUpgrader<Opened>(
+                maxFrameSize: gateway.settings.maxMessageBytes,
+                shouldUpgrade: { channel, head in
+                    let caller = gateway.caller(of: head, peer: channel.remoteAddress?.ipAddress)
+                    return channel.eventLoop.makeFutureWithTask {
+                        await gateway.admitSocket(path: head.uri, caller: caller)
+                    }.map { verdict -> HTTPHeaders? in
+                        refusal.value = verdict
+                        return verdict == nil ? [:] : nil
+                    }
+                },
+                upgradePipelineHandler: { channel, head in
+                    channel.eventLoop.makeCompletedFuture {
+                        let caller = gateway.caller(of: head, peer: channel.remoteAddress?.ipAddress)
+                        try channel.pipeline.syncOperations.addHandler(SocketHandler(gateway: gateway, caller: caller))
+                        return .webSocket
+                    }
+                })
+            let upgrade = NIOTypedHTTPServerUpgradeConfiguration(
+                upgraders: [upgrader],
+                notUpgradingCompletionHandler: { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                        try channel.pipeline.syncOperations.addHandler(
+                            HTTPConnectionStateHandler(idleTimeout: http1.idleTimeout.map { .init($0) }, logger: logger))
+                        let http = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
+                            wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+                        if let refused = refusal.value { return .refused(http, refused) }
+                        return .http(http)
+                    }
+                })
+            var configuration = NIOUpgradableHTTPServerPipelineConfiguration<Opened>(upgradeConfiguration: upgrade)
+            configuration.enablePipelining = false
+            configuration.enableErrorHandling = false
+            configuration.enableResponseHeaderValidation = false
+            configuration.decoderConfiguration.maxHeaderFieldSize = http1.httpDecoder.maxHeaderFieldSize
+            configuration.decoderConfiguration.maxHeaderListSize = http1.httpDecoder.maxHeaderListSize
+            configuration.decoderConfiguration.maxHeaderFieldCount = http1.httpDecoder.maxHeaderFieldCount
+            let opened = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+            return Value(opened: opened, channel: channel)
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        do {
+            switch try await value.opened.get() {
+            case .http(let http):
+                await handleHTTP(asyncChannel: http, logger: logger)
+            case .refused(let http, let refusal):
+                try await http.executeThenClose { _, outbound in
+                    try await outbound.write(contentsOf: refusal.responseParts())
+                }
+            case .webSocket:
+                return
+            }
+        } catch {
+            logger.debug("connection ended before its first request was answered", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// Why a WebSocket upgrade was refused, answered as the gateway's other HTTP errors are: the status,
+/// a JSON body naming the limit, `Retry-After` when waiting helps, and the connection closed.
+struct SocketRefusal: Sendable, Equatable {
+    let status: HTTPResponse.Status
+    let message: String
+    var retryAfterSeconds: Int?
+
+    func responseParts() -> [HTTPResponsePart] {
+        let body = EdgeResponses.failureBody(status, message)
+        var fields: HTTPFields = [.contentType: "application/json", .connection: "close", .contentLength: String(body.count)]
+        if let retryAfterSeconds { fields[.retryAfter] = String(retryAfterSeconds) }
+        return [.head(HTTPResponse(status: status, headerFields: fields)), .body(ByteBuffer(bytes: body)), .end(nil)]
+    }
+}
