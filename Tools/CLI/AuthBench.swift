@@ -137,28 +137,42 @@ struct AuthBench: AsyncParsableCommand {
 
         if !skipLogins {
             let adminAddress = admin ?? (address.split(separator: ":").first.map { "\($0):7201" } ?? "127.0.0.1:7201")
-            try await measureLogins(
-                client, username: login.username, password: password, verifyMilliseconds: verifyMilliseconds,
-                metrics: URL(string: "http://\(adminAddress)/metrics"))
+            do {
+                try await measureLogins(
+                    client, username: login.username, password: password, verifyMilliseconds: verifyMilliseconds,
+                    metrics: URL(string: "http://\(adminAddress)/metrics"))
+            } catch let error as RPCError where error.reason == "rate_limited" {
+                throw ValidationError(
+                    "auth limited the logins (\(error.message)): raise AVIARY_AUTH_LOGIN_PER_ACCOUNT_PER_MINUTE and "
+                        + "AVIARY_AUTH_LOGIN_PER_ADDRESS_PER_MINUTE for the run, or pass --skip-logins")
+            }
         }
         let params = try RawJSON(encoding: ["userId": other.id])
         let meta = RequestMeta(token: login.token)
         _ = try await client.send("auth.getUser", params: params, meta: meta).result()
+        let statements = BenchStatements()
+        let before = try? await statements.total()
         let figures = try await runAtRate(rate, for: .seconds(seconds)) { _ in
             _ = try await client.send("auth.getUser", params: params, meta: meta).result()
         }
         print("auth.getUser (another user, with stats) at \(rate) calls/s: \(figures.summary)")
+        print(await statements.perCall(since: before, calls: figures.calls))
+        await statements.close()
     }
 
     private func measureLogins(
         _ client: RPCClient, username: String, password: String, verifyMilliseconds: Double, metrics: URL?
     ) async throws {
+        let statements = BenchStatements()
+        defer { Task { await statements.close() } }
         let before = await serviceMeans(metrics)
+        let statementsBefore = try? await statements.total()
         let sequential = try await runLoad(workers: 1, duration: .seconds(seconds)) { _ in
             _ = try await client.send("auth.login", params: try RawJSON(encoding: ["login": username, "password": password])).result()
         }
         let after = await serviceMeans(metrics)
         print("auth.login, one at a time:        \(sequential.summary)")
+        print(await statements.perCall(since: statementsBefore, calls: sequential.calls))
         if let before, let after, after.loginCount > before.loginCount, after.verifyCount > before.verifyCount {
             // The service's own timings of the same calls: everything but the hash, as the service saw it.
             let login = (after.loginSum - before.loginSum) / Double(after.loginCount - before.loginCount) * 1000

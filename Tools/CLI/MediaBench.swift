@@ -60,14 +60,19 @@ struct MediaBench: AsyncParsableCommand {
         let meta = RequestMeta(token: token)
 
         let movie = BenchFiles.movie(bytes: max(1, min(uploadMiB, 100)) << 20)
-        let seconds = try await upload(movie, type: "video/mp4", media: media, meta: meta).seconds
+        let statements = BenchStatements()
+        defer { Task { await statements.close() } }
+        let before = try? await statements.total()
+        let uploaded = try await BenchUpload.upload(movie, type: "video/mp4", inFlight: inFlight, media: media, meta: meta)
+        let seconds = uploaded.seconds
         let mebibytes = Double(movie.count) / Double(1 << 20)
         print(
             String(format: "media upload, %.0f MiB in chunks, \(inFlight) in flight:  ", mebibytes)
                 + String(format: "%.1f MiB/s  (%.2f s; target ≥ 100 MiB/s)", mebibytes / seconds, seconds))
+        print(await statements.perCall(since: before, calls: uploaded.calls) + " (\(uploaded.calls) calls: begin, chunks, finish)")
 
         let image = BenchFiles.image(bytes: 100 * 1024)
-        let stored = try await upload(image, type: "image/png", media: media, meta: meta).media
+        let stored = try await BenchUpload.upload(image, type: "image/png", media: media, meta: meta).media
         let base = httpURL ?? configuration.value("AVIARY_MEDIA_PUBLIC_URL") ?? "http://127.0.0.1:7207"
         guard let url = URL(string: base), let host = url.host else { throw ValidationError("--http-url must be http://host:port") }
         let figures = try await HTTPLoad(host: host, port: url.port ?? 80, path: "/media/\(stored.id)", expectedBytes: image.count)
@@ -75,18 +80,39 @@ struct MediaBench: AsyncParsableCommand {
         print("GET /media/<id> (100 KiB), \(connections) connections:  \(figures.summary)   (target ≥ 5,000 requests/s)")
     }
 
+    private func registerUser(_ configuration: ServiceConfiguration) async throws -> String {
+        struct Registered: Decodable { var accessToken: String }
+        let auth = RPCClient(
+            configuration: .init(addresses: [authAddress ?? configuration.addresses(of: .auth)[0]]), logger: Logger(label: "bench"))
+        defer { Task { await auth.shutdown() } }
+        let name = "bench_" + String(UInt32.random(in: .min ... .max), radix: 16)
+        do {
+            return try await auth.call(
+                "auth.register",
+                params: ["email": "\(name)@bench.invalid", "password": "bench-\(UUID().uuidString)", "username": name, "fullname": "Bench \(name)"],
+                as: Registered.self
+            ).accessToken
+        } catch let error as RPCError where error.reason == "rate_limited" {
+            throw ValidationError("auth refused to register a user (\(error.message)); pass --token")
+        }
+    }
+}
+
+/// A file uploaded through media's chunked upload (`media.beginUpload`, `uploadChunk`,
+/// `finishUpload`) for a tweet, as apps upload them.
+enum BenchUpload {
     private struct Started: Decodable {
         var uploadId: String
         var chunkBytes: Int
     }
 
-    private struct Stored: Decodable {
+    struct Stored: Decodable {
         var id: String
     }
 
     /// Uploads `bytes` with `inFlight` chunks at a time; the time runs from the first chunk to the finish.
-    private func upload(_ bytes: [UInt8], type: String, media: RPCClient, meta: RequestMeta) async throws
-        -> (media: Stored, seconds: Double)
+    static func upload(_ bytes: [UInt8], type: String, inFlight: Int = 1, media: RPCClient, meta: RequestMeta) async throws
+        -> (media: Stored, seconds: Double, calls: Int)
     {
         let started = try await media.call(
             "media.beginUpload",
@@ -113,29 +139,13 @@ struct MediaBench: AsyncParsableCommand {
         }
         let stored = try await media.call(
             "media.finishUpload", params: ["uploadId": JSONValue.string(started.uploadId)], meta: meta, as: Stored.self)
-        return (stored, GraphBench.seconds(ContinuousClock.now - clock))
-    }
-
-    private func registerUser(_ configuration: ServiceConfiguration) async throws -> String {
-        struct Registered: Decodable { var accessToken: String }
-        let auth = RPCClient(
-            configuration: .init(addresses: [authAddress ?? configuration.addresses(of: .auth)[0]]), logger: Logger(label: "bench"))
-        defer { Task { await auth.shutdown() } }
-        let name = "bench_" + String(UInt32.random(in: .min ... .max), radix: 16)
-        do {
-            return try await auth.call(
-                "auth.register",
-                params: ["email": "\(name)@bench.invalid", "password": "bench-\(UUID().uuidString)", "username": name, "fullname": "Bench \(name)"],
-                as: Registered.self
-            ).accessToken
-        } catch let error as RPCError where error.reason == "rate_limited" {
-            throw ValidationError("auth refused to register a user (\(error.message)); pass --token")
-        }
+        // The calls of the upload: begin, the chunks, finish.
+        return (stored, GraphBench.seconds(ContinuousClock.now - clock), chunkParams.count + 2)
     }
 }
 
 /// Synthetic files that pass media's content checks.
-private enum BenchFiles {
+enum BenchFiles {
     /// An MP4 of `bytes` bytes: `ftyp`, a minimal `moov/mvhd`, and random media data.
     static func movie(bytes: Int) -> [UInt8] {
         var mvhd: [UInt8] = [0, 0, 0, 0] + be32(0) + be32(0) + be32(1000) + be32(60_000) + be32(0x10000) + [1, 0]

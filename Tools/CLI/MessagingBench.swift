@@ -70,13 +70,18 @@ struct MessagingBench: AsyncParsableCommand {
             let params = RawJSON(unchecked: Array(#"{"conversationId":"\#(pair.conversation)","text":"\#(text)"}"#.utf8))
             _ = try await messaging.send("messaging.send", params: params, meta: RequestMeta(token: pair.senderToken)).result()
         }
+        let statements = BenchStatements()
+        defer { Task { await statements.close() } }
+        let before = try? await statements.total()
         let sends = try await runLoad(workers: clients, duration: .seconds(min(seconds, 25))) { sender in
             try await send(sender, at: ContinuousClock.now - started)
         }
+        let statementsLine = await statements.perCall(since: before, calls: sends.calls)
         // Let the last events arrive.
         try await Task.sleep(for: .milliseconds(500))
         let delivered = setup.receivers.flatMap { $0.takeLatencies(since: started) }
         print("messaging.send, \(clients) clients, \(setup.conversations.count) conversations:  \(sends.summary)   (target ≥ 3,000 messages/s)")
+        print(statementsLine)
         Self.printDelivery(delivered, of: sends, "under that load (a send waits its turn among \(clients))")
 
         // The same path at a pace the service keeps up with: the latency without the queueing, each

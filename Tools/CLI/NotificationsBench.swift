@@ -44,8 +44,8 @@ struct NotificationsBench: AsyncParsableCommand {
     @Option(help: "Idle subscriptions per connection (1 = a connection each).")
     var perConnection = 1
 
-    @Option(help: "Notifications to time while the idle subscriptions are open.")
-    var samples = 20
+    @Option(help: "Notifications to time while the idle subscriptions are open: follows and likes in turn, each by an actor of its own.")
+    var samples = 200
 
     @Option(help: "notifications.list calls per second.")
     var rate = 1_000
@@ -58,6 +58,7 @@ struct NotificationsBench: AsyncParsableCommand {
 
     func validate() throws {
         try validateRate(rate, option: "--rate")
+        guard (2...2_000).contains(samples) else { throw ValidationError("--samples is 2 to 2,000") }
     }
 
     func run() async throws {
@@ -79,8 +80,8 @@ struct NotificationsBench: AsyncParsableCommand {
         let notifications = client(address, connections: 16)
         let pid = try self.pid ?? BenchProcesses.pid(of: "aviary-notifications")
 
-        // The recipient and the real actors.
-        let users = try await Self.register(21, auth: auth)
+        // The recipient and the real actors: each follows it once and likes its tweet once.
+        let users = try await Self.register(1 + (samples + 1) / 2, auth: auth)
         let (recipient, actors) = (users[0], Array(users[1...]))
         let tweet = try await tweets.call(
             "tweets.create", params: ["text": "bench tweet"], meta: RequestMeta(token: recipient.token), as: IDOnly.self
@@ -94,31 +95,43 @@ struct NotificationsBench: AsyncParsableCommand {
             format: "%d idle subscriptions on %d connections: service RSS %.1f MiB before, %.1f MiB after (%.1f KiB each)   (target < 300 MiB)",
             idle.count, idle.connections.count, before, after, (after - before) * 1024 / Double(max(1, idle.count))))
 
-        // Live latency to one subscriber among them, on a connection of its own.
+        // Live latency to one subscriber among them, on a connection of its own: follows and likes
+        // in turn, each push matched to its action by type, actor and tweet.
         let live = try await RPCClientConnection.connect(host: host, port: port)
         _ = try await live.call("notifications.subscribe", meta: RequestMeta(token: recipient.token), as: JSONValue.self)
-        var pushes = live.notifications.makeAsyncIterator()
+        let pushes = PushLog(live.notifications)
         var latencies: [Duration] = []
+        var failed = 0
         for index in 0..<samples {
-            let actor = actors[index % actors.count]
+            let actor = actors[index / 2]
+            let follow = index.isMultiple(of: 2)
             let began = ContinuousClock.now
-            if index < actors.count {
-                _ = try await graph.call("graph.follow", params: ["userId": recipient.id], meta: RequestMeta(token: actor.token), as: JSONValue.self)
+            do {
+                if follow {
+                    _ = try await graph.call(
+                        "graph.follow", params: ["userId": recipient.id], meta: RequestMeta(token: actor.token), as: JSONValue.self)
+                } else {
+                    _ = try await tweets.call(
+                        "tweets.like", params: ["tweetId": tweet], meta: RequestMeta(token: actor.token), as: JSONValue.self)
+                }
+            } catch {
+                failed += 1
+                continue
+            }
+            let expected = PushLog.Push(type: follow ? "follow" : "like", actor: actor.id, tweet: follow ? nil : tweet)
+            if let arrived = await pushes.arrival(of: expected, timeout: BenchSocket.callTimeout) {
+                latencies.append(arrived - began)
             } else {
-                _ = try await tweets.call("tweets.like", params: ["tweetId": tweet], meta: RequestMeta(token: actor.token), as: JSONValue.self)
+                failed += 1
             }
-            while true {
-                guard let push = await pushes.next() else { throw ValidationError("the live connection closed") }
-                let event = try push.params.decode(JSONValue.self)["event"]
-                if event?["type"] == "notification" { break }
-            }
-            latencies.append(ContinuousClock.now - began)
         }
-        let delivery = LoadFigures(calls: latencies.count, seconds: 1, latencies: latencies)
+        let delivery = BenchOutcome(
+            figures: LoadFigures(calls: latencies.count, seconds: 1, latencies: latencies), expected: samples, cpuSeconds: 0)
         print(
-            "a notification to 1 of \(idle.count + 1) subscribers, from the follow/like call to the push: \(latencies.count) samples"
-                + String(format: "  p50 %.2f ms  p99 %.2f ms", delivery.percentile(0.50), delivery.percentile(0.99))
-                + "   (target < 100 ms)")
+            "a notification to 1 of \(idle.count + 1) subscribers, from the follow or like call to its push: \(samples) samples"
+                + " (half follows, half likes, each push matched to its action; a failed call or a push not seen in 10 s"
+                + " counts as 10 s)\n  \(delivery.summary)   (target < 100 ms)")
+        pushes.stop()
         await live.close()
         await idle.close()
 
@@ -133,8 +146,12 @@ struct NotificationsBench: AsyncParsableCommand {
         // Two seconds at the same pace first, not recorded: the service is still closing the idle
         // connections just dropped, which is the subscription figures' business, not this one's.
         _ = try await runAtRate(rate, for: .seconds(2), listPage)
+        let statements = BenchStatements()
+        let statementsBefore = try? await statements.total()
         let list = try await runAtRate(rate, for: .seconds(min(seconds, 15)), listPage)
         print("notifications.list, page of 20 hydrated, paced at \(rate) calls/s after 2 s unrecorded:  \(list.summary)   (target p99 < 10 ms)")
+        print(await statements.perCall(since: statementsBefore, calls: list.calls))
+        await statements.close()
         for client in [auth, graph, tweets, notifications] { await client.shutdown() }
     }
 
@@ -174,6 +191,47 @@ struct NotificationsBench: AsyncParsableCommand {
             throw ValidationError("an address is host:port, got \(address)")
         }
         return (String(address[..<colon]), port)
+    }
+}
+
+/// The notifications pushed on one connection, each kept with when it arrived, so that an action
+/// is timed to its own push, whatever else arrives.
+private final class PushLog: Sendable {
+    struct Push: Equatable, Sendable {
+        var type: String
+        var actor: String
+        var tweet: String?
+    }
+
+    private let arrivals = Mutex<[(push: Push, at: ContinuousClock.Instant)]>([])
+    private let reader = Mutex<Task<Void, Never>?>(nil)
+
+    init(_ stream: AsyncStream<RPCNotification>) {
+        let task = Task { [self] in
+            for await message in stream {
+                let at = ContinuousClock.now
+                guard let event = try? message.params.decode(JSONValue.self)["event"], event["type"] == "notification",
+                    let item = event["notification"], let type = item["type"]?.stringValue,
+                    let actor = item["actor"]?["id"]?.stringValue
+                else { continue }
+                arrivals.withLock { $0.append((Push(type: type, actor: actor, tweet: item["tweet"]?["id"]?.stringValue), at)) }
+            }
+        }
+        reader.withLock { $0 = task }
+    }
+
+    /// When `push` arrived, waiting up to `timeout` for it; nil if it never did.
+    func arrival(of push: Push, timeout: Duration) async -> ContinuousClock.Instant? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let found = arrivals.withLock({ $0.first { $0.push == push }?.at }) { return found }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return nil
+    }
+
+    func stop() {
+        reader.withLock { $0?.cancel() }
     }
 }
 

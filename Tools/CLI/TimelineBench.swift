@@ -34,7 +34,7 @@ struct TimelineBench: AsyncParsableCommand {
     @Option(help: "Tweets each Reed98 user posts before the runs; without it each posts 0 to 20 (uniformly), as DeathStarBench's set-up does.")
     var tweetsPerUser: Int?
 
-    @Option(help: "The mix's calls: deathstarbench (reads at a random depth of 0 to 100 entries, following cursors; posts of 280 characters with 1 to 6 mentions and 1 to 6 links) or pages (the first 10 entries; short posts).")
+    @Option(help: "The mix's calls: deathstarbench (reads at a random depth of 0 to 100 entries, following cursors; posts of 280 characters with 1 to 6 mentions, 1 to 6 links and 0 to 4 uploaded images) or pages (the first 10 entries; short posts).")
     var mix = MixShape.deathstarbench
 
     @Option(help: "Seconds per measured run.")
@@ -107,10 +107,23 @@ struct TimelineBench: AsyncParsableCommand {
         }
         print("set-up: \(follows.count) graph.follow in \(Self.format(ContinuousClock.now - clock)) (\(followRun.summary))")
 
-        let posts = reed.flatMap { user in Array(repeating: user, count: tweetsPerUser ?? BenchRandom.pick(0...20)) }.shuffled()
         let shape = self.mix
+        // DeathStarBench's posts carry 0 to 4 media: each user's are picked from four images of
+        // theirs, uploaded here.
+        clock = .now
+        let uploads = Mutex([[String]](repeating: [], count: nodeCount))
+        if shape == .deathstarbench {
+            let run = try await services.closedLoop(nodeCount, workers: 32) { index in
+                let ids = try await services.uploadImages(4, as: reed[index])
+                uploads.withLock { $0[index] = ids }
+            }
+            print("set-up: 4 images of 4 KiB uploaded by each of \(nodeCount) users in \(Self.format(ContinuousClock.now - clock)) (\(run.summary), 3 calls an upload)")
+        }
+        let media = uploads.withLock { $0 }
+        let posts = reed.indices.flatMap { index in Array(repeating: index, count: tweetsPerUser ?? BenchRandom.pick(0...20)) }.shuffled()
         let creates = try await services.closedLoop(posts.count, workers: 32) { index in
-            try await services.post(as: posts[index], shape.text(index, mentioning: reed))
+            let author = posts[index]
+            try await services.post(as: reed[author], shape.text(index, mentioning: reed), mediaIds: shape.media(of: media[author]))
         }
         print("tweets.create, 32 clients: \(creates.summary)   (target ≥ 1,500/s)")
 
@@ -172,7 +185,8 @@ struct TimelineBench: AsyncParsableCommand {
                 case .home: try await services.read(.home, of: user, as: user, entries: shape.entriesRead())
                 case .user: try await services.read(.user, of: reed[BenchRandom.pick(0..<nodeCount)], as: user, entries: shape.entriesRead())
                 case .create:
-                    let id = try await services.post(as: user, shape.text(BenchRandom.pick(0..<1_000_000), mentioning: reed))
+                    let id = try await services.post(
+                        as: user, shape.text(BenchRandom.pick(0..<1_000_000), mentioning: reed), mediaIds: shape.media(of: media[index]))
                     if call % 10 == 0, !friendsOf[index].isEmpty {
                         let friend = reed[friendsOf[index][BenchRandom.pick(0..<friendsOf[index].count)]]
                         visibility.watch(id, on: friend, from: ContinuousClock.now, services: services)
@@ -408,6 +422,7 @@ struct BenchServices: Sendable {
     let graph: RPCClient
     let tweets: RPCClient
     let timeline: RPCClient
+    let media: RPCClient
     let redis: RedisClient
 
     init(configuration: ServiceConfiguration, connections: Int) throws {
@@ -420,6 +435,7 @@ struct BenchServices: Sendable {
         graph = client(.socialGraph)
         tweets = client(.tweets)
         timeline = client(.timeline)
+        media = client(.media)
         redis = RedisClient(configuration: try RedisConfiguration(url: configuration.redisURL, poolSize: 4), logger: Logger(label: "bench"))
     }
 
@@ -485,9 +501,22 @@ struct BenchServices: Sendable {
         var id: String
     }
 
+    /// Posts `text` as `user`, with the media of `mediaIds` (uploads of the user's).
     @discardableResult
-    func post(as user: BenchUser, _ text: String) async throws -> String {
-        try await tweets.call("tweets.create", params: ["text": text], meta: RequestMeta(token: user.token), as: Created.self).id
+    func post(as user: BenchUser, _ text: String, mediaIds: [String] = []) async throws -> String {
+        var params: [String: JSONValue] = ["text": .string(text)]
+        if !mediaIds.isEmpty { params["mediaIds"] = .array(mediaIds.map { .string($0) }) }
+        return try await tweets.call("tweets.create", params: params, meta: RequestMeta(token: user.token), as: Created.self).id
+    }
+
+    /// `count` small images uploaded by `user` for tweets, as apps upload them; their media ids.
+    func uploadImages(_ count: Int, as user: BenchUser) async throws -> [String] {
+        var ids: [String] = []
+        for _ in 0..<count {
+            let image = BenchFiles.image(bytes: 4096)
+            ids.append(try await BenchUpload.upload(image, type: "image/png", media: media, meta: RequestMeta(token: user.token)).media.id)
+        }
+        return ids
     }
 
     /// A page of `user`'s home timeline, checked: at most `limit` tweets, newest first.
@@ -589,7 +618,7 @@ struct BenchServices: Sendable {
     }
 
     func shutdown() async {
-        for client in [auth, graph, tweets, timeline] { await client.shutdown() }
+        for client in [auth, graph, tweets, timeline, media] { await client.shutdown() }
         await redis.shutdown()
     }
 }
@@ -598,7 +627,7 @@ struct BenchServices: Sendable {
 /// What the mix's calls ask for (`--mix`).
 enum MixShape: String, ExpressibleByArgument, CustomStringConvertible {
     /// DeathStarBench's: reads of entries `start` to `start + 10`, `start` from 0 to 100; posts of
-    /// 280 characters with 1 to 6 mentions of real users and 1 to 6 links (no media).
+    /// 280 characters with 1 to 6 mentions of real users, 1 to 6 links and 0 to 4 media.
     case deathstarbench
     /// The first page of 10 entries; posts of a few words.
     case pages
@@ -608,6 +637,12 @@ enum MixShape: String, ExpressibleByArgument, CustomStringConvertible {
     /// How many entries a read needs.
     func entriesRead() -> Int {
         self == .pages ? 10 : BenchRandom.pick(0...100) + 10
+    }
+
+    /// A post's media: DeathStarBench's 0 to 4, of the author's `uploads`; none for short posts.
+    func media(of uploads: [String]) -> [String] {
+        guard self == .deathstarbench, !uploads.isEmpty else { return [] }
+        return Array(uploads.shuffled().prefix(BenchRandom.pick(0...min(4, uploads.count))))
     }
 
     /// A post's text: DeathStarBench's 1 to 6 mentions of random `users`, 1 to 6 links and words up
