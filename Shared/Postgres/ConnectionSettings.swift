@@ -5,6 +5,21 @@ import CLibPQ
 struct ConnectionSettings: Sendable {
     private(set) var keywords: [String] = []
     private(set) var values: [String] = []
+    /// Through a transaction pooler no session settings are sent: the server's own are checked
+    /// instead, on each new connection (``PostgresConfiguration/Options/transactionPooling``).
+    let checksServerSettings: Bool
+
+    /// What each new connection asks when ``checksServerSettings``, and what it must answer.
+    static let serverSettingsQuery = "SELECT current_setting('DateStyle'), current_setting('bytea_output')"
+
+    /// Why the server's settings (the answer to ``serverSettingsQuery``) do not suit row decoding;
+    /// nil when they do.
+    static func unsuitable(dateStyle: String, byteaOutput: String) -> String? {
+        guard !dateStyle.uppercased().hasPrefix("ISO") || byteaOutput != "hex" else { return nil }
+        return "through a transaction pooler the server's own settings apply, and they must be DateStyle ISO and "
+            + "bytea_output hex (found DateStyle '\(dateStyle)', bytea_output '\(byteaOutput)'): set them for the role "
+            + "(ALTER ROLE … SET DateStyle = 'ISO, MDY'; ALTER ROLE … SET bytea_output = 'hex') or in postgresql.conf"
+    }
 
     /// TCP liveness: probes after 30 s of silence, every 10 s, 3 unanswered end it; unacknowledged
     /// data ends it after 60 s.
@@ -38,14 +53,14 @@ struct ConnectionSettings: Sendable {
         parameters.removeAll {
             ["options", "client_encoding", "application_name", "connect_timeout"].contains($0.0)
         }
+        checksServerSettings = configuration.options.transactionPooling
         let timeout = configuration.options.connectTimeout.components
         // libpq takes whole seconds and treats values below 2 as 2.
         let timeoutSeconds = max(2, timeout.seconds + (timeout.attoseconds > 0 ? 1 : 0))
+        let options = checksServerSettings ? userOptions : [userOptions, Self.sessionOptions].compactMap { $0 }.joined(separator: " ")
+        parameters += options.map { [("options", $0)] } ?? []
         parameters += [
-            (
-                "options",
-                [userOptions, Self.sessionOptions].compactMap { $0 }.joined(separator: " ")
-            ),
+            // PgBouncer passes these two on to each server connection it lends.
             ("client_encoding", "UTF8"),
             ("application_name", configuration.options.applicationName),
             ("connect_timeout", String(timeoutSeconds)),

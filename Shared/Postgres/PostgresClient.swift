@@ -272,7 +272,7 @@ public final class PostgresClient: Sendable {
     private func open() async throws -> PostgresConnection {
         let reactor = currentReactor ?? reactors.min { $0.connectionCount < $1.connectionCount }!
         let (settings, logger) = (self.settings, self.logger)
-        let (cacheSize, statementTimeout) = (options.preparedStatementCacheSize, options.statementTimeout)
+        let (cacheSize, statementTimeout) = (options.statementCacheSize, options.statementTimeout)
         let connection = try await NIOThreadPool.singleton.runIfActive {
             try PostgresConnection.connect(
                 settings, reactor: reactor, statementCacheSize: cacheSize, statementTimeout: statementTimeout,

@@ -1,7 +1,8 @@
 /// How a `PostgresClient` connects and pools.
 ///
 /// Every session the client opens runs with `TimeZone=UTC`, `DateStyle=ISO`, `client_encoding=UTF8`
-/// and `bytea_output=hex`, whatever the server's defaults, because row decoding relies on them.
+/// and `bytea_output=hex`, whatever the server's defaults, because row decoding relies on them
+/// (through a transaction pooler, see ``Options/transactionPooling``).
 public struct PostgresConfiguration: Sendable {
     /// A libpq connection URI, e.g. `postgres://aviary@127.0.0.1:5432/aviary`
     /// (`postgresql://…` and libpq's `key=value` form are accepted too).
@@ -46,6 +47,19 @@ public struct PostgresConfiguration: Sendable {
         /// cache is full it is emptied (`DEALLOCATE ALL`) and refilled. `0` disables preparing: every
         /// statement is then parsed anew. Default 256.
         public var preparedStatementCacheSize: Int = 256
+
+        /// The server is reached through a pooler that lends its server connections per
+        /// transaction (PgBouncer's transaction mode). Such a pooler keeps no session for a client:
+        /// a named prepared statement would be missing on the next server connection, and PgBouncer
+        /// refuses the startup packet's `options`. So statements go unnamed (parsed anew each time,
+        /// whatever ``preparedStatementCacheSize`` says) and no session settings are sent: the
+        /// server's own must suit row decoding (`DateStyle` ISO, `bytea_output` hex, as Postgres's
+        /// defaults are; timestamps carry their offset, so any `TimeZone` will do), which each new
+        /// connection checks. Pipelined statements and transactions work as without it. Default false.
+        public var transactionPooling = false
+
+        /// Prepared statements a connection keeps, as ``transactionPooling`` allows.
+        var statementCacheSize: Int { transactionPooling ? 0 : preparedStatementCacheSize }
 
         /// Threads that read the answers, each watching some of the connections. One suits callers
         /// on event loops: answers that arrive together cost it one wake-up before they hop to

@@ -119,7 +119,18 @@ public final class PostgresConnection: @unchecked Sendable {
             throw PostgresError(
                 code: .connectionFailed, reason: "libpq could not allocate a connection", unanswered: true)
         }
-        guard PQstatus(handle) == CONNECTION_OK, PQsetnonblocking(handle, 1) == 0 else {
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(handle))
+            PQfinish(handle)
+            throw PostgresError(
+                code: .connectionFailed, reason: "cannot connect to Postgres",
+                serverMessage: message, unanswered: true)
+        }
+        if settings.checksServerSettings, let unsuitable = checkServerSettings(handle) {
+            PQfinish(handle)
+            throw unsuitable
+        }
+        guard PQsetnonblocking(handle, 1) == 0 else {
             let message = String(cString: PQerrorMessage(handle))
             PQfinish(handle)
             throw PostgresError(
@@ -148,6 +159,23 @@ public final class PostgresConnection: @unchecked Sendable {
             throw error
         }
         return connection
+    }
+
+    /// Asks a new connection's server (still blocking) for the settings row decoding relies on,
+    /// as ``ConnectionSettings/checksServerSettings`` asks; the error when they do not suit.
+    private static func checkServerSettings(_ handle: OpaquePointer) -> PostgresError? {
+        guard let result = PQexec(handle, ConnectionSettings.serverSettingsQuery) else {
+            return PostgresError(code: .connectionFailed, reason: "cannot connect to Postgres", unanswered: true)
+        }
+        defer { PQclear(result) }
+        guard PQresultStatus(result) == PGRES_TUPLES_OK, PQntuples(result) == 1, PQnfields(result) == 2 else {
+            return PostgresError(
+                code: .connectionFailed, reason: "cannot read the server's settings",
+                serverMessage: String(cString: PQresultErrorMessage(result)), unanswered: true)
+        }
+        let unsuitable = ConnectionSettings.unsuitable(
+            dateStyle: String(cString: PQgetvalue(result, 0, 0)), byteaOutput: String(cString: PQgetvalue(result, 0, 1)))
+        return unsuitable.map { PostgresError(code: .invalidConfiguration, reason: $0) }
     }
 
     /// Runs one statement and returns its rows. Parameters are bound to `$1`, `$2`, … (never

@@ -20,4 +20,19 @@ struct ConnectionSettingsTests {
         #expect(tuned["keepalives_idle"] == ["5"] && tuned["tcp_user_timeout"] == ["0"])
         #expect(tuned["keepalives_count"] == ["3"])
     }
+
+    @Test("through a transaction pooler no session settings are sent, but a URL's own options still are")
+    func transactionPoolingSendsNoSessionOptions() throws {
+        var configuration = PostgresConfiguration(url: "postgres://aviary@127.0.0.1:6432/aviary")
+        #expect(try ConnectionSettings(configuration).keywords.contains("options"))
+        configuration.options.transactionPooling = true
+        let pooled = try ConnectionSettings(configuration)
+        #expect(!pooled.keywords.contains("options") && pooled.checksServerSettings)
+        #expect(Dictionary(uniqueKeysWithValues: zip(pooled.keywords, pooled.values))["client_encoding"] == "UTF8")
+        configuration.url = "postgres://aviary@127.0.0.1:6432/aviary?options=-c%20work_mem%3D8MB"
+        let own = try ConnectionSettings(configuration)
+        #expect(Dictionary(uniqueKeysWithValues: zip(own.keywords, own.values))["options"] == "-c work_mem=8MB")
+        #expect(ConnectionSettings.unsuitable(dateStyle: "ISO, MDY", byteaOutput: "hex") == nil)
+        #expect(ConnectionSettings.unsuitable(dateStyle: "SQL, DMY", byteaOutput: "hex")?.contains("DateStyle") == true)
+    }
 }

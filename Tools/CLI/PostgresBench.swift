@@ -7,12 +7,24 @@ import Postgres
 struct PostgresBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "postgres",
-        abstract: "Primary-key select through the pool vs pgbench -S (target: ratio ≥ 0.8). Creates pgbench tables in the database.")
+        abstract: "Primary-key select through the pool vs pgbench -S (target: ratio ≥ 0.8). Creates pgbench tables in the database.",
+        discussion: """
+            With --prepared off the pool sends its statements unnamed, as AVIARY_POSTGRES_PREPARED=off does for a \
+            pooler in transaction mode, and pgbench runs -M extended (unnamed too): point --url at PgBouncer to \
+            measure what the pooler costs, or at the server to measure what unnamed statements cost.
+            """)
 
     @Option(help: "A libpq URL of a database the benchmark may fill with pgbench tables.")
     var url = "postgres://aviary@127.0.0.1:5432/aviary"
 
     @OptionGroup var comparison: ComparisonOptions
+
+    @Option(help: "on (named prepared statements, pgbench -M prepared) or off (unnamed, pgbench -M extended).")
+    var prepared = Prepared.on
+
+    enum Prepared: String, ExpressibleByArgument {
+        case on, off
+    }
 
     func run() async throws {
         let (clients, seconds, rounds) = (comparison.clients, comparison.seconds, comparison.rounds)
@@ -26,6 +38,8 @@ struct PostgresBench: AsyncParsableCommand {
         options.poolSize = clients
         // One per pgbench thread (`-j 2`).
         options.readerThreads = 2
+        options.transactionPooling = prepared == .off
+        let mode = prepared == .on ? "prepared" : "extended"
         let client = try PostgresClient(configuration: .init(url: url, options: options), logger: Logger(label: "bench"))
         @Sendable func select(_ worker: Int) async throws {
             let rows = try await client.query(
@@ -33,7 +47,7 @@ struct PostgresBench: AsyncParsableCommand {
             _ = try rows[0].decode(Int32.self, at: 0)
         }
         let readers = client.executors.count
-        print("pgbench -S -M prepared, \(clients) clients, 2 threads; the pool with \(clients) connections and \(clients) callers,")
+        print("pgbench -S -M \(mode), \(clients) clients, 2 threads; the pool with \(clients) connections and \(clients) callers,")
         print("on its \(readers) reader threads (as pgbench runs its clients on the threads that poll their connections)")
         print("and on the event loops (as the services' calls run: each answer hops from a reader thread to the loop)")
         var onReaderRatios: [Double] = []
@@ -42,7 +56,7 @@ struct PostgresBench: AsyncParsableCommand {
         // this process inherits blocked, so a timed run would never end.
         let transactions = seconds * 80_000 / clients
         for round in 1...rounds {
-            let output = try shell(tool, ["-S", "-M", "prepared", "-c", "\(clients)", "-j", "2", "-t", "\(transactions)", url])
+            let output = try shell(tool, ["-S", "-M", mode, "-c", "\(clients)", "-j", "2", "-t", "\(transactions)", url])
             guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
                 let theirs = Double(line.dropFirst(6).prefix { $0 != " " })
             else { throw ValidationError("could not read pgbench's tps from:\n\(output)") }

@@ -5,7 +5,7 @@ AVIARY_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # What building, testing and running Aviary needs from Debian.
 AVIARY_APT_PACKAGES=(
     postgresql postgresql-contrib redis-server libpq-dev libhiredis-dev libargon2-dev libjemalloc-dev libcurl4-openssl-dev pkg-config curl
-    procps openssl
+    procps openssl pgbouncer
 )
 
 say() { printf '%s\n' "$*"; }

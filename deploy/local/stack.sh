@@ -26,6 +26,9 @@
 #   AVIARY_EVENT_LOOPS       event-loop threads of each service (a quarter of the cores, at least 1)
 #   AVIARY_GATEWAY_PORT      the gateway's public HTTP/WebSocket port (8080; the next free one when
 #                            another program has it)
+#   AVIARY_LOCAL_PGBOUNCER   1: the services reach our Postgres through PgBouncer in transaction
+#                            mode (127.0.0.1:6432 or the next free port, AVIARY_LOCAL_PGBOUNCER_POOL
+#                            server connections, 20), with AVIARY_POSTGRES_PREPARED=off
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -256,6 +259,72 @@ stop_postgres() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# PgBouncer (AVIARY_LOCAL_PGBOUNCER=1): transaction pooling in front of our Postgres, as a
+# deployment that pools many service processes onto few server connections runs.
+
+# Beside the cluster, in a folder its OS user can use (see relocate_cluster_if_closed).
+PGB_DIR="$PG_DIR/pgbouncer"
+
+pgbouncer_pid() {
+    local pid
+    pid="$(cat "$RUN/pgbouncer.pid" 2>/dev/null)" || return 1
+    [ -n "$pid" ] && is_alive "$pid" && echo "$pid"
+}
+
+start_pgbouncer() {
+    [ "${AVIARY_LOCAL_PGBOUNCER:-0}" = 1 ] || return 0
+    local pid port pg_port pg_host
+    if pid="$(pgbouncer_pid)"; then
+        port="$(cat "$RUN/pgbouncer.port")"
+        say "PgBouncer: ours already runs (pid $pid, port $port)"
+    else
+        pid="$(postgres_pid)" || die "AVIARY_LOCAL_PGBOUNCER=1 needs the Postgres this script starts (unset AVIARY_POSTGRES_URL)"
+        pg_port="$(postgres_port)"
+        pg_host=127.0.0.1
+        [ -S "$PG_DIR/socket/.s.PGSQL.$pg_port" ] && pg_host="$PG_DIR/socket"
+        port="$(free_port_from 6432)"
+        PG_USER="$(stat -c %U "$PG_DIR/data")"
+        mkdir -p "$PGB_DIR"
+        printf '"aviary" ""\n' >"$PGB_DIR/users.txt"
+        cat >"$PGB_DIR/pgbouncer.ini" <<EOF
+[databases]
+* = host=$pg_host port=$pg_port
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $port
+unix_socket_dir =
+auth_type = trust
+auth_file = $PGB_DIR/users.txt
+pool_mode = transaction
+default_pool_size = ${AVIARY_LOCAL_PGBOUNCER_POOL:-20}
+max_client_conn = 4000
+server_reset_query =
+logfile = $PGB_DIR/pgbouncer.log
+pidfile = $PGB_DIR/pgbouncer.pid
+EOF
+        ln -sfn "$PGB_DIR/pgbouncer.log" "$LOGS/pgbouncer.log"
+        if is_root; then chown -R "$PG_USER" "$PGB_DIR"; fi
+        as_pg /usr/sbin/pgbouncer -d "$PGB_DIR/pgbouncer.ini" >/dev/null ||
+            die "PgBouncer did not start, see $(short "$LOGS/pgbouncer.log")"
+        wait_for 15 port_in_use "$port" || die "PgBouncer did not listen on $port, see $(short "$LOGS/pgbouncer.log")"
+        cp "$PGB_DIR/pgbouncer.pid" "$RUN/pgbouncer.pid"
+        echo "$port" >"$RUN/pgbouncer.port"
+        say "PgBouncer: started on 127.0.0.1:$port, transaction mode, in front of Postgres (pid $(pgbouncer_pid))"
+    fi
+    export AVIARY_POSTGRES_URL="postgres://aviary@127.0.0.1:$port/aviary" AVIARY_POSTGRES_PREPARED=off
+}
+
+stop_pgbouncer() {
+    local pid
+    pid="$(pgbouncer_pid)" || return 0
+    kill -INT "$pid"
+    wait_for 15 is_gone "$pid" || kill -KILL "$pid"
+    rm -f "$RUN/pgbouncer.pid" "$RUN/pgbouncer.port"
+    say "PgBouncer: stopped (pid $pid)"
+}
+
+# ---------------------------------------------------------------------------------------------
 # Redis: a server of our own with its data in .aviary-local/redis (append-only file).
 
 redis_pid() {
@@ -429,6 +498,7 @@ up() {
     ensure_apt_packages "${AVIARY_APT_PACKAGES[@]}"
     mkdir -p "$LOGS" "$RUN"
     start_postgres
+    start_pgbouncer
     start_redis
     build
     # Uploaded media live with the rest of the local data unless told otherwise.
@@ -452,6 +522,7 @@ down() {
         stop_service "${SERVICES[index]}"
     done
     stop_redis
+    stop_pgbouncer
     stop_postgres
     rm -f "$RUN/postgres.url" "$RUN/redis.url"
 }
@@ -464,6 +535,9 @@ status() {
         say "Postgres: not ours ($(cat "$RUN/postgres.url"))"
     else
         say "Postgres: not running"
+    fi
+    if pid="$(pgbouncer_pid)"; then
+        say "PgBouncer: ours runs (pid $pid, port $(cat "$RUN/pgbouncer.port"))"
     fi
     if pid="$(redis_pid)"; then
         say "Redis: ours runs (pid $pid, $(cat "$RUN/redis.url" 2>/dev/null))"

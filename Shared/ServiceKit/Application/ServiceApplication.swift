@@ -129,6 +129,7 @@ public enum ServiceApplication {
         var postgresOptions = PostgresConfiguration.Options()
         postgresOptions.poolSize = configuration.postgresPoolSize
         postgresOptions.statementTimeout = configuration.postgresStatementTimeout
+        postgresOptions.transactionPooling = !configuration.postgresPrepared
         postgresOptions.applicationName = definition.name.executableName
         let postgres = try PostgresClient(
             configuration: PostgresConfiguration(url: configuration.postgresURL, options: postgresOptions), logger: logger)

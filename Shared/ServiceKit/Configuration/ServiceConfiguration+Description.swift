@@ -7,6 +7,7 @@ extension ServiceConfiguration: CustomStringConvertible {
         return "service=\(self.service) host=\(self.host) rpcPort=\(self.rpcPort) adminPort=\(self.adminPort) "
             + "postgres=\(Self.maskingPassword(self.postgresURL)) postgresPoolSize=\(self.postgresPoolSize) "
             + "postgresStatementTimeout=\(self.postgresStatementTimeout) "
+            + "postgresPrepared=\(self.postgresPrepared ? "on" : "off") "
             + "redis=\(Self.maskingPassword(self.redisURL)) redisPoolSize=\(self.redisPoolSize) "
             + "nodeID=\(self.nodeID.map(String.init) ?? "leased") serviceSecret=\(secret) "
             + "acceptedServiceSecrets=\(self.acceptedServiceSecrets.count) logLevel=\(self.logLevel) "

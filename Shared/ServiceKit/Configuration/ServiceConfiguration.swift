@@ -19,6 +19,10 @@ public struct ServiceConfiguration: Sendable {
     /// `AVIARY_POSTGRES_STATEMENT_TIMEOUT_MS`: the longest a statement waits for its answer before
     /// its connection is abandoned, 100…3,600,000 ms (migrations are not timed). Default 10,000.
     public var postgresStatementTimeout: Duration
+    /// `AVIARY_POSTGRES_PREPARED`: on, or off when `AVIARY_POSTGRES_URL` is a pooler in transaction
+    /// mode (PgBouncer): statements then go unnamed and no session settings are sent
+    /// (`PostgresConfiguration.Options.transactionPooling`). Default on.
+    public var postgresPrepared: Bool
     /// `AVIARY_REDIS_URL`: `redis://[:password@]host:port[/db]`, or `unix://[:password@]/path[?db=N]`
     /// for a Unix socket. Default `redis://127.0.0.1:6379`.
     public var redisURL: String
@@ -157,6 +161,7 @@ extension ServiceConfiguration {
             postgresPoolSize: try values.integer("AVIARY_POSTGRES_POOL_SIZE", default: 8, in: 1...1024),
             postgresStatementTimeout: .milliseconds(
                 try values.integer("AVIARY_POSTGRES_STATEMENT_TIMEOUT_MS", default: 10_000, in: 100...3_600_000)),
+            postgresPrepared: try values.choice("AVIARY_POSTGRES_PREPARED", default: true, from: ["on": true, "off": false]),
             redisURL: try redisURL(values),
             redisPoolSize: try values.integer("AVIARY_REDIS_POOL_SIZE", default: 8, in: 1...1024),
             host: host,
