@@ -60,14 +60,14 @@ public final class ServiceStack: Sendable {
     /// (which is flushed first), with `extra` added to their environment, and waits until each is ready.
     /// `instances` says how many of a service to run (one when not listed). `postgresServer` and
     /// `redisServer` are the suite's shared servers unless given (private ones, for tests that stop them).
-    /// With `pooler`, the services reach the database through it, with `AVIARY_POSTGRES_PREPARED=off`
-    /// (the stack's own client still goes direct).
+    /// `servicePostgresURL` turns the new database's URL into the one the services get (through a
+    /// pooler, or naming a replica too); the stack's own client keeps the direct one.
     ///
     /// Passwords are hashed at a low Argon2 cost so that tests can make many accounts quickly.
     public static func start(
         _ services: [String], redisDatabase: Int, environment extra: [String: String] = [:],
         instances: [String: Int] = [:], postgresServer: TestPostgres? = nil, redisServer: TestRedis? = nil,
-        pooler: TestPgBouncer? = nil
+        servicePostgresURL: (String) -> String = { $0 }
     ) async throws -> ServiceStack {
         let postgres = if let postgresServer { postgresServer } else { try await TestServers.postgres() }
         let redisServer = if let redisServer { redisServer } else { try await TestServers.redis() }
@@ -82,8 +82,7 @@ public final class ServiceStack: Sendable {
         }
         let gatewayPorts = try (ports["gateway"] ?? []).map { _ in try freePort() }
         var environment = [
-            "AVIARY_POSTGRES_URL": pooler?.url(for: databaseURL) ?? databaseURL,
-            "AVIARY_POSTGRES_PREPARED": pooler == nil ? "on" : "off",
+            "AVIARY_POSTGRES_URL": servicePostgresURL(databaseURL),
             "AVIARY_POSTGRES_POOL_SIZE": "8",
             "AVIARY_REDIS_URL": redisURL,
             "AVIARY_SERVICE_SECRET": serviceCredential,

@@ -26,8 +26,9 @@ public final class TestPostgres: Sendable {
         self.lifecycle = lifecycle
     }
 
-    /// Creates a cluster with initdb and starts it.
-    static func launch() async throws -> TestPostgres {
+    /// Creates a cluster with initdb and starts it; with `primary`, a streaming replica of it
+    /// instead (`pg_basebackup -R`), a hot standby until ``promote()``.
+    static func launch(replicaOf primary: TestPostgres? = nil) async throws -> TestPostgres {
         let installation = try PostgresInstallation.find()
         let account = try ServerAccount.current.get()
         let folder = try TemporaryFolder.create("postgres")
@@ -35,13 +36,19 @@ public final class TestPostgres: Sendable {
         do {
             try account?.own(folder.path)
             let data = folder.file("data")
-            _ = try await Command(
-                arguments: account.command([
-                    installation.tool("initdb"), "-D", data, "-U", "aviary", "--auth=trust",
-                    "--encoding=UTF8", "--locale=C", "--no-sync",
-                ]),
-                directory: folder.path
-            ).output(timeout: .seconds(120))
+            let make =
+                if let primary {
+                    [
+                        installation.tool("pg_basebackup"), "-h", primary.host, "-p", String(primary.port), "-U", "aviary",
+                        "-D", data, "-R", "-X", "stream", "-c", "fast",
+                    ]
+                } else {
+                    [
+                        installation.tool("initdb"), "-D", data, "-U", "aviary", "--auth=trust",
+                        "--encoding=UTF8", "--locale=C", "--no-sync",
+                    ]
+                }
+            _ = try await Command(arguments: account.command(make), directory: folder.path).output(timeout: .seconds(120))
             let port = try freePort()
             // A Unix socket path over 107 bytes is refused, so a deep $TMPDIR means TCP only.
             let socketFolder = folder.path.utf8.count < 90 ? folder.path : ""
@@ -117,5 +124,20 @@ public final class TestPostgres: Sendable {
     /// Starts the server again on the same port, with the same data; waits until it accepts sessions.
     public func start() async throws {
         try await lifecycle.start()
+    }
+
+    /// A streaming replica of this server on a port of its own, a hot standby (read-only) until
+    /// its ``promote()``.
+    public func makeReplica() async throws -> TestPostgres {
+        try await Self.launch(replicaOf: self)
+    }
+
+    /// Makes a replica the primary (`pg_ctl promote`), as a failover does; returns once it takes writes.
+    public func promote() async throws {
+        let account = try ServerAccount.current.get()
+        _ = try await Command(
+            arguments: account.command([installation.tool("pg_ctl"), "promote", "-w", "-D", lifecycle.folder.file("data")]),
+            directory: lifecycle.folder.path
+        ).output(timeout: .seconds(60))
     }
 }

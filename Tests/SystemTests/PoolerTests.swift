@@ -10,7 +10,9 @@ import Testing
 @Suite struct PoolerTests {
     @Test func theServicesWorkThroughPgBouncerInTransactionMode() async throws {
         let bouncer = try await TestPgBouncer.launch(in: try await TestServers.postgres(), serverConnections: 6)
-        let stack = try await ServiceStack.start(ServiceStack.allServices, redisDatabase: 6, pooler: bouncer)
+        let stack = try await ServiceStack.start(
+            ServiceStack.allServices, redisDatabase: 6, environment: ["AVIARY_POSTGRES_PREPARED": "off"],
+            servicePostgresURL: bouncer.url(for:))
         let (ana, ben) = (try await stack.makeUser("ana"), try await stack.makeUser("ben"))
         let _: JSONValue = try await stack.call("social-graph", "graph.follow", ["userId": ana.idValue], as: ben)
         var posted: [String] = []
