@@ -34,7 +34,7 @@ final class SocketHandler: ChannelDuplexHandler {
     private var fragments: ByteBuffer?
     private var fragmentsAreText = false
     /// Text messages read and not started yet.
-    private var waiting = CircularBuffer<ByteBuffer>()
+    private var waiting = CircularBuffer<Data>()
     private var inFlight = 0
     private var readPending = false
     /// Reading waits for the upgrade's token check.
@@ -177,22 +177,22 @@ final class SocketHandler: ChannelDuplexHandler {
         guard isText else {
             return send(SocketSession.binaryRefusal)
         }
-        guard String(validating: message.readableBytesView, as: UTF8.self) != nil else {
+        let text = Data(message.readableBytesView)
+        guard (try? UTF8Span(validating: text.span)) != nil else {
             return close(.dataInconsistentWithMessage, reason: "a text message is UTF-8")
         }
-        waiting.append(message)
+        waiting.append(text)
         startWaiting()
     }
 
     private func startWaiting() {
         guard let context, let session else { return }
         while !isInactive, !opening, !closeSent, inFlight < GatewaySettings.callsInFlightPerSocket,
-            let message = waiting.popFirst()
+            let text = waiting.popFirst()
         {
             inFlight += 1
             let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
             let eventLoop = context.eventLoop
-            let text = Data(message.readableBytesView)
             Task(executorPreference: executor) {
                 let answer = await session.answer(text)
                 eventLoop.execute { handler.value.finished(answer) }
