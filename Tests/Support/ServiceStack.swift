@@ -18,6 +18,8 @@ import Synchronization
 public final class ServiceStack: Sendable {
     /// The environment every service of the stack runs with (ports aside).
     public let environment: [String: String]
+    /// What one service runs with besides ``environment`` (its own database, say).
+    private let serviceEnvironments: [String: [String: String]]
     public let serviceCredential: String
     /// The stack's database, for checks of what the services stored.
     public let database: PostgresClient
@@ -38,13 +40,14 @@ public final class ServiceStack: Sendable {
     private let userPrefix = String(Int.random(in: 0..<36 * 36 * 36), radix: 36)
 
     private init(
-        environment: [String: String], serviceCredential: String, database: PostgresClient, redis: RedisClient,
+        environment: [String: String], serviceEnvironments: [String: [String: String]], serviceCredential: String, database: PostgresClient, redis: RedisClient,
         ports: [String: [(rpc: Int, admin: Int)]], gatewayPorts: [Int], processes: [String: [ServiceProcess]],
         clients: [String: RPCClient], cleanupTokens: [Int]
     ) {
         self.gatewayPorts = gatewayPorts
         self.cleanupTokens = cleanupTokens
         self.environment = environment
+        self.serviceEnvironments = serviceEnvironments
         self.serviceCredential = serviceCredential
         self.database = database
         self.redis = redis
@@ -62,12 +65,13 @@ public final class ServiceStack: Sendable {
     /// `redisServer` are the suite's shared servers unless given (private ones, for tests that stop them).
     /// `servicePostgresURL` turns the new database's URL into the one the services get (through a
     /// pooler, or naming a replica too); the stack's own client keeps the direct one.
+    /// `serviceEnvironment` adds to one service's environment (by executable suffix), over `extra`.
     ///
     /// Passwords are hashed at a low Argon2 cost so that tests can make many accounts quickly.
     public static func start(
         _ services: [String], redisDatabase: Int, environment extra: [String: String] = [:],
         instances: [String: Int] = [:], postgresServer: TestPostgres? = nil, redisServer: TestRedis? = nil,
-        servicePostgresURL: (String) -> String = { $0 }
+        servicePostgresURL: (String) -> String = { $0 }, serviceEnvironment: [String: [String: String]] = [:]
     ) async throws -> ServiceStack {
         let postgres = if let postgresServer { postgresServer } else { try await TestServers.postgres() }
         let redisServer = if let redisServer { redisServer } else { try await TestServers.redis() }
@@ -119,7 +123,8 @@ public final class ServiceStack: Sendable {
                 for (instance, port) in ports.enumerated() {
                     group.addTask {
                         let process = try await startProcess(
-                            service, environment: sharedEnvironment, rpc: port.rpc, admin: port.admin,
+                            service, environment: sharedEnvironment.merging(serviceEnvironment[service] ?? [:]) { _, own in own },
+                            rpc: port.rpc, admin: port.admin,
                             http: service == "gateway" ? gatewayPorts[instance] : nil)
                         return (service, instance, process)
                     }
@@ -136,7 +141,7 @@ public final class ServiceStack: Sendable {
             clients[service] = RPCClient(configuration: configuration, logger: logger)
         }
         return ServiceStack(
-            environment: environment, serviceCredential: serviceCredential, database: database, redis: redis,
+            environment: environment, serviceEnvironments: serviceEnvironment, serviceCredential: serviceCredential, database: database, redis: redis,
             ports: ports, gatewayPorts: gatewayPorts, processes: processes, clients: clients, cleanupTokens: cleanupTokens)
     }
 
@@ -197,11 +202,16 @@ public final class ServiceStack: Sendable {
         _ = await old.waitForExit(timeout: .seconds(30))
     }
 
+    /// What `service` runs with: the stack's environment and its own.
+    private func environment(of service: String) -> [String: String] {
+        environment.merging(serviceEnvironments[service] ?? [:]) { _, own in own }
+    }
+
     /// Starts a stopped instance of `service` again on its ports.
     public func start(_ service: String, instance: Int = 0) async throws {
         let port = ports[service]![instance]
         let new = try await Self.startProcess(
-            service, environment: environment, rpc: port.rpc, admin: port.admin,
+            service, environment: environment(of: service), rpc: port.rpc, admin: port.admin,
             http: service == "gateway" ? gatewayPorts[instance] : nil)
         processes.withLock { $0[service]![instance] = new }
     }
@@ -210,7 +220,7 @@ public final class ServiceStack: Sendable {
     /// include it.
     public func startExtraInstance(_ service: String, environment extra: [String: String] = [:]) async throws -> ServiceProcess {
         try await Self.startProcess(
-            service, environment: environment.merging(extra) { _, given in given }, rpc: try freePort(),
+            service, environment: environment(of: service).merging(extra) { _, given in given }, rpc: try freePort(),
             admin: try freePort())
     }
 
