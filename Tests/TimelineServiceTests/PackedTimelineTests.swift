@@ -58,5 +58,18 @@ struct PackedTimelineTests {
         }
         _ = try await stack.stack.redis.delete([key])
     }
+
+    @Test("a page answered from a build's contents is the page its set would answer")
+    func pageOfBuildContents() {
+        let ids = (1...10).map(Int64.init).shuffled()
+        let whole = TimelineBuilder.Contents(ids: ids, whole: true)
+        let cut = TimelineBuilder.Contents(ids: ids, whole: false)
+        #expect(whole.page(before: nil, count: 3)?.ids == [10, 9, 8] && whole.page(before: nil, count: 3)?.more == true)
+        #expect(whole.page(before: 8, count: 3)?.ids == [7, 6, 5])
+        // The oldest entries: all there is when whole; past what the build read when not.
+        #expect(whole.page(before: 4, count: 5)?.ids == [3, 2, 1] && whole.page(before: 4, count: 5)?.more == false)
+        #expect(cut.page(before: 4, count: 5) == nil)
+        #expect(whole.page(before: 4, count: 3)?.more == false && cut.page(before: 4, count: 3)?.more == true)
+    }
 }
 }

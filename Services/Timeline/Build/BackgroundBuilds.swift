@@ -34,18 +34,44 @@ final class BackgroundBuilds: Sendable {
         if runNow { run(key, work) }
     }
 
+    /// Runs `work` for `key` in the caller's task when a slot is free and no build of `key` is
+    /// queued or running, and returns what it returned; nil, with nothing run, otherwise. The
+    /// slot counts as any other: while it runs, builds asked for wait their turn.
+    func runNowIfFree<T: Sendable>(_ key: String, _ work: () async throws -> T) async throws -> T? {
+        let claimed = state.withLock { state -> Bool in
+            guard state.running < limit, !state.pending.contains(key) else { return false }
+            state.pending.insert(key)
+            state.running += 1
+            return true
+        }
+        guard claimed else { return nil }
+        do {
+            let result = try await work()
+            finished(key)
+            return result
+        } catch {
+            finished(key)
+            throw error
+        }
+    }
+
     private func run(_ key: String, _ work: @escaping @Sendable () async -> Void) {
         Task {
             await work()
-            let next = state.withLock { state -> (key: String, work: @Sendable () async -> Void)? in
-                state.pending.remove(key)
-                guard !state.queued.isEmpty else {
-                    state.running -= 1
-                    return nil
-                }
-                return state.queued.removeFirst()
-            }
-            if let next { run(next.key, next.work) }
+            finished(key)
         }
+    }
+
+    /// Gives `key`'s slot to the oldest queued build, or back.
+    private func finished(_ key: String) {
+        let next = state.withLock { state -> (key: String, work: @Sendable () async -> Void)? in
+            state.pending.remove(key)
+            guard !state.queued.isEmpty else {
+                state.running -= 1
+                return nil
+            }
+            return state.queued.removeFirst()
+        }
+        if let next { run(next.key, next.work) }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Metrics
 import Redis
+import Synchronization
 
 /// Rebuilds a missing timeline set from its source of truth (the tweets and social-graph services),
 /// once per set at a time: one build per set in this process (``BuildGate``) and one across instances
@@ -28,6 +29,16 @@ struct TimelineBuilder: Sendable {
     struct Contents: Sendable {
         var ids: [Int64]
         var whole: Bool
+
+        /// The newest `count` ids strictly before `before`, as a read of the set built from these
+        /// contents would answer; nil when the page runs past their oldest id and older ones exist.
+        func page(before: Int64?, count: Int) -> TimelineIDs? {
+            let newestFirst = ids.sorted(by: >)
+            let start = before.map { cursor in newestFirst.firstIndex { $0 < cursor } ?? newestFirst.count } ?? 0
+            let page = Array(newestFirst[start...].prefix(count))
+            guard page.count == count || whole else { return nil }
+            return TimelineIDs(ids: page, more: page.count == count && (start + count < newestFirst.count || !whole))
+        }
     }
 
     init(redis: RedisClient, capacity: Int, rebuilds: Int, logger: Logger) {
@@ -47,6 +58,28 @@ struct TimelineBuilder: Sendable {
                 logger.warning("a timeline build failed", metadata: ["timeline.key": "\(key)", "error": "\(error)"])
             }
         }
+    }
+
+    /// Builds `key` now, in the caller's task, when a slot of the background builds is free
+    /// (``BackgroundBuilds/runNowIfFree(_:_:)``), as ``build(_:lifetime:source:)`` does. Returns what
+    /// `source` returned, for the caller to answer from; nil when no slot was free, when `source`
+    /// was not read here (the set was built meanwhile), or when it returned nil.
+    func buildNowIfFree(_ key: String, lifetime: Int, source: @escaping @Sendable () async throws -> Contents?) async throws -> Contents? {
+        let read = SourceRead()
+        let ran = try await background.runNowIfFree(key) {
+            try await build(key, lifetime: lifetime) {
+                let contents = try await source()
+                read.contents.withLock { $0 = contents }
+                return contents
+            }
+        }
+        guard ran != nil else { return nil }
+        return read.contents.withLock { $0 }
+    }
+
+    /// What a build's source returned, kept for the caller of ``buildNowIfFree(_:lifetime:source:)``.
+    private final class SourceRead: Sendable {
+        let contents = Mutex<Contents?>(nil)
     }
 
     /// Builds `key` unless it is complete, giving it the lifetime `lifetime` seconds. `source`
