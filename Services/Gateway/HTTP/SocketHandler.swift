@@ -61,6 +61,8 @@ final class SocketHandler: ChannelDuplexHandler {
         // Counted here as well as at the upgrade: sockets opened at once may all have passed that check.
         countedForAddress = gateway.socketsPerAddress.claim(caller.address ?? "")
         guard countedForAddress else {
+            // No token to check: the session ends as soon as the connection does.
+            opening = false
             close(.policyViolation, reason: GatewayService.tooManySockets(fromAddress: gateway.socketsPerAddress.limit))
             return
         }
@@ -86,7 +88,9 @@ final class SocketHandler: ChannelDuplexHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         isInactive = true
+        // The timer's closure holds this handler: dropped, so that the socket's memory goes with it.
         pinger?.cancel()
+        pinger = nil
         waiting.removeAll()
         fragments = nil
         if countedForAddress { gateway.socketsPerAddress.release(caller.address ?? "") }
@@ -96,7 +100,8 @@ final class SocketHandler: ChannelDuplexHandler {
     }
 
     /// Once the socket is closed and no call of it runs (one could still subscribe): its
-    /// subscriptions end, whatever ended it, and its user's count is given back.
+    /// subscriptions end, whatever ended it, and its user's count is given back. The session (whose
+    /// subscriptions' closures hold this handler) is let go.
     private func endIfDone() {
         guard isInactive, !opening, inFlight == 0, let session else { return }
         self.session = nil
