@@ -37,8 +37,11 @@ struct TimelineBench: AsyncParsableCommand {
     @Option(help: "The mix's calls: deathstarbench (reads at a random depth of 0 to 100 entries, following cursors; posts of 280 characters with 1 to 6 mentions, 1 to 6 links and 0 to 4 uploaded images) or pages (the first 10 entries; short posts).")
     var mix = MixShape.deathstarbench
 
-    @Option(help: "Seconds per measured run.")
+    @Option(help: "Seconds per measured closed-loop and paced run.")
     var seconds = 5
+
+    @Option(help: "Seconds of each run of the mix at a rate (DeathStarBench's steps are 30 s).")
+    var mixSeconds = 30
 
     @Option(help: "Concurrent clients of the closed-loop runs.")
     var clients = 64
@@ -85,6 +88,8 @@ struct TimelineBench: AsyncParsableCommand {
         }
         for rate in flushed { try validateRate(rate, option: "--flush-rates") }
         guard (1...10).contains(repetitions) else { throw ValidationError("--repetitions must be 1 to 10, not \(repetitions)") }
+        guard (1...600).contains(mixSeconds) else { throw ValidationError("--mix-seconds must be 1 to 600, not \(mixSeconds)") }
+        guard (1...600).contains(seconds) else { throw ValidationError("--seconds must be 1 to 600, not \(seconds)") }
     }
 
     func run() async throws {
@@ -210,8 +215,8 @@ struct TimelineBench: AsyncParsableCommand {
             var outcomes: [BenchOutcome] = []
             for run in 1...repetitions {
                 let statements = try await statementsSent()
-                let (outcome, byKind, visible) = try await mix(at: rate, for: duration)
-                let perCall = (try await statementsSent() - statements) / Double(rate * seconds)
+                let (outcome, byKind, visible) = try await mix(at: rate, for: .seconds(mixSeconds))
+                let perCall = (try await statementsSent() - statements) / Double(rate * mixSeconds)
                 print("DeathStarBench mix (\(shares)) at \(rate)/s, run \(run) of \(repetitions): \(outcome.summary)")
                 // Which kind of call makes the tail: each one's time from its start (not from when it
                 // was due, as the figures above).
