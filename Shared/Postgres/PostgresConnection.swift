@@ -480,7 +480,9 @@ public final class PostgresConnection: @unchecked Sendable {
         _ state: inout State
     ) throws -> (name: String?, prepared: Bool) {
         guard !state.isUnusable else {
-            throw PostgresError(code: .connectionFailed, reason: "the connection is unusable")
+            // It broke (the server ended it) after it was lent for this statement, which was not
+            // sent: a read may go again on a new connection.
+            throw PostgresError(code: .connectionFailed, reason: "the connection is unusable", connectionLost: true)
         }
         guard PQpipelineStatus(handle) != PQ_PIPELINE_OFF || PQenterPipelineMode(handle) == 1 else {
             throw error(from: nil)
