@@ -7,6 +7,7 @@ import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import NIOWebSocket
+import RPC
 
 /// A connection to the public port: HTTP/1.1 answered by the router, or `GET /rpc` upgraded to a
 /// WebSocket.
@@ -38,22 +39,24 @@ struct EdgeChannel: ServerChildChannel, HTTPChannelHandler {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let gateway = gateway
-            let refusal = NIOLoopBoundBox<SocketRefusal?>(nil, eventLoop: channel.eventLoop)
+            // The upgrade's verdict, from `shouldUpgrade` to the pipeline it sets up.
+            let verdict = NIOLoopBoundBox<Result<SocketAdmission, SocketRefusal>?>(nil, eventLoop: channel.eventLoop)
             let upgrader = NIOTypedWebSocketServerUpgrader<Opened>(
                 maxFrameSize: gateway.settings.maxMessageBytes,
                 shouldUpgrade: { channel, head in
                     let caller = gateway.caller(of: head, peer: channel.remoteAddress?.ipAddress)
                     return channel.eventLoop.makeFutureWithTask {
                         await gateway.admitSocket(path: head.uri, caller: caller)
-                    }.map { verdict -> HTTPHeaders? in
-                        refusal.value = verdict
-                        return verdict == nil ? [:] : nil
+                    }.map { admission -> HTTPHeaders? in
+                        verdict.value = admission
+                        guard case .success = admission else { return nil }
+                        return [:]
                     }
                 },
-                upgradePipelineHandler: { channel, head in
+                upgradePipelineHandler: { channel, _ in
                     channel.eventLoop.makeCompletedFuture {
-                        let caller = gateway.caller(of: head, peer: channel.remoteAddress?.ipAddress)
-                        try channel.pipeline.syncOperations.addHandler(SocketHandler(gateway: gateway, caller: caller))
+                        guard case .success(let admission) = verdict.value else { throw ChannelError.inappropriateOperationForState }
+                        try channel.pipeline.syncOperations.addHandler(SocketHandler(gateway: gateway, admission: admission))
                         return .webSocket
                     }
                 })
@@ -66,7 +69,7 @@ struct EdgeChannel: ServerChildChannel, HTTPChannelHandler {
                             HTTPConnectionStateHandler(idleTimeout: http1.idleTimeout.map { .init($0) }, logger: logger))
                         let http = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
                             wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
-                        if let refused = refusal.value { return .refused(http, refused) }
+                        if case .failure(let refusal) = verdict.value { return .refused(http, refusal) }
                         return .http(http)
                     }
                 })
@@ -100,9 +103,16 @@ struct EdgeChannel: ServerChildChannel, HTTPChannelHandler {
     }
 }
 
+/// A WebSocket upgrade let through: its caller, and the user its token verified as (none yet
+/// without a token: `gateway.authenticate` gives one on the socket).
+struct SocketAdmission: Sendable {
+    let caller: EdgeCaller
+    let principal: RPCPrincipal?
+}
+
 /// Why a WebSocket upgrade was refused, answered as the gateway's other HTTP errors are: the status,
 /// a JSON body naming the limit, `Retry-After` when waiting helps, and the connection closed.
-struct SocketRefusal: Sendable, Equatable {
+struct SocketRefusal: Error {
     let status: HTTPResponse.Status
     let message: String
     var retryAfterSeconds: Int?

@@ -1,3 +1,4 @@
+import AuthTokens
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -27,25 +28,27 @@ extension GatewayService {
         }
     }
 
-    /// Whether a WebSocket upgrade of `path` may go ahead: nil when it may, else why not. A token
-    /// in `Authorization` must verify; the user's and the address's sockets must be under their
-    /// limits (counted again when the socket opens: sockets opened at once may all pass here).
-    func admitSocket(path: String, caller: EdgeCaller) async -> SocketRefusal? {
+    /// Whether a WebSocket upgrade of `path` may go ahead: the caller, with the user its token in
+    /// `Authorization` verified as, or why not. The token must verify; the user's and the address's
+    /// sockets must be under their limits (counted when the socket opens: sockets opened at once
+    /// may all pass here).
+    func admitSocket(path: String, caller: EdgeCaller) async -> Result<SocketAdmission, SocketRefusal> {
         guard path.split(separator: "?", maxSplits: 1).first == "/rpc" else {
-            return SocketRefusal(status: .notFound, message: "WebSockets open at /rpc")
+            return .failure(SocketRefusal(status: .notFound, message: "WebSockets open at /rpc"))
         }
         if let address = caller.address, socketsPerAddress.isFull(address) {
-            return SocketRefusal(status: .tooManyRequests, message: Self.tooManySockets(fromAddress: socketsPerAddress.limit), retryAfterSeconds: 1)
+            return .failure(
+                SocketRefusal(status: .tooManyRequests, message: Self.tooManySockets(fromAddress: socketsPerAddress.limit), retryAfterSeconds: 1))
         }
-        if let token = caller.token {
-            guard let user = await user(of: token) else {
-                return SocketRefusal(status: .unauthorized, message: "the access token in Authorization is not valid")
-            }
-            if socketsPerUser.isFull(user) {
-                return SocketRefusal(status: .tooManyRequests, message: Self.tooManySockets(ofUser: socketsPerUser.limit), retryAfterSeconds: 1)
-            }
+        guard let token = caller.token else { return .success(SocketAdmission(caller: caller, principal: nil)) }
+        guard let principal = try? await resources.tokenVerifier.verify(token) else {
+            return .failure(SocketRefusal(status: .unauthorized, message: "the access token in Authorization is not valid"))
         }
-        return nil
+        if socketsPerUser.isFull(principal.userID) {
+            return .failure(
+                SocketRefusal(status: .tooManyRequests, message: Self.tooManySockets(ofUser: socketsPerUser.limit), retryAfterSeconds: 1))
+        }
+        return .success(SocketAdmission(caller: caller, principal: principal))
     }
 
     static func tooManySockets(ofUser limit: Int) -> String {

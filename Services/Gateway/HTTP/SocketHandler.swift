@@ -9,8 +9,7 @@ import Synchronization
 ///
 /// Each text message is a JSON-RPC message answered by ``SocketSession`` in a task of its own, run on
 /// the connection's loop and ended with its answer; an idle socket holds no task. While
-/// ``GatewaySettings/callsInFlightPerSocket`` calls run, or while the upgrade's token is checked,
-/// the socket is not read. What is sent waits in the channel; a client that leaves more than
+/// ``GatewaySettings/callsInFlightPerSocket`` calls run the socket is not read. What is sent waits in the channel; a client that leaves more than
 /// ``maxQueuedBytes`` unread is hung up on, so that it holds at most that much of the gateway's
 /// memory. The gateway pings every ``pingInterval`` and closes a socket whose client did not answer
 /// the previous ping.
@@ -25,7 +24,7 @@ final class SocketHandler: ChannelDuplexHandler {
     static let closeTimeout = TimeAmount.seconds(5)
 
     private let gateway: GatewayService
-    private let caller: EdgeCaller
+    private let admission: SocketAdmission
     private var context: ChannelHandlerContext?
     private var session: SocketSession?
     private var executor: EventLoopTaskExecutor?
@@ -37,52 +36,36 @@ final class SocketHandler: ChannelDuplexHandler {
     private var waiting = CircularBuffer<Data>()
     private var inFlight = 0
     private var readPending = false
-    /// Reading waits for the upgrade's token check.
-    private var opening = true
     private var awaitingPong = false
     private var closeSent = false
     private var countedForAddress = false
     private var isInactive = false
 
-    init(gateway: GatewayService, caller: EdgeCaller) {
+    init(gateway: GatewayService, admission: SocketAdmission) {
         self.gateway = gateway
-        self.caller = caller
+        self.admission = admission
     }
+
+    private var address: String { admission.caller.address ?? "" }
 
     // MARK: The socket's life
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         let link = SocketLink(handler: NIOLoopBound(self, eventLoop: context.eventLoop), channel: context.channel)
-        let session = SocketSession(gateway: gateway, caller: caller, link: link)
+        let session = SocketSession(gateway: gateway, admission: admission, link: link)
         self.session = session
         executor = EventLoopTaskExecutor(eventLoop: context.eventLoop)
         gateway.openSockets.add(link)
-        // Counted here as well as at the upgrade: sockets opened at once may all have passed that check.
-        countedForAddress = gateway.socketsPerAddress.claim(caller.address ?? "")
+        // Counted here, as the user's socket is by `open()`: sockets opened at once may all have
+        // passed the upgrade's check.
+        countedForAddress = gateway.socketsPerAddress.claim(address)
         guard countedForAddress else {
-            // No token to check: the session ends as soon as the connection does.
-            opening = false
-            close(.policyViolation, reason: GatewayService.tooManySockets(fromAddress: gateway.socketsPerAddress.limit))
-            return
+            return close(.policyViolation, reason: GatewayService.tooManySockets(fromAddress: gateway.socketsPerAddress.limit))
         }
+        if let refusal = session.open() { return close(.policyViolation, reason: refusal) }
         pinger = context.eventLoop.scheduleRepeatedTask(initialDelay: Self.pingInterval, delay: Self.pingInterval) { [link] _ in
             link.handler.value.ping()
-        }
-        let eventLoop = context.eventLoop
-        Task(executorPreference: executor) {
-            let refusal = await session.open()
-            eventLoop.execute { link.handler.value.opened(refusal: refusal) }
-        }
-    }
-
-    private func opened(refusal: String?) {
-        opening = false
-        endIfDone()
-        if let refusal {
-            close(.policyViolation, reason: refusal)
-        } else {
-            resume()
         }
     }
 
@@ -93,7 +76,7 @@ final class SocketHandler: ChannelDuplexHandler {
         pinger = nil
         waiting.removeAll()
         fragments = nil
-        if countedForAddress { gateway.socketsPerAddress.release(caller.address ?? "") }
+        if countedForAddress { gateway.socketsPerAddress.release(address) }
         if let session { gateway.openSockets.remove(session.link) }
         endIfDone()
         context.fireChannelInactive()
@@ -103,7 +86,7 @@ final class SocketHandler: ChannelDuplexHandler {
     /// subscriptions end, whatever ended it, and its user's count is given back. The session (whose
     /// subscriptions' closures hold this handler) is let go.
     private func endIfDone() {
-        guard isInactive, !opening, inFlight == 0, let session else { return }
+        guard isInactive, inFlight == 0, let session else { return }
         self.session = nil
         Task(executorPreference: executor) { await session.end() }
     }
@@ -191,16 +174,13 @@ final class SocketHandler: ChannelDuplexHandler {
     }
 
     private func startWaiting() {
-        guard let context, let session else { return }
-        while !isInactive, !opening, !closeSent, inFlight < GatewaySettings.callsInFlightPerSocket,
-            let text = waiting.popFirst()
-        {
+        guard let session else { return }
+        while !isInactive, !closeSent, inFlight < GatewaySettings.callsInFlightPerSocket, let text = waiting.popFirst() {
             inFlight += 1
-            let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-            let eventLoop = context.eventLoop
+            let link = session.link
             Task(executorPreference: executor) {
                 let answer = await session.answer(text)
-                eventLoop.execute { handler.value.finished(answer) }
+                link.channel.eventLoop.execute { link.handler.value.finished(answer) }
             }
         }
     }
@@ -221,7 +201,7 @@ final class SocketHandler: ChannelDuplexHandler {
     }
 
     private var mayRead: Bool {
-        !opening && waiting.isEmpty && inFlight < GatewaySettings.callsInFlightPerSocket
+        waiting.isEmpty && inFlight < GatewaySettings.callsInFlightPerSocket
     }
 
     func read(context: ChannelHandlerContext) {

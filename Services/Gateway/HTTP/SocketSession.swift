@@ -22,18 +22,18 @@ final class SocketSession: Sendable {
     private let address: String?
     private let identity: Mutex<Identity>
     private let live: LiveLinks
-    /// The token of the upgrade request's `Authorization`, checked by ``open()``.
-    private let upgradeToken: String?
+    /// The upgrade's caller and the user its token verified as, taken by ``open()``.
+    private let admission: SocketAdmission
 
     /// The answer to a binary message.
     static let binaryRefusal = RPCRelay.errorResponse(.invalidRequest("send JSON-RPC as text messages, not binary"))
 
-    init(gateway: GatewayService, caller: EdgeCaller, link: SocketLink) {
+    init(gateway: GatewayService, admission: SocketAdmission, link: SocketLink) {
         self.gateway = gateway
         self.link = link
-        self.address = caller.address
+        self.address = admission.caller.address
         self.identity = Mutex(Identity(token: nil, user: nil))
-        self.upgradeToken = caller.token
+        self.admission = admission
         self.live = LiveLinks(
             channels: gateway.liveChannels, deliver: { link.send($0) },
             lost: { service in
@@ -43,11 +43,11 @@ final class SocketSession: Sendable {
             })
     }
 
-    /// Takes the upgrade's token, if it carried one; the reason to close the socket when the token
-    /// is refused.
-    func open() async -> String? {
-        guard let token = upgradeToken, case .failure(let error) = await authenticate(token) else { return nil }
-        return error.message
+    /// Takes the upgrade's token, verified at the upgrade, if it carried one; the reason to close
+    /// the socket when its user holds as many sockets as they may.
+    func open() -> String? {
+        guard let token = admission.caller.token, let principal = admission.principal else { return nil }
+        return adopt(token, of: principal)?.message
     }
 
     /// Ends the socket's subscriptions and gives back its place among its user's sockets.
@@ -83,7 +83,14 @@ final class SocketSession: Sendable {
         } catch {
             return .failure(error)
         }
-        let verdict = identity.withLock { identity -> RPCError? in
+        if let refusal = adopt(token, of: principal) { return .failure(refusal) }
+        return Result { try RawJSON(encoding: ["userId": String(principal.userID)]) }.mapError { _ in .internalError() }
+    }
+
+    /// Takes `token`, verified as `principal`'s, as the socket's; the refusal when the socket is
+    /// another user's, or when this one holds as many sockets as they may.
+    private func adopt(_ token: String, of principal: RPCPrincipal) -> RPCError? {
+        identity.withLock { identity -> RPCError? in
             if let user = identity.user {
                 guard user == principal.userID else {
                     return .forbidden("this socket belongs to another user; open a socket of its own for this token")
@@ -97,7 +104,5 @@ final class SocketSession: Sendable {
             identity.token = token
             return nil
         }
-        if let verdict { return .failure(verdict) }
-        return Result { try RawJSON(encoding: ["userId": String(principal.userID)]) }.mapError { _ in .internalError() }
     }
 }

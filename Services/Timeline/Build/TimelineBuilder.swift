@@ -61,25 +61,29 @@ struct TimelineBuilder: Sendable {
     }
 
     /// Builds `key` now, in the caller's task, when a slot of the background builds is free
-    /// (``BackgroundBuilds/runNowIfFree(_:_:)``), as ``build(_:lifetime:source:)`` does. Returns what
-    /// `source` returned, for the caller to answer from; nil when no slot was free, when `source`
-    /// was not read here (the set was built meanwhile), or when it returned nil.
-    func buildNowIfFree(_ key: String, lifetime: Int, source: @escaping @Sendable () async throws -> Contents?) async throws -> Contents? {
-        let read = SourceRead()
+    /// (``BackgroundBuilds/runNowIfFree(_:_:)``), as ``build(_:lifetime:source:)`` does with the
+    /// `contents` of what `source` reads. Returns what `source` read, for the caller to answer from;
+    /// nil when no slot was free, when `source` was not read here (the set was built meanwhile), or
+    /// when it returned nil.
+    func buildNowIfFree<Read: Sendable>(
+        _ key: String, lifetime: Int, source: @escaping @Sendable () async throws -> Read?,
+        contents: @escaping @Sendable (Read) -> Contents
+    ) async throws -> Read? {
+        let read = SourceRead<Read>()
         let ran = try await background.runNowIfFree(key) {
             try await build(key, lifetime: lifetime) {
-                let contents = try await source()
-                read.contents.withLock { $0 = contents }
-                return contents
+                let value = try await source()
+                read.value.withLock { $0 = value }
+                return value.map(contents)
             }
         }
         guard ran != nil else { return nil }
-        return read.contents.withLock { $0 }
+        return read.value.withLock { $0 }
     }
 
-    /// What a build's source returned, kept for the caller of ``buildNowIfFree(_:lifetime:source:)``.
-    private final class SourceRead: Sendable {
-        let contents = Mutex<Contents?>(nil)
+    /// What a build's source read, kept for the caller of ``buildNowIfFree(_:lifetime:source:contents:)``.
+    private final class SourceRead<Read: Sendable>: Sendable {
+        let value = Mutex<Read?>(nil)
     }
 
     /// Builds `key` unless it is complete, giving it the lifetime `lifetime` seconds. `source`

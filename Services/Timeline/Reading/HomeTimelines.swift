@@ -1,7 +1,6 @@
 import Logging
 import Redis
 import RPC
-import Synchronization
 
 extension TimelineService {
     /// The newest `count` ids strictly before `before` of `user`'s home timeline: their set merged
@@ -78,22 +77,14 @@ extension TimelineService {
     /// Builds `user`'s home set now when a build slot is free, and returns what the build read; nil
     /// when no slot was free or the build failed (the caller then answers from the services).
     private func buildHomeNow(of user: Int64) async -> HomeSource? {
-        let celebrities = CelebritiesRead()
         do {
-            let contents = try await builder.buildNowIfFree(TimelineKeys.home(user), lifetime: settings.inactiveSeconds) { [self] in
-                let source = try await readHomeSource(of: user)
-                celebrities.followed.withLock { $0 = source.celebrities }
-                return source.contents
-            }
-            return contents.map { HomeSource(contents: $0, celebrities: celebrities.followed.withLock { $0 }) }
+            return try await builder.buildNowIfFree(
+                TimelineKeys.home(user), lifetime: settings.inactiveSeconds, source: { [self] in try await readHomeSource(of: user) },
+                contents: \.contents)
         } catch {
             logger.warning("a timeline build failed", metadata: ["timeline.key": "\(TimelineKeys.home(user))", "error": "\(error)"])
             return nil
         }
-    }
-
-    private final class CelebritiesRead: Sendable {
-        let followed = Mutex<[Int64]>([])
     }
 
     /// The same as ``homeCandidates(of:before:count:context:)`` straight from the services: while

@@ -86,7 +86,7 @@ extension TimelineService {
     private func buildUserTimelineNow(_ author: Int64) async -> TimelineBuilder.Contents? {
         do {
             return try await builder.buildNowIfFree(
-                TimelineKeys.user(author), lifetime: settings.userCacheSeconds, source: userTimelineSource(author))
+                TimelineKeys.user(author), lifetime: settings.userCacheSeconds, source: userTimelineSource(author), contents: { $0 })
         } catch {
             logger.warning("a timeline build failed", metadata: ["timeline.key": "\(TimelineKeys.user(author))", "error": "\(error)"])
             return nil
