@@ -1,6 +1,8 @@
 /// Where domain events live in Redis: one stream per topic, `aviary:events:<topic>`, whose entries
 /// carry the fields `type`, `payload` (JSON), `outbox_id` and `source` (the producer's schema), and
-/// beside it a dead-letter stream, `aviary:events:<topic>:dead`, for entries no consumer could handle.
+/// beside it a dead-letter stream, `{aviary:events:<topic>}:dead`, for entries no consumer could
+/// handle: tagged with the stream's name, so that one transaction moves entries from the stream to
+/// it on a Redis Cluster too.
 public enum EventStream {
     /// The stream of `topic`.
     public static func key(topic: String) -> String {
@@ -10,7 +12,7 @@ public enum EventStream {
     /// The dead-letter stream of `topic`: entries a consumer group gave up on, with the original
     /// fields plus `original_id`, `group`, `consumer`, `deliveries` and `reason`.
     public static func deadLetterKey(topic: String) -> String {
-        "aviary:events:\(topic):dead"
+        "{\(key(topic: topic))}:dead"
     }
 
     enum Field {

@@ -1,3 +1,4 @@
+import ChannelSupport
 import Postgres
 import Redis
 
@@ -29,7 +30,11 @@ extension OutboxRelay {
             events.sort { $0.id < $1.id }
             if let preparation { events = try await preparation(events) }
             guard !events.isEmpty else { return RelayedBatch(rows: rows.count, topics: []) }
-            let replies = try await redis.pipeline(
+            let replicas = options.replicaAcknowledgements
+            // On a cluster, the WAIT goes to every node the XADDs went to (ClusterPlan).
+            let wait: [[RedisArgument]] =
+                replicas > 0 ? [["WAIT", RedisArgument(replicas), RedisArgument(options.replicaWait.milliseconds)]] : []
+            var replies = try await redis.pipeline(
                 events.map { event in
                     [
                         "XADD", RedisArgument(EventStream.key(topic: event.topic)), "*",
@@ -38,7 +43,11 @@ extension OutboxRelay {
                         RedisArgument(EventStream.Field.outboxID), RedisArgument(event.id),
                         RedisArgument(EventStream.Field.source), RedisArgument(schema),
                     ]
-                })
+                } + wait)
+            if !wait.isEmpty, let acknowledged = replies.removeLast().int, acknowledged < replicas {
+                throw EventStreamFailure(
+                    "\(acknowledged) of \(replicas) Redis replicas confirmed the events within \(options.replicaWait); sending them again")
+            }
             for case .error(let message) in replies {
                 throw EventStreamFailure("Redis refused an XADD: \(message)")
             }

@@ -26,6 +26,12 @@ extension OutboxRelay {
         /// group catches up. A stream no group reads yet keeps its newest this many (`MAXLEN ~`).
         /// Default 1,000,000.
         public var streamMaxLength = 1_000_000
+        /// How many replicas of each Redis node written to must have a batch's events (`WAIT`, within
+        /// `replicaWait`) before the batch's rows are deleted; a batch short of them fails and is
+        /// sent again. 0 does not wait.
+        public var replicaAcknowledgements = 0
+        /// How long a batch waits for `replicaAcknowledgements`.
+        public var replicaWait: Duration = .seconds(1)
 
         public init() {}
     }

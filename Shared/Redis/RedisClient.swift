@@ -15,12 +15,22 @@ import Logging
 /// cannot connect opens a breaker (``ChannelSupport/CircuitBreaker``): for `configuration.breakerPause` every command
 /// fails at once with `.connectionFailed`, then one probes.
 ///
+/// On a Redis Cluster (``RedisDeployment/cluster(seeds:)``) each command goes to the master of its
+/// keys' slot, a pipeline is split per node with its replies kept in order, and the client follows
+/// the cluster's redirections and changes (``RedisCluster``). With Sentinel, each new connection
+/// asks the sentinels where the master is (``RedisConnectionPool``).
+///
 /// Call `shutdown()` when done: it lets commands in flight finish and closes the connections.
 public final class RedisClient: Sendable {
+    /// Where the commands go: one server's connections, or a cluster's nodes.
+    enum Route: Sendable {
+        case node(RedisNode)
+        case cluster(RedisCluster)
+    }
+
     /// The configuration the client was created with.
     public let configuration: RedisConfiguration
-    let pool: RedisConnectionPool
-    let breaker: CircuitBreaker
+    let route: Route
     let logger: Logger
 
     /// Creates the client; no connection is opened until the first command.
@@ -29,17 +39,53 @@ public final class RedisClient: Sendable {
     ///   `redis.server` is added.
     public init(configuration: RedisConfiguration, logger: Logger) {
         precondition(configuration.poolSize > 0, "RedisConfiguration.poolSize must be at least 1")
-        var logger = logger
-        logger[metadataKey: "redis.server"] = "\(configuration.server)"
         self.configuration = configuration
         self.logger = logger
-        self.pool = RedisConnectionPool(configuration: configuration, logger: logger)
-        self.breaker = CircuitBreaker(pause: configuration.breakerPause)
+        if case .cluster = configuration.deployment {
+            route = .cluster(RedisCluster(configuration: configuration, logger: logger))
+        } else {
+            route = .node(RedisNode(configuration: configuration, logger: logger))
+        }
     }
 
     deinit {
         // Without `shutdown()`, still close the connections.
-        pool.beginClosing()
+        switch route {
+        case .node(let node): node.pool.beginClosing()
+        case .cluster(let cluster): cluster.beginClosing()
+        }
+    }
+
+    /// Whether commands go to a Redis Cluster, where the keys of one script or multi-key command
+    /// must share a slot.
+    public var isCluster: Bool {
+        if case .cluster = route { true } else { false }
+    }
+
+    /// `keys` in batches of at most `size` that one script call may take together: in order and
+    /// `size` at a time on one server; on a cluster, grouped by slot as well.
+    public func batches(of keys: [String], upTo size: Int) -> [[String]] {
+        precondition(size > 0, "a batch holds at least one key")
+        func split(_ keys: [String]) -> [[String]] {
+            stride(from: 0, to: keys.count, by: size).map { Array(keys[$0..<min($0 + size, keys.count)]) }
+        }
+        guard isCluster else { return split(keys) }
+        var bySlot: [Int: [String]] = [:]
+        var order: [Int] = []
+        for key in keys {
+            let slot = RedisSlot.of(key)
+            if bySlot[slot] == nil { order.append(slot) }
+            bySlot[slot, default: []].append(key)
+        }
+        return order.flatMap { split(bySlot[$0]!) }
+    }
+
+    /// Runs `commands` as one pipeline (on a cluster, one per node) and returns their replies in order.
+    func execute(_ commands: [[RedisArgument]]) async throws -> [RESPValue] {
+        switch route {
+        case .node(let node): try await node.execute(commands)
+        case .cluster(let cluster): try await cluster.execute(commands)
+        }
     }
 
     /// Sends one command and returns its reply.
@@ -83,17 +129,19 @@ public final class RedisClient: Sendable {
     }
 
     /// Runs `script` once per call (its keys and arguments), the `EVALSHA`s pipelined: one round
-    /// trip. When the server lost its script cache (restart, `SCRIPT FLUSH`) it loads the script and
-    /// sends them all again, so a script must be safe to run twice. Replies are returned in place.
+    /// trip. The calls a server answered `NOSCRIPT` (it lost its script cache: a restart,
+    /// `SCRIPT FLUSH`, a cluster node that never ran it) are sent again with `EVAL`, which also
+    /// caches the script there. Replies are returned in place.
     public func evaluateEach(_ script: RedisScript, _ calls: [(keys: [String], arguments: [RedisArgument])]) async throws -> [RESPValue] {
-        let commands = calls.map { call -> [RedisArgument] in
-            ["EVALSHA", RedisArgument(script.sha1), RedisArgument(call.keys.count)] + call.keys.map { RedisArgument($0) }
-                + call.arguments
+        let tails = calls.map { call -> [RedisArgument] in
+            [RedisArgument(call.keys.count)] + call.keys.map { RedisArgument($0) } + call.arguments
         }
-        let replies = try await pipeline(commands)
-        guard replies.contains(where: { $0.errorMessage?.hasPrefix("NOSCRIPT") == true }) else { return replies }
-        _ = try await send(["SCRIPT", "LOAD", RedisArgument(script.source)])
-        return try await pipeline(commands)
+        var replies = try await pipeline(tails.map { ["EVALSHA", RedisArgument(script.sha1)] + $0 })
+        let missing = replies.indices.filter { replies[$0].errorMessage?.hasPrefix("NOSCRIPT") == true }
+        guard !missing.isEmpty else { return replies }
+        let again = try await pipeline(missing.map { ["EVAL", RedisArgument(script.source)] + tails[$0] })
+        for (index, reply) in zip(missing, again) { replies[index] = reply }
+        return replies
     }
 
     /// Whether Redis answers `PING` right now.
@@ -104,6 +152,9 @@ public final class RedisClient: Sendable {
     /// Fails later commands with `.closed`, lets commands in flight finish and closes every
     /// connection. Safe to call more than once.
     public func shutdown() async {
-        await pool.close()
+        switch route {
+        case .node(let node): await node.pool.close()
+        case .cluster(let cluster): await cluster.close()
+        }
     }
 }

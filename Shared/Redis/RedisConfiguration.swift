@@ -1,5 +1,35 @@
+/// The TCP address of one Redis server (or Sentinel).
+public struct RedisEndpoint: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    public var description: String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+}
+
+/// What kind of Redis a configuration names.
+public enum RedisDeployment: Sendable, Equatable {
+    /// One server at `host` and `port` (or `socketPath`).
+    case server
+    /// A Redis Cluster, found through any of `seeds`: commands go to the master of their key's slot
+    /// (``RedisClient``).
+    case cluster(seeds: [RedisEndpoint])
+    /// A master watched by Sentinel: each new connection asks `sentinels` where master `master` is
+    /// now, so connections made after a failover reach the promoted replica.
+    case sentinel(sentinels: [RedisEndpoint], master: String)
+}
+
 /// Where and how to connect to Redis, for `RedisClient` and `RedisSubscriber`.
 public struct RedisConfiguration: Sendable, Equatable {
+    /// One server, a cluster or a Sentinel set. Default `.server`; for the others `host` and `port`
+    /// are those of the first seed or sentinel, until a connection finds the server it needs.
+    public var deployment: RedisDeployment = .server
     /// Host name or IP address. Default `"127.0.0.1"`.
     public var host: String
     /// TCP port. Default `6379`.
@@ -53,15 +83,19 @@ public struct RedisConfiguration: Sendable, Equatable {
     }
 
     /// Parses `redis://[[username]:password@]host[:port][/database]`, or
-    /// `unix://[[username]:password@]/path/to/redis.sock[?db=database]` for a Unix domain socket; the
-    /// port defaults to 6379 and the database to 0. User name and password may be percent-encoded.
-    /// Other settings keep their defaults.
+    /// `unix://[[username]:password@]/path/to/redis.sock[?db=database]` for a Unix domain socket, or
+    /// `redis+cluster://[[username]:password@]host:port,host:port…` for a Redis Cluster (its seed
+    /// nodes; any one that answers will do), or
+    /// `redis+sentinel://[[username]:password@]host:port,host:port…/master` for a master watched by
+    /// Sentinel (the sentinels, and the name they know the master by; the credentials are the
+    /// master's). The port defaults to 6379 (26379 for sentinels) and the database to 0. User name
+    /// and password may be percent-encoded. Other settings keep their defaults.
     ///
     /// - Throws: `RedisError` with code `.invalidConfiguration`.
     public init(url: String, poolSize: Int = 8) throws {
-        let schemes = ["redis://", "unix://"]
+        let schemes = ["redis://", "unix://", "redis+cluster://", "redis+sentinel://"]
         guard let scheme = schemes.first(where: url.hasPrefix) else {
-            throw Self.invalid("the URL must start with redis:// or unix://")
+            throw Self.invalid("the URL must start with redis://, unix://, redis+cluster:// or redis+sentinel://")
         }
         var rest = Substring(url.dropFirst(scheme.count))
         var username: String?
@@ -84,6 +118,12 @@ public struct RedisConfiguration: Sendable, Equatable {
             try self.init(socketURLPath: rest, username: username, password: password, poolSize: poolSize)
             return
         }
+        if scheme != "redis://" {
+            try self.init(
+                endpointList: rest, sentinel: scheme == "redis+sentinel://", username: username, password: password,
+                poolSize: poolSize)
+            return
+        }
         var database = 0
         if let slash = rest.firstIndex(of: "/") {
             let path = rest[rest.index(after: slash)...]
@@ -95,37 +135,87 @@ public struct RedisConfiguration: Sendable, Equatable {
                 database = number
             }
         }
+        let endpoint = try Self.endpoint(rest, defaultPort: 6379)
+        self.init(
+            host: endpoint.host, port: endpoint.port, username: username, password: password, database: database,
+            poolSize: poolSize)
+    }
+
+    /// The rest of a `redis+cluster://` or `redis+sentinel://` URL after its credentials.
+    private init(
+        endpointList rest: Substring, sentinel: Bool, username: String?, password: String?, poolSize: Int
+    ) throws {
+        var list = rest
+        var master: String?
+        if let slash = rest.firstIndex(of: "/") {
+            list = rest[..<slash]
+            let path = rest[rest.index(after: slash)...]
+            if sentinel {
+                guard let name = String(path).removingPercentEncoding, !name.isEmpty, !name.contains("/") else {
+                    throw Self.invalid("a redis+sentinel:// URL ends with /master, the name the sentinels know the master by")
+                }
+                master = name
+            } else if !path.isEmpty && path != "0" {
+                throw Self.invalid("a Redis Cluster has only database 0")
+            }
+        }
+        let endpoints = try list.split(separator: ",", omittingEmptySubsequences: false).map {
+            try Self.endpoint($0, defaultPort: sentinel ? 26379 : 6379)
+        }
+        let deployment: RedisDeployment
+        if sentinel {
+            guard let master else {
+                throw Self.invalid("a redis+sentinel:// URL ends with /master, the name the sentinels know the master by")
+            }
+            deployment = .sentinel(sentinels: endpoints, master: master)
+        } else {
+            deployment = .cluster(seeds: endpoints)
+        }
+        self.init(host: endpoints[0].host, port: endpoints[0].port, username: username, password: password, poolSize: poolSize)
+        self.deployment = deployment
+    }
+
+    /// `host[:port]` or `[IPv6][:port]`.
+    private static func endpoint(_ text: Substring, defaultPort: Int) throws -> RedisEndpoint {
         let host: Substring
         var portText: Substring?
-        if rest.hasPrefix("[") {
-            guard let close = rest.firstIndex(of: "]") else {
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else {
                 throw Self.invalid("unterminated IPv6 address")
             }
-            host = rest[rest.index(after: rest.startIndex)..<close]
-            let after = rest[rest.index(after: close)...]
+            host = text[text.index(after: text.startIndex)..<close]
+            let after = text[text.index(after: close)...]
             if !after.isEmpty {
                 guard after.hasPrefix(":") else {
                     throw Self.invalid("unexpected text after the IPv6 address")
                 }
                 portText = after.dropFirst()
             }
-        } else if let colon = rest.firstIndex(of: ":") {
-            host = rest[..<colon]
-            portText = rest[rest.index(after: colon)...]
+        } else if let colon = text.firstIndex(of: ":") {
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
         } else {
-            host = rest
+            host = text
         }
         guard !host.isEmpty else { throw Self.invalid("the host is missing") }
-        var port = 6379
+        var port = defaultPort
         if let portText {
             guard let number = Int(portText), (1...65535).contains(number) else {
                 throw Self.invalid("the port must be a number from 1 to 65535")
             }
             port = number
         }
-        self.init(
-            host: String(host), port: port, username: username, password: password, database: database,
-            poolSize: poolSize)
+        return RedisEndpoint(host: String(host), port: port)
+    }
+
+    /// This configuration for one server of its cluster or Sentinel set.
+    func server(at endpoint: RedisEndpoint) -> RedisConfiguration {
+        var configuration = self
+        configuration.deployment = .server
+        configuration.host = endpoint.host
+        configuration.port = endpoint.port
+        configuration.socketPath = nil
+        return configuration
     }
 
     /// The rest of a `unix://` URL after its credentials: an absolute path, then `?db=N` if any.
@@ -153,9 +243,14 @@ public struct RedisConfiguration: Sendable, Equatable {
             poolSize: poolSize)
     }
 
-    /// The server, for logs: the socket's path, or host and port.
+    /// The server, for logs: the socket's path, or host and port; the seeds of a cluster, the
+    /// sentinels and master of a Sentinel set.
     public var server: String {
-        socketPath ?? "\(host):\(port)"
+        switch deployment {
+        case .server: socketPath ?? "\(host):\(port)"
+        case .cluster(let seeds): "cluster " + seeds.map(\.description).joined(separator: ",")
+        case .sentinel(let sentinels, let master): "sentinel " + sentinels.map(\.description).joined(separator: ",") + "/\(master)"
+        }
     }
 
     /// What a new connection sends first: `AUTH` when there is a password, `SELECT` for a database
@@ -181,6 +276,13 @@ extension RedisConfiguration: CustomStringConvertible {
     /// The configuration as a URL with the password masked, safe to log.
     public var description: String {
         let credentials = password == nil ? "" : "\(username ?? ""):***@"
+        switch deployment {
+        case .server: break
+        case .cluster(let seeds):
+            return "redis+cluster://\(credentials)\(seeds.map(\.description).joined(separator: ",")) (poolSize: \(poolSize))"
+        case .sentinel(let sentinels, let master):
+            return "redis+sentinel://\(credentials)\(sentinels.map(\.description).joined(separator: ","))/\(master) (poolSize: \(poolSize))"
+        }
         if let socketPath {
             return "unix://\(credentials)\(socketPath)?db=\(database) (poolSize: \(poolSize))"
         }

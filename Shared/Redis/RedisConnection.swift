@@ -33,7 +33,48 @@ final class RedisConnection: @unchecked Sendable {
     }
 
     /// Connects, sends `AUTH` and `SELECT` as configured, then sets the command timeout on the socket.
+    /// For a cluster, to the first seed that answers (any node hears every `PUBLISH`); for a
+    /// Sentinel set, to the master the sentinels name (``SentinelLookup``).
     static func connect(_ configuration: RedisConfiguration) throws(RedisError) -> RedisConnection {
+        switch configuration.deployment {
+        case .server:
+            return try connect(server: configuration)
+        case .cluster(let seeds):
+            var last = RedisError(.connectionFailed, detail: "the cluster has no seeds")
+            for seed in seeds {
+                do {
+                    return try connect(server: configuration.server(at: seed))
+                } catch {
+                    last = error
+                }
+            }
+            throw last
+        case .sentinel(let sentinels, let master):
+            var failures: [String] = []
+            for sentinel in sentinels {
+                do {
+                    let asked = try connect(server: SentinelLookup.sentinel(sentinel, of: configuration))
+                    guard let address = SentinelLookup.address(in: try asked.execute([SentinelLookup.addressQuery(master)])[0]) else {
+                        failures.append("\(sentinel) does not know it")
+                        continue
+                    }
+                    let connection = try connect(server: configuration.server(at: address))
+                    guard SentinelLookup.isMaster(try connection.execute([["ROLE"]])[0]) else {
+                        failures.append("\(sentinel) named \(address), which is not a master")
+                        continue
+                    }
+                    return connection
+                } catch let failure as Failure {
+                    failures.append("\(sentinel): \(String(reflecting: failure.error))")
+                } catch {
+                    failures.append("\(sentinel): \(String(reflecting: error))")
+                }
+            }
+            throw SentinelLookup.notFound(master, failures)
+        }
+    }
+
+    private static func connect(server configuration: RedisConfiguration) throws(RedisError) -> RedisConnection {
         Posix.ignoreSIGPIPE
         let timeout = timeval(configuration.connectTimeout)
         let context =

@@ -58,6 +58,8 @@ import Testing
         "unix://pass@/r.sock", "unix:///r%zz.sock",
         "http://127.0.0.1:6379", "redis://", "redis://host:notaport", "redis://host:70000",
         "redis://host:6379/db", "redis://password@host", "redis://:bad%zz@host",
+        "redis+cluster://", "redis+cluster://a:1,,b:2", "redis+cluster://a:1/3", "redis+cluster://a:x",
+        "redis+sentinel://s1:26379", "redis+sentinel://s1:26379/", "redis+sentinel://s1,s2/a/b",
     ])
     func rejectsInvalidURLs(_ url: String) {
         #expect {
@@ -65,6 +67,46 @@ import Testing
         } throws: { error in
             (error as? RedisError)?.code == .invalidConfiguration
         }
+    }
+
+    @Test func parsesClusterSeeds() throws {
+        let configuration = try RedisConfiguration(url: "redis+cluster://:pw@10.0.0.1:7000,[::1]:7001,node3", poolSize: 2)
+        #expect(
+            configuration.deployment
+                == .cluster(seeds: [
+                    RedisEndpoint(host: "10.0.0.1", port: 7000), RedisEndpoint(host: "::1", port: 7001),
+                    RedisEndpoint(host: "node3", port: 6379),
+                ]))
+        #expect(configuration.password == "pw")
+        #expect(configuration.poolSize == 2)
+        #expect(configuration.description == "redis+cluster://:***@10.0.0.1:7000,[::1]:7001,node3:6379 (poolSize: 2)")
+        #expect(try RedisConfiguration(url: "redis+cluster://a:1/0").deployment == .cluster(seeds: [RedisEndpoint(host: "a", port: 1)]))
+    }
+
+    @Test func parsesSentinels() throws {
+        let configuration = try RedisConfiguration(url: "redis+sentinel://app:pw@s1,s2:26380/my%20master")
+        #expect(
+            configuration.deployment
+                == .sentinel(
+                    sentinels: [RedisEndpoint(host: "s1", port: 26379), RedisEndpoint(host: "s2", port: 26380)],
+                    master: "my master"))
+        #expect(configuration.username == "app")
+        #expect(configuration.server == "sentinel s1:26379,s2:26380/my master")
+        #expect(!configuration.description.contains("pw"))
+    }
+
+    @Test func slotsFollowTheClusterSpecification() {
+        // CRC16/XMODEM's check value, and slots `CLUSTER KEYSLOT` gives.
+        #expect(RedisSlot.of("123456789") == 0x31C3 & 16383)
+        #expect(RedisSlot.of("foo") == 12182)
+        #expect(RedisSlot.of("somekey") == 11058)
+        // A hash tag: the text inside the first {…}, when not empty.
+        #expect(RedisSlot.of("{user1000}.following") == RedisSlot.of("user1000"))
+        #expect(RedisSlot.of("{aviary:events:users}:dead") == RedisSlot.of("aviary:events:users"))
+        #expect(RedisSlot.of("foo{}{bar}") == RedisSlot.of("foo{}{bar}"))
+        #expect(RedisSlot.of("foo{}{bar}") != RedisSlot.of("bar"))
+        #expect(RedisSlot.of("foo{{bar}}zap") == RedisSlot.of("{bar"))
+        #expect(RedisSlot.of("foo{bar}{zap}") == RedisSlot.of("bar"))
     }
 
     @Test func descriptionHidesThePassword() throws {

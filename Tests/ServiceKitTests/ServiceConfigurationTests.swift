@@ -170,7 +170,7 @@ struct ServiceConfigurationTests {
         ),
         (
             "AVIARY_REDIS_URL", "127.0.0.1:6379",
-            "AVIARY_REDIS_URL must be a URL starting with redis:// or unix:// (value not shown)"
+            "AVIARY_REDIS_URL must be a URL starting with redis://, unix://, redis+cluster:// or redis+sentinel:// (value not shown)"
         ),
         (
             "AVIARY_MEDIA_ADDRESSES", "host:port",

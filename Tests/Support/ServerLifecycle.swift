@@ -36,6 +36,9 @@ actor ServerLifecycle {
 
     var log: String { folder.file("\(name).log") }
 
+    /// Whether the server has been started and not stopped since.
+    var isRunning: Bool { server != nil }
+
     /// Starts the server and waits until it answers; does nothing when it already runs.
     func start() async throws {
         guard server == nil else { return }

@@ -66,17 +66,24 @@ public final class ServiceStack: Sendable {
     /// `servicePostgresURL` turns the new database's URL into the one the services get (through a
     /// pooler, or naming a replica too); the stack's own client keeps the direct one.
     /// `serviceEnvironment` adds to one service's environment (by executable suffix), over `extra`.
+    /// `redisURL` replaces the Redis (and `redisDatabase`): a cluster's or Sentinel set's URL.
     ///
     /// Passwords are hashed at a low Argon2 cost so that tests can make many accounts quickly.
     public static func start(
         _ services: [String], redisDatabase: Int, environment extra: [String: String] = [:],
         instances: [String: Int] = [:], postgresServer: TestPostgres? = nil, redisServer: TestRedis? = nil,
-        servicePostgresURL: (String) -> String = { $0 }, serviceEnvironment: [String: [String: String]] = [:]
+        servicePostgresURL: (String) -> String = { $0 }, serviceEnvironment: [String: [String: String]] = [:],
+        redisURL givenRedisURL: String? = nil
     ) async throws -> ServiceStack {
         let postgres = if let postgresServer { postgresServer } else { try await TestServers.postgres() }
-        let redisServer = if let redisServer { redisServer } else { try await TestServers.redis() }
         let databaseURL = try await postgres.makeDatabase()
-        let redisURL = redisServer.url + "/\(redisDatabase)"
+        let redisURL: String
+        if let givenRedisURL {
+            redisURL = givenRedisURL
+        } else {
+            let redisServer = if let redisServer { redisServer } else { try await TestServers.redis() }
+            redisURL = redisServer.url + "/\(redisDatabase)"
+        }
         let serviceCredential = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let seed = (0..<32).map { _ in UInt8.random(in: 0...255) }
 

@@ -93,7 +93,7 @@ public final class TestRedis: Sendable {
         try await lifecycle.start()
     }
 
-    private static func answersPing(port: Int) -> Bool {
+    static func answersPing(port: Int) -> Bool {
         let reply = try? TCPExchange.run(
             host: "127.0.0.1", port: port, request: Array("PING\r\n".utf8), timeout: .seconds(1)
         ) { $0.contains(UInt8(ascii: "\n")) }

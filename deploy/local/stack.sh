@@ -47,51 +47,13 @@ REDIS_DIR="$STATE/redis"
 PG_PORT="${AVIARY_LOCAL_PG_PORT:-5432}"
 REDIS_PORT="${AVIARY_LOCAL_REDIS_PORT:-6379}"
 CONFIG="${AVIARY_BUILD:-debug}"
-TIMEOUT="${AVIARY_LOCAL_TIMEOUT:-60}"
 
-# In start order, the gateway last: it calls the other seven. Ports are the contract's defaults (§4):
-# JSON-RPC 71xx, admin HTTP 72xx.
-SERVICES=(auth social-graph tweets timeline notifications messaging media gateway)
-
-rpc_port() {
-    case "$1" in
-    auth) echo 7101 ;;
-    tweets) echo 7102 ;;
-    social-graph) echo 7103 ;;
-    timeline) echo 7104 ;;
-    messaging) echo 7105 ;;
-    notifications) echo 7106 ;;
-    media) echo 7107 ;;
-    gateway) echo 7108 ;;
-    *) die "unknown service $1" ;;
-    esac
-}
-
-admin_port() { echo $(($(rpc_port "$1") + 100)); }
+# The services (SERVICES, in lib.sh) listen on the contract's ports (§4): JSON-RPC 71xx, admin HTTP 72xx.
+rpc_port() { contract_rpc_port "$1"; }
+admin_port() { contract_admin_port "$1"; }
 
 # The gateway's public port: the one it was started with (run/gateway.port), else the one it would get.
 gateway_port() { cat "$RUN/gateway.port" 2>/dev/null || echo "${AVIARY_GATEWAY_PORT:-8080}"; }
-
-# Paths as the user reads them: relative to the repository.
-short() { echo "${1#"$AVIARY_ROOT"/}"; }
-
-# A process that ended but was not reaped yet (a zombie) counts as gone.
-is_alive() {
-    local state
-    state="$(ps -o stat= -p "$1" 2>/dev/null)" && [[ $state != Z* ]]
-}
-
-is_gone() { ! is_alive "$1"; }
-
-# Waits up to $1 seconds for the command that follows to succeed.
-wait_for() {
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@"; do
-        [ "$SECONDS" -lt "$deadline" ] || return 1
-        sleep 0.3
-    done
-}
 
 # ---------------------------------------------------------------------------------------------
 # Postgres: a cluster of our own in .aviary-local/postgres, run as a non-root OS user.
@@ -99,48 +61,13 @@ wait_for() {
 PG_BIN=""
 BIN_SHOWN="" # BIN as the user would type it
 
-PG_USER=""
-
-# The OS user of our cluster: whoever owns it already; else us, unless we are root (Postgres
-# refuses root), in which case the system user aviary, created if needed, or else nobody.
-choose_pg_user() {
-    if [ -d "$PG_DIR/data" ]; then
-        PG_USER="$(stat -c %U "$PG_DIR/data")"
-    elif ! is_root; then
-        PG_USER="$(id -un)"
-    elif ensure_system_user aviary; then
-        PG_USER=aviary
-    else
-        warn "could not create the OS user aviary; Postgres runs as nobody"
-        PG_USER=nobody
-    fi
-}
-
-# Runs a command as the cluster's OS user (from /, since our folder may be closed to it).
-as_pg() {
-    if [ "$PG_USER" = "$(id -un)" ]; then
-        "$@"
-    else
-        (cd / && as_root runuser -u "$PG_USER" -- "$@")
-    fi
-}
+# The OS user of our cluster is PG_USER (choose_pg_user, as_pg: lib.sh).
 
 # Prints the pid of our postmaster when it runs.
-postgres_pid() {
-    local pid
-    pid="$(head -n 1 "$PG_DIR/data/postmaster.pid" 2>/dev/null)" || return 1
-    [ -n "$pid" ] && is_alive "$pid" && echo "$pid"
-}
+postgres_pid() { postmaster_pid "$PG_DIR/data"; }
 
 # The port our running postmaster listens on (line 4 of postmaster.pid).
 postgres_port() { sed -n 4p "$PG_DIR/data/postmaster.pid"; }
-
-# Whether a Unix socket in folder $1 is worth having: its path fits in a socket address (107
-# bytes, with room for the socket's name) and needs no escaping in the URL the services get.
-# Through a socket, a round trip costs both sides less CPU than over loopback TCP.
-socket_folder_usable() {
-    [ "${#1}" -lt 90 ] && [[ "$1" =~ ^[A-Za-z0-9/._-]+$ ]]
-}
 
 # The URL of database $1 on our postmaster listening on port $2: through its Unix socket when it
 # has one, else through 127.0.0.1.
@@ -160,11 +87,10 @@ can_use_postgres() {
 # in /root), the cluster and its log live in /var/lib/aviary-local/<repository hash>/postgres
 # instead, linked from .aviary-local/postgres (and logs/postgres.log).
 relocate_cluster_if_closed() {
-    is_root || return 0
     mkdir -p "$STATE"
-    as_pg test -x "$STATE" && return 0
+    closed_to_pg_user "$STATE" || return 0
     local elsewhere
-    elsewhere="/var/lib/aviary-local/$(printf %s "$AVIARY_ROOT" | sha256sum | cut -c1-16)/postgres"
+    elsewhere="$(postgres_home_elsewhere postgres)"
     # A cluster left there by a folder since deleted belongs to nothing: start afresh.
     rm -rf "$elsewhere" "$STATE/postgres"
     mkdir -p "$elsewhere"
@@ -186,20 +112,7 @@ create_cluster() {
     as_pg test -w "$PG_DIR" ||
         die "OS user $PG_USER cannot write $PG_DIR (is a parent folder closed to it?); set AVIARY_POSTGRES_URL to use another Postgres"
     say "Postgres: creating a cluster in $(short "$PG_DIR")/data (OS user $PG_USER, role aviary)"
-    as_pg "$PG_BIN/initdb" -D "$PG_DIR/data" -U aviary --auth=trust --encoding=UTF8 --locale=C \
-        >"$LOGS/postgres-initdb.log" 2>&1 ||
-        die "initdb failed, see $(short "$LOGS/postgres-initdb.log")"
-    as_pg tee -a "$PG_DIR/data/postgresql.conf" >/dev/null <<EOF
-
-# Aviary local stack: loopback only; the port is given at each start.
-listen_addresses = '127.0.0.1'
-unix_socket_directories = '$socket'
-EOF
-    as_pg tee "$PG_DIR/data/pg_hba.conf" >/dev/null <<'EOF'
-# Aviary local stack: any role, no password, from this machine only.
-local all all trust
-host all all 127.0.0.1/32 trust
-EOF
+    init_postgres_cluster "$PG_DIR/data" "$socket" "$LOGS/postgres-initdb.log"
 }
 
 start_postgres() {
@@ -227,7 +140,7 @@ start_postgres() {
             port="$PG_PORT"
             say "Postgres: port $taken is taken by a server role aviary cannot use (Debian's cluster?); ours listens on $PG_PORT"
         fi
-        choose_pg_user
+        choose_pg_user "$PG_DIR/data"
         [ -f "$PG_DIR/data/PG_VERSION" ] || create_cluster
         touch "$PG_LOG"
         if is_root; then chown "$PG_USER" "$PG_LOG"; fi
@@ -259,17 +172,12 @@ stop_postgres() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# PgBouncer (AVIARY_LOCAL_PGBOUNCER=1): transaction pooling in front of our Postgres, as a
-# deployment that pools many service processes onto few server connections runs.
+# PgBouncer (AVIARY_LOCAL_PGBOUNCER=1): transaction pooling in front of our Postgres (lib.sh).
 
 # Beside the cluster, in a folder its OS user can use (see relocate_cluster_if_closed).
 PGB_DIR="$PG_DIR/pgbouncer"
 
-pgbouncer_pid() {
-    local pid
-    pid="$(cat "$RUN/pgbouncer.pid" 2>/dev/null)" || return 1
-    [ -n "$pid" ] && is_alive "$pid" && echo "$pid"
-}
+pgbouncer_pid() { live_pid "$RUN/pgbouncer.pid"; }
 
 start_pgbouncer() {
     [ "${AVIARY_LOCAL_PGBOUNCER:-0}" = 1 ] || return 0
@@ -284,30 +192,9 @@ start_pgbouncer() {
         [ -S "$PG_DIR/socket/.s.PGSQL.$pg_port" ] && pg_host="$PG_DIR/socket"
         port="$(free_port_from 6432)"
         PG_USER="$(stat -c %U "$PG_DIR/data")"
-        mkdir -p "$PGB_DIR"
-        printf '"aviary" ""\n' >"$PGB_DIR/users.txt"
-        cat >"$PGB_DIR/pgbouncer.ini" <<EOF
-[databases]
-* = host=$pg_host port=$pg_port
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $port
-unix_socket_dir =
-auth_type = trust
-auth_file = $PGB_DIR/users.txt
-pool_mode = transaction
-default_pool_size = ${AVIARY_LOCAL_PGBOUNCER_POOL:-20}
-max_client_conn = 4000
-server_reset_query =
-logfile = $PGB_DIR/pgbouncer.log
-pidfile = $PGB_DIR/pgbouncer.pid
-EOF
+        write_pgbouncer_config "$PGB_DIR" "$pg_host" "$pg_port" "$port"
         ln -sfn "$PGB_DIR/pgbouncer.log" "$LOGS/pgbouncer.log"
-        if is_root; then chown -R "$PG_USER" "$PGB_DIR"; fi
-        as_pg /usr/sbin/pgbouncer -d "$PGB_DIR/pgbouncer.ini" >/dev/null ||
-            die "PgBouncer did not start, see $(short "$LOGS/pgbouncer.log")"
-        wait_for 15 port_in_use "$port" || die "PgBouncer did not listen on $port, see $(short "$LOGS/pgbouncer.log")"
+        start_pgbouncer_daemon "$PGB_DIR" "$port"
         cp "$PGB_DIR/pgbouncer.pid" "$RUN/pgbouncer.pid"
         echo "$port" >"$RUN/pgbouncer.port"
         say "PgBouncer: started on 127.0.0.1:$port, transaction mode, in front of Postgres (pid $(pgbouncer_pid))"
@@ -318,8 +205,7 @@ EOF
 stop_pgbouncer() {
     local pid
     pid="$(pgbouncer_pid)" || return 0
-    kill -INT "$pid"
-    wait_for 15 is_gone "$pid" || kill -KILL "$pid"
+    end_process "$pid" INT 15
     rm -f "$RUN/pgbouncer.pid" "$RUN/pgbouncer.port"
     say "PgBouncer: stopped (pid $pid)"
 }
@@ -327,13 +213,7 @@ stop_pgbouncer() {
 # ---------------------------------------------------------------------------------------------
 # Redis: a server of our own with its data in .aviary-local/redis (append-only file).
 
-redis_pid() {
-    local pid
-    pid="$(cat "$RUN/redis.pid" 2>/dev/null)" || return 1
-    [ -n "$pid" ] && is_alive "$pid" && echo "$pid"
-}
-
-redis_answers() { [ "$(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" = PONG ]; }
+redis_pid() { live_pid "$RUN/redis.pid"; }
 
 # Whether the Redis on port $1 keeps an append-only file, as the services' events need.
 redis_keeps_writes() { [ "$(redis-cli -h 127.0.0.1 -p "$1" config get appendonly 2>/dev/null | tail -n 1)" = yes ]; }
@@ -381,8 +261,7 @@ start_redis() {
 stop_redis() {
     local pid
     pid="$(redis_pid)" || return 0
-    kill -TERM "$pid"
-    wait_for 15 is_gone "$pid" || kill -KILL "$pid"
+    end_process "$pid" TERM 15
     rm -f "$RUN/redis.pid"
     say "Redis: stopped (pid $pid)"
 }
@@ -409,17 +288,10 @@ build() {
 }
 
 # Prints the pid of the service when it runs (and is what the pid file says it is).
-service_pid() {
-    local pid
-    pid="$(cat "$RUN/$1.pid" 2>/dev/null)" || return 1
-    [ -n "$pid" ] && is_alive "$pid" &&
-        grep -qa "aviary-$1" "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"
-}
-
-is_ready() { curl -fsS -m 2 -o /dev/null "http://127.0.0.1:$1/readyz" 2>/dev/null; }
+service_pid() { live_pid "$RUN/$1.pid" "aviary-$1"; }
 
 start_service() {
-    local name="$1" pid log="$LOGS/$1.log" rpc admin state
+    local name="$1" pid log="$LOGS/$1.log" rpc admin
     rpc="$(rpc_port "$name")"
     admin="$(admin_port "$name")"
     if pid="$(service_pid "$name")"; then
@@ -430,23 +302,12 @@ start_service() {
             die "$name: port $rpc or $admin is already taken by another program"
         fi
         [ "$name" = gateway ] && choose_gateway_port
-        echo "--- $(date '+%F %T') started by stack.sh" >>"$log"
-        # A session of its own: a Ctrl-C here or a closed terminal later does not reach it.
-        setsid "$BIN/aviary-$name" >>"$log" 2>&1 </dev/null &
-        pid=$!
+        launch_service "$log" stack.sh "$BIN/aviary-$name"
+        pid="$LAUNCHED_PID"
         echo "$pid" >"$RUN/$name.pid"
         say "  $name: started (pid $pid)"
     fi
-    local deadline=$((SECONDS + TIMEOUT))
-    until is_ready "$admin"; do
-        if is_gone "$pid" || [ "$SECONDS" -ge "$deadline" ]; then
-            is_alive "$pid" && state="not ready after ${TIMEOUT}s" || state="exited"
-            printf -- '--- last lines of %s ---\n' "$(short "$log")" >&2
-            tail -n 30 "$log" >&2
-            die "$name $state (deploy/local/stack.sh down stops the others)"
-        fi
-        sleep 0.3
-    done
+    await_ready "$name" "$pid" "$admin" "$log" deploy/local/stack.sh
 }
 
 # The gateway's public port: AVIARY_GATEWAY_PORT when set (it must be free), else 8080 or, when
@@ -465,11 +326,7 @@ choose_gateway_port() {
 stop_service() {
     local name="$1" pid
     if pid="$(service_pid "$name")"; then
-        kill -TERM "$pid"
-        if ! wait_for 20 is_gone "$pid"; then
-            warn "$name did not stop within 20 s: SIGKILL"
-            kill -KILL "$pid" 2>/dev/null || true
-        fi
+        end_process "$pid" TERM 20 "$name"
         say "  $name: stopped (pid $pid)"
     fi
     rm -f "$RUN/$name.pid" "$RUN/$name.port"

@@ -29,7 +29,9 @@ final class PresenceTracker: Service, Sendable {
     /// When each user was last recorded here: calls within a second of that skip Redis.
     private let recorded = Mutex<[Int64: ContinuousClock.Instant]>([:])
 
-    private static let prefix = "aviary:messaging:presence:"
+    /// One hash tag for every presence key: the sweep's scripts read and change them together, so
+    /// on a Redis Cluster they share a slot.
+    private static let prefix = "{aviary:messaging:presence}:"
     private static let activeKey = prefix + "active"
     private static let onlineKey = prefix + "online"
     private static let subscriptionsPrefix = prefix + "subs:"

@@ -112,19 +112,28 @@ struct TimelineCache: Sendable {
     /// Adds `ids` to each of `keys` that exists, trimming each to the capacity, in script calls of
     /// at most `batch` keys pipelined together. With `version` (a ``TimelineKeys/followersVersion(_:)``
     /// key and what it held when `keys` were chosen), each call adds only while the key still holds
-    /// that; false when one found it changed (calls that did not may have added).
+    /// that; false when one found it changed (calls that did not may have added). On a Redis Cluster
+    /// the version key lies in another slot than most timelines: every call adds, and the key is
+    /// read afterwards; false when it changed (the caller takes the tweet back from the timelines
+    /// of followers who left, ``Timeline/fanOut``).
     @discardableResult
     func add(_ ids: [Int64], toExisting keys: [String], batch: Int, whileVersion version: (key: String, value: String)? = nil)
         async throws -> Bool
     {
         guard !ids.isEmpty, !keys.isEmpty else { return true }
         let ascending = Array(Set(ids)).sorted()
-        let script = version == nil ? TimelineScripts.addToExisting : TimelineScripts.addToExistingIfCurrent
-        let leadingKeys = version.map { [$0.key] } ?? []
-        let arguments =
-            [RedisArgument(capacity), RedisArgument(trimLength)] + (version.map { [RedisArgument($0.value)] } ?? [])
-            + [RedisArgument(PackedTimeline.pack(ascending))] + ascending.map { RedisArgument(LegacyTimeline.member($0)) }
-        let replies = try await redis.evaluateEach(script, keys.chunks(of: batch).map { (leadingKeys + $0, arguments) })
+        let entries = [RedisArgument(PackedTimeline.pack(ascending))] + ascending.map { RedisArgument(LegacyTimeline.member($0)) }
+        let limits = [RedisArgument(capacity), RedisArgument(trimLength)]
+        guard let version, !redis.isCluster else {
+            let replies = try await redis.evaluateEach(
+                TimelineScripts.addToExisting, redis.batches(of: keys, upTo: batch).map { ($0, limits + entries) })
+            try RedisError.throwFirstRefusal(in: replies)
+            guard let version else { return true }
+            return try await redis.send(["GET", RedisArgument(version.key)]).string ?? "" == version.value
+        }
+        let replies = try await redis.evaluateEach(
+            TimelineScripts.addToExistingIfCurrent,
+            keys.chunks(of: batch).map { ([version.key] + $0, limits + [RedisArgument(version.value)] + entries) })
         try RedisError.throwFirstRefusal(in: replies)
         return !replies.contains { $0.int == -1 }
     }
@@ -134,8 +143,8 @@ struct TimelineCache: Sendable {
         guard !ids.isEmpty, !keys.isEmpty else { return }
         let distinct = Array(Set(ids))
         let arguments = [RedisArgument(PackedTimeline.pack(distinct))] + distinct.map { RedisArgument(LegacyTimeline.member($0)) }
-        for chunk in keys.chunks(of: batch) {
-            _ = try await redis.evaluate(TimelineScripts.remove, keys: Array(chunk), arguments: arguments)
+        for chunk in redis.batches(of: keys, upTo: batch) {
+            _ = try await redis.evaluate(TimelineScripts.remove, keys: chunk, arguments: arguments)
         }
     }
 

@@ -14,8 +14,9 @@ enum TimelineKeys {
     /// so that the tweets fan-out skipped keep being merged at read time.
     static let celebrities = "aviary:timeline:celebrities"
     /// Incremented whenever `celebrities` gains a member, so cached lists of followed celebrities
-    /// made before are recomputed.
-    static let celebrityGeneration = "aviary:timeline:celebrities:generation"
+    /// made before are recomputed. Tagged with `celebrities`' name: one script changes both, so on a
+    /// Redis Cluster they share a slot.
+    static let celebrityGeneration = "{\(celebrities)}:generation"
     /// A user's followed celebrities, `"<generation>:<id>,<id>…"`.
     static func followedCelebrities(_ user: Int64) -> String { "aviary:timeline:follows-celebrities:\(user)" }
     /// Incremented whenever someone follows or unfollows `author` (before the change is merged into

@@ -59,16 +59,23 @@ extension TimelineService {
 
     /// Adds `item`'s tweet to the sets `own` and to the home set of each of its author's followers,
     /// in one script call for up to ``TimelineSettings/fanOutBatch`` sets, while the list of followers
-    /// is current (``FollowerLists``); reads the list again when it is not, and gives up (the event
-    /// is retried) when it changed three times in a row.
+    /// is current (``FollowerLists``); reads the list again when it is not, takes the tweet back from
+    /// those who left it (on a Redis Cluster it may have reached them, ``TimelineCache/add``), and
+    /// gives up (the event is retried) when it changed three times in a row.
     private func fanOut(_ item: PostedTweet, alongWith own: [String]) async throws {
         let versionKey = TimelineKeys.followersVersion(item.author)
+        var earlier: [Int64] = []
         for _ in 1...3 {
             let list = try await followerLists.list(of: item.author)
+            let left = Set(earlier).subtracting(list.followers)
+            if !left.isEmpty {
+                try await cache.remove([item.tweet], from: left.map(TimelineKeys.home), batch: settings.fanOutBatch)
+            }
             let keys = own + list.followers.map(TimelineKeys.home)
             if try await cache.add([item.tweet], toExisting: keys, batch: settings.fanOutBatch, whileVersion: (versionKey, list.version)) {
                 return
             }
+            earlier = list.followers
             followerLists.forget([item.author])
         }
         throw FollowersKeptChanging(author: item.author)

@@ -17,12 +17,44 @@ final class RedisChannelConnection: Sendable {
         self.channel = channel
     }
 
-    /// Connects and sends the configuration's `AUTH` and `SELECT`.
+    /// Connects and sends the configuration's `AUTH` and `SELECT`; for a Sentinel set, to the master
+    /// the sentinels name (``SentinelLookup``).
     ///
     /// - Throws: `RedisError` — `.connectionFailed`, `.timeout`, or `.serverError` when `AUTH` or
     ///   `SELECT` is refused.
     static func connect(
         _ configuration: RedisConfiguration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws(RedisError) -> RedisChannelConnection {
+        guard case .sentinel(let sentinels, let master) = configuration.deployment else {
+            return try await connect(server: configuration, group: group)
+        }
+        var failures: [String] = []
+        for sentinel in sentinels {
+            do {
+                let asked = try await connect(server: SentinelLookup.sentinel(sentinel, of: configuration), group: group)
+                defer { asked.close() }
+                guard let address = SentinelLookup.address(in: try await asked.send([SentinelLookup.addressQuery(master)])[0]) else {
+                    failures.append("\(sentinel) does not know it")
+                    continue
+                }
+                let connection = try await connect(server: configuration.server(at: address), group: group)
+                guard SentinelLookup.isMaster(try await connection.send([["ROLE"]])[0]) else {
+                    connection.close()
+                    failures.append("\(sentinel) named \(address), which is not a master")
+                    continue
+                }
+                return connection
+            } catch let failure as RedisConnectionFailure {
+                failures.append("\(sentinel): \(String(reflecting: failure.error))")
+            } catch {
+                failures.append("\(sentinel): \(String(reflecting: error))")
+            }
+        }
+        throw SentinelLookup.notFound(master, failures)
+    }
+
+    private static func connect(
+        server configuration: RedisConfiguration, group: any EventLoopGroup
     ) async throws(RedisError) -> RedisChannelConnection {
         let commandTimeout = TimeAmount(configuration.commandTimeout)
         let channel: any Channel

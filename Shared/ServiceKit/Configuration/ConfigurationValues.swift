@@ -61,7 +61,8 @@ struct ConfigurationValues: Sendable {
         let hasScheme = schemes.contains { value.lowercased().hasPrefix("\($0)://") }
         let rest = value.drop(while: { $0 != ":" }).dropFirst(3)
         guard hasScheme, !rest.isEmpty, !rest.contains(where: \.isWhitespace) else {
-            let accepted = schemes.map { "\($0)://" }.joined(separator: " or ")
+            let names = schemes.map { "\($0)://" }
+            let accepted = names.count > 2 ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined(separator: " or ")
             throw ConfigurationError(
                 variable: key, message: "\(key) must be a URL starting with \(accepted) (value not shown)")
         }

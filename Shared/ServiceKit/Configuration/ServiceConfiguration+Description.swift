@@ -8,7 +8,7 @@ extension ServiceConfiguration: CustomStringConvertible {
             + "postgres=\(Self.maskingPassword(self.postgresURL)) postgresPoolSize=\(self.postgresPoolSize) "
             + "postgresStatementTimeout=\(self.postgresStatementTimeout) "
             + "postgresPrepared=\(self.postgresPrepared ? "on" : "off") "
-            + "redis=\(Self.maskingPassword(self.redisURL)) redisPoolSize=\(self.redisPoolSize) "
+            + "redis=\(Self.maskingPassword(self.redisURL)) redisPoolSize=\(self.redisPoolSize) redisReplicaAcks=\(self.redisReplicaAcknowledgements) "
             + "nodeID=\(self.nodeID.map(String.init) ?? "leased") serviceSecret=\(secret) "
             + "acceptedServiceSecrets=\(self.acceptedServiceSecrets.count) logLevel=\(self.logLevel) "
             + "logFormat=\(self.logFormat) maxFrameBytes=\(self.maxFrameBytes) maxConnections=\(self.maxConnections) "

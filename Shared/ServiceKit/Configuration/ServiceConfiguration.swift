@@ -24,10 +24,16 @@ public struct ServiceConfiguration: Sendable {
     /// (`PostgresConfiguration.Options.transactionPooling`). Default on.
     public var postgresPrepared: Bool
     /// `AVIARY_REDIS_URL`: `redis://[:password@]host:port[/db]`, or `unix://[:password@]/path[?db=N]`
-    /// for a Unix socket. Default `redis://127.0.0.1:6379`.
+    /// for a Unix socket, `redis+cluster://host:port,host:port` for a Redis Cluster (seed nodes), or
+    /// `redis+sentinel://host:port,host:port/master` for a Sentinel-watched master. Default
+    /// `redis://127.0.0.1:6379`.
     public var redisURL: String
-    /// `AVIARY_REDIS_POOL_SIZE`: connections to Redis, 1…1024. Default 8.
+    /// `AVIARY_REDIS_POOL_SIZE`: connections to Redis (to each node of a cluster), 1…1024. Default 8.
     public var redisPoolSize: Int
+    /// `AVIARY_REDIS_REPLICA_ACKS`: how many replicas must have an event (`WAIT`) before the outbox
+    /// relay lets its row go, 0…16, so that a failover loses no event; a batch without them stays in
+    /// the outbox and is sent again. Default 1 for a cluster or Sentinel URL, 0 for one server.
+    public var redisReplicaAcknowledgements: Int
     /// `AVIARY_HOST`: the address both listeners bind. Default `127.0.0.1`.
     public var host: String
     /// `AVIARY_RPC_PORT`: the JSON-RPC port, 0 for any free port. Default per service (7101…7107).
@@ -116,7 +122,7 @@ extension ServiceConfiguration {
     /// `AVIARY_REDIS_URL`, parsed once here so that a bad one stops the service naming the variable.
     private static func redisURL(_ values: ConfigurationValues) throws -> String {
         let key = "AVIARY_REDIS_URL"
-        let url = try values.url(key, default: "redis://127.0.0.1:6379", schemes: ["redis", "unix"])
+        let url = try values.url(key, default: "redis://127.0.0.1:6379", schemes: ["redis", "unix", "redis+cluster", "redis+sentinel"])
         do {
             _ = try RedisConfiguration(url: url)
         } catch let error as RedisError {
@@ -153,6 +159,7 @@ extension ServiceConfiguration {
                 variable: "AVIARY_HOST", message: "AVIARY_HOST must be an IP address or host name, got '\(host)'")
         }
 
+        let redisURL = try redisURL(values)
         return ServiceConfiguration(
             service: service,
             postgresURL: try values.url(
@@ -162,8 +169,10 @@ extension ServiceConfiguration {
             postgresStatementTimeout: .milliseconds(
                 try values.integer("AVIARY_POSTGRES_STATEMENT_TIMEOUT_MS", default: 10_000, in: 100...3_600_000)),
             postgresPrepared: try values.choice("AVIARY_POSTGRES_PREPARED", default: true, from: ["on": true, "off": false]),
-            redisURL: try redisURL(values),
+            redisURL: redisURL,
             redisPoolSize: try values.integer("AVIARY_REDIS_POOL_SIZE", default: 8, in: 1...1024),
+            redisReplicaAcknowledgements: try values.integer(
+                "AVIARY_REDIS_REPLICA_ACKS", default: redisURL.hasPrefix("redis+") ? 1 : 0, in: 0...16),
             host: host,
             rpcPort: try values.integer("AVIARY_RPC_PORT", default: service.defaultRPCPort, in: 0...65535),
             adminPort: try values.integer("AVIARY_ADMIN_PORT", default: service.defaultAdminPort, in: 0...65535),

@@ -12,9 +12,11 @@ struct EventServices {
 
     init(_ definition: ServiceDefinition, resources: ServiceResources) {
         if let schema = definition.outboxSchema {
+            var relayOptions = OutboxRelay.Options()
+            relayOptions.replicaAcknowledgements = resources.configuration.redisReplicaAcknowledgements
             relay = [
                 .init(service: OnEventLoop(OutboxRelay(
-                    schema: schema, postgres: resources.postgres, redis: resources.redis,
+                    schema: schema, postgres: resources.postgres, redis: resources.redis, options: relayOptions,
                     preparation: resources.outboxPreparation, logger: resources.logger)))
             ]
         }

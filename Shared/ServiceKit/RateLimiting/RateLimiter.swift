@@ -48,29 +48,57 @@ public struct RateLimiter: Sendable {
         public var limit: Int
         public var remaining: Int
         public var resetMs: Int64
+
+        /// The outcome of two takes as one: allowed when both were, refused for the longer wait,
+        /// the tighter bucket's figures.
+        func joined(with other: Outcome) -> Outcome {
+            var tighter = Double(remaining) / Double(max(1, limit)) <= Double(other.remaining) / Double(max(1, other.limit)) ? self : other
+            tighter.allowed = allowed && other.allowed
+            tighter.retryAfterMs = tighter.allowed ? 0 : max(retryAfterMs, other.retryAfterMs)
+            return tighter
+        }
     }
 
     /// Takes `cost` tokens from each of `buckets` at once, or none when any has fewer (one round
     /// trip, atomic across instances). A cost above a bucket's size counts as its size. Throws
     /// `unavailable` when Redis cannot be reached.
+    ///
+    /// On a Redis Cluster, buckets whose keys lie in different slots are taken by one script call
+    /// per slot, in the same round trip: a call one bucket refuses may then still have cost the
+    /// others their tokens (one call's worth, only when refused).
     public func take(_ buckets: [Bucket], cost: Int = 1) async throws(RPCError) -> Outcome {
-        let reply: RESPValue
-        do {
-            reply = try await redis.evaluate(
-                Self.script, keys: buckets.map { prefix + $0.key },
+        var byKey: [String: Bucket] = [:]
+        var keys: [String] = []
+        for bucket in buckets where byKey.updateValue(bucket, forKey: prefix + bucket.key) == nil { keys.append(prefix + bucket.key) }
+        guard !keys.isEmpty else { return Outcome(allowed: true, retryAfterMs: 0, limit: 0, remaining: 0, resetMs: 0) }
+        let calls = redis.batches(of: keys, upTo: keys.count).map { keys in
+            (
+                keys: keys,
                 arguments: [RedisArgument(max(1, cost))]
-                    + buckets.flatMap { [RedisArgument(max(1, $0.limit)), RedisArgument($0.periodMs)] })
+                    + keys.flatMap { [RedisArgument(max(1, byKey[$0]?.limit ?? 1)), RedisArgument(byKey[$0]?.periodMs ?? 1)] }
+            )
+        }
+        let replies: [RESPValue]
+        do {
+            replies = try await redis.evaluateEach(Self.script, calls)
+            try RedisError.throwFirstRefusal(in: replies)
         } catch {
             logger.warning("a rate limit could not be checked", metadata: ["error": "\(String(reflecting: error))"])
             throw (error as? RedisError)?.rpcError ?? RPCError.unavailable("the rate limiter is unavailable; retry shortly")
         }
-        guard let values = reply.array?.compactMap(\.int), values.count == 5 else {
-            logger.error("the rate limit script answered in an unexpected shape", metadata: ["reply": "\(reply)"])
-            throw RPCError.internalError()
+        var outcome: Outcome?
+        for reply in replies {
+            guard let values = reply.array?.compactMap(\.int), values.count == 5 else {
+                logger.error("the rate limit script answered in an unexpected shape", metadata: ["reply": "\(reply)"])
+                throw RPCError.internalError()
+            }
+            let part = Outcome(
+                allowed: values[0] == 1, retryAfterMs: Int64(max(values[0] == 1 ? 0 : 1, values[1])), limit: values[2],
+                remaining: values[3], resetMs: Int64(values[4]))
+            outcome = outcome.map { $0.joined(with: part) } ?? part
         }
-        return Outcome(
-            allowed: values[0] == 1, retryAfterMs: Int64(max(values[0] == 1 ? 0 : 1, values[1])), limit: values[2],
-            remaining: values[3], resetMs: Int64(values[4]))
+        guard let outcome else { throw RPCError.internalError() }
+        return outcome
     }
 
     /// Takes one token from the bucket `key`, or throws `rate_limited` with `retryAfterMs`.

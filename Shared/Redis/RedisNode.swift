@@ -1,10 +1,26 @@
 import ChannelSupport
 import Logging
 
-extension RedisClient {
+/// One Redis server's connections (a cluster has one of these per node), with the breaker that
+/// spares callers a server that does not answer.
+final class RedisNode: Sendable {
+    let configuration: RedisConfiguration
+    let pool: RedisConnectionPool
+    let breaker: CircuitBreaker
+    let logger: Logger
+
+    init(configuration: RedisConfiguration, logger: Logger) {
+        var logger = logger
+        logger[metadataKey: "redis.server"] = "\(configuration.server)"
+        self.configuration = configuration
+        self.logger = logger
+        self.pool = RedisConnectionPool(configuration: configuration, logger: logger)
+        self.breaker = CircuitBreaker(pause: configuration.breakerPause)
+    }
+
     /// Runs `commands` as one pipeline, on a shared connection or, when one of them may block, on a
     /// connection of their own; retries once on a fresh connection when the connection broke and
-    /// retrying is safe (see the type's documentation). Refused at once while the breaker is open.
+    /// retrying is safe (see ``RedisClient``). Refused at once while the breaker is open.
     func execute(_ commands: [[RedisArgument]]) async throws -> [RESPValue] {
         let probe = try breaker.admit { left in
             RedisError(.connectionFailed, detail: "Redis did not answer lately; not tried again for \(left) (or until a probe is answered)")
