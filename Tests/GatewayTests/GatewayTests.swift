@@ -239,6 +239,28 @@ struct GatewayTests {
         let plain = try await EdgeHTTP.send("GET", edge.url + "/rpc")
         #expect(plain.status == 426 && plain.header("Upgrade") == "websocket")
         #expect(plain.json["error"]?["message"]?.stringValue?.contains("WebSocket") == true)
+        // Upgrades NIO could not complete are answered too, not hung up on.
+        for (headers, status, reason) in [
+            ("Sec-WebSocket-Key: short\r\nSec-WebSocket-Version: 13", 400, "Sec-WebSocket-Key"),
+            ("Sec-WebSocket-Version: 13", 400, "Sec-WebSocket-Key"),
+            ("Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8", 400, "Sec-WebSocket-Version: 13"),
+        ] {
+            let answer = try await Self.rawExchange(
+                port: port, "GET /rpc HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\(headers)\r\n\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 \(status)") && answer.contains(reason), "\(headers): \(answer)")
+        }
+        let other = try await Self.rawExchange(port: port, "GET /rpc HTTP/1.1\r\nHost: a\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n")
+        #expect(other.hasPrefix("HTTP/1.1 426"), "\(other)")
+    }
+
+    /// Sends `request` on a new connection and returns what comes back before the gateway closes
+    /// it (or a second passes).
+    private static func rawExchange(port: Int, _ request: String) async throws -> String {
+        let reply = try TCPExchange.run(host: "127.0.0.1", port: port, request: Array(request.utf8), timeout: .seconds(2)) { bytes in
+            bytes.count > 4 && String(decoding: bytes, as: UTF8.self).contains("\r\n\r\n{")
+                && String(decoding: bytes, as: UTF8.self).hasSuffix("}")
+        }
+        return String(decoding: reply, as: UTF8.self)
     }
 
     @Test("a gateway shutting down closes its sockets with 1001, so apps reconnect to another")

@@ -7,9 +7,9 @@
 /// One request and its reply over a short TCP connection to an IPv4 address, with plain blocking
 /// sockets: no event loop to set up for a probe that takes a millisecond. Every step is bounded by
 /// `timeout`, so a silent server costs at most that.
-enum TCPExchange {
+public enum TCPExchange {
     /// Sends `request`, then reads until `isComplete` accepts what arrived or the server closes.
-    static func run(
+    public static func run(
         host: String, port: Int, request: [UInt8], timeout: Duration,
         isComplete: ([UInt8]) -> Bool
     ) throws -> [UInt8] {

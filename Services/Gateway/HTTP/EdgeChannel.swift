@@ -81,6 +81,8 @@ struct EdgeChannel: ServerChildChannel, HTTPChannelHandler {
             configuration.decoderConfiguration.maxHeaderListSize = http1.httpDecoder.maxHeaderListSize
             configuration.decoderConfiguration.maxHeaderFieldCount = http1.httpDecoder.maxHeaderFieldCount
             let opened = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+            let upgradeHandler = try channel.pipeline.syncOperations.handler(type: NIOTypedHTTPServerUpgradeHandler<Opened>.self)
+            try channel.pipeline.syncOperations.addHandler(UpgradeCheck(), position: .before(upgradeHandler))
             return Value(opened: opened, channel: channel)
         }
     }

@@ -20,9 +20,12 @@ extension GatewayService {
                     headers: [.allow: "GET, POST"])
             }
         }
-        router.get("rpc") { _, _ in
+        router.get("rpc") { request, _ in
+            if let problem = request.headers[HTTPField.Name(UpgradeCheck.invalidHeader)!] {
+                return EdgeResponses.failure(.badRequest, problem)
+            }
             // An upgrade is taken only as a connection's first request (EdgeChannel).
-            EdgeResponses.failure(
+            return EdgeResponses.failure(
                 .upgradeRequired, "GET /rpc opens a WebSocket: send Upgrade: websocket as a new connection's first request",
                 headers: [.upgrade: "websocket"])
         }
