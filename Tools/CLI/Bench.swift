@@ -384,14 +384,31 @@ func prometheusSample(_ name: String, in reply: BenchHTTP.Reply) -> Double {
 
 /// The Postgres statements every process of the local stack has sent
 /// (`aviary_postgres_statements_total` on each admin port, background work included: fan-out, the
-/// outbox relay, builds), so that a run can print its statements per call.
+/// outbox relay, builds), so that a run can print its statements per call. The admin ports are
+/// `AVIARY_BENCH_ADMINS` (`host:port,host:port`: every instance of a stack such as
+/// deploy/local/cluster.sh's, whose env.sh sets it), else each service's default port on 127.0.0.1.
 final class BenchStatements: Sendable {
-    private let admins = ServiceName.allCases.map { BenchHTTP(host: "127.0.0.1", port: $0.defaultAdminPort) }
+    private let admins: [BenchHTTP]
+
+    init() {
+        let listed = ProcessInfo.processInfo.environment["AVIARY_BENCH_ADMINS"].map {
+            $0.split(separator: ",").compactMap { address -> BenchHTTP? in
+                guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) else { return nil }
+                return BenchHTTP(host: String(address[..<colon]), port: port)
+            }
+        }
+        admins = listed ?? ServiceName.allCases.map { BenchHTTP(host: "127.0.0.1", port: $0.defaultAdminPort) }
+    }
+
+    /// Every admin port's `/metrics`.
+    func metrics() async throws -> [BenchHTTP.Reply] {
+        var replies: [BenchHTTP.Reply] = []
+        for admin in admins { replies.append(try await admin.request(.GET, "/metrics")) }
+        return replies
+    }
 
     func total() async throws -> Double {
-        var total = 0.0
-        for admin in admins { total += prometheusSample("aviary_postgres_statements_total", in: try await admin.request(.GET, "/metrics")) }
-        return total
+        try await metrics().reduce(0) { $0 + prometheusSample("aviary_postgres_statements_total", in: $1) }
     }
 
     /// `"  Postgres statements per call, …: x"` for `calls` calls made since `before` (a ``total()``;

@@ -133,8 +133,8 @@ struct TimelineBench: AsyncParsableCommand {
         print("tweets.create, 32 clients: \(creates.summary)   (target ≥ 1,500/s)")
 
         clock = .now
-        let timelineMetrics = BenchHTTP(host: "127.0.0.1", port: configuration.adminPort)
-        let buildsWanted = try await Self.buildFigures(timelineMetrics).count + Double(2 * users.count)
+        let statements = BenchStatements()
+        let buildsWanted = try await Self.buildFigures(statements).count + Double(2 * users.count)
         // Both kinds of timeline are built before anything is measured, as a running network has
         // them: the mix's first rate would otherwise also time a build for most user timelines.
         _ = try await services.closedLoop(users.count, workers: 16) { index in
@@ -143,7 +143,7 @@ struct TimelineBench: AsyncParsableCommand {
         }
         // A read of a missing set answers from the services and builds the set in the background:
         // wait for the two builds per user, home and user timeline.
-        while try await Self.buildFigures(timelineMetrics).count < buildsWanted {
+        while try await Self.buildFigures(statements).count < buildsWanted {
             guard ContinuousClock.now - clock < .seconds(300) else {
                 throw ValidationError("the timeline sets of \(users.count) users were not built within 300 s")
             }
@@ -207,7 +207,6 @@ struct TimelineBench: AsyncParsableCommand {
             }
             return (BenchOutcome(figures: figures, expected: expected, cpuSeconds: 0), parts.joined(separator: ";  "), visible)
         }
-        let statements = BenchStatements()
         @Sendable func statementsSent() async throws -> Double { try await statements.total() }
         var best: Int?
         var failedStep = false
@@ -246,17 +245,17 @@ struct TimelineBench: AsyncParsableCommand {
         // (its page from the services) and rebuilt in the background.
         let cold = Array(reed.prefix(200))
         _ = try await services.redis.send(["DEL"] + cold.map { RedisArgument("aviary:timeline:home:\($0.id)") })
-        let beforeCold = try await Self.buildFigures(timelineMetrics)
+        let beforeCold = try await Self.buildFigures(statements)
         let statementsBeforeCold = try await statementsSent()
         let coldReads = try await services.closedLoop(cold.count, workers: 1) { index in
             try await services.home(of: cold[index], limit: 20)
         }
-        var afterCold = try await Self.buildFigures(timelineMetrics)
+        var afterCold = try await Self.buildFigures(statements)
         let coldDeadline = ContinuousClock.now + .seconds(60)
         while afterCold.count < beforeCold.count + Double(cold.count) {
             guard ContinuousClock.now < coldDeadline else { throw ValidationError("200 cold home timelines were not rebuilt within 60 s") }
             try await Task.sleep(for: .milliseconds(50))
-            afterCold = try await Self.buildFigures(timelineMetrics)
+            afterCold = try await Self.buildFigures(statements)
         }
         print("cold home timelines (200, bodies and summaries warm), read one at a time: \(coldReads.summary)")
         print("  " + afterCold.since(beforeCold))
@@ -267,18 +266,17 @@ struct TimelineBench: AsyncParsableCommand {
         // Cold caches: every timeline set, tweet body and user summary in Redis gone at once.
         for rate in Self.rates(flushRates) ?? [] {
             _ = try await services.redis.send(["FLUSHALL"])
-            let before = try await Self.buildFigures(timelineMetrics)
-            let statements = try await statementsSent()
+            let before = try await Self.buildFigures(statements)
+            let sentBefore = try await statementsSent()
             let (outcome, byKind, visible) = try await mix(at: rate, for: .seconds(20))
-            let perCall = (try await statementsSent() - statements) / Double(rate * 20)
-            let after = try await Self.buildFigures(timelineMetrics)
+            let perCall = (try await statementsSent() - sentBefore) / Double(rate * 20)
+            let after = try await Self.buildFigures(statements)
             print("the mix at \(rate)/s for the first 20 s after FLUSHALL: \(outcome.summary)   (target p99 < 50 ms, no errors)")
             print("  by kind, from each call's start: " + byKind)
             print("  read-your-writes: " + visible)
             print("  " + after.since(before))
             print(String(format: "  Postgres statements per call, every service's, background work included: %.2f", perCall))
         }
-        await timelineMetrics.close()
         await statements.close()
         await services.shutdown()
     }
@@ -306,18 +304,22 @@ struct TimelineBench: AsyncParsableCommand {
         }
     }
 
-    private static func buildFigures(_ admin: BenchHTTP) async throws -> BuildFigures {
-        let reply = try await admin.request(.GET, "/metrics")
+    /// The timeline builds of every timeline instance (the other services have none).
+    private static func buildFigures(_ admins: BenchStatements) async throws -> BuildFigures {
         let prefix = "aviary_timeline_build_seconds_bucket{le=\""
-        let buckets = String(buffer: reply.body).split(separator: "\n").compactMap { line -> (Double, Double)? in
-            guard line.hasPrefix(prefix), let fields = Optional(line.dropFirst(prefix.count).split(separator: "\"")), fields.count == 2,
-                let count = Double(fields[1].split(separator: " ").last ?? "")
-            else { return nil }
-            return (fields[0] == "+Inf" ? .infinity : Double(fields[0]) ?? .infinity, count)
+        var figures = BuildFigures()
+        var buckets: [Double: Double] = [:]
+        for reply in try await admins.metrics() {
+            for line in String(buffer: reply.body).split(separator: "\n") where line.hasPrefix(prefix) {
+                let fields = line.dropFirst(prefix.count).split(separator: "\"")
+                guard fields.count == 2, let count = Double(fields[1].split(separator: " ").last ?? "") else { continue }
+                buckets[fields[0] == "+Inf" ? .infinity : Double(fields[0]) ?? .infinity, default: 0] += count
+            }
+            figures.count += prometheusSample("aviary_timeline_build_seconds_count", in: reply)
+            figures.seconds += prometheusSample("aviary_timeline_build_seconds_sum", in: reply)
         }
-        return BuildFigures(
-            count: prometheusSample("aviary_timeline_build_seconds_count", in: reply), seconds: prometheusSample("aviary_timeline_build_seconds_sum", in: reply),
-            buckets: buckets)
+        figures.buckets = buckets.sorted { $0.key < $1.key }.map { (bound: $0.key, count: $0.value) }
+        return figures
     }
 
     private static func loadEdges(_ path: String) throws -> [(Int, Int)] {

@@ -669,9 +669,13 @@ write_env_file() {
             AVIARY_CLUSTER_POSTGRES_MULTIHOST_URL "$(multihost_postgres_url)" \
             AVIARY_CLUSTER_PGBOUNCER_URL "$(pg_url "$PGBOUNCER_PORT")" \
             AVIARY_MEDIA_PUBLIC_URL "$AVIARY_MEDIA_PUBLIC_URL"
+        local admins=() n
         for name in "${SERVICES[@]}"; do
             printf "export %s='%s'\n" "$(addresses_variable "$name")" "$(addresses_of "$name")"
+            for n in "${INSTANCES[@]}"; do admins+=("127.0.0.1:$(instance_admin_port "$name" "$n")"); done
         done
+        # Every instance's admin port, for the benches' figures read from /metrics.
+        printf "export AVIARY_BENCH_ADMINS='%s'\n" "$(IFS=,; echo "${admins[*]}")"
     } >"$ENV_FILE"
 }
 
