@@ -1,5 +1,6 @@
 import AviaryAPI
 import RPC
+import EventStreams
 import ServiceKit
 
 /// The notifications service: an activity feed made from other services' events, stored in its own
@@ -28,11 +29,17 @@ public struct NotificationsService: Sendable {
         // Read once here so that a bad value stops the start with its message.
         _ = try resources.configuration.integer(
             "AVIARY_NOTIFICATIONS_GROUP_WINDOW_SECONDS", default: 86_400, in: 1...31_536_000)
+        let partitions = try resources.configuration.integer("AVIARY_NOTIFICATIONS_PARTITIONS", default: 1, in: 1...64)
         let service = NotificationsService(resources: resources)
         let sweeper = ConsumedEventSweeper(store: service.store, logger: resources.logger)
         resources.addBackgroundService(PeriodicJob(every: ConsumedEventSweeper.interval, sweeper.sweep))
         service.registerMethods(with: &router)
-        for consumer in NotificationConsumers.definitions(service) { resources.consume(consumer) }
+        let membership = PartitionMembership(
+            redis: resources.redis, work: "notifications",
+            member: EventStreamConsumer.consumerName(service: "notifications", nodeID: resources.ids.nodeID))
+        for consumer in NotificationConsumers.definitions(service, partitions: partitions, membership: membership) {
+            resources.consume(consumer)
+        }
     }
 
     func registerMethods(with router: inout RPCRouter) {

@@ -7,10 +7,71 @@ import Redis
 extension ConsumerSession {
     func createGroup() async throws {
         do {
-            _ = try await redis.send(["XGROUP", "CREATE", RedisArgument(key), RedisArgument(group), "0", "MKSTREAM"])
-            logger.info("created the consumer group, starting at the beginning of the stream")
+            let start = try await startOfNewGroup()
+            _ = try await redis.send(["XGROUP", "CREATE", RedisArgument(key), RedisArgument(group), RedisArgument(start), "MKSTREAM"])
+            logger.info(
+                start == "0"
+                    ? "created the consumer group, starting at the beginning of the stream"
+                    : "created the consumer group where the groups it takes over from stood",
+                metadata: ["events.start": "\(start)"])
         } catch let error as RedisError where error.serverMessage?.hasPrefix("BUSYGROUP") == true {
             // Another instance (or an earlier run) created it.
+        }
+    }
+
+    /// Where a new group starts: `"0"`, or with predecessors (``EventStreamConsumer/Options/isPredecessor``)
+    /// just before the oldest entry the furthest behind of them has not acknowledged.
+    private func startOfNewGroup() async throws -> String {
+        guard let isPredecessor = options.isPredecessor else { return "0" }
+        var start: StreamID?
+        for group in try await groups() where isPredecessor(group.name) {
+            var position = group.lastDelivered
+            if group.pending > 0 {
+                let summary = try await redis.send(["XPENDING", RedisArgument(key), RedisArgument(group.name)])
+                if let oldest = summary.array?[1].string.flatMap(StreamID.init) { position = oldest.previous }
+            }
+            if let position, start.map({ position < $0 }) ?? true { start = position }
+        }
+        return start?.description ?? "0"
+    }
+
+    /// The stream's consumer groups (`XINFO GROUPS`); none when the stream does not exist yet.
+    private func groups() async throws -> [(name: String, pending: Int, lastDelivered: StreamID?)] {
+        let reply: RESPValue
+        do {
+            reply = try await redis.send(["XINFO", "GROUPS", RedisArgument(key)])
+        } catch let error as RedisError where error.serverMessage?.hasPrefix("ERR no such key") == true {
+            return []
+        }
+        return (reply.array ?? []).compactMap { group in
+            guard let items = group.array else { return nil }
+            var fields: [String: RESPValue] = [:]
+            for pair in stride(from: 0, to: items.count - 1, by: 2) {
+                if let name = items[pair].string { fields[name] = items[pair + 1] }
+            }
+            guard let name = fields["name"]?.string else { return nil }
+            return (name, fields["pending"]?.int ?? 0, fields["last-delivered-id"]?.string.flatMap(StreamID.init))
+        }
+    }
+
+    /// Destroys the predecessor groups (``EventStreamConsumer/Options/isPredecessor``) whose consumers
+    /// have all been idle for `idleConsumerRetention`: no instance runs them any more. Best effort.
+    func removeIdlePredecessors() async {
+        guard let isPredecessor = options.isPredecessor else { return }
+        do {
+            for group in try await groups() where isPredecessor(group.name) {
+                let consumers = try await redis.send(["XINFO", "CONSUMERS", RedisArgument(key), RedisArgument(group.name)]).array ?? []
+                let active = consumers.contains { consumer in
+                    let items = consumer.array ?? []
+                    let idle = stride(from: 0, to: items.count - 1, by: 2).first { items[$0].string == "idle" }.flatMap { items[$0 + 1].int }
+                    return (idle ?? 0) < Int(options.idleConsumerRetention.milliseconds)
+                }
+                guard !active else { continue }
+                _ = try await redis.send(["XGROUP", "DESTROY", RedisArgument(key), RedisArgument(group.name)])
+                logger.notice("destroyed a consumer group this one took over from", metadata: ["events.predecessor": "\(group.name)"])
+            }
+        } catch {
+            logger.debug("could not look for predecessor groups", metadata: ["error": "\(String(reflecting: error))"])
         }
     }
 
@@ -42,6 +103,34 @@ extension ConsumerSession {
                 metadata: ["events.count": "\(entries.count)", "events.first_id": "\(entries[0].id)"])
         }
         return entries
+    }
+
+    /// A stream entry id, `<milliseconds>-<sequence>`, ordered as Redis orders them.
+    struct StreamID: Comparable, CustomStringConvertible {
+        var milliseconds: UInt64
+        var sequence: UInt64
+
+        init?(_ text: String) {
+            let parts = text.split(separator: "-")
+            guard parts.count == 2, let milliseconds = UInt64(parts[0]), let sequence = UInt64(parts[1]) else { return nil }
+            (self.milliseconds, self.sequence) = (milliseconds, sequence)
+        }
+
+        private init(milliseconds: UInt64, sequence: UInt64) {
+            (self.milliseconds, self.sequence) = (milliseconds, sequence)
+        }
+
+        /// The id just before this one (a group started there reads this one first).
+        var previous: StreamID? {
+            if sequence > 0 { return StreamID(milliseconds: milliseconds, sequence: sequence - 1) }
+            return milliseconds > 0 ? StreamID(milliseconds: milliseconds - 1, sequence: .max) : nil
+        }
+
+        static func < (left: StreamID, right: StreamID) -> Bool {
+            (left.milliseconds, left.sequence) < (right.milliseconds, right.sequence)
+        }
+
+        var description: String { "\(milliseconds)-\(sequence)" }
     }
 
     /// The key of the group's lease on the topic (``EventStreamConsumer/Options/leaseTime``).

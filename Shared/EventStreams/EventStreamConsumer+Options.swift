@@ -40,6 +40,16 @@ extension EventStreamConsumer {
         /// lease term so that a standby can take the topic over. Bounds how long a handler that hangs
         /// holds the topic up. Default 60 s.
         public var maxHandlerTime: Duration = .seconds(60)
+        /// With a lease: asked before the lease is taken or renewed; false gives it up (or leaves it
+        /// to another instance), so that instances share the groups of a partitioned piece of work
+        /// (``PartitionMembership``). Default nil: any consumer may hold it.
+        public var mayHoldLease: (@Sendable () async -> Bool)?
+        /// Groups this one takes over from (an earlier partitioning of the same work): created,
+        /// the group starts where the furthest behind of them stands (before its oldest pending
+        /// entry, else at its last delivered one) instead of at the stream's beginning, and a
+        /// predecessor whose consumers have all been idle `idleConsumerRetention` is destroyed, so
+        /// that it holds back the stream's trimming no longer. Default nil: none.
+        public var isPredecessor: (@Sendable (_ group: String) -> Bool)?
         /// After a read that found several new entries, but fewer than `batchSize`, the consumer
         /// waits this long before it reads again, so that events arriving meanwhile come in one
         /// batch: one read, one handler call and one acknowledgement for several events, at the price

@@ -56,6 +56,9 @@ struct NotificationsBench: AsyncParsableCommand {
     @Option(help: "The process id of the notifications instance, for its memory.")
     var pid: Int32?
 
+    @Option(help: "Message events written at once to measure the notifications' event throughput (0 skips it).")
+    var events = 20_000
+
     func validate() throws {
         try validateRate(rate, option: "--rate")
         guard (2...2_000).contains(samples) else { throw ValidationError("--samples is 2 to 2,000") }
@@ -63,6 +66,7 @@ struct NotificationsBench: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try ServiceConfiguration.load(service: .notifications)
+        if events > 0 { try await Self.measureEventThroughput(count: events, configuration: configuration) }
         let logger = Logger(label: "bench")
         let seed = try await BenchSecrets.signingSeed(
             signingKey ?? ProcessInfo.processInfo.environment["AVIARY_TOKEN_SIGNING_KEY"], postgresURL: configuration.postgresURL)

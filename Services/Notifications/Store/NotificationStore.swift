@@ -15,6 +15,21 @@ struct NotificationStore: Sendable {
         case withdraw(recipient: Int64, keys: [String])
         /// Deletes the recipient's notifications whose key starts with `prefix`.
         case withdrawPrefix(recipient: Int64, prefix: String)
+
+        /// Whose notifications it changes.
+        var recipient: Int64 {
+            switch self {
+            case .add(let new): new.recipient
+            case .withdraw(let recipient, _), .withdrawPrefix(let recipient, _): recipient
+            }
+        }
+    }
+
+    /// The deduplication key of one recipient's changes from the event whose key is `event`:
+    /// `<event>>recipient`. One such change applied, it is skipped the next time, as are all of an
+    /// event that was applied whole under its own key (before notifications were partitioned).
+    static func recipientKey(_ event: String, _ recipient: Int64) -> String {
+        "\(event)>\(recipient)"
     }
 
     /// What a batch changed: the notifications it made and the ones it withdrew (id, recipient).
@@ -23,7 +38,8 @@ struct NotificationStore: Sendable {
         var withdrawn: [(id: Int64, recipient: Int64)] = []
     }
 
-    /// Applies each event's changes unless the event was applied before (by its deduplication key),
+    /// Applies each event's changes unless the event was applied before (by its deduplication key,
+    /// or its whole event's: ``recipientKey(_:_:)``),
     /// all in one transaction, in a few statements however long the batch: one marks every event
     /// consumed, then each run of like changes (adds, withdrawals) is one statement, in event order.
     func apply(_ events: [(key: String, changes: [Change])]) async throws -> Outcome {
@@ -101,7 +117,9 @@ struct NotificationStore: Sendable {
 
     /// The keys of the events not consumed before, now marked.
     private static let markConsumed = """
-        INSERT INTO notifications.consumed_events (key) SELECT unnest($1::text[])
+        INSERT INTO notifications.consumed_events (key)
+        SELECT key FROM unnest($1::text[]) AS given (key)
+        WHERE NOT EXISTS (SELECT FROM notifications.consumed_events AS whole WHERE whole.key = split_part(given.key, '>', 1))
         ON CONFLICT (key) DO NOTHING RETURNING key
         """
 
