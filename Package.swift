@@ -202,6 +202,10 @@ let package = Package(
         .testTarget(
             name: "SystemTests", dependencies: ["AviaryJSON", "ChannelSupport", "RPC", "AviaryAPI", "Postgres", "Redis", "EventStreams", "ServiceKit", "TestSupport"],
             swiftSettings: strict),
+        // Tests of whole topologies (a Redis Cluster, replicas, several instances of a service):
+        // apart from SystemTests, as each test runs many servers and test.sh runs targets in turn.
+        .testTarget(
+            name: "TopologyTests", dependencies: ["AviaryJSON", "AviaryAPI", "Redis", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "EventsTests",
             dependencies: [

@@ -77,7 +77,7 @@ public final class RedisClient: Sendable {
             if bySlot[slot] == nil { order.append(slot) }
             bySlot[slot, default: []].append(key)
         }
-        return order.flatMap { split(bySlot[$0]!) }
+        return order.flatMap { split(bySlot[$0, default: []]) }
     }
 
     /// Runs `commands` as one pipeline (on a cluster, one per node) and returns their replies in order.

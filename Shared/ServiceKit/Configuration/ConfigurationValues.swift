@@ -62,7 +62,7 @@ struct ConfigurationValues: Sendable {
         let rest = value.drop(while: { $0 != ":" }).dropFirst(3)
         guard hasScheme, !rest.isEmpty, !rest.contains(where: \.isWhitespace) else {
             let names = schemes.map { "\($0)://" }
-            let accepted = names.count > 2 ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined(separator: " or ")
+            let accepted = names.count > 2 ? names.dropLast().joined(separator: ", ") + " or " + (names.last ?? "") : names.joined(separator: " or ")
             throw ConfigurationError(
                 variable: key, message: "\(key) must be a URL starting with \(accepted) (value not shown)")
         }
