@@ -8,6 +8,8 @@ public struct SocialGraphService: Sendable {
     let store: FollowStore
     let records: FollowRecords
     let directory: UserDirectory
+    /// Where the follower and following pages of apps are read (fan-out's id pages stay on the primary).
+    let reads: ReplicaReads
 
     /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its
     /// methods. The process keeps in memory up to `AVIARY_GRAPH_LOCAL_USERS` users' totals and
@@ -23,8 +25,10 @@ public struct SocialGraphService: Sendable {
         }
         resources.prepareOutboxEvents(with: LocalCopyKind.announcer([(.follows, FollowRecords.changedBy)], redis: resources.redis))
         let store = FollowStore(postgres: resources.postgres)
-        SocialGraphService(store: store, records: FollowRecords(store: store, local: local), directory: UserDirectory(resources: resources))
-            .registerMethods(with: &router)
+        SocialGraphService(
+            store: store, records: FollowRecords(store: store, local: local), directory: UserDirectory(resources: resources),
+            reads: resources.replicaReads
+        ).registerMethods(with: &router)
         resources.addBackgroundService(CountCompactor(postgres: resources.postgres, logger: resources.logger))
     }
 

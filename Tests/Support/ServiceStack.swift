@@ -67,13 +67,15 @@ public final class ServiceStack: Sendable {
     /// pooler, or naming a replica too); the stack's own client keeps the direct one.
     /// `serviceEnvironment` adds to one service's environment (by executable suffix), over `extra`.
     /// `redisURL` replaces the Redis (and `redisDatabase`): a cluster's or Sentinel set's URL.
+    /// `replica`, a streaming replica of `postgresServer`, is given to the services as
+    /// `AVIARY_POSTGRES_REPLICA_URLS` (the same database on it).
     ///
     /// Passwords are hashed at a low Argon2 cost so that tests can make many accounts quickly.
     public static func start(
         _ services: [String], redisDatabase: Int, environment extra: [String: String] = [:],
         instances: [String: Int] = [:], postgresServer: TestPostgres? = nil, redisServer: TestRedis? = nil,
         servicePostgresURL: (String) -> String = { $0 }, serviceEnvironment: [String: [String: String]] = [:],
-        redisURL givenRedisURL: String? = nil
+        redisURL givenRedisURL: String? = nil, replica: TestPostgres? = nil
     ) async throws -> ServiceStack {
         let postgres = if let postgresServer { postgresServer } else { try await TestServers.postgres() }
         let databaseURL = try await postgres.makeDatabase()
@@ -114,6 +116,9 @@ public final class ServiceStack: Sendable {
             let root = try TemporaryFolder.create("media-root")
             cleanupTokens.append(ExitCleanup.register(root))
             environment["AVIARY_MEDIA_ROOT"] = root.path
+        }
+        if let replica, let database = databaseURL.split(separator: "/").last {
+            environment["AVIARY_POSTGRES_REPLICA_URLS"] = replica.url(database: String(database))
         }
         environment.merge(extra) { _, given in given }
 

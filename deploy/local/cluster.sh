@@ -578,6 +578,9 @@ export_service_environment() {
     AVIARY_REDIS_URL="$(services_redis_url)"
     AVIARY_POSTGRES_URL="$(services_postgres_url)"
     if [ "$USE_PGBOUNCER" = 1 ]; then AVIARY_POSTGRES_PREPARED=off; fi
+    # The streaming replica serves the reads that tolerate a little lag (follower pages, history).
+    export AVIARY_POSTGRES_REPLICA_URLS
+    AVIARY_POSTGRES_REPLICA_URLS="$(pg_url "$(pg_port "$(other_pg_node "$(primary_pg_node)")")")"
     for name in "${SERVICES[@]}"; do
         export "$(addresses_variable "$name")=$(addresses_of "$name")"
     done

@@ -10,7 +10,8 @@ extension MessagingService {
         let conversation = params.conversationId.value
         let limit = (params.limit ?? PageLimit()).value
         // The page is read alongside the membership check and thrown away when it fails.
-        async let page = messages.history(conversation, order: order, after: position, limit: limit)
+        let database = await resources.replicaReads.client(reading: Self.historyName(conversation))
+        async let page = messages.history(conversation, order: order, after: position, limit: limit, using: database)
         let markers = try await messages.markers(of: conversation)
         guard markers.contains(where: { $0.userID == caller }) else {
             _ = try? await page
@@ -21,6 +22,9 @@ extension MessagingService {
         let next = more ? rows.last.map { KeysetCursor(key: $0.seq, id: Self.cursorTag(order)).encoded } : nil
         return Page(items: try await hydrate(rows, markers: markers, context: context), nextCursor: next)
     }
+
+    /// What a read of a conversation's history names for ``ReplicaReads``: `conversation:<id>`.
+    static func historyName(_ conversation: Int64) -> String { "conversation:\(conversation)" }
 
     /// History cursors hold the last message's place (`seq`) and the order they were made for.
     private static func cursorTag(_ order: HistoryOrder) -> Int64 { order == .newest ? 1 : 2 }

@@ -47,6 +47,8 @@ extension MessagingService {
             return try RawJSON(encoding: try await hydrate([row], markers: try await messages.markers(of: conversation), context: context)[0])
         case .sent(let row, let members):
             OutboxRelay.nudge()
+            // Before the members hear of it: whoever opens the history then reads the primary.
+            await resources.replicaReads.recordWrite(to: [Self.historyName(conversation)])
             let message = try RawJSON(
                 encoding: Self.message(row, summaries: sender, markers: [MemberMarker(userID: caller, readSeq: row.seq)]))
             await publish(context) {

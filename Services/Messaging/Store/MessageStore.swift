@@ -137,9 +137,10 @@ struct MessageStore: Sendable {
         """
 
     /// Up to `limit` messages of the conversation from `position` (exclusive) in `order`, plus
-    /// whether more follow.
-    func history(_ conversation: Int64, order: HistoryOrder, after position: Int64?, limit: Int) async throws
-        -> (rows: [MessageRow], more: Bool)
+    /// whether more follow; read with `database` (a replica's client when the conversation was not
+    /// written lately, ``ReplicaReads``).
+    func history(_ conversation: Int64, order: HistoryOrder, after position: Int64?, limit: Int, using database: PostgresClient)
+        async throws -> (rows: [MessageRow], more: Bool)
     {
         let comparison = order == .newest ? "<" : ">"
         let direction = order == .newest ? "DESC" : "ASC"
@@ -149,7 +150,7 @@ struct MessageStore: Sendable {
             parameters.append(position)
             condition = " AND seq \(comparison) $3"
         }
-        let rows = try await postgres.query(
+        let rows = try await database.query(
             """
             SELECT \(Self.columns) FROM messaging.messages
             WHERE conversation_id = $1\(condition)

@@ -1,6 +1,7 @@
 import AviaryAPI
 import EventStreams
 import RPC
+import ServiceKit
 
 extension SocialGraphService {
     @Sendable func follow(_ params: UserParams, _ context: RPCContext) async throws -> FollowState {
@@ -12,6 +13,7 @@ extension SocialGraphService {
             // than at the relay's next poll.
             OutboxRelay.nudge()
             records.changedHere([caller, followee])
+            await reads.recordWrite(to: [FollowStore.Direction.following.list(of: caller), FollowStore.Direction.followers.list(of: followee)])
         }
         return FollowState(following: true)
     }
@@ -24,6 +26,7 @@ extension SocialGraphService {
         if try await store.unfollow(follower: caller, followee: followee) {
             OutboxRelay.nudge()
             records.changedHere([caller, followee])
+            await reads.recordWrite(to: [FollowStore.Direction.following.list(of: caller), FollowStore.Direction.followers.list(of: followee)])
             return FollowState(following: false)
         }
         guard try await directory.exists(followee, context: context) else { throw Self.unknownUser(params.userId) }

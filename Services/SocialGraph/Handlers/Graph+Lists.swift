@@ -17,9 +17,10 @@ extension SocialGraphService {
         -> Page<User>
     {
         let cursor = try FollowCursor.decode(params.cursor)
-        let page = try await store.page(
-            direction, of: params.userId.value, after: cursor, limit: (params.limit ?? PageLimit()).value)
-        if page.ids.isEmpty, cursor == nil, try await !directory.exists(params.userId.value, context: context) {
+        let user = params.userId.value
+        let database = await reads.client(reading: direction.list(of: user))
+        let page = try await store.page(direction, of: user, after: cursor, limit: (params.limit ?? PageLimit()).value, using: database)
+        if page.ids.isEmpty, cursor == nil, try await !directory.exists(user, context: context) {
             throw Self.unknownUser(params.userId)
         }
         let users = try await directory.users(page.ids, viewer: context.principal?.userID, context: context)

@@ -26,18 +26,29 @@ extension FollowStore {
         case followers
         /// Whom the user follows.
         case following
+
+        /// What a read of `user`'s list names for ``ReplicaReads``: `followers:<id>`, `following:<id>`.
+        func list(of user: Int64) -> String {
+            switch self {
+            case .followers: "followers:\(user)"
+            case .following: "following:\(user)"
+            }
+        }
     }
 
     /// A keyset page of `user`'s followers or followees, newest follow first (ties by id), strictly
     /// after `cursor`. The cursor holds the follow's time in microseconds and the other user's id,
     /// so edges added or removed between pages cause no gaps or repeats.
-    func page(_ direction: Direction, of user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> KeysetPage {
+    /// Read with `database`: a replica's client when the list was not written lately (``ReplicaReads``).
+    func page(
+        _ direction: Direction, of user: Int64, after cursor: KeysetCursor?, limit: Int, using database: PostgresClient
+    ) async throws -> KeysetPage {
         let statements = direction == .followers ? Self.followerPages : Self.followingPages
         let rows =
             if let cursor {
-                try await postgres.query(statements.after, [user, cursor.key, cursor.id, limit])
+                try await database.query(statements.after, [user, cursor.key, cursor.id, limit])
             } else {
-                try await postgres.query(statements.first, [user, limit])
+                try await database.query(statements.first, [user, limit])
             }
         return try KeysetPage(rows: rows, limit: limit)
     }

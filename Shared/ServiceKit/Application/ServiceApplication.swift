@@ -136,18 +136,26 @@ public enum ServiceApplication {
         let redis = RedisClient(
             configuration: try RedisConfiguration(url: configuration.redisURL, poolSize: configuration.redisPoolSize),
             logger: logger)
+        let replicas = try configuration.postgresReplicaURLs.map { url in
+            try PostgresClient(configuration: PostgresConfiguration(url: url, options: postgresOptions), logger: logger)
+        }
         let startUp: StartUp
         do {
             startUp = try await self.startUp(definition, configuration: configuration, postgres: postgres, logger: logger)
         } catch {
             await postgres.shutdown()
             await redis.shutdown()
+            for replica in replicas { await replica.shutdown() }
             throw error
         }
         let resources = await ServiceResources(
-            configuration: configuration, postgres: postgres, redis: redis, serviceCredential: startUp.credential,
+            configuration: configuration, postgres: postgres, replicas: replicas, redis: redis, serviceCredential: startUp.credential,
             tokenKeys: startUp.tokenKeys, tokenLifetime: startUp.tokenLifetime,
             revocationStaleWindow: startUp.revocationStaleWindow, nodeID: startUp.nodeID, logger: logger)
+        if resources.replicaReads.hasReplicas {
+            let reads = resources.replicaReads
+            resources.addBackgroundService(PeriodicJob(every: ReplicaReads.checkInterval) { await reads.checkReplicas() })
+        }
         let verifier = resources.tokenVerifier
         var router = RPCRouter(
             service: definition.name.rawValue, version: AviaryVersion.version, logger: logger,

@@ -10,6 +10,8 @@ import Synchronization
 public final class ServiceResources: Sendable {
     public let configuration: ServiceConfiguration
     public let postgres: PostgresClient
+    /// Where reads that tolerate a little lag go (the primary when no replica is configured).
+    public let replicaReads: ReplicaReads
     public let redis: RedisClient
     public let ids: SnowflakeGenerator
     public let logger: Logger
@@ -30,11 +32,15 @@ public final class ServiceResources: Sendable {
     let addedParts = Mutex(AddedParts())
 
     init(
-        configuration: ServiceConfiguration, postgres: PostgresClient, redis: RedisClient, serviceCredential: String,
-        tokenKeys: TokenKeys, tokenLifetime: Duration, revocationStaleWindow: Duration, nodeID: Int, logger: Logger
+        configuration: ServiceConfiguration, postgres: PostgresClient, replicas: [PostgresClient] = [], redis: RedisClient,
+        serviceCredential: String, tokenKeys: TokenKeys, tokenLifetime: Duration, revocationStaleWindow: Duration, nodeID: Int,
+        logger: Logger
     ) async {
         self.configuration = configuration
         self.postgres = postgres
+        self.replicaReads = ReplicaReads(
+            primary: postgres, replicas: replicas, redis: redis, window: configuration.postgresReplicaWindow,
+            service: configuration.service.rawValue, logger: logger)
         self.redis = redis
         self.serviceCredential = serviceCredential
         self.tokenKeys = tokenKeys
@@ -66,6 +72,7 @@ public final class ServiceResources: Sendable {
     func shutdown() async {
         for client in clients.withLock({ Array($0.values) }) { await client.shutdown() }
         await redis.shutdown()
+        await replicaReads.shutdown()
         await postgres.shutdown()
     }
 }

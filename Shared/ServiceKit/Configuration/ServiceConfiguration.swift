@@ -23,6 +23,12 @@ public struct ServiceConfiguration: Sendable {
     /// mode (PgBouncer): statements then go unnamed and no session settings are sent
     /// (`PostgresConfiguration.Options.transactionPooling`). Default on.
     public var postgresPrepared: Bool
+    /// `AVIARY_POSTGRES_REPLICA_URLS`: streaming replicas of `AVIARY_POSTGRES_URL`'s server
+    /// (comma-separated URLs) for the reads that tolerate a little lag (``ReplicaReads``). Default none.
+    public var postgresReplicaURLs: [String]
+    /// `AVIARY_POSTGRES_REPLICA_WINDOW_MS`: how long after a write its reads go to the primary, and
+    /// how far behind a replica may be before it is left out, 100…60,000 ms. Default 2,000.
+    public var postgresReplicaWindow: Duration
     /// `AVIARY_REDIS_URL`: `redis://[:password@]host:port[/db]`, or `unix://[:password@]/path[?db=N]`
     /// for a Unix socket, `redis+cluster://host:port,host:port` for a Redis Cluster (seed nodes), or
     /// `redis+sentinel://host:port,host:port/master` for a Sentinel-watched master. Default
@@ -119,6 +125,18 @@ extension ServiceConfiguration {
         }
     }
 
+    /// `AVIARY_POSTGRES_REPLICA_URLS`: each a `postgres://` URL.
+    private static func replicaURLs(_ values: ConfigurationValues) throws -> [String] {
+        let key = "AVIARY_POSTGRES_REPLICA_URLS"
+        return try ConfigurationValues.commaSeparated(values[key] ?? "").map { url in
+            guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else {
+                throw ConfigurationError(
+                    variable: key, message: "\(key) must list URLs starting with postgres:// or postgresql:// (value not shown)")
+            }
+            return url
+        }
+    }
+
     /// `AVIARY_REDIS_URL`, parsed once here so that a bad one stops the service naming the variable.
     private static func redisURL(_ values: ConfigurationValues) throws -> String {
         let key = "AVIARY_REDIS_URL"
@@ -169,6 +187,8 @@ extension ServiceConfiguration {
             postgresStatementTimeout: .milliseconds(
                 try values.integer("AVIARY_POSTGRES_STATEMENT_TIMEOUT_MS", default: 10_000, in: 100...3_600_000)),
             postgresPrepared: try values.choice("AVIARY_POSTGRES_PREPARED", default: true, from: ["on": true, "off": false]),
+            postgresReplicaURLs: try replicaURLs(values),
+            postgresReplicaWindow: .milliseconds(try values.integer("AVIARY_POSTGRES_REPLICA_WINDOW_MS", default: 2_000, in: 100...60_000)),
             redisURL: redisURL,
             redisPoolSize: try values.integer("AVIARY_REDIS_POOL_SIZE", default: 8, in: 1...1024),
             redisReplicaAcknowledgements: try values.integer(
