@@ -192,6 +192,30 @@ import TestSupport
         return ids
     }
 
+    /// A read of a killed master's slot, sent once its replica has taken over but before the
+    /// client's slot map says so, fails on the dead node and is sent again to the new master.
+    @Test func aReadFindsTheNewMasterAfterAFailover() async throws {
+        try await withClusterClient { client, cluster in
+            let victim = try await cluster.masters()[0]
+            // A key of the victim's: written through the client, found on the victim.
+            var key = ""
+            repeat {
+                key = uniqueName("after-failover")
+                _ = try await client.send(["SET", RedisArgument(key), "kept"])
+            } while try await Self.owner(of: RedisSlot.of(key), cluster, [victim]) == nil
+            let replica = try #require(try await cluster.replica(of: victim))
+            try await cluster.kill(port: victim)
+            let replaced = await TestSupport.eventually(timeout: .seconds(30), interval: .milliseconds(50)) {
+                ((try? await cluster.masters()) ?? []).contains(replica)
+            }
+            #expect(replaced)
+            // The client last read its slot map before the kill; the read still finds the value.
+            #expect(try await client.get(key).map { String(decoding: $0, as: UTF8.self) } == "kept")
+            try await cluster.start(port: victim)
+            try await cluster.waitUntilClusterIsOK()
+        }
+    }
+
     /// The master holding keys of `slot` (the test has just written one there).
     private static func owner(of slot: Int, _ cluster: TestRedisGroup, _ masters: [Int]) async throws -> Int? {
         for port in masters {

@@ -99,13 +99,15 @@ public final class TestRedisGroup: Sendable {
         try await Command(arguments: [try Self.cliPath(), "-h", "127.0.0.1", "-p", String(port)] + arguments).output()
     }
 
-    /// The cluster's masters that are not failed, by port, as a running node sees them.
+    /// The cluster's masters that are not marked failed, by port, as a running node sees them.
     public func masters() async throws -> [Int] {
         for node in nodes where await node.lifecycle.isRunning {
             guard let text = try? await cli(port: node.port, ["CLUSTER", "NODES"]), !text.isEmpty else { continue }
             return text.split(separator: "\n").compactMap { line -> Int? in
                 let fields = line.split(separator: " ")
-                guard fields.count > 2, fields[2].contains("master"), !fields[2].contains("fail") else { return nil }
+                // Flags such as "myself,master" or "master,fail" ("fail?" is only suspected).
+                let flags = fields.count > 2 ? fields[2].split(separator: ",") : []
+                guard flags.contains("master"), !flags.contains("fail") else { return nil }
                 return Int(fields[1].split(separator: "@")[0].split(separator: ":").last ?? "")
             }
         }

@@ -14,6 +14,8 @@ import Synchronization
 /// A node that fails keeps its breaker (``RedisNode``): while its replica is promoted (the
 /// cluster's node timeout and an election, about two seconds with `cluster-node-timeout 2000`),
 /// the commands of its slots fail at once with `.connectionFailed`, and those of other slots go on.
+/// A read-only command that failed on a node is sent once more when a fresh slot map names another
+/// master for its slot (the failover happened); a write is not, as it may have been applied.
 final class RedisCluster: Sendable {
     /// Which master serves each slot.
     struct SlotMap: Sendable {
@@ -85,10 +87,27 @@ final class RedisCluster: Sendable {
                 destinations[index] = .node(try endpoint(for: unit.slot, in: map), asking: false)
             }
         }
+        var retriedAfterFailure = false
         for round in 0...Self.maximumRedirections {
             let pending = replies.indices.filter { replies[$0] == nil }
             if pending.isEmpty { break }
-            let answered = try await send(units, pending, to: destinations, masters: map.masters)
+            let (answered, failed) = try await send(units, pending, to: destinations, masters: map.masters)
+            if let first = failed.first {
+                // A node that failed may have been replaced (a failover): what only reads goes
+                // once to its slot's master in a fresh slot map, when that is another node.
+                guard !retriedAfterFailure, let fresh = await refreshed() else { throw first.error }
+                retriedAfterFailure = true
+                map = fresh
+                for (unit, error) in failed {
+                    guard case .node(let before, _) = destinations[unit], units[unit].commands.allSatisfy(RedisCommandSafety.isReadOnly),
+                        let after = try? endpoint(for: units[unit].slot, in: fresh), after != before
+                    else { throw error }
+                    destinations[unit] = .node(after, asking: false)
+                }
+                logger.notice(
+                    "a cluster node failed; reading its slots from the master the slot map names now",
+                    metadata: ["error": "\(String(reflecting: first.error))"])
+            }
             var redirected = false
             for (index, unitReplies) in answered {
                 guard round < Self.maximumRedirections, let redirection = Redirection(in: unitReplies) else {
@@ -148,7 +167,7 @@ final class RedisCluster: Sendable {
     /// the smallest count (`WAIT`'s replicas), else the first node's reply.
     private func send(
         _ units: [ClusterPlan.Unit], _ pending: [Int], to destinations: [Destination], masters: [RedisEndpoint]
-    ) async throws -> [(Int, [RESPValue])] {
+    ) async throws -> (answered: [(Int, [RESPValue])], failed: [(unit: Int, error: RedisError)]) {
         var batches: [RedisEndpoint: [(unit: Int, asking: Bool)]] = [:]
         var order: [RedisEndpoint] = []
         func add(_ unit: Int, to endpoint: RedisEndpoint, asking: Bool) {
@@ -165,7 +184,7 @@ final class RedisCluster: Sendable {
             }
         }
         let nodes = try order.map { try node(at: $0) }
-        let results = try await withThrowingTaskGroup(of: (Int, [RESPValue]).self) { group in
+        let results = try await withThrowingTaskGroup(of: (Int, Result<[RESPValue], RedisError>).self) { group in
             for (position, node) in nodes.enumerated() {
                 let batch = batches[order[position], default: []]
                 var commands: [[RedisArgument]] = []
@@ -175,24 +194,31 @@ final class RedisCluster: Sendable {
                 }
                 group.addTask {
                     do {
-                        return (position, try await node.execute(commands))
-                    } catch let error as RedisError where error.code == .connectionFailed || error.code == .timeout {
-                        self.requestRefresh()
-                        throw error
+                        return (position, .success(try await node.execute(commands)))
+                    } catch let error as RedisError {
+                        if error.code == .connectionFailed || error.code == .timeout { self.requestRefresh() }
+                        return (position, .failure(error))
                     }
                 }
             }
-            var results = [[RESPValue]](repeating: [], count: nodes.count)
-            for try await (position, replies) in group { results[position] = replies }
+            var results = [Result<[RESPValue], RedisError>](repeating: .success([]), count: nodes.count)
+            for try await (position, result) in group { results[position] = result }
             return results
         }
         var answered: [Int: [RESPValue]] = [:]
+        var failed: [(unit: Int, error: RedisError)] = []
         for (position, endpoint) in order.enumerated() {
+            guard case .success(let nodeReplies) = results[position] else {
+                if case .failure(let error) = results[position] {
+                    failed += batches[endpoint, default: []].map { ($0.unit, error) }
+                }
+                continue
+            }
             var offset = 0
             for item in batches[endpoint, default: []] {
                 if item.asking { offset += 1 }
                 let count = units[item.unit].commands.count
-                let replies = Array(results[position][offset..<offset + count])
+                let replies = Array(nodeReplies[offset..<offset + count])
                 offset += count
                 if let earlier = answered[item.unit] {
                     // One of several nodes' replies: an error wins, then the smaller count.
@@ -207,7 +233,9 @@ final class RedisCluster: Sendable {
                 }
             }
         }
-        return answered.sorted { $0.key < $1.key }
+        // A unit sent to several nodes fails when one of them did.
+        let failedUnits = Set(failed.map(\.unit))
+        return (answered.filter { !failedUnits.contains($0.key) }.sorted { $0.key < $1.key }, failed)
     }
 
     /// The master of `slot`, or the next master in turn for a unit without keys.
