@@ -30,8 +30,9 @@ extension OutboxRelay {
         /// `replicaWait`) before the batch's rows are deleted; a batch short of them fails and is
         /// sent again. 0 does not wait.
         public var replicaAcknowledgements = 0
-        /// How long a batch waits for `replicaAcknowledgements`.
-        public var replicaWait: Duration = .seconds(1)
+        /// How long a batch waits for `replicaAcknowledgements`; below the Redis command timeout
+        /// (1 s), which would otherwise cut the wait short and drop the connection.
+        public var replicaWait: Duration = .milliseconds(500)
 
         public init() {}
     }

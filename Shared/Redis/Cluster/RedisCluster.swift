@@ -94,16 +94,24 @@ final class RedisCluster: Sendable {
             let (answered, failed) = try await send(units, pending, to: destinations, masters: map.masters)
             if let first = failed.first {
                 // A node that failed may have been replaced (a failover): what only reads goes
-                // once to its slot's master in a fresh slot map, when that is another node.
-                guard !retriedAfterFailure, let fresh = await refreshed() else { throw first.error }
+                // once to its slot's master in a fresh slot map, when that is another node. The
+                // node asked may learn of the failover a moment after others: it is asked again
+                // for up to `failoverPatience`.
+                guard !retriedAfterFailure,
+                    failed.allSatisfy({ units[$0.unit].commands.allSatisfy(RedisCommandSafety.isReadOnly) })
+                else { throw first.error }
                 retriedAfterFailure = true
-                map = fresh
-                for (unit, error) in failed {
-                    guard case .node(let before, _) = destinations[unit], units[unit].commands.allSatisfy(RedisCommandSafety.isReadOnly),
-                        let after = try? endpoint(for: units[unit].slot, in: fresh), after != before
-                    else { throw error }
-                    destinations[unit] = .node(after, asking: false)
+                let deadline = ContinuousClock.now + Self.failoverPatience
+                var moved: [Int: RedisEndpoint]?
+                while moved == nil, ContinuousClock.now < deadline {
+                    if let fresh = await refreshed() {
+                        map = fresh
+                        moved = try? Self.newOwners(of: failed.map(\.unit), units, destinations) { try self.endpoint(for: $0, in: fresh) }
+                    }
+                    if moved == nil { try await Task.sleep(for: .milliseconds(100)) }
                 }
+                guard let moved else { throw first.error }
+                for (unit, owner) in moved { destinations[unit] = .node(owner, asking: false) }
                 logger.notice(
                     "a cluster node failed; reading its slots from the master the slot map names now",
                     metadata: ["error": "\(String(reflecting: first.error))"])
@@ -130,6 +138,25 @@ final class RedisCluster: Sendable {
             if redirected { requestRefresh() }
         }
         return plan.replies(from: replies.map { $0 ?? [] })
+    }
+
+    /// How long a read that failed on a node waits for a slot map naming another master.
+    static let failoverPatience = Duration.seconds(2)
+
+    /// The masters `endpoint` names now for the `failed` units, each another than the node it went
+    /// to; nil unless every one of them moved.
+    private static func newOwners(
+        of failed: [Int], _ units: [ClusterPlan.Unit], _ destinations: [Destination],
+        endpoint: (Int?) throws -> RedisEndpoint
+    ) throws -> [Int: RedisEndpoint]? {
+        var owners: [Int: RedisEndpoint] = [:]
+        for unit in failed {
+            guard case .node(let before, _) = destinations[unit] else { return nil }
+            let after = try endpoint(units[unit].slot)
+            guard after != before else { return nil }
+            owners[unit] = after
+        }
+        return owners
     }
 
     /// Where a unit goes.
