@@ -44,12 +44,7 @@ extension ConsumerSession {
             return []
         }
         return (reply.array ?? []).compactMap { group in
-            guard let items = group.array else { return nil }
-            var fields: [String: RESPValue] = [:]
-            for pair in stride(from: 0, to: items.count - 1, by: 2) {
-                if let name = items[pair].string { fields[name] = items[pair + 1] }
-            }
-            guard let name = fields["name"]?.string else { return nil }
+            guard let fields = group.fields, let name = fields["name"]?.string else { return nil }
             return (name, fields["pending"]?.int ?? 0, fields["last-delivered-id"]?.string.flatMap(StreamID.init))
         }
     }
@@ -62,9 +57,7 @@ extension ConsumerSession {
             for group in try await groups() where isPredecessor(group.name) {
                 let consumers = try await redis.send(["XINFO", "CONSUMERS", RedisArgument(key), RedisArgument(group.name)]).array ?? []
                 let active = consumers.contains { consumer in
-                    let items = consumer.array ?? []
-                    let idle = stride(from: 0, to: items.count - 1, by: 2).first { items[$0].string == "idle" }.flatMap { items[$0 + 1].int }
-                    return (idle ?? 0) < Int(options.idleConsumerRetention.milliseconds)
+                    (consumer.fields?["idle"]?.int ?? 0) < Int(options.idleConsumerRetention.milliseconds)
                 }
                 guard !active else { continue }
                 _ = try await redis.send(["XGROUP", "DESTROY", RedisArgument(key), RedisArgument(group.name)])

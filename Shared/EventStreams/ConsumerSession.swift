@@ -59,20 +59,19 @@ struct ConsumerSession {
                     try await createGroup()
                     groupExists = true
                 }
-                if let leaseTime = options.leaseTime, let mayHold = options.mayHoldLease, !(await mayHold()) {
-                    // Another instance's turn (PartitionMembership): stand by.
-                    if holdsLease {
-                        logger.info("gave the consumer lease up: another instance handles this partition now")
-                        await releaseLease()
-                        holdsLease = false
-                    }
-                    metrics.recordLag(oldest: nil)
-                    await pauseUnlessStopping(for: min(leaseTime / 4, .milliseconds(500)))
-                    continue
-                }
                 if let leaseTime = options.leaseTime, !holdsLease || ContinuousClock.now - leaseRenewed >= leaseTime / 5 {
                     let started = ContinuousClock.now
-                    let held = try await renewLease(for: leaseTime)
+                    let held: Bool
+                    if let mayHold = options.mayHoldLease, !(await mayHold()) {
+                        // Another instance's turn (PartitionMembership).
+                        if holdsLease {
+                            logger.info("gave the consumer lease up: another instance handles this partition now")
+                            await releaseLease()
+                        }
+                        held = false
+                    } else {
+                        held = try await renewLease(for: leaseTime)
+                    }
                     if held && !holdsLease {
                         logger.info("took the consumer lease: this instance now handles the topic")
                         takesOver = true

@@ -44,9 +44,12 @@ extension OutboxRelay {
                         RedisArgument(EventStream.Field.source), RedisArgument(schema),
                     ]
                 } + wait)
-            if !wait.isEmpty, let acknowledged = replies.removeLast().int, acknowledged < replicas {
-                throw EventStreamFailure(
-                    "\(acknowledged) of \(replicas) Redis replicas confirmed the events within \(options.replicaWait); sending them again")
+            if !wait.isEmpty {
+                let acknowledged = replies.removeLast()
+                guard let count = acknowledged.int, count >= replicas else {
+                    throw EventStreamFailure(
+                        "\(acknowledged) of \(replicas) Redis replicas confirmed the events within \(options.replicaWait); sending them again")
+                }
             }
             for case .error(let message) in replies {
                 throw EventStreamFailure("Redis refused an XADD: \(message)")

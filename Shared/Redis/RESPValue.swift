@@ -50,6 +50,18 @@ extension RESPValue {
         if case .array(let elements) = self { elements } else { nil }
     }
 
+    /// A RESP2 map (`CLUSTER SHARDS`, `XINFO`: a flat array of names and values) as a dictionary;
+    /// `nil` when the reply is not one.
+    public var fields: [String: RESPValue]? {
+        guard let items = array, items.count % 2 == 0 else { return nil }
+        var fields: [String: RESPValue] = [:]
+        for pair in stride(from: 0, to: items.count, by: 2) {
+            guard let name = items[pair].string else { return nil }
+            fields[name] = items[pair + 1]
+        }
+        return fields
+    }
+
     /// Whether this is `.null`.
     /// The message of an error reply; nil for any other reply.
     public var errorMessage: String? {

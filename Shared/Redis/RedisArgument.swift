@@ -38,4 +38,11 @@ public struct RedisArgument: Sendable, Hashable, ExpressibleByStringLiteral, Exp
     public init(integerLiteral value: Int) {
         self.init(value)
     }
+
+    /// The argument in ASCII upper case, for matching a command's or an option's name (`get` is
+    /// `GET`); empty for an argument longer than any name.
+    var upperCasedName: String {
+        guard bytes.count <= 24 else { return "" }
+        return String(decoding: bytes.map { $0 >= 97 && $0 <= 122 ? $0 - 32 : $0 }, as: UTF8.self)
+    }
 }

@@ -3,7 +3,7 @@ enum RedisCommandSafety {
     /// Whether the command may be sent again after the connection broke with the request already
     /// sent: only commands that change nothing, so running one twice is harmless.
     static func isReadOnly(_ command: [RedisArgument]) -> Bool {
-        guard let name = command.first.map(upperCased) else { return false }
+        guard let name = command.first?.upperCasedName else { return false }
         return readOnlyCommands.contains(name)
     }
 
@@ -15,15 +15,10 @@ enum RedisCommandSafety {
         case UInt8(ascii: "b"), UInt8(ascii: "w"), UInt8(ascii: "x"): break
         default: return false
         }
-        guard let name = command.first.map(upperCased) else { return false }
+        guard let name = command.first?.upperCasedName else { return false }
         if blockingCommands.contains(name) { return true }
         guard name == "XREAD" || name == "XREADGROUP" else { return false }
-        return command.dropFirst().contains { upperCased($0) == "BLOCK" }
-    }
-
-    private static func upperCased(_ argument: RedisArgument) -> String {
-        guard argument.bytes.count <= 20 else { return "" }
-        return String(decoding: argument.bytes.map { $0 >= 97 && $0 <= 122 ? $0 - 32 : $0 }, as: UTF8.self)
+        return command.dropFirst().contains { $0.upperCasedName == "BLOCK" }
     }
 
     private static let blockingCommands: Set<String> = [

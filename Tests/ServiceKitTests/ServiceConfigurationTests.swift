@@ -194,6 +194,16 @@ struct ServiceConfigurationTests {
             "AVIARY_REDIS_URL", "redis://:secret@cache:99999",
             "AVIARY_REDIS_URL is not a usable Redis URL: the port must be a number from 1 to 65535 (value not shown)"
         ),
+        (
+            "AVIARY_REDIS_URL", "redis+sentinel://s1,s2",
+            "AVIARY_REDIS_URL is not a usable Redis URL: a redis+sentinel:// URL ends with /master, the name the sentinels know the master by (value not shown)"
+        ),
+        (
+            "AVIARY_POSTGRES_REPLICA_URLS", "postgres://db2/aviary,db3:5432/aviary",
+            "AVIARY_POSTGRES_REPLICA_URLS must be a URL starting with postgres:// or postgresql:// (value not shown)"
+        ),
+        ("AVIARY_POSTGRES_REPLICA_WINDOW_MS", "50", "AVIARY_POSTGRES_REPLICA_WINDOW_MS must be an integer 100...60000, got '50'"),
+        ("AVIARY_REDIS_REPLICA_ACKS", "17", "AVIARY_REDIS_REPLICA_ACKS must be an integer 0...16, got '17'"),
     ])
     func invalidValuesNameTheVariable(variable: String, value: String, message: String) {
         let error = #expect(throws: ConfigurationError.self) {

@@ -32,6 +32,9 @@ public final class ServiceStack: Sendable {
     private let clients: [String: RPCClient]
     /// Folders the stack made (the shared media root), removed with it.
     private let cleanupTokens: [Int]
+    /// The servers the stack was given (private ones stop with their last reference): they live as
+    /// long as it.
+    private let servers: [any Sendable]
     private let userCounter = Atomic<Int>(0)
     /// Every answer of ``call(_:_:_:as:decoding:)`` and ``callInternal(_:_:_:decoding:)`` is checked
     /// against its method's published result schema.
@@ -42,9 +45,10 @@ public final class ServiceStack: Sendable {
     private init(
         environment: [String: String], serviceEnvironments: [String: [String: String]], serviceCredential: String, database: PostgresClient, redis: RedisClient,
         ports: [String: [(rpc: Int, admin: Int)]], gatewayPorts: [Int], processes: [String: [ServiceProcess]],
-        clients: [String: RPCClient], cleanupTokens: [Int]
+        clients: [String: RPCClient], cleanupTokens: [Int], servers: [any Sendable]
     ) {
         self.gatewayPorts = gatewayPorts
+        self.servers = servers
         self.cleanupTokens = cleanupTokens
         self.environment = environment
         self.serviceEnvironments = serviceEnvironments
@@ -154,7 +158,8 @@ public final class ServiceStack: Sendable {
         }
         return ServiceStack(
             environment: environment, serviceEnvironments: serviceEnvironment, serviceCredential: serviceCredential, database: database, redis: redis,
-            ports: ports, gatewayPorts: gatewayPorts, processes: processes, clients: clients, cleanupTokens: cleanupTokens)
+            ports: ports, gatewayPorts: gatewayPorts, processes: processes, clients: clients, cleanupTokens: cleanupTokens,
+            servers: [postgres as any Sendable] + (redisServer.map { [$0] } ?? []) + (replica.map { [$0] } ?? []))
     }
 
     deinit {

@@ -103,12 +103,10 @@ public final class TestRedisGroup: Sendable {
     public func masters() async throws -> [Int] {
         for node in nodes where await node.lifecycle.isRunning {
             guard let text = try? await cli(port: node.port, ["CLUSTER", "NODES"]), !text.isEmpty else { continue }
-            return text.split(separator: "\n").compactMap { line -> Int? in
-                let fields = line.split(separator: " ")
+            return Self.nodeLines(text).compactMap { node -> Int? in
                 // Flags such as "myself,master" or "master,fail" ("fail?" is only suspected).
-                let flags = fields.count > 2 ? fields[2].split(separator: ",") : []
-                guard flags.contains("master"), !flags.contains("fail") else { return nil }
-                return Int(fields[1].split(separator: "@")[0].split(separator: ":").last ?? "")
+                guard node.flags.contains("master"), !node.flags.contains("fail") else { return nil }
+                return node.port
             }
         }
         throw TestSupportError("no cluster node answered CLUSTER NODES")
@@ -116,11 +114,19 @@ public final class TestRedisGroup: Sendable {
 
     /// The port of the node whose master is `port`'s, for a cluster.
     public func replica(of port: Int) async throws -> Int? {
-        let text = try await cli(port: port, ["CLUSTER", "NODES"])
-        let lines = text.split(separator: "\n").map { $0.split(separator: " ") }
-        guard let me = lines.first(where: { $0.count > 2 && $0[2].contains("myself") }) else { return nil }
-        let id = me[0]
-        return lines.first { $0.count > 3 && $0[3] == id }.flatMap { Int($0[1].split(separator: "@")[0].split(separator: ":").last ?? "") }
+        let nodes = Self.nodeLines(try await cli(port: port, ["CLUSTER", "NODES"]))
+        guard let me = nodes.first(where: { $0.flags.contains("myself") }) else { return nil }
+        return nodes.first { $0.master == me.id }?.port
+    }
+
+    /// The lines of `CLUSTER NODES`: `<id> <ip:port@bus-port> <flags> <master id or -> …`.
+    private static func nodeLines(_ text: String) -> [(id: Substring, port: Int?, flags: [Substring], master: Substring)] {
+        text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count > 3 else { return nil }
+            let port = fields[1].split(separator: "@")[0].split(separator: ":").last.flatMap { Int($0) }
+            return (fields[0], port, fields[2].split(separator: ","), fields[3])
+        }
     }
 
     /// Kills the node at `port` (SIGKILL): its connections drop, and it answers nothing until

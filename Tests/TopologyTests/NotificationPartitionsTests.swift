@@ -41,7 +41,6 @@ import Testing
             let _: JSONValue = try await stack.call("social-graph", "graph.follow", ["userId": followee.idValue], as: follower)
         }
         try await Self.expectOneFollowNotification(stack, for: Array(users.dropFirst(11)))
-        withExtendedLifetime(redis) {}  // the private Redis stops with its last reference
     }
 
     /// How many partition leases each holder has.

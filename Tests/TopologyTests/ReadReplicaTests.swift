@@ -64,6 +64,5 @@ import Testing
             return bens == [cat.id.description] && anas == [ben.id.description]
         }
         #expect(caughtUp)
-        withExtendedLifetime(redis) {}  // the private Redis stops with its last reference
     }
 }

@@ -124,18 +124,19 @@ struct TimelineCache: Sendable {
         let ascending = Array(Set(ids)).sorted()
         let entries = [RedisArgument(PackedTimeline.pack(ascending))] + ascending.map { RedisArgument(LegacyTimeline.member($0)) }
         let limits = [RedisArgument(capacity), RedisArgument(trimLength)]
-        guard let version, !redis.isCluster else {
+        if let version, !redis.isCluster {
+            // One server: each call checks the version along its adds.
             let replies = try await redis.evaluateEach(
-                TimelineScripts.addToExisting, redis.batches(of: keys, upTo: batch).map { ($0, limits + entries) })
+                TimelineScripts.addToExistingIfCurrent,
+                keys.chunks(of: batch).map { ([version.key] + $0, limits + [RedisArgument(version.value)] + entries) })
             try RedisError.throwFirstRefusal(in: replies)
-            guard let version else { return true }
-            return try await redis.send(["GET", RedisArgument(version.key)]).string ?? "" == version.value
+            return !replies.contains { $0.int == -1 }
         }
         let replies = try await redis.evaluateEach(
-            TimelineScripts.addToExistingIfCurrent,
-            keys.chunks(of: batch).map { ([version.key] + $0, limits + [RedisArgument(version.value)] + entries) })
+            TimelineScripts.addToExisting, redis.batches(of: keys, upTo: batch).map { ($0, limits + entries) })
         try RedisError.throwFirstRefusal(in: replies)
-        return !replies.contains { $0.int == -1 }
+        guard let version else { return true }
+        return try await redis.send(["GET", RedisArgument(version.key)]).string ?? "" == version.value
     }
 
     /// Removes `ids` from every timeline of `keys` (missing ones are left alone), `batch` per script call.

@@ -31,10 +31,10 @@ struct ClusterPlan {
         var index = 0
         while index < commands.count {
             let command = commands[index]
-            let name = command.first.map(RedisCommandKeys.upperCased) ?? ""
+            let name = command.first?.upperCasedName ?? ""
             if name == "MULTI" {
                 let end = commands[index...].firstIndex {
-                    let name = $0.first.map(RedisCommandKeys.upperCased)
+                    let name = $0.first?.upperCasedName
                     return name == "EXEC" || name == "DISCARD"
                 }
                 let block = Array(commands[index...(end ?? commands.count - 1)])

@@ -94,24 +94,14 @@ final class RedisCluster: Sendable {
             let (answered, failed) = try await send(units, pending, to: destinations, masters: map.masters)
             if let first = failed.first {
                 // A node that failed may have been replaced (a failover): what only reads goes
-                // once to its slot's master in a fresh slot map, when that is another node. The
-                // node asked may learn of the failover a moment after others: it is asked again
-                // for up to `failoverPatience`.
+                // once to its slot's master in a fresh slot map, when that is another node.
                 guard !retriedAfterFailure,
-                    failed.allSatisfy({ units[$0.unit].commands.allSatisfy(RedisCommandSafety.isReadOnly) })
+                    failed.allSatisfy({ units[$0.unit].commands.allSatisfy(RedisCommandSafety.isReadOnly) }),
+                    let (fresh, owners) = await newMasters(of: failed.map(\.unit), units, destinations)
                 else { throw first.error }
                 retriedAfterFailure = true
-                let deadline = ContinuousClock.now + Self.failoverPatience
-                var moved: [Int: RedisEndpoint]?
-                while moved == nil, ContinuousClock.now < deadline {
-                    if let fresh = await refreshed() {
-                        map = fresh
-                        moved = try? Self.newOwners(of: failed.map(\.unit), units, destinations) { try self.endpoint(for: $0, in: fresh) }
-                    }
-                    if moved == nil { try await Task.sleep(for: .milliseconds(100)) }
-                }
-                guard let moved else { throw first.error }
-                for (unit, owner) in moved { destinations[unit] = .node(owner, asking: false) }
+                map = fresh
+                for (unit, owner) in owners { destinations[unit] = .node(owner, asking: false) }
                 logger.notice(
                     "a cluster node failed; reading its slots from the master the slot map names now",
                     metadata: ["error": "\(String(reflecting: first.error))"])
@@ -143,20 +133,27 @@ final class RedisCluster: Sendable {
     /// How long a read that failed on a node waits for a slot map naming another master.
     static let failoverPatience = Duration.seconds(2)
 
-    /// The masters `endpoint` names now for the `failed` units, each another than the node it went
-    /// to; nil unless every one of them moved.
-    private static func newOwners(
-        of failed: [Int], _ units: [ClusterPlan.Unit], _ destinations: [Destination],
-        endpoint: (Int?) throws -> RedisEndpoint
-    ) throws -> [Int: RedisEndpoint]? {
-        var owners: [Int: RedisEndpoint] = [:]
-        for unit in failed {
-            guard case .node(let before, _) = destinations[unit] else { return nil }
-            let after = try endpoint(units[unit].slot)
-            guard after != before else { return nil }
-            owners[unit] = after
+    /// A fresh slot map naming, for each of the `failed` units, a master other than the node it
+    /// went to. The node asked may learn of a failover a moment after others: the map is read
+    /// again for up to `failoverPatience`. Nil when it never names them all elsewhere.
+    private func newMasters(of failed: [Int], _ units: [ClusterPlan.Unit], _ destinations: [Destination]) async
+        -> (map: SlotMap, owners: [Int: RedisEndpoint])?
+    {
+        let deadline = ContinuousClock.now + Self.failoverPatience
+        while ContinuousClock.now < deadline {
+            if let fresh = await refreshed() {
+                var owners: [Int: RedisEndpoint] = [:]
+                for unit in failed {
+                    guard case .node(let before, _) = destinations[unit],
+                        let after = try? endpoint(for: units[unit].slot, in: fresh), after != before
+                    else { break }
+                    owners[unit] = after
+                }
+                if owners.count == Set(failed).count { return (fresh, owners) }
+            }
+            guard (try? await Task.sleep(for: .milliseconds(100))) != nil else { return nil }
         }
-        return owners
+        return nil
     }
 
     /// Where a unit goes.
@@ -380,12 +377,12 @@ final class RedisCluster: Sendable {
         guard let shards = reply.array else { return nil }
         var map = SlotMap(owners: Array(repeating: -1, count: RedisSlot.count), masters: [], replicas: [])
         for shard in shards {
-            guard let fields = Self.fields(shard), let ranges = fields["slots"]?.array, let nodes = fields["nodes"]?.array else {
+            guard let fields = shard.fields, let ranges = fields["slots"]?.array, let nodes = fields["nodes"]?.array else {
                 return nil
             }
             var master: (endpoint: RedisEndpoint, failed: Bool)?
             for node in nodes {
-                guard let node = Self.fields(node), let port = node["port"]?.int ?? node["tls-port"]?.int,
+                guard let node = node.fields, let port = node["port"]?.int ?? node["tls-port"]?.int,
                     let ip = node["ip"]?.string
                 else { return nil }
                 let announced = node["endpoint"]?.string
@@ -411,17 +408,6 @@ final class RedisCluster: Sendable {
             }
         }
         return map.masters.isEmpty ? nil : map
-    }
-
-    /// A RESP2 map (a flat array of names and values) as a dictionary.
-    private static func fields(_ value: RESPValue) -> [String: RESPValue]? {
-        guard let items = value.array, items.count % 2 == 0 else { return nil }
-        var fields: [String: RESPValue] = [:]
-        for pair in stride(from: 0, to: items.count, by: 2) {
-            guard let name = items[pair].string else { return nil }
-            fields[name] = items[pair + 1]
-        }
-        return fields
     }
 
     // MARK: Closing

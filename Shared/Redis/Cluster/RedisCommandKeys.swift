@@ -7,7 +7,7 @@ enum RedisCommandKeys {
     /// to its subscribers, but those of one channel get its messages in publishing order only when
     /// they all go through the same node.
     static func positions(in command: [RedisArgument]) -> [Int] {
-        guard let name = command.first.map(upperCased) else { return [] }
+        guard let name = command.first?.upperCasedName else { return [] }
         let count = command.count
         if keyless.contains(name) { return [] }
         if everyArgument.contains(name) { return Array(1..<max(1, count)) }
@@ -16,7 +16,7 @@ enum RedisCommandKeys {
             guard count > 2, let keys = Int(String(decoding: command[2].bytes, as: UTF8.self)), keys > 0 else { return [] }
             return Array(3..<min(count, 3 + keys))
         case "XREAD", "XREADGROUP":
-            guard let streams = command.firstIndex(where: { upperCased($0) == "STREAMS" }) else { return [] }
+            guard let streams = command.firstIndex(where: { $0.upperCasedName == "STREAMS" }) else { return [] }
             let keys = (count - streams - 1) / 2
             return Array((streams + 1)..<(streams + 1 + keys))
         case "MSET", "MSETNX":
@@ -24,7 +24,7 @@ enum RedisCommandKeys {
         case "XGROUP", "XINFO", "OBJECT":
             return count > 2 ? [2] : []
         case "MEMORY":
-            return count > 2 && upperCased(command[1]) == "USAGE" ? [2] : []
+            return count > 2 && command[1].upperCasedName == "USAGE" ? [2] : []
         case "RENAME", "RENAMENX", "SMOVE", "LMOVE", "RPOPLPUSH", "COPY", "BLMOVE", "BRPOPLPUSH":
             return Array(1..<min(count, 3))
         case "BLPOP", "BRPOP", "BZPOPMIN", "BZPOPMAX":
@@ -45,11 +45,6 @@ enum RedisCommandKeys {
 
     /// Commands every master must run: each holds its own data and script cache.
     static let everyMaster: Set<String> = ["FLUSHALL", "FLUSHDB", "SCRIPT"]
-
-    static func upperCased(_ argument: RedisArgument) -> String {
-        guard argument.bytes.count <= 24 else { return "" }
-        return String(decoding: argument.bytes.map { $0 >= 97 && $0 <= 122 ? $0 - 32 : $0 }, as: UTF8.self)
-    }
 
     private static let everyArgument: Set<String> = [
         "MGET", "DEL", "UNLINK", "EXISTS", "TOUCH", "WATCH", "SINTER", "SUNION", "SDIFF", "SINTERSTORE",

@@ -57,6 +57,11 @@ struct ConfigurationValues: Sendable {
     /// it may carry a password.
     func url(_ key: String, default defaultValue: String, schemes: [String]) throws -> String {
         guard let raw = self.values[key] else { return defaultValue }
+        return try Self.url(raw, of: key, schemes: schemes)
+    }
+
+    /// `raw`, one URL given for `key`, trimmed, when its scheme is one of `schemes`.
+    static func url(_ raw: String, of key: String, schemes: [String]) throws -> String {
         let value = raw.trimmingCharacters(in: .whitespaces)
         let hasScheme = schemes.contains { value.lowercased().hasPrefix("\($0)://") }
         let rest = value.drop(while: { $0 != ":" }).dropFirst(3)

@@ -128,12 +128,8 @@ extension ServiceConfiguration {
     /// `AVIARY_POSTGRES_REPLICA_URLS`: each a `postgres://` URL.
     private static func replicaURLs(_ values: ConfigurationValues) throws -> [String] {
         let key = "AVIARY_POSTGRES_REPLICA_URLS"
-        return try ConfigurationValues.commaSeparated(values[key] ?? "").map { url in
-            guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else {
-                throw ConfigurationError(
-                    variable: key, message: "\(key) must list URLs starting with postgres:// or postgresql:// (value not shown)")
-            }
-            return url
+        return try ConfigurationValues.commaSeparated(values[key] ?? "").map {
+            try ConfigurationValues.url($0, of: key, schemes: ["postgres", "postgresql"])
         }
     }
 
