@@ -82,7 +82,7 @@ public final class SessionRevocations: Sendable {
         _ = try await redis.pipeline([
             ["ZADD", RedisArgument(Self.key)] + ids.flatMap { [RedisArgument(expiry), RedisArgument($0)] },
             ["ZREMRANGEBYSCORE", RedisArgument(Self.key), "-inf", RedisArgument(now)],
-            ["PUBLISH", RedisArgument(channel), RedisArgument((["r", String(expiry)] + ids).joined(separator: " "))],
+            redis.configuration.publish(RedisArgument((["r", String(expiry)] + ids).joined(separator: " ")), to: channel),
         ])
     }
 
@@ -175,7 +175,7 @@ public final class SessionRevocations: Sendable {
             while !Task.isCancelled {
                 let beat = nextBeat()
                 beats.addTask {
-                    _ = try? await self.redis.send(["PUBLISH", RedisArgument(self.channel), RedisArgument("b " + beat)])
+                    _ = try? await self.redis.send(self.redis.configuration.publish(RedisArgument("b " + beat), to: self.channel))
                 }
                 try? await Task.sleep(for: heartbeatInterval)
             }

@@ -13,7 +13,7 @@ import Synchronization
 /// post and authors' tweet counts; social-graph keeps users' follow counts and whom they follow.
 ///
 /// Whoever changes what a value depends on announces the ids on the kind's channel
-/// (``LocalCopyKind/announcement(of:database:)``, or from the outbox relay
+/// (``LocalCopyKind/announcement(of:on:)``, or from the outbox relay
 /// ``LocalCopyKind/announcer(_:redis:)``), and every process drops what it hears of. A
 /// process trusts its copy only while its subscription is up: on a disconnect, or a message dropped,
 /// it empties the copy and keeps nothing until the subscription is back. A read keeps what it
@@ -242,8 +242,8 @@ public struct LocalCopyKind: Sendable {
     public func channel(database: Int) -> String { "\(channelPrefix):\(database)" }
 
     /// The `PUBLISH` that tells every process's copy that `ids` changed.
-    public func announcement(of ids: some Sequence<Int64>, database: Int) -> [RedisArgument] {
-        ["PUBLISH", RedisArgument(channel(database: database)), RedisArgument(ids.map { String($0) }.joined(separator: " "))]
+    public func announcement(of ids: some Sequence<Int64>, on redis: RedisConfiguration) -> [RedisArgument] {
+        redis.publish(RedisArgument(ids.map { String($0) }.joined(separator: " ")), to: channel(database: redis.database))
     }
 
     /// The outbox relay's preparation (``OutboxRelay/Preparation``) that announces, for each of
@@ -258,9 +258,9 @@ public struct LocalCopyKind: Sendable {
     public static func announcer(
         _ kinds: [(kind: LocalCopyKind, fields: [String: [String]])], redis: RedisClient
     ) -> OutboxRelay.Preparation {
-        let database = redis.configuration.database
+        let configuration = redis.configuration
         return { events in
-            let commands = kinds.compactMap { $0.kind.announcement(of: $0.fields, in: events, database: database) }
+            let commands = kinds.compactMap { $0.kind.announcement(of: $0.fields, in: events, on: configuration) }
             guard !commands.isEmpty else { return events }
             for case .error(let message) in try await redis.pipeline(commands) {
                 throw EventStreamFailure("Redis refused an announcement: \(message)")
@@ -270,7 +270,7 @@ public struct LocalCopyKind: Sendable {
     }
 
     /// The `PUBLISH` of the ids that `events` name in `fields`, or nil when they name none.
-    private func announcement(of fields: [String: [String]], in events: [OutboxRelay.Event], database: Int) -> [RedisArgument]? {
+    private func announcement(of fields: [String: [String]], in events: [OutboxRelay.Event], on redis: RedisConfiguration) -> [RedisArgument]? {
         var ids = Set<Int64>()
         for event in events {
             guard let named = fields[event.type],
@@ -278,6 +278,6 @@ public struct LocalCopyKind: Sendable {
             else { continue }
             for id in strings.values.compactMap({ Int64($0) }) { ids.insert(id) }
         }
-        return ids.isEmpty ? nil : announcement(of: ids.sorted(), database: database)
+        return ids.isEmpty ? nil : announcement(of: ids.sorted(), on: redis)
     }
 }

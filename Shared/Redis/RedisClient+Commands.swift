@@ -30,9 +30,10 @@ extension RedisClient {
         try await send(["PEXPIRE", RedisArgument(key), RedisArgument(lifetime.milliseconds)]).int == 1
     }
 
-    /// `PUBLISH channel payload`: how many subscribers (connections) received it.
+    /// `PUBLISH channel payload` (`SPUBLISH` on a cluster): how many subscribers (connections)
+    /// received it.
     @discardableResult
     public func publish(_ payload: RedisArgument, to channel: String) async throws -> Int {
-        try await send(["PUBLISH", RedisArgument(channel), payload]).int ?? 0
+        try await send(configuration.publish(payload, to: channel)).int ?? 0
     }
 }

@@ -59,7 +59,7 @@ public final class RedisClient: Sendable {
     /// Whether commands go to a Redis Cluster, where the keys of one script or multi-key command
     /// must share a slot.
     public var isCluster: Bool {
-        if case .cluster = route { true } else { false }
+        configuration.hasShardedChannels
     }
 
     /// `keys` in batches of at most `size` that one script call may take together: in order and

@@ -208,6 +208,19 @@ public struct RedisConfiguration: Sendable, Equatable {
         return RedisEndpoint(host: String(host), port: port)
     }
 
+    /// Whether channels are sharded (on a cluster): a message is published with `SPUBLISH` to the
+    /// shard that owns its channel's slot and heard there with `SSUBSCRIBE`, rather than passed to
+    /// every node of the cluster as a `PUBLISH` is.
+    public var hasShardedChannels: Bool {
+        if case .cluster = deployment { true } else { false }
+    }
+
+    /// The command that publishes `payload` on `channel`: `PUBLISH`, or `SPUBLISH` where channels
+    /// are sharded (``hasShardedChannels``), as ``RedisSubscriber`` listens.
+    public func publish(_ payload: RedisArgument, to channel: String) -> [RedisArgument] {
+        [hasShardedChannels ? "SPUBLISH" : "PUBLISH", RedisArgument(channel), payload]
+    }
+
     /// This configuration for one server of its cluster or Sentinel set.
     func server(at endpoint: RedisEndpoint) -> RedisConfiguration {
         var configuration = self

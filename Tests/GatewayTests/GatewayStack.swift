@@ -7,8 +7,9 @@ import FoundationNetworking
 import RPC
 import TestSupport
 
-/// The seven services and a gateway in front of them, on Redis database 5; started once per test
-/// process. Apps' calls go through the gateway's public port only.
+/// The seven services and a gateway in front of them, on Redis database 5, or on the topology
+/// `AVIARY_TEST_TOPOLOGY` names (``ServiceStack/startOnTestTopology(_:redisDatabase:environment:)``);
+/// started once per test process. Apps' calls go through the gateway's public port only.
 final class GatewayStack: Sendable {
     let stack: ServiceStack
 
@@ -21,7 +22,7 @@ final class GatewayStack: Sendable {
     /// address is raised past them, and the limits test sets its own on gateways of its own.
     private static let started = Task {
         try await GatewayStack(
-            stack: ServiceStack.start(
+            stack: ServiceStack.startOnTestTopology(
                 ServiceStack.allServices + ["gateway"], redisDatabase: 5,
                 environment: ["AVIARY_TWEETS_MAX_LENGTH": "600", "AVIARY_GATEWAY_CALLS_PER_ADDRESS_PER_MINUTE": "1000000"]))
     }

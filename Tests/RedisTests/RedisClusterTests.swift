@@ -119,19 +119,51 @@ import TestSupport
         }
     }
 
-    @Test func subscribersHearWhatAnyNodePublishes() async throws {
+    /// Sharded pub/sub: each channel is heard on the master of its slot only, and a subscription
+    /// follows its slot to another master.
+    @Test func subscribersHearTheirChannelsShardAndFollowItsSlot() async throws {
         try await withClusterClient { client, cluster in
             var configuration = try RedisConfiguration(url: cluster.url)
             configuration.connectTimeout = .seconds(2)
             let subscriber = RedisSubscriber(configuration: configuration, logger: testLogger)
-            let channel = uniqueName("news")
-            let subscription = try await subscriber.subscribe(channel)
-            let messages = Collector(subscription)
-            for index in 0..<5 { try await client.publish(RedisArgument("m\(index)"), to: channel) }
-            #expect(try await messages.wait(for: 5).map(\.text) == ["m0", "m1", "m2", "m3", "m4"])
-            messages.cancel()
+            let events = Collector(subscriber.events())
+            let channels = (0..<12).map { _ in uniqueName("news") }
+            var heard: [Collector<RedisMessage>] = []
+            for channel in channels { heard.append(Collector(try await subscriber.subscribe(channel))) }
+            for (index, channel) in channels.enumerated() {
+                // SPUBLISH: the shard's one subscriber connection hears it.
+                #expect(try await client.publish(RedisArgument("m\(index)"), to: channel) == 1)
+            }
+            for (index, messages) in heard.enumerated() {
+                #expect(try await messages.wait(for: 1).map(\.text) == ["m\(index)"])
+            }
+            let masters = try await cluster.masters()
+            let channel = channels[0]
+            var owners: [Int] = []
+            for port in masters where try await Self.shardSubscribers(channel, on: port, cluster) == 1 { owners.append(port) }
+            #expect(owners.count == 1, "subscribed on \(owners), not on its slot's master alone")
+            let (source, slot) = (try #require(owners.first), RedisSlot.of(channel))
+            let target = try #require(masters.first { $0 != source })
+            let nodes = try await Self.nodeIDs(cluster, masters)
+
+            // The slot (no keys in it) moves: the source drops the channel, the subscriber follows.
+            for port in masters { try await cluster.cli(port: port, ["CLUSTER", "SETSLOT", String(slot), "NODE", nodes[target]!]) }
+            try await events.wait(for: 2)
+            #expect(events.collected == [.disconnected, .reconnected])
+            #expect(try await Self.shardSubscribers(channel, on: target, cluster) == 1)
+            #expect(try await client.publish("moved", to: channel) == 1)
+            #expect(try await heard[0].wait(for: 2).map(\.text) == ["m0", "moved"])
+            for port in masters { try await cluster.cli(port: port, ["CLUSTER", "SETSLOT", String(slot), "NODE", nodes[source]!]) }
+            try await events.wait(for: 4)
+            for messages in heard { messages.cancel() }
             await subscriber.shutdown()
         }
+    }
+
+    /// `PUBSUB SHARDNUMSUB channel` on the node at `port`.
+    private static func shardSubscribers(_ channel: String, on port: Int, _ cluster: TestRedisGroup) async throws -> Int? {
+        let lines = try await cluster.cli(port: port, ["PUBSUB", "SHARDNUMSUB", channel]).split(separator: "\n")
+        return lines.last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
     }
 
     /// A master is killed under a steady stream of writes: its replica takes over, calls fail only

@@ -8,7 +8,7 @@ import Testing
         try await withPubSub(redis) { client, subscriber in
             let channel = uniqueName("news")
             let subscription = try await subscriber.subscribe(channel)
-            #expect(subscription.name == channel && !subscription.isPattern)
+            #expect(subscription.name == channel)
             let messages = Collector(subscription)
             let payload = (0...255).map { UInt8($0) }
             #expect(try await client.publish(RedisArgument(payload), to: channel) == 1)
@@ -128,22 +128,6 @@ import Testing
         }
     }
 
-    @Test func patternSubscriptionsReportTheChannel() async throws {
-        let redis = try await TestServers.redis()
-        try await withPubSub(redis) { client, subscriber in
-            let prefix = uniqueName("pattern")
-            let subscription = try await subscriber.psubscribe(prefix + ".*")
-            #expect(subscription.isPattern)
-            let messages = Collector(subscription)
-            #expect(try await client.publish("a", to: prefix + ".one") == 1)
-            #expect(try await client.publish("b", to: prefix + ".two") == 1)
-            #expect(try await client.publish("c", to: prefix + "-other") == 0)
-            let received = try await messages.wait(for: 2)
-            #expect(received.map(\.channel) == [prefix + ".one", prefix + ".two"])
-            #expect(received.map(\.text) == ["a", "b"])
-        }
-    }
-
     @Test func slowConsumersLoseTheOldestMessages() async throws {
         let redis = try await TestServers.redis()
         try await withPubSub(redis) { client, subscriber in
@@ -164,7 +148,6 @@ import Testing
                 let events = Collector(subscriber.events())
                 let channel = uniqueName("restart")
                 let messages = Collector(try await subscriber.subscribe(channel))
-                let patternMessages = Collector(try await subscriber.psubscribe(channel + ".*"))
                 #expect(try await client.publish("before", to: channel) == 1)
                 try await messages.wait(for: 1)
 
@@ -175,9 +158,7 @@ import Testing
                 #expect(events.collected == [.disconnected, .reconnected])
 
                 #expect(try await client.publish("after", to: channel) == 1)
-                #expect(try await client.publish("pattern", to: channel + ".x") == 1)
                 #expect(try await messages.wait(for: 2).map(\.text) == ["before", "after"])
-                #expect(try await patternMessages.wait(for: 1).map(\.text) == ["pattern"])
             }
         }
     }

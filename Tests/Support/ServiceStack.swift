@@ -72,14 +72,15 @@ public final class ServiceStack: Sendable {
     /// `serviceEnvironment` adds to one service's environment (by executable suffix), over `extra`.
     /// `redisURL` replaces the Redis (and `redisDatabase`): a cluster's or Sentinel set's URL.
     /// `replica`, a streaming replica of `postgresServer`, is given to the services as
-    /// `AVIARY_POSTGRES_REPLICA_URLS` (the same database on it).
+    /// `AVIARY_POSTGRES_REPLICA_URLS` (the same database on it). `retaining` keeps other servers the
+    /// stack runs on (a cluster's nodes, a pooler) alive as long as the stack.
     ///
     /// Passwords are hashed at a low Argon2 cost so that tests can make many accounts quickly.
     public static func start(
         _ services: [String], redisDatabase: Int, environment extra: [String: String] = [:],
         instances: [String: Int] = [:], postgresServer: TestPostgres? = nil, redisServer: TestRedis? = nil,
         servicePostgresURL: (String) -> String = { $0 }, serviceEnvironment: [String: [String: String]] = [:],
-        redisURL givenRedisURL: String? = nil, replica: TestPostgres? = nil
+        redisURL givenRedisURL: String? = nil, replica: TestPostgres? = nil, retaining: [any Sendable] = []
     ) async throws -> ServiceStack {
         let postgres = if let postgresServer { postgresServer } else { try await TestServers.postgres() }
         let databaseURL = try await postgres.makeDatabase()
@@ -159,7 +160,7 @@ public final class ServiceStack: Sendable {
         return ServiceStack(
             environment: environment, serviceEnvironments: serviceEnvironment, serviceCredential: serviceCredential, database: database, redis: redis,
             ports: ports, gatewayPorts: gatewayPorts, processes: processes, clients: clients, cleanupTokens: cleanupTokens,
-            servers: [postgres as any Sendable] + (redisServer.map { [$0] } ?? []) + (replica.map { [$0] } ?? []))
+            servers: [postgres as any Sendable] + (redisServer.map { [$0] } ?? []) + (replica.map { [$0] } ?? []) + retaining)
     }
 
     deinit {

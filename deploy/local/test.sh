@@ -90,6 +90,15 @@ for folder in Tests/*/; do
     fi
     say "Tests: $target took $((SECONDS - started)) s"
 done
+# The end-to-end suite (every public call through the gateway) again on the clustered topology of
+# deploy/local/cluster.sh: a Redis Cluster, a Postgres primary with a read replica behind PgBouncer,
+# two instances of every service (AVIARY_TEST_TOPOLOGY, ServiceStack+Topology.swift).
+say "Tests: GatewayTests on the cluster topology"
+started=$SECONDS
+if ! AVIARY_TEST_TOPOLOGY=cluster run_target GatewayTests "$@"; then
+    failed+=("GatewayTests (cluster topology)")
+fi
+say "Tests: GatewayTests on the cluster topology took $((SECONDS - started)) s"
 if [ "${#failed[@]}" -gt 0 ]; then
     die "failing test targets: ${failed[*]}"
 fi

@@ -66,7 +66,7 @@ extension MessagingService {
         guard let connection = context.connection else {
             throw RPCError.validation("messaging.subscribe needs a connection to push events on", field: "subscription")
         }
-        guard let id = try hub.subscribe(principal, connection: connection) else {
+        guard let id = try await hub.subscribe(principal, connection: connection) else {
             throw RPCError.unavailable("the connection closed")
         }
         do {

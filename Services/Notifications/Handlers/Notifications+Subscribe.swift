@@ -16,7 +16,7 @@ extension NotificationsService {
         }
         // With lastId, live events are held from now on, so the catch-up read misses none: every
         // notification is either stored before the read or published after the hold began.
-        guard let id = try feed.hub.subscribe(principal, connection: connection, holding: params.lastId != nil) else {
+        guard let id = try await feed.hub.subscribe(principal, connection: connection, holding: params.lastId != nil) else {
             throw RPCError.unavailable("the connection closed")
         }
         if let lastSeen = params.lastId?.value {

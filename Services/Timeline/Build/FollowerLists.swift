@@ -69,7 +69,7 @@ struct FollowerLists: Sendable {
         return authors.flatMap { author -> [[RedisArgument]] in
             let key = RedisArgument(TimelineKeys.followersVersion(author))
             return [["INCR", key], ["EXPIRE", key, RedisArgument(Self.versionLifetime)]]
-        } + [LocalCopyKind.followerLists.announcement(of: authors, database: redis.configuration.database)]
+        } + [LocalCopyKind.followerLists.announcement(of: authors, on: redis.configuration)]
     }
 }
 

@@ -21,8 +21,7 @@ enum ProfileUpdates {
         guard !users.isEmpty else { return }
         // First every process's copy of their summaries: a tweet posted with an old one after the
         // lookup below is then not cached (see `Accounts.isCurrent`).
-        let database = resources.redis.configuration.database
-        _ = try await resources.redis.send(LocalCopyKind.users.announcement(of: users, database: database))
+        _ = try await resources.redis.send(LocalCopyKind.users.announcement(of: users, on: resources.redis.configuration))
         let store = TweetStore(postgres: resources.postgres)
         // Announcing what it forgets reaches this process's copy of the bodies too.
         let cache = TweetCache(redis: resources.redis, local: nil, logger: resources.logger)

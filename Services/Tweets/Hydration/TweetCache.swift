@@ -72,7 +72,7 @@ struct TweetCache: Sendable {
         for batch in ids.chunks(of: 1000) {
             let commands: [[RedisArgument]] = batch.map { id in
                 ["SET", RedisArgument(Self.key(id)), RedisArgument(Self.tombstone), "EX", RedisArgument(Self.tombstoneLifetime)]
-            } + [LocalCopyKind.bodies.announcement(of: batch, database: redis.configuration.database)]
+            } + [LocalCopyKind.bodies.announcement(of: batch, on: redis.configuration)]
             for reply in try await redis.pipeline(commands) {
                 if case .error = reply { throw RPCError.unavailable("Redis refused a tombstone; retry shortly") }
             }

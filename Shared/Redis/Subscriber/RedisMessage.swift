@@ -1,6 +1,6 @@
-/// A message received on a subscribed channel (or on a channel matching a subscribed pattern).
+/// A message received on a subscribed channel.
 public struct RedisMessage: Sendable, Equatable {
-    /// The channel it was published to (for a pattern subscription, the matching channel).
+    /// The channel it was published to.
     public var channel: String
     /// The published bytes, unchanged.
     public var payload: [UInt8]
@@ -10,10 +10,4 @@ public struct RedisMessage: Sendable, Equatable {
         self.channel = channel
         self.payload = payload
     }
-}
-
-/// What a subscription listens to: a channel name (`SUBSCRIBE`) or a glob pattern (`PSUBSCRIBE`).
-enum SubscriptionTopic: Hashable, Sendable {
-    case channel(String)
-    case pattern(String)
 }

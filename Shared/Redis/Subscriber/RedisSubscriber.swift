@@ -1,21 +1,26 @@
 import Logging
 import NIOPosix
 
-/// Redis pub/sub for many channels and patterns over ONE connection, served by a dedicated thread.
+/// Redis pub/sub for many channels, served by a dedicated thread: over ONE connection to a server
+/// (`SUBSCRIBE`), or on a cluster over one connection to each master whose slots hold a subscribed
+/// channel (sharded pub/sub: `SSUBSCRIBE` where the channel's slot lives, so that what is published
+/// with `SPUBLISH`, ``RedisConfiguration/publish(_:to:)``, goes to that shard only).
 ///
-/// Several subscriptions to the same channel share one Redis `SUBSCRIBE` (reference-counted; the last
-/// one to end sends `UNSUBSCRIBE`). When the connection drops, the subscriber reconnects with backoff
-/// (100 ms, doubling up to 5 s), subscribes again to every live channel and pattern, then emits
-/// `.reconnected` on `events()`: messages published while it was disconnected are lost, so callers
-/// should catch up from the source of truth then.
+/// Several subscriptions to the same channel share one Redis subscription (reference-counted; the last
+/// one to end sends `UNSUBSCRIBE`). When a connection drops, or a cluster moves a channel's slot to
+/// another shard, the subscriber reconnects with backoff (100 ms, doubling up to 5 s), reads the
+/// cluster's slot map again, subscribes again to every live channel, then emits `.reconnected` on
+/// `events()`: messages published meanwhile are lost, so callers should catch up from the source of
+/// truth then.
 ///
-/// Call `shutdown()` when done: it stops the thread and closes the connection.
+/// Call `shutdown()` when done: it stops the thread and closes the connections.
 public final class RedisSubscriber: Sendable {
     /// A change in the subscriber's connection.
     public enum Event: Sendable, Equatable {
-        /// The connection dropped; messages published from now on are missed until `.reconnected`.
+        /// A connection dropped (or a channel's slot moved); messages published from now on may be
+        /// missed until `.reconnected`.
         case disconnected
-        /// A new connection is up and every live channel and pattern is subscribed again.
+        /// The connections are up again and every live channel is subscribed again.
         case reconnected
     }
 
@@ -54,25 +59,17 @@ public final class RedisSubscriber: Sendable {
     /// - Throws: `RedisError` — `.timeout` or `.connectionFailed` when Redis does not confirm within the
     ///   command timeout, `.closed` after `shutdown()`; or `CancellationError`.
     public func subscribe(_ channel: String, bufferSize: Int = 1024) async throws -> RedisSubscription {
-        try await registry.subscribe(.channel(channel), bufferSize: bufferSize)
+        try await registry.subscribe(channel, bufferSize: bufferSize)
     }
 
-    /// Subscribes to every channel matching the glob-style `pattern` (`PSUBSCRIBE`, e.g. `"user:*"`);
-    /// messages carry the channel they were published to. Otherwise like `subscribe`.
-    public func psubscribe(_ pattern: String, bufferSize: Int = 1024) async throws -> RedisSubscription {
-        try await registry.subscribe(.pattern(pattern), bufferSize: bufferSize)
-    }
-
-    /// Subscribes to `channel` (or, with `pattern`, to every channel it matches), retrying with
-    /// backoff (100 ms, doubling up to 5 s) while Redis cannot confirm; `onRetry` hears each failure.
-    /// Nil once the subscriber is shut down or the task is cancelled.
-    public func subscribeRetrying(
-        _ channel: String, pattern: Bool = false, bufferSize: Int, onRetry: (RedisError) -> Void
-    ) async -> RedisSubscription? {
+    /// Subscribes to `channel`, retrying with backoff (100 ms, doubling up to 5 s) while Redis cannot
+    /// confirm; `onRetry` hears each failure. Nil once the subscriber is shut down or the task is
+    /// cancelled.
+    public func subscribeRetrying(_ channel: String, bufferSize: Int, onRetry: (RedisError) -> Void) async -> RedisSubscription? {
         var delay = Duration.milliseconds(100)
         while !Task.isCancelled {
             do {
-                return try await pattern ? psubscribe(channel, bufferSize: bufferSize) : subscribe(channel, bufferSize: bufferSize)
+                return try await subscribe(channel, bufferSize: bufferSize)
             } catch let error as RedisError where error.code != .closed {
                 onRetry(error)
                 try? await Task.sleep(for: delay)

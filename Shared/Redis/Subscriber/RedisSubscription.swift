@@ -1,6 +1,6 @@
 import Synchronization
 
-/// The messages of one `RedisSubscriber.subscribe` or `psubscribe` call, as an `AsyncSequence`.
+/// The messages of one `RedisSubscriber.subscribe` call, as an `AsyncSequence`.
 ///
 /// Iterate it from one task only. The sequence ends after `unsubscribe()` or `RedisSubscriber.shutdown()`.
 /// The subscription ends with `unsubscribe()`, when the iterating task is cancelled, or when the
@@ -15,23 +15,15 @@ public final class RedisSubscription: AsyncSequence, Sendable {
     public typealias Element = RedisMessage
     public typealias Failure = Never
 
-    /// The channel name, or the pattern for a `psubscribe` subscription.
+    /// The channel.
     public let name: String
-    /// Whether this is a pattern subscription (`PSUBSCRIBE`).
-    public let isPattern: Bool
     private let stream: AsyncStream<RedisMessage>
     private let sink: MessageSink
     private let registry: SubscriberRegistry
     private let id: Int
 
-    init(
-        topic: SubscriptionTopic, id: Int, stream: AsyncStream<RedisMessage>, sink: MessageSink,
-        registry: SubscriberRegistry
-    ) {
-        switch topic {
-        case .channel(let channel): (name, isPattern) = (channel, false)
-        case .pattern(let pattern): (name, isPattern) = (pattern, true)
-        }
+    init(channel: String, id: Int, stream: AsyncStream<RedisMessage>, sink: MessageSink, registry: SubscriberRegistry) {
+        name = channel
         self.id = id
         self.stream = stream
         self.sink = sink
@@ -39,7 +31,7 @@ public final class RedisSubscription: AsyncSequence, Sendable {
     }
 
     deinit {
-        registry.remove(topic, id: id)
+        registry.remove(name, id: id)
     }
 
     /// How many messages were dropped because the buffer was full.
@@ -48,13 +40,9 @@ public final class RedisSubscription: AsyncSequence, Sendable {
     }
 
     /// Stops delivery to this subscription at once and ends its sequence; Redis unsubscribes when no
-    /// other subscription to the same channel or pattern remains. Idempotent.
+    /// other subscription to the same channel remains. Idempotent.
     public func unsubscribe() {
-        registry.remove(topic, id: id)
-    }
-
-    private var topic: SubscriptionTopic {
-        isPattern ? .pattern(name) : .channel(name)
+        registry.remove(name, id: id)
     }
 
     public func makeAsyncIterator() -> AsyncIterator {

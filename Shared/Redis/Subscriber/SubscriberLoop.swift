@@ -6,75 +6,193 @@ import Logging
     import Darwin
 #endif
 
-/// The body of the subscriber's thread: owns the pub/sub connection, keeps Redis's subscriptions in line
-/// with the registry's, delivers messages, and reconnects with backoff.
+/// The body of the subscriber's thread: owns the pub/sub connections, keeps Redis's subscriptions in
+/// line with the registry's, delivers messages, and reconnects with backoff.
 ///
-/// It sleeps in `poll(2)` on the hiredis socket and the registry's wake-up pipe, so a subscribe or
-/// unsubscribe from another thread is written at once, and messages are read as soon as they arrive.
+/// On one server (or Sentinel's master) there is one connection. On a cluster each channel is
+/// subscribed with `SSUBSCRIBE` on the master of its slot, so there is one connection per master
+/// that holds a subscribed channel; the slot map is read with `CLUSTER SHARDS` before the first
+/// subscription and again after a connection drops, a reply is an error (`MOVED`), or Redis drops
+/// a channel whose slot moved (an `sunsubscribe` nobody asked for).
+///
+/// It sleeps in `poll(2)` on the connections' sockets and the registry's wake-up pipe, so a
+/// subscribe or unsubscribe from another thread is written at once, and messages are read as soon
+/// as they arrive. Its work per pass is proportional to the channels that changed.
 struct SubscriberLoop {
-    /// What has been sent for one channel or pattern on the current connection.
+    /// What has been sent for one channel on its connection.
     private struct Sent {
-        /// Whether the last command sent was (P)SUBSCRIBE rather than (P)UNSUBSCRIBE.
+        /// Whether the last command sent was a subscribe rather than an unsubscribe.
         var isSubscribed: Bool
         /// Commands sent whose confirmation has not arrived yet.
         var unconfirmed: Int
+    }
+
+    /// Which connection: the server's, or that of one master of a cluster.
+    private enum LinkKey: Hashable, CustomStringConvertible {
+        case server
+        case node(RedisEndpoint)
+
+        var description: String {
+            switch self {
+            case .server: "server"
+            case .node(let endpoint): endpoint.description
+            }
+        }
+    }
+
+    /// One connection and what was sent on it.
+    private struct Link {
+        let connection: RedisConnection
+        var sent: [String: Sent] = [:]
+    }
+
+    /// A channel taken from the registry and not yet acted on.
+    private struct Change {
+        var wanted: Bool
+        var confirmed: Bool
     }
 
     static let initialBackoff = Duration.milliseconds(100)
     static let maximumBackoff = Duration.seconds(5)
 
     private let registry: SubscriberRegistry
+    private let sharded: Bool
     private var logger: Logger { registry.logger }
-    private var connection: RedisConnection?
-    private var sent: [SubscriptionTopic: Sent] = [:]
+    private var links: [LinkKey: Link] = [:]
+    /// The link each channel's last command went to.
+    private var placement: [String: LinkKey] = [:]
+    private var pending: [String: Change] = [:]
+    /// The cluster's slot map; nil until read, and again once it is known to be stale.
+    private var slotMap: RedisCluster.SlotMap?
+    /// The nodes of the last map read, asked first for the next one.
+    private var knownNodes: [RedisEndpoint] = []
     private var backoff = Self.initialBackoff
     private var nextConnectAttempt = ContinuousClock.now
-    private var hasConnected = false
-    /// Set after a reconnection until every wanted topic is confirmed again.
+    /// Set when subscriptions were lost, until every wanted channel is confirmed again.
     private var owesReconnectedEvent = false
 
     init(registry: SubscriberRegistry) {
         self.registry = registry
+        sharded = registry.configuration.hasShardedChannels
     }
 
     mutating func run() {
         while !registry.isShuttingDown {
-            if connection == nil, ContinuousClock.now >= nextConnectAttempt {
-                connect()
+            for change in registry.takeChanges() {
+                pending[change.channel] = Change(wanted: change.wanted, confirmed: change.confirmed)
             }
-            if connection != nil {
-                perform { loop, connection throws(RedisConnection.Failure) in
-                    try loop.sendSubscriptionChanges(on: connection)
-                }
+            if !pending.isEmpty {
+                sendPendingChanges()
             }
             announceReconnectionIfComplete()
             let error = RedisError(
-                connection == nil ? .connectionFailed : .timeout,
-                detail: "Redis did not confirm the subscription in time")
+                links.isEmpty ? .connectionFailed : .timeout, detail: "Redis did not confirm the subscription in time")
             let nextWaiterDeadline = registry.expireWaiters(now: .now, error: error)
-            let reconnectTime = connection == nil ? nextConnectAttempt : nil
-            waitForEvents(until: [nextWaiterDeadline, reconnectTime].compactMap { $0 }.min())
+            let retry = pending.isEmpty ? nil : nextConnectAttempt
+            waitForEvents(until: [nextWaiterDeadline, retry].compactMap { $0 }.min())
         }
-        connection = nil
+        links = [:]
         registry.finishAll()
     }
 
-    private mutating func connect() {
+    // MARK: Sending
+
+    /// Sends a subscribe for each pending wanted channel not subscribed on its link and an
+    /// unsubscribe for each pending dropped one. A channel whose link cannot be reached stays
+    /// pending until the next attempt, after the backoff.
+    private mutating func sendPendingChanges() {
+        var commands: [LinkKey: [[RedisArgument]]] = [:]
+        var mayConnect = ContinuousClock.now >= nextConnectAttempt
+        for (channel, change) in pending {
+            let placed = placement[channel]
+            let sent = placed.flatMap { links[$0]?.sent[channel] }
+            if !change.wanted {
+                if let placed, sent?.isSubscribed == true {
+                    commands[placed, default: []].append([sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE", RedisArgument(channel)])
+                    links[placed]!.sent[channel]!.isSubscribed = false
+                    links[placed]!.sent[channel]!.unconfirmed += 1
+                }
+                pending[channel] = nil
+                continue
+            }
+            if let sent, sent.isSubscribed {
+                // Dropped and wanted again before the thread looked: it never left Redis.
+                if sent.unconfirmed == 0, !change.confirmed { registry.confirm(channel) }
+                pending[channel] = nil
+                continue
+            }
+            guard mayConnect else { continue }
+            guard let key = link(for: channel) else {
+                mayConnect = false
+                scheduleReconnect()
+                continue
+            }
+            commands[key, default: []].append([sharded ? "SSUBSCRIBE" : "SUBSCRIBE", RedisArgument(channel)])
+            links[key]!.sent[channel, default: Sent(isSubscribed: true, unconfirmed: 0)].isSubscribed = true
+            links[key]!.sent[channel]!.unconfirmed += 1
+            placement[channel] = key
+            pending[channel] = nil
+        }
+        if mayConnect, pending.isEmpty { backoff = Self.initialBackoff }
+        for (key, batch) in commands {
+            perform(on: key) { connection throws(RedisConnection.Failure) in
+                for command in batch { try connection.append(command) }
+                while try !connection.flushOnce() {}
+            }
+        }
+    }
+
+    /// The link `channel` is subscribed on, connected now when it is not yet; nil when that fails.
+    private mutating func link(for channel: String) -> LinkKey? {
+        let configuration = registry.configuration
+        let key: LinkKey
+        if sharded {
+            if slotMap == nil { slotMap = readSlotMap() }
+            guard let owner = slotMap?.owner(of: RedisSlot.of(channel)) else {
+                slotMap = nil
+                return nil
+            }
+            key = .node(owner)
+        } else {
+            key = .server
+        }
+        if links[key] != nil { return key }
         do {
-            connection = try RedisConnection.connect(registry.configuration)
-            sent = [:]
-            backoff = Self.initialBackoff
-            owesReconnectedEvent = hasConnected
-            hasConnected = true
-            logger.debug("Redis subscriber connected")
+            let connection =
+                switch key {
+                case .server: try RedisConnection.connect(configuration)
+                case .node(let endpoint): try RedisConnection.connect(configuration.server(at: endpoint))
+                }
+            links[key] = Link(connection: connection)
+            logger.debug("Redis subscriber connected", metadata: ["redis.node": "\(key)"])
+            return key
         } catch {
             logger.warning(
                 "Redis subscriber could not connect; retrying",
-                metadata: [
-                    "error": "\(String(reflecting: error))", "retry.in": "\(backoff)",
-                ])
-            scheduleReconnect()
+                metadata: ["redis.node": "\(key)", "error": "\(String(reflecting: error))", "retry.in": "\(backoff)"])
+            slotMap = nil
+            return nil
         }
+    }
+
+    /// The cluster's slot map from the first node that answers `CLUSTER SHARDS`: the nodes of the
+    /// last map, then the seeds. A subscribed connection cannot ask, so each asks on its own.
+    private mutating func readSlotMap() -> RedisCluster.SlotMap? {
+        guard case .cluster(let seeds) = registry.configuration.deployment else { return nil }
+        var asked = Set<RedisEndpoint>()
+        for endpoint in knownNodes + seeds where asked.insert(endpoint).inserted {
+            do {
+                let connection = try RedisConnection.connect(registry.configuration.server(at: endpoint))
+                if let map = RedisCluster.slotMap(shards: try connection.execute([["CLUSTER", "SHARDS"]])[0]) {
+                    knownNodes = map.masters + map.replicas
+                    return map
+                }
+            } catch {
+                continue
+            }
+        }
+        logger.warning("Redis subscriber found no node of the cluster that tells the slot map")
+        return nil
     }
 
     private mutating func scheduleReconnect() {
@@ -82,124 +200,104 @@ struct SubscriberLoop {
         backoff = min(backoff * 2, Self.maximumBackoff)
     }
 
-    /// Runs `body` on the connection; on failure drops the connection and schedules a reconnection.
-    private mutating func perform(
-        _ body: (inout SubscriberLoop, RedisConnection) throws(RedisConnection.Failure) -> Void
-    ) {
-        guard let connection else { return }
+    /// Runs `body` on the link's connection; on failure drops the link.
+    private mutating func perform(on key: LinkKey, _ body: (RedisConnection) throws(RedisConnection.Failure) -> Void) {
+        guard let link = links[key] else { return }
         do {
-            try body(&self, connection)
+            try body(link.connection)
         } catch {
-            logger.warning(
-                "Redis subscriber lost its connection; reconnecting",
-                metadata: [
-                    "error": "\(String(reflecting: error.error))"
-                ])
-            self.connection = nil
-            sent = [:]
-            registry.connectionLost()
-            registry.emit(.disconnected)
-            scheduleReconnect()
+            drop(key, reason: "lost its connection", error: String(reflecting: error.error))
         }
     }
 
-    /// Sends (P)SUBSCRIBE for wanted topics not yet subscribed and (P)UNSUBSCRIBE for those nobody wants.
-    private mutating func sendSubscriptionChanges(on connection: RedisConnection) throws(RedisConnection
-        .Failure)
-    {
-        let (wanted, unconfirmed) = registry.wantedTopics
-        // A topic dropped and wanted again between two passes never left Redis: confirm it as it is.
-        for topic in unconfirmed where sent[topic].map({ $0.isSubscribed && $0.unconfirmed == 0 }) == true {
-            registry.confirm(topic)
-        }
-        var commands: [String: [RedisArgument]] = [:]
-        for topic in wanted where sent[topic]?.isSubscribed != true {
-            let (command, name) = Self.command(topic, subscribe: true)
-            commands[command, default: []].append(RedisArgument(name))
-            sent[topic, default: Sent(isSubscribed: true, unconfirmed: 0)].isSubscribed = true
-            sent[topic]!.unconfirmed += 1
-        }
-        for (topic, state) in sent where state.isSubscribed && !wanted.contains(topic) {
-            let (command, name) = Self.command(topic, subscribe: false)
-            commands[command, default: []].append(RedisArgument(name))
-            sent[topic]!.isSubscribed = false
-            sent[topic]!.unconfirmed += 1
-        }
-        guard !commands.isEmpty else { return }
-        for (command, names) in commands {
-            try connection.append([RedisArgument(command)] + names)
-        }
-        while try !connection.flushOnce() {}
+    /// Forgets a link whose subscriptions are gone: its wanted channels are subscribed again (on a
+    /// cluster, after reading the slot map again) once the backoff has passed.
+    private mutating func drop(_ key: LinkKey, reason: String, error: String) {
+        guard let link = links.removeValue(forKey: key) else { return }
+        logger.warning("Redis subscriber \(reason); subscribing again", metadata: ["redis.node": "\(key)", "error": "\(error)"])
+        for channel in link.sent.keys where placement[channel] == key { placement[channel] = nil }
+        registry.subscriptionsLost(link.sent.keys)
+        subscriptionsLost()
     }
 
-    private static func command(_ topic: SubscriptionTopic, subscribe: Bool) -> (String, String) {
-        switch topic {
-        case .channel(let name): (subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE", name)
-        case .pattern(let name): (subscribe ? "PSUBSCRIBE" : "PUNSUBSCRIBE", name)
-        }
+    /// Messages may have been missed: say so now, and say when every channel is back.
+    private mutating func subscriptionsLost() {
+        if sharded { slotMap = nil }
+        if !owesReconnectedEvent { registry.emit(.disconnected) }
+        owesReconnectedEvent = true
+        scheduleReconnect()
     }
+
+    // MARK: Receiving
 
     private mutating func waitForEvents(until deadline: ContinuousClock.Instant?) {
-        var descriptors: [(fd: Int32, events: Int16)] = [(registry.wakeUpDescriptor, Int16(POLLIN))]
-        if let connection {
-            descriptors.append((connection.fileDescriptor, Int16(POLLIN)))
-        }
+        let keys = Array(links.keys)
+        let descriptors = [(registry.wakeUpDescriptor, Int16(POLLIN))] + keys.map { (links[$0]!.connection.fileDescriptor, Int16(POLLIN)) }
         let events = Posix.poll(descriptors, timeout: deadline.map { $0 - .now })
         if events[0] != 0 {
             registry.drainWakeUps()
         }
-        if events.count > 1, events[1] != 0 {
-            perform { loop, connection throws(RedisConnection.Failure) in
+        for (index, key) in keys.enumerated() where events[index + 1] != 0 {
+            var replies: [RESPValue] = []
+            perform(on: key) { connection throws(RedisConnection.Failure) in
                 // Readable after poll, so this read does not block; EOF and errors throw.
                 try connection.readFromSocket()
-                while let reply = try connection.nextBufferedReply() {
-                    loop.handle(reply)
-                }
+                while let reply = try connection.nextBufferedReply() { replies.append(reply) }
+            }
+            for reply in replies where links[key] != nil {
+                handle(reply, on: key)
             }
         }
     }
 
-    private mutating func handle(_ reply: RESPValue) {
-        guard let items = reply.array, let kind = items.first?.string, items.count >= 3 else {
-            logger.warning(
-                "Unexpected reply on the Redis subscriber connection", metadata: ["reply": "\(reply)"])
+    private mutating func handle(_ reply: RESPValue, on key: LinkKey) {
+        if case .error(let message) = reply {
+            // A subscription the node would not take (its slot moved): start over with a fresh map.
+            drop(key, reason: "had a subscription refused", error: message)
             return
         }
-        let name = items[1].string ?? ""
+        guard let items = reply.array, let kind = items.first?.string, items.count >= 3 else {
+            logger.warning("Unexpected reply on the Redis subscriber connection", metadata: ["reply": "\(reply)"])
+            return
+        }
+        let channel = items[1].string ?? ""
         switch kind {
-        case "message":
-            registry.deliver(RedisMessage(channel: name, payload: items[2].bytes ?? []), to: .channel(name))
-        case "pmessage" where items.count >= 4:
-            let channel = items[2].string ?? ""
-            registry.deliver(
-                RedisMessage(channel: channel, payload: items[3].bytes ?? []), to: .pattern(name))
-        case "subscribe", "unsubscribe":
-            acknowledge(.channel(name))
-        case "psubscribe", "punsubscribe":
-            acknowledge(.pattern(name))
+        case "message", "smessage":
+            registry.deliver(RedisMessage(channel: channel, payload: items[2].bytes ?? []), to: channel)
+        case "subscribe", "unsubscribe", "ssubscribe":
+            acknowledge(channel, on: key)
+        case "sunsubscribe":
+            if links[key]?.sent[channel].map({ $0.isSubscribed && $0.unconfirmed == 0 }) == true {
+                // Not asked for: the cluster moved the channel's slot to another shard.
+                links[key]!.sent[channel] = nil
+                placement[channel] = nil
+                registry.subscriptionsLost([channel])
+                subscriptionsLost()
+            } else {
+                acknowledge(channel, on: key)
+            }
         default:
-            logger.debug(
-                "Ignoring a reply on the Redis subscriber connection",
-                metadata: ["redis.reply.kind": "\(kind)"])
+            logger.debug("Ignoring a reply on the Redis subscriber connection", metadata: ["redis.reply.kind": "\(kind)"])
         }
     }
 
-    /// One (un)subscribe confirmation arrived; once none is outstanding the topic's state is final.
-    private mutating func acknowledge(_ topic: SubscriptionTopic) {
-        guard var state = sent[topic] else { return }
+    /// One (un)subscribe confirmation arrived; once none is outstanding the channel's state is final.
+    private mutating func acknowledge(_ channel: String, on key: LinkKey) {
+        guard var state = links[key]?.sent[channel] else { return }
         state.unconfirmed -= 1
         if state.unconfirmed > 0 {
-            sent[topic] = state
+            links[key]!.sent[channel] = state
         } else if state.isSubscribed {
-            sent[topic] = state
-            registry.confirm(topic)
+            links[key]!.sent[channel] = state
+            registry.confirm(channel)
         } else {
-            sent[topic] = nil
+            links[key]!.sent[channel] = nil
+            if placement[channel] == key { placement[channel] = nil }
         }
     }
 
     private mutating func announceReconnectionIfComplete() {
-        guard owesReconnectedEvent, connection != nil, registry.isEverythingConfirmed else { return }
+        guard owesReconnectedEvent, pending.isEmpty, registry.isEverythingConfirmed else { return }
         owesReconnectedEvent = false
         logger.info("Redis subscriber reconnected and re-subscribed")
         registry.emit(.reconnected)

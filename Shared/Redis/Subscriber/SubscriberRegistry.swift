@@ -2,9 +2,9 @@ import ChannelSupport
 import Logging
 import Synchronization
 
-/// The state the subscriber thread shares with callers: live subscriptions per channel or pattern,
-/// `subscribe` calls waiting for Redis to confirm, event streams, and the wake-up pipe that tells the
-/// thread something changed.
+/// The state the subscriber thread shares with callers: live subscriptions per channel, `subscribe`
+/// calls waiting for Redis to confirm, the channels changed since the thread last looked, event
+/// streams, and the wake-up pipe that tells the thread something changed.
 final class SubscriberRegistry: Sendable {
     private struct Waiter {
         var continuation: CheckedContinuation<Void, any Error>
@@ -20,7 +20,10 @@ final class SubscriberRegistry: Sendable {
     }
 
     private struct State {
-        var topics: [SubscriptionTopic: Entry] = [:]
+        var topics: [String: Entry] = [:]
+        /// Channels wanted or dropped since the thread took the changes: the thread's work is
+        /// proportional to these, not to every channel (a hub may hold one per connected user).
+        var changed: Set<String> = []
         var nextID = 0
         var isShuttingDown = false
     }
@@ -48,7 +51,7 @@ final class SubscriberRegistry: Sendable {
 
     /// Registers a subscription and returns once Redis has confirmed it, so every message published
     /// after the return is delivered.
-    func subscribe(_ topic: SubscriptionTopic, bufferSize: Int) async throws -> RedisSubscription {
+    func subscribe(_ topic: String, bufferSize: Int) async throws -> RedisSubscription {
         precondition(bufferSize > 0, "bufferSize must be at least 1")
         let (stream, continuation) = AsyncStream.makeStream(
             of: RedisMessage.self, bufferingPolicy: .bufferingNewest(bufferSize))
@@ -70,6 +73,7 @@ final class SubscriberRegistry: Sendable {
                     if Task.isCancelled { return .failure(CancellationError()) }
                     state.topics[topic, default: Entry()].sinks[id] = sink
                     if state.topics[topic]!.isConfirmed { return .success(()) }
+                    state.changed.insert(topic)
                     state.topics[topic]!.waiters[id] = Waiter(continuation: waiter, deadline: deadline)
                     return nil
                 }
@@ -82,15 +86,16 @@ final class SubscriberRegistry: Sendable {
         } onCancel: {
             fail(topic, id: id, with: CancellationError())
         }
-        return RedisSubscription(topic: topic, id: id, stream: stream, sink: sink, registry: self)
+        return RedisSubscription(channel: topic, id: id, stream: stream, sink: sink, registry: self)
     }
 
     /// Removes one subscription and ends its sequence; idempotent.
-    func remove(_ topic: SubscriptionTopic, id: Int) {
+    func remove(_ topic: String, id: Int) {
         let sink: MessageSink? = state.withLock { state in
             guard let sink = state.topics[topic]?.sinks.removeValue(forKey: id) else { return nil }
             if state.topics[topic]!.sinks.isEmpty {
                 state.topics[topic] = nil
+                state.changed.insert(topic)
             }
             return sink
         }
@@ -127,21 +132,25 @@ final class SubscriberRegistry: Sendable {
         Posix.drain(wakeRead)
     }
 
-    /// The channels and patterns that have at least one live subscription, and those of them that
-    /// Redis has not confirmed yet.
-    var wantedTopics: (all: Set<SubscriptionTopic>, unconfirmed: [SubscriptionTopic]) {
+    /// The channels wanted or dropped since the last call, each with whether it is wanted now and,
+    /// if so, whether Redis has confirmed it.
+    func takeChanges() -> [(channel: String, wanted: Bool, confirmed: Bool)] {
         state.withLock { state in
-            (Set(state.topics.keys), state.topics.filter { !$0.value.isConfirmed }.map(\.key))
+            defer { state.changed = [] }
+            return state.changed.map { channel in
+                let entry = state.topics[channel]
+                return (channel, entry != nil, entry?.isConfirmed ?? false)
+            }
         }
     }
 
-    /// Whether Redis has confirmed every wanted channel and pattern.
+    /// Whether Redis has confirmed every wanted channel.
     var isEverythingConfirmed: Bool {
         state.withLock { $0.topics.values.allSatisfy(\.isConfirmed) }
     }
 
     /// Redis confirmed `topic`: its waiting `subscribe` calls return.
-    func confirm(_ topic: SubscriptionTopic) {
+    func confirm(_ topic: String) {
         let waiters: [Waiter] = state.withLock { state in
             guard state.topics[topic] != nil else { return [] }
             state.topics[topic]!.isConfirmed = true
@@ -153,16 +162,18 @@ final class SubscriberRegistry: Sendable {
         }
     }
 
-    /// The connection dropped: nothing is confirmed any more.
-    func connectionLost() {
+    /// The subscriptions of `channels` were lost (their connection dropped, or their slot moved):
+    /// they are not confirmed any more, and are changes for the thread to take again.
+    func subscriptionsLost(_ channels: some Sequence<String>) {
         state.withLock { state in
-            for topic in state.topics.keys {
-                state.topics[topic]!.isConfirmed = false
+            for channel in channels where state.topics[channel] != nil {
+                state.topics[channel]!.isConfirmed = false
+                state.changed.insert(channel)
             }
         }
     }
 
-    func deliver(_ message: RedisMessage, to topic: SubscriptionTopic) {
+    func deliver(_ message: RedisMessage, to topic: String) {
         let sinks = state.withLock { state in state.topics[topic].map { Array($0.sinks.values) } ?? [] }
         for sink in sinks {
             // Log the first drop and then every 1,000th, so a stuck consumer cannot flood the log.
@@ -182,7 +193,7 @@ final class SubscriberRegistry: Sendable {
 
     /// Fails the `subscribe` calls whose confirmation is overdue; returns the next deadline, if any.
     func expireWaiters(now: ContinuousClock.Instant, error: RedisError) -> ContinuousClock.Instant? {
-        var expired: [(SubscriptionTopic, Int)] = []
+        var expired: [(String, Int)] = []
         let next: ContinuousClock.Instant? = state.withLock { state in
             var next: ContinuousClock.Instant?
             for (topic, entry) in state.topics {
@@ -222,7 +233,7 @@ final class SubscriberRegistry: Sendable {
     // MARK: Private
 
     /// Fails a waiting `subscribe` call and drops the subscription it registered.
-    private func fail(_ topic: SubscriptionTopic, id: Int, with error: any Error) {
+    private func fail(_ topic: String, id: Int, with error: any Error) {
         let failed: (Waiter, MessageSink?)? = state.withLock { state in
             guard let waiter = state.topics[topic]?.waiters.removeValue(forKey: id) else { return nil }
             let sink = state.topics[topic]!.sinks.removeValue(forKey: id)

@@ -11,10 +11,11 @@ import ServiceLifecycle
 /// - Each user has a Redis channel `aviary:live:<database>:<service>:<userId>` (channels span every
 ///   database of a server: without the number, two deployments sharing one would see each other's
 ///   users of the same id). ``publish(to:event:)`` sends an event to those channels (one pipelined
-///   round trip); every instance reads all of them through ONE pattern subscription
-///   (`PSUBSCRIBE aviary:live:<database>:<service>:*` on a dedicated connection) and pushes
-///   each event to the subscriptions of that user it holds, as the notification `<service>.event` with
-///   params `{"subscription": "<id>", "event": <event>}` (contract §1).
+///   round trip). An instance subscribes to the channel of each user who holds a subscription on it
+///   (one ``RedisSubscriber`` per hub; on a cluster, sharded pub/sub on the shard of the channel's
+///   slot), so an event reaches only the instances that have someone to give it to. It pushes each
+///   event to that subscription as the notification `<service>.event` with params
+///   `{"subscription": "<id>", "event": <event>}` (contract §1).
 /// - Subscriptions live in a local registry (user → connection + subscription id) and leave it when
 ///   the client unsubscribes, the connection closes, or the sign-in session that opened the
 ///   subscription is revoked (logout, a password change, a refresh token reused): that one is first
@@ -24,17 +25,17 @@ import ServiceLifecycle
 ///   past the socket's high-water mark, so a stalled reader holds at most that backlog (a
 ///   catch-up's burst fits); the hub itself queues nothing per subscriber except while one is held for a catch-up,
 ///   and then at most `Options.holdLimit` events.
-/// - When the Redis subscription reconnects or its buffer overflowed, events may have been missed:
-///   every local subscription then gets the event `{"type": "resync"}` and should catch up from the
-///   source of truth.
+/// - When the Redis subscriptions reconnect, every local subscription gets the event
+///   `{"type": "resync"}`, as does one whose buffer overflowed: events may have been missed, so it
+///   should catch up from the source of truth.
 ///
 /// It runs as a `Service` in the process's service group (``ServiceResources/liveHub``).
 public final class LiveHub: Service, Sendable {
     /// Tuning of a hub; the defaults suit a service instance with tens of thousands of subscriptions.
     public struct Options: Sendable {
-        /// Messages waiting between the Redis subscriber thread and the delivery task before the
-        /// oldest are dropped (followed by a resync notice).
-        public var bufferSize = 65_536
+        /// Messages waiting between the Redis subscriber thread and one subscription's delivery
+        /// before the oldest are dropped (followed by a resync notice).
+        public var bufferSize = 4_096
         /// Events kept for a subscription held during its catch-up before the rest are dropped
         /// (followed by a resync notice).
         public var holdLimit = 1_024
@@ -67,10 +68,10 @@ public final class LiveHub: Service, Sendable {
     private let options: Options
     private let registry: LiveRegistry
     private let channelPrefix: String
-    private let listening = Atomic<Bool>(false)
+    private let subscriber: RedisSubscriber
 
     /// - Parameters:
-    ///   - redis: publishes go through its pool; the subscriber opens one connection of its own.
+    ///   - redis: publishes go through its pool; the hub's subscriber opens connections of its own.
     ///   - revocations: whose ``SessionRevocations/endedSessions()`` end the subscriptions of revoked
     ///     sessions while the hub runs; nil only where no user signs in (tests of delivery alone).
     public init(
@@ -86,6 +87,7 @@ public final class LiveHub: Service, Sendable {
         self.options = options
         self.registry = LiveRegistry(holdLimit: options.holdLimit)
         self.channelPrefix = "aviary:live:\(redis.configuration.database):\(service):"
+        subscriber = RedisSubscriber(configuration: redis.configuration, logger: logger)
     }
 
     /// Subscriptions one user may hold on one connection (``Options/perUserAndConnection``).
@@ -99,14 +101,16 @@ public final class LiveHub: Service, Sendable {
     // MARK: Subscriptions
 
     /// Opens a subscription of `principal`'s user on `connection` and returns its id (nil when the
-    /// connection is already closed). Events published to the user from now on are pushed to it,
-    /// until `principal`'s session is revoked. With `holding`, they are kept instead until
+    /// connection is already closed). Redis has confirmed the user's channel when it returns, so
+    /// events published to the user from now on are pushed to it, until `principal`'s session is
+    /// revoked. With `holding`, they are kept instead until
     /// ``release(_:user:connection:replay:keep:)``, so that a catch-up read after this call can be
     /// sent first without a gap or a reordering.
     ///
     /// - Throws: `conflict` when the user already holds `Options.perUserAndConnection` subscriptions
-    ///   on this connection; `unauthenticated` when the session was revoked since its token was checked.
-    public func subscribe(_ principal: RPCPrincipal, connection: RPCConnection, holding: Bool = false) throws(RPCError)
+    ///   on this connection; `unauthenticated` when the session was revoked since its token was checked;
+    ///   `unavailable` when Redis does not confirm the user's channel.
+    public func subscribe(_ principal: RPCPrincipal, connection: RPCConnection, holding: Bool = false) async throws(RPCError)
         -> String?
     {
         let (user, session) = (principal.userID, principal.sessionID)
@@ -117,14 +121,26 @@ public final class LiveHub: Service, Sendable {
                 "this connection already holds \(limit) subscriptions of yours, the most it may; end one with \(service).unsubscribe first",
                 field: "subscription")
         }
+        let channel: RedisSubscription
+        do {
+            channel = try await subscriber.subscribe(self.channel(of: user), bufferSize: options.bufferSize)
+        } catch {
+            logger.warning("live delivery cannot subscribe to a user's channel", metadata: ["error": "\(error)"])
+            throw RPCError.unavailable("live delivery cannot reach Redis now; retry shortly")
+        }
         // The registry entry is added after the id exists: hold the removal until then.
         let box = SubscriptionIDBox()
         guard let id = connection.addSubscription(cancel: { [weak connection] in
+            channel.unsubscribe()
             guard let connection, let id = box.id else { return }
             registry.remove(user: user, connection: connection, id: id)
-        }) else { return nil }
+        }) else {
+            channel.unsubscribe()
+            return nil
+        }
         box.id = id
         registry.add(user: user, session: session, connection: connection, id: id, holding: holding)
+        Task { await self.deliver(channel, user: user, connection: connection, subscription: id) }
         if !connection.isActive {
             // Closed between the two steps: its cancel may have run before the entry existed.
             registry.remove(user: user, connection: connection, id: id)
@@ -198,10 +214,6 @@ public final class LiveHub: Service, Sendable {
     /// The users with a subscription open on this instance.
     public var connectedUsersHere: [Int64] { registry.connectedUsers }
 
-    /// Whether the pattern subscription is confirmed, so that every event published from now on
-    /// reaches this instance (false before `run()` subscribed and after it ended).
-    public var isListening: Bool { listening.load(ordering: .acquiring) }
-
     /// How many subscriptions are open on this instance.
     public var subscriptionCount: Int { registry.count }
 
@@ -222,13 +234,13 @@ public final class LiveHub: Service, Sendable {
     /// The commands ``publish(to:event:)`` sends, for a caller that pipelines them with its own.
     public func publishCommands(to users: [Int64], event: RawJSON) -> [[RedisArgument]] {
         let payload = RedisArgument(event.bytes)
-        return users.map { ["PUBLISH", RedisArgument(channel(of: $0)), payload] }
+        return users.map { redis.configuration.publish(payload, to: channel(of: $0)) }
     }
 
     /// Sends different events to different users in one pipelined round trip.
     public func publish(_ events: [(user: Int64, event: RawJSON)]) async throws {
         guard !events.isEmpty else { return }
-        _ = try await redis.pipeline(events.map { ["PUBLISH", RedisArgument(channel(of: $0.user)), RedisArgument($0.event.bytes)] })
+        _ = try await redis.pipeline(events.map { redis.configuration.publish(RedisArgument($0.event.bytes), to: channel(of: $0.user)) })
     }
 
     // MARK: Delivery
@@ -246,14 +258,20 @@ public final class LiveHub: Service, Sendable {
         return RawJSON(unchecked: bytes)
     }
 
-    /// Pushes a message from Redis to the local subscriptions of the user its channel names.
-    func deliver(_ message: RedisMessage) {
-        guard message.channel.hasPrefix(channelPrefix),
-            let user = Int64(message.channel.dropFirst(channelPrefix.count))
-        else { return }
-        let event = RawJSON(unchecked: message.payload)
-        for (connection, subscription) in registry.targets(of: user, holding: event) {
-            connection.push(method: method, params: Self.params(subscription: subscription, event: event))
+    /// Pushes the messages of the user's channel to one subscription until it ends; a resync
+    /// notice follows messages dropped for want of buffer.
+    private func deliver(_ channel: RedisSubscription, user: Int64, connection: RPCConnection, subscription: String) async {
+        var dropped = 0
+        for await message in channel {
+            let event = RawJSON(unchecked: message.payload)
+            if registry.takes(event, user: user, connection: connection, id: subscription) {
+                connection.push(method: method, params: Self.params(subscription: subscription, event: event))
+            }
+            let nowDropped = channel.droppedMessageCount
+            if nowDropped != dropped {
+                dropped = nowDropped
+                connection.push(method: method, params: Self.params(subscription: subscription, event: Self.resync))
+            }
         }
     }
 
@@ -264,9 +282,10 @@ public final class LiveHub: Service, Sendable {
         }
     }
 
-    /// Reads the pattern subscription until the service group shuts down or the task is cancelled.
+    /// Ends subscriptions of revoked sessions and announces resyncs until the service group shuts
+    /// down or the task is cancelled; then ends every subscription's Redis channel.
     public func run() async throws {
-        let subscriber = RedisSubscriber(configuration: redis.configuration, logger: logger)
+        let subscriber = self.subscriber
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { tasks in
                 if let revocations {
@@ -283,33 +302,12 @@ public final class LiveHub: Service, Sendable {
                         self.announceResync()
                     }
                 }
-                tasks.addTask {
-                    guard let subscription = await self.patternSubscription(subscriber) else { return }
-                    self.listening.store(true, ordering: .releasing)
-                    defer { self.listening.store(false, ordering: .releasing) }
-                    var dropped = 0
-                    for await message in subscription {
-                        self.deliver(message)
-                        let nowDropped = subscription.droppedMessageCount
-                        if nowDropped != dropped {
-                            dropped = nowDropped
-                            self.announceResync()
-                        }
-                    }
-                }
             }
         } onGracefulShutdown: {
             Task { await subscriber.shutdown() }
         }
         await subscriber.shutdown()
         registry.finishPresence()
-    }
-
-    /// Subscribes to the service's pattern, retrying while Redis is unreachable; nil once shut down.
-    private func patternSubscription(_ subscriber: RedisSubscriber) async -> RedisSubscription? {
-        await subscriber.subscribeRetrying(channelPrefix + "*", pattern: true, bufferSize: options.bufferSize) { error in
-            logger.warning("live delivery cannot subscribe yet", metadata: ["error": "\(error)"])
-        }
     }
 }
 

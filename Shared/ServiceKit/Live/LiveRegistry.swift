@@ -88,29 +88,28 @@ final class LiveRegistry: Sendable {
         if last { presence.yield(LiveHub.PresenceChange(userID: user, online: false)) }
     }
 
-    /// The subscriptions of `user` to push `event` to now; held ones keep it for later instead.
-    func targets(of user: Int64, holding event: RawJSON) -> [(RPCConnection, String)] {
+    /// Whether to push `event` to one subscription now: false when it is gone, when a catch-up
+    /// already sent the event, or when it is held (then the event is kept for later).
+    func takes(_ event: RawJSON, user: Int64, connection: RPCConnection, id: String) -> Bool {
         state.withLock { state in
-            guard var entries = state.users[user] else { return [] }
-            var targets: [(RPCConnection, String)] = []
-            for index in entries.indices {
-                if entries[index].held == nil {
-                    if let filter = entries[index].filter {
-                        if filter.until < .now {
-                            entries[index].filter = nil
-                        } else if !filter.keep(event) {
-                            continue
-                        }
-                    }
-                    targets.append((entries[index].connection, entries[index].id))
-                } else if entries[index].held!.count < holdLimit {
-                    entries[index].held!.append(event)
-                } else {
-                    entries[index].heldOverflowed = true
+            guard var entries = state.users[user],
+                let index = entries.firstIndex(where: { $0.connection === connection && $0.id == id })
+            else { return false }
+            defer { state.users[user] = entries }
+            guard entries[index].held != nil else {
+                guard let filter = entries[index].filter else { return true }
+                if filter.until < .now {
+                    entries[index].filter = nil
+                    return true
                 }
+                return filter.keep(event)
             }
-            state.users[user] = entries
-            return targets
+            if entries[index].held!.count < holdLimit {
+                entries[index].held!.append(event)
+            } else {
+                entries[index].heldOverflowed = true
+            }
+            return false
         }
     }
 
