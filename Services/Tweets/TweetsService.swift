@@ -8,6 +8,8 @@ import ServiceKit
 public struct TweetsService: Sendable {
     let resources: ServiceResources
     let store: TweetStore
+    /// Where the pages that tolerate a little lag are read (``TweetStore/byAuthor(_:includeReplies:before:limit:using:)``).
+    let reads: ReplicaReads
     let likes: LikeStore
     let cache: TweetCache
     let states: TweetStates
@@ -22,6 +24,7 @@ public struct TweetsService: Sendable {
         self.resources = resources
         self.maxLength = maxLength
         store = TweetStore(postgres: resources.postgres)
+        reads = resources.replicaReads
         likes = LikeStore(postgres: resources.postgres)
         cache = TweetCache(redis: resources.redis, local: copies?.bodies, logger: resources.logger)
         self.states = TweetStates(store: store, local: copies?.states)

@@ -4,15 +4,16 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Follower pages and message history read from a streaming replica (`AVIARY_POSTGRES_REPLICA_URLS`),
-/// except right after a write to them, and not from a replica that fell behind.
+/// Follower pages, message history, tweet lists, searches and profiles read from a streaming
+/// replica (`AVIARY_POSTGRES_REPLICA_URLS`), except right after a write to them, and not from a
+/// replica that fell behind.
 @Suite struct ReadReplicaTests {
     @Test func pagesComeFromTheReplicaExceptRightAfterTheirWrites() async throws {
         let primary = try await TestServers.startPrivatePostgres()
         let replica = try await primary.makeReplica()
         let redis = try await TestServers.startPrivateRedis()
         let stack = try await ServiceStack.start(
-            ["auth", "social-graph", "messaging"], redisDatabase: 0, environment: ["AVIARY_POSTGRES_REPLICA_WINDOW_MS": "6000"],
+            ["auth", "social-graph", "messaging", "tweets", "media"], redisDatabase: 0, environment: ["AVIARY_POSTGRES_REPLICA_WINDOW_MS": "6000"],
             postgresServer: primary, redisServer: redis, replica: replica)
         let (ana, ben, cat) = (try await stack.makeUser("ana"), try await stack.makeUser("ben"), try await stack.makeUser("cat"))
         func followers(of user: StackUser) async throws -> Set<String> {
@@ -22,10 +23,12 @@ import Testing
         let conversation: JSONValue = try await stack.call("messaging", "messaging.openDirect", ["userId": ben.idValue], as: ana)
         let conversationID = try #require(conversation["id"]?.stringValue)
 
-        // A first page read starts the services' replica checks (every 250 ms); once the replica has
+        // A first read of each service starts its replica checks (every 250 ms); once the replica has
         // caught up and they have seen it, it stops replaying: what is written from now on is on the
         // primary alone.
         #expect(try await followers(of: ana).isEmpty)
+        let _: JSONValue = try await stack.call("tweets", "tweets.search", ["query": "nothing"], as: cat)
+        let _: JSONValue = try await stack.call("auth", "auth.getUser", ["userId": ben.idValue], as: cat)
         let position = try await primary.psql("SELECT pg_current_wal_lsn()", url: primary.url(database: "postgres"))
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let caughtUpBefore = try await eventually(timeout: .seconds(20), interval: .milliseconds(50)) {
@@ -43,6 +46,21 @@ import Testing
         let history: JSONValue = try await stack.call(
             "messaging", "messaging.history", ["conversationId": .string(conversationID)], as: ben)
         #expect(history["items"]?.arrayValue?.first?["text"] == "seen at once")
+        // ana posts and renames herself: her tweets, her searches and her profile are read from
+        // the primary, by anyone; cat, who wrote nothing, searches the replica, which lacks the post.
+        let word = "replicaword\(UInt32.random(in: 0...UInt32.max))"
+        let tweet: JSONValue = try await stack.call("tweets", "tweets.create", ["text": .string("a \(word) post")], as: ana)
+        let tweetID = try #require(tweet["id"]?.stringValue)
+        func ids(_ page: JSONValue) -> [String] { page["items"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? [] }
+        let anasTweets: JSONValue = try await stack.call("tweets", "tweets.byUser", ["userId": ana.idValue], as: cat)
+        #expect(ids(anasTweets) == [tweetID])
+        let anasSearch: JSONValue = try await stack.call("tweets", "tweets.search", ["query": .string(word)], as: ana)
+        #expect(ids(anasSearch) == [tweetID])
+        let catsSearch: JSONValue = try await stack.call("tweets", "tweets.search", ["query": .string(word)], as: cat)
+        #expect(ids(catsSearch).isEmpty, "cat's search did not read the paused replica")
+        let _: JSONValue = try await stack.call("auth", "auth.updateProfile", ["fullname": "Ana Renamed"], as: ana)
+        let profile: JSONValue = try await stack.call("auth", "auth.getUser", ["userId": ana.idValue], as: cat)
+        #expect(profile["fullname"] == "Ana Renamed")
 
         // A follow written behind the service's back marks nothing: ben's followers come from the
         // replica, which does not have it yet...
@@ -61,7 +79,8 @@ import Testing
         let caughtUp = try await eventually(timeout: .seconds(10), interval: .milliseconds(100)) {
             let bens = try await followers(of: ben)
             let anas = try await followers(of: ana)
-            return bens == [cat.id.description] && anas == [ben.id.description]
+            let search: JSONValue = try await stack.call("tweets", "tweets.search", ["query": .string(word)], as: cat)
+            return bens == [cat.id.description] && anas == [ben.id.description] && ids(search) == [tweetID]
         }
         #expect(caughtUp)
     }

@@ -1,5 +1,6 @@
 import AviaryAPI
 import RPC
+import ServiceKit
 
 extension AuthService {
     func getUser(_ params: GetUserParams, context: RPCContext) async throws -> User {
@@ -9,7 +10,8 @@ extension AuthService {
         case (let id?, nil):
             // The counts and relations need only the id: asked for while the account is read.
             async let details = profiles.details(of: [id.value], viewer: viewer, context: context)
-            guard let record = try await users.find(id: id.value) else { throw RPCError.notFound("no such user") }
+            let database = await resources.replicaReads.client(reading: Self.profile(id.value))
+            guard let record = try await users.find(id: id.value, using: database) else { throw RPCError.notFound("no such user") }
             return profiles.assemble([record], details: await details, viewer: viewer)[0]
         case (nil, let username?):
             let name = try TextRules.username(username.hasPrefix("@") ? String(username.dropFirst()) : username)
@@ -22,4 +24,8 @@ extension AuthService {
         guard let record else { throw RPCError.notFound("no such user") }
         return await profiles.user(record, viewer: viewer, context: context)
     }
+
+    /// What a read of `user`'s profile names for ``ReplicaReads``: `profile:<id>`, marked when they
+    /// register or change it.
+    static func profile(_ user: Int64) -> String { "profile:\(user)" }
 }

@@ -37,6 +37,7 @@ extension AuthService {
                     sessionID: session.id, userID: user.id, refreshHash: session.refreshToken.hash, on: connection)
             }
         }
+        await resources.replicaReads.recordWrite(to: [Self.profile(user.id)])
         let tokens = try await issuer.tokens(userID: user.id, sessionID: session.id, refreshToken: session.refreshToken)
         return await signedIn(user, tokens: tokens, context: context)
     }

@@ -1,5 +1,6 @@
 import AviaryAPI
 import RPC
+import ServiceKit
 
 extension AuthService {
     /// How many of the best matches a search ranks and pages through.
@@ -15,7 +16,8 @@ extension AuthService {
 
         // The ranking key puts followed accounts above every other match, then orders by score;
         // pages continue strictly after the last (key, id) seen.
-        let candidates = try await users.search(query, limit: Self.searchCandidates)
+        let candidates = try await users.search(
+            query, limit: Self.searchCandidates, using: await resources.replicaReads.client(reading: viewer.map(Self.profile)))
         let relations = await profiles.relationsByUser(candidates.map { EntityID($0.user.id) }, viewer: viewer, context: context)
         var ranked: [RankedUser] = candidates.map { candidate in
             let followed: Int64 = relations[candidate.user.id]?.isFollowed == true ? 1 << 40 : 0

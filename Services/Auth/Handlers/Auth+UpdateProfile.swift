@@ -1,5 +1,6 @@
 import AviaryAPI
 import RPC
+import ServiceKit
 
 extension AuthService {
     func updateProfile(_ params: UpdateProfileParams, context: RPCContext) async throws -> User {
@@ -14,6 +15,7 @@ extension AuthService {
             let record = try await users.updateProfile(
                 userID: userID, fullname: fullname, bio: bio, username: username, profileImage: params.profileImage)
         else { throw RPCError.notFound("this account no longer exists") }
+        await resources.replicaReads.recordWrite(to: [Self.profile(userID)])
         return await profiles.user(record, viewer: userID, context: context)
     }
 }

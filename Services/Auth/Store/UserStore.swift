@@ -89,8 +89,9 @@ struct UserStore: Sendable {
         }
     }
 
-    func find(id: Int64) async throws -> UserRecord? {
-        try await postgres.query("SELECT \(UserRecord.columns) FROM auth.users WHERE id = $1", [id]).first
+    /// With `database`, read there (a replica's client, ``AuthService/profile(_:)``).
+    func find(id: Int64, using database: PostgresClient? = nil) async throws -> UserRecord? {
+        try await (database ?? postgres).query("SELECT \(UserRecord.columns) FROM auth.users WHERE id = $1", [id]).first
             .map { try UserRecord(row: $0) }
     }
 
@@ -149,10 +150,11 @@ struct UserStore: Sendable {
     /// name, then trigram similarity (pg_trgm), which also finds names typed with a typo. The word
     /// similarity threshold is lowered from pg_trgm's 0.6 to 0.45, where one letter left out of a
     /// seven-letter surname still matches.
-    func search(_ query: String, limit: Int) async throws -> [(user: UserRecord, score: Double)] {
+    /// Read with `database`: a replica's client unless the searcher changed their profile lately.
+    func search(_ query: String, limit: Int, using database: PostgresClient) async throws -> [(user: UserRecord, score: Double)] {
         let escaped = query.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
             .replacingOccurrences(of: "_", with: "\\_")
-        return try await postgres.transaction { connection in
+        return try await database.transaction { connection in
             try await connection.execute("SET LOCAL pg_trgm.word_similarity_threshold = 0.45")
             return try await connection.query(
                 """

@@ -45,6 +45,7 @@ extension TweetsService {
             OutboxRelay.nudge()
             authorCounts.changedHere([author])
             if let parent = params.replyTo { states.changedHere([parent.value]) }
+            await recordWrite(by: author, parent: params.replyTo?.value)
             var users: [Int64: UserSummary] = authorUser.map { [author: $0] } ?? [:]
             if let replyToUserID, users[replyToUserID] == nil {
                 // Known only now; without it the answer carries the parent author's id alone (and

@@ -17,6 +17,7 @@ extension TweetsService {
             OutboxRelay.nudge()
             states.changedHere([params.tweetId.value] + (parent.map { [$0] } ?? []))
             authorCounts.changedHere([caller])
+            await recordWrite(by: caller, parent: parent)
             do {
                 try await cache.forget([params.tweetId.value])
             } catch {

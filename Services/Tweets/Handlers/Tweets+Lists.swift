@@ -7,7 +7,8 @@ extension TweetsService {
     @Sendable func replies(_ params: RepliesParams, _ context: RPCContext) async throws -> RawJSON {
         let after = try KeysetCursor.decodeID(params.cursor)
         let page = try await store.replies(
-            to: params.tweetId.value, after: after, limit: (params.limit ?? PageLimit()).value)
+            to: params.tweetId.value, after: after, limit: (params.limit ?? PageLimit()).value,
+            using: await reads.client(reading: Self.replies(to: params.tweetId.value)))
         if page.ids.isEmpty, after == nil, try await store.tweets([params.tweetId.value], viewer: nil).isEmpty {
             throw Self.unknownTweet(params.tweetId)
         }
@@ -18,7 +19,7 @@ extension TweetsService {
         let before = try KeysetCursor.decodeID(params.cursor)
         let page = try await store.byAuthor(
             params.userId.value, includeReplies: params.includeReplies ?? false, before: before,
-            limit: (params.limit ?? PageLimit()).value)
+            limit: (params.limit ?? PageLimit()).value, using: await reads.client(reading: Self.authorsTweets(params.userId.value)))
         if page.ids.isEmpty, before == nil { try await requireUser(params.userId, context) }
         return try await hydrated(page, context)
     }
@@ -44,10 +45,23 @@ extension TweetsService {
         guard !words.isEmpty || !hashtags.isEmpty else {
             throw RPCError.validation("query must hold at least one word or #hashtag", field: "query")
         }
+        // A caller who posted lately searches the primary, so their own tweet is found.
         let page = try await store.search(
             words: words.joined(separator: " "), hashtags: hashtags, before: try KeysetCursor.decodeID(params.cursor),
-            limit: (params.limit ?? PageLimit()).value)
+            limit: (params.limit ?? PageLimit()).value, using: await reads.client(reading: context.principal.map { Self.authorsTweets($0.userID) }))
         return try await hydrated(page, context)
+    }
+
+    /// What a read of `author`'s tweets names for ``ReplicaReads``: `tweets-by:<id>`, marked when
+    /// they post or delete.
+    static func authorsTweets(_ author: Int64) -> String { "tweets-by:\(author)" }
+
+    /// What a read of the replies to `tweet` names for ``ReplicaReads``: `replies:<id>`.
+    static func replies(to tweet: Int64) -> String { "replies:\(tweet)" }
+
+    /// Marks what a post or a delete by `author` (replying to `parent`) changed, for ``ReplicaReads``.
+    func recordWrite(by author: Int64, parent: Int64?) async {
+        await reads.recordWrite(to: [Self.authorsTweets(author)] + (parent.map { [Self.replies(to: $0)] } ?? []))
     }
 
     static let searchQueryLimit = 100

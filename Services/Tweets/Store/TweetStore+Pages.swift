@@ -16,26 +16,32 @@ enum TweetCursor {
 
 extension TweetStore {
     /// `author`'s live tweets newest first, strictly before the tweet id `before`.
-    func byAuthor(_ author: Int64, includeReplies: Bool, before: Int64?, limit: Int) async throws -> KeysetPage {
+    /// The pages here are read with `database`: a replica's client when what they list was not
+    /// written lately (``ReplicaReads``, ``TweetsService/authorsTweets(_:)``).
+    func byAuthor(
+        _ author: Int64, includeReplies: Bool, before: Int64?, limit: Int, using database: PostgresClient
+    ) async throws -> KeysetPage {
         let roots = includeReplies ? "" : " AND reply_to IS NULL"
         return try await idPage(
             """
             SELECT id FROM tweets.tweets
             WHERE author_id = $1 AND deleted_at IS NULL\(roots) AND id < $2 ORDER BY id DESC LIMIT $3
-            """, [author, before ?? Int64.max], limit: limit)
+            """, [author, before ?? Int64.max], limit: limit, using: database)
     }
 
     /// The live replies to `tweet`, oldest first, strictly after the tweet id `after`.
-    func replies(to tweet: Int64, after: Int64?, limit: Int) async throws -> KeysetPage {
+    func replies(to tweet: Int64, after: Int64?, limit: Int, using database: PostgresClient) async throws -> KeysetPage {
         try await idPage(
             """
             SELECT id FROM tweets.tweets
             WHERE reply_to = $1 AND deleted_at IS NULL AND id > $2 ORDER BY id LIMIT $3
-            """, [tweet, after ?? 0], limit: limit)
+            """, [tweet, after ?? 0], limit: limit, using: database)
     }
 
     /// Live tweets holding every one of `words` (full text, any form) and `hashtags`, newest first.
-    func search(words: String, hashtags: [String], before: Int64?, limit: Int) async throws -> KeysetPage {
+    func search(
+        words: String, hashtags: [String], before: Int64?, limit: Int, using database: PostgresClient
+    ) async throws -> KeysetPage {
         let before = before ?? Int64.max
         // One statement per shape, so each plan uses its GIN index rather than a generic plan's guess.
         if hashtags.isEmpty {
@@ -43,21 +49,21 @@ extension TweetStore {
                 """
                 SELECT id FROM tweets.tweets
                 WHERE search @@ plainto_tsquery('simple', $1) AND deleted_at IS NULL AND id < $2 ORDER BY id DESC LIMIT $3
-                """, [words, before], limit: limit)
+                """, [words, before], limit: limit, using: database)
         }
         if words.isEmpty {
             return try await idPage(
                 """
                 SELECT id FROM tweets.tweets
                 WHERE hashtags @> $1 AND deleted_at IS NULL AND id < $2 ORDER BY id DESC LIMIT $3
-                """, [hashtags, before], limit: limit)
+                """, [hashtags, before], limit: limit, using: database)
         }
         return try await idPage(
             """
             SELECT id FROM tweets.tweets
             WHERE search @@ plainto_tsquery('simple', $1) AND hashtags @> $2 AND deleted_at IS NULL AND id < $3
             ORDER BY id DESC LIMIT $4
-            """, [words, hashtags, before], limit: limit)
+            """, [words, hashtags, before], limit: limit, using: database)
     }
 
     /// The live tweets `user` liked, most recent like first.
@@ -122,7 +128,9 @@ extension TweetStore {
 
     /// Runs a page query whose last parameter is the limit, asking one row more to learn whether a
     /// next page exists.
-    private func idPage(_ sql: String, _ parameters: [any PostgresEncodable], limit: Int) async throws -> KeysetPage {
-        try KeysetPage(rows: try await postgres.query(sql, parameters + [limit + 1]), limit: limit, keyColumn: 0)
+    private func idPage(
+        _ sql: String, _ parameters: [any PostgresEncodable], limit: Int, using database: PostgresClient? = nil
+    ) async throws -> KeysetPage {
+        try KeysetPage(rows: try await (database ?? postgres).query(sql, parameters + [limit + 1]), limit: limit, keyColumn: 0)
     }
 }

@@ -4,10 +4,12 @@ import Postgres
 import Redis
 import Synchronization
 
-/// Reads that tolerate a little lag (follower pages, message history) sent to streaming replicas
-/// (`AVIARY_POSTGRES_REPLICA_URLS`), while nobody reads a page older than what they were shown.
+/// Reads that tolerate a little lag (follower pages, message history, a user's tweets, searches,
+/// profiles) sent to streaming replicas (`AVIARY_POSTGRES_REPLICA_URLS`), while nobody reads a page
+/// older than what they were shown.
 ///
-/// A read names the thing it reads (`followers:<user>`, `conversation:<id>`), and a write to that
+/// A read names the thing it reads (`followers:<user>`, `conversation:<id>`, `tweets-by:<user>`,
+/// `profile:<user>`; a search names the searcher's own writes), and a write to that
 /// thing marks it for `window` (``recordWrite(to:)``: in this process, and in Redis for the other
 /// instances): reads of a marked thing go to the primary. So the writer reads its own write, and
 /// so does whoever was told of it (a follow's notification, a message pushed live) and opens the
@@ -60,11 +62,13 @@ public final class ReplicaReads: Sendable {
     public var hasReplicas: Bool { !replicas.isEmpty }
 
     /// The client to read `thing` with: a usable replica in turn, or the primary while `thing` is
-    /// marked (or when no replica is usable, or the mark cannot be looked up).
-    public func client(reading thing: String) async -> PostgresClient {
+    /// marked (or when no replica is usable, or the mark cannot be looked up). A nil `thing` is a
+    /// read nobody's write marks (an anonymous search): a usable replica.
+    public func client(reading thing: String?) async -> PostgresClient {
         if !asked.load(ordering: .relaxed) { asked.store(true, ordering: .relaxed) }
         let usable = replicas.filter { $0.usable.load(ordering: .relaxed) }
         guard !usable.isEmpty else { return primary }
+        guard let thing else { return usable[turn.wrappingAdd(1, ordering: .relaxed).oldValue % usable.count].client }
         let now = ContinuousClock.now
         let local = marked.withLock { marks -> Bool in
             guard let until = marks[thing] else { return false }
