@@ -6,6 +6,7 @@ import ServiceKit
 /// The social-graph service: who follows whom, over its own tables and the accounts service.
 public struct SocialGraphService: Sendable {
     let store: FollowStore
+    let blocks: BlockStore
     let records: FollowRecords
     let directory: UserDirectory
     /// Where the follower and following pages of apps are read (fan-out's id pages stay on the primary).
@@ -26,7 +27,8 @@ public struct SocialGraphService: Sendable {
         resources.prepareOutboxEvents(with: LocalCopyKind.announcer([(.follows, FollowRecords.changedBy)], redis: resources.redis))
         let store = FollowStore(postgres: resources.postgres)
         SocialGraphService(
-            store: store, records: FollowRecords(store: store, local: local), directory: UserDirectory(resources: resources),
+            store: store, blocks: BlockStore(postgres: resources.postgres), records: FollowRecords(store: store, local: local),
+            directory: UserDirectory(resources: resources),
             reads: resources.replicaReads
         ).registerMethods(with: &router)
         resources.addBackgroundService(CountCompactor(postgres: resources.postgres, logger: resources.logger))
@@ -44,5 +46,9 @@ public struct SocialGraphService: Sendable {
         router.register(GraphAPI.followingIds, encoded: followingIDs)
         router.register(GraphAPI.statsMany, handler: statsMany)
         router.register(GraphAPI.relationships, handler: relationships)
+        router.register(GraphAPI.block, handler: block)
+        router.register(GraphAPI.unblock, handler: unblock)
+        router.register(GraphAPI.blocks, handler: blockList)
+        router.register(GraphAPI.blockedAmong, handler: blockedAmong)
     }
 }

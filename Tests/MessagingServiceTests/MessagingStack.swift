@@ -19,7 +19,7 @@ struct MessagingStack: Sendable {
 
     private static let started = Task {
         let stack = try await ServiceStack.start(
-            ["auth", "messaging"], redisDatabase: 11,
+            ["auth", "social-graph", "messaging"], redisDatabase: 11,
             environment: ["AVIARY_MESSAGING_PRESENCE_WINDOW_MS": "1500"])
         return MessagingStack(stack: stack, extra: try await stack.startExtraInstance("messaging"))
     }

@@ -17,6 +17,7 @@ extension MessagingService {
         guard try await directory.summaries([other, caller], context: context)[other] != nil else {
             throw RPCError.notFound("no user has the id \(params.userId)")
         }
+        try await resources.refuseIfBlocked(caller, other, "message this user", context: context)
         let opened = try await conversations.openDirect(caller, other, creator: caller, id: resources.ids.next())
         let conversation = try await self.conversation(opened.id, viewer: caller, context: context)
         if opened.created {

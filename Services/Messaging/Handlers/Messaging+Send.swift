@@ -24,6 +24,7 @@ extension MessagingService {
         // stored, the call must not fail, or a client told "unavailable, safe to retry" would send
         // the message twice.
         async let senderSummary = directory.summaries([caller], context: context)
+        async let allowed: Void = refuseBlockedDirect(conversation, sender: caller, context: context)
         var media: Media?
         if let mediaId = params.mediaId {
             // Membership first: a non-member learns nothing, not even whether the media would do.
@@ -33,6 +34,7 @@ extension MessagingService {
             media = try await messageMedia(mediaId, conversation: conversation, sender: caller, context: context)
         }
         let sender = try await senderSummary
+        try await allowed
         let stored = NewMessageInput(text: text, media: media, clientMessageID: clientMessageID)
         let outcome = try await messages.send(
             MessageStore.NewMessage(
@@ -114,9 +116,14 @@ extension MessagingService {
         }
         return media
     }
+
+    /// Refuses a message in a direct conversation whose two members blocked one another.
+    private func refuseBlockedDirect(_ conversation: Int64, sender: Int64, context: RPCContext) async throws {
+        guard let peer = try await conversations.directPeer(of: conversation, for: sender) else { return }
+        try await resources.refuseIfBlocked(sender, peer, "message this user", context: context)
+    }
 }
 
-/// What a send stores besides its ids.
 private struct NewMessageInput {
     var text: String?
     var media: Media?

@@ -163,6 +163,16 @@ struct ConversationStore: Sendable {
         return members.contains(user) ? members : nil
     }
 
+    /// The other member of `conversation` when it is a direct conversation of `user`'s; nil otherwise.
+    func directPeer(of conversation: Int64, for user: Int64) async throws -> Int64? {
+        try await postgres.query(
+            """
+            SELECT CASE WHEN direct_low = $2 THEN direct_high ELSE direct_low END FROM messaging.conversations
+            WHERE id = $1 AND kind = 'direct' AND $2 IN (direct_low, direct_high)
+            """, [conversation, user]
+        ).first?.decode(Int64.self, at: 0)
+    }
+
     /// Whether `user` is a current member of `conversation`.
     func isMember(_ conversation: Int64, user: Int64) async throws -> Bool {
         try await !postgres.query(

@@ -57,6 +57,27 @@ enum NotificationConsumers {
         return Int(mixed % UInt64(partitions))
     }
 
+    /// The mentions among `changes` whose recipient and author blocked one another: a mention may be
+    /// posted, but it notifies nobody across a block. (Follows, likes, replies and messages are
+    /// refused across one where they are made.) One `graph.blockedAmong` per recipient mentioned.
+    private static func blockedMentions(
+        in changes: [NotificationStore.Change], _ service: NotificationsService
+    ) async throws -> Set<NotificationStore.Change> {
+        var mentions: [Int64: [NewNotification]] = [:]
+        for case .add(let new) in changes where new.kind == .mention { mentions[new.recipient, default: []].append(new) }
+        guard !mentions.isEmpty else { return [] }
+        let resources = service.resources
+        return try await withThrowingTaskGroup(of: [NotificationStore.Change].self) { group in
+            for (recipient, adds) in mentions {
+                group.addTask {
+                    let blocked = try await resources.blocked(among: adds.map(\.actor), with: recipient, context: nil)
+                    return adds.filter { blocked.contains($0.actor) }.map { .add($0) }
+                }
+            }
+            return try await group.reduce(into: []) { $0.formUnion($1) }
+        }
+    }
+
     /// Stores what the batch means in one transaction (events applied before are skipped), then
     /// publishes it to live subscribers. Throwing makes the consumer retry the batch.
     /// Only the changes of the partition's recipients are kept, each recipient's under a key of its
@@ -86,6 +107,10 @@ enum NotificationConsumers {
             }
         }
         guard !events.isEmpty else { return }
+        let blocked = try await blockedMentions(in: events.flatMap(\.changes), service)
+        if !blocked.isEmpty {
+            events = events.map { event in (event.key, event.changes.filter { !blocked.contains($0) }) }
+        }
         let outcome = try await service.store.apply(events)
         await service.feed.publish(outcome, logger: service.resources.logger)
     }

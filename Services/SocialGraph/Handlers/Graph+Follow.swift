@@ -14,6 +14,8 @@ extension SocialGraphService {
             OutboxRelay.nudge()
             records.changedHere([caller, followee])
             await reads.recordWrite(to: [FollowStore.Direction.following.list(of: caller), FollowStore.Direction.followers.list(of: followee)])
+        } else if try await blocks.isBlocked(caller, followee) {
+            throw RPCError.forbidden("you cannot follow this user: one of you blocked the other")
         }
         return FollowState(following: true)
     }
@@ -33,7 +35,7 @@ extension SocialGraphService {
         return FollowState(following: false)
     }
 
-    private static func otherUser(_ id: EntityID, caller: Int64, verb: String) throws(RPCError) -> Int64 {
+    static func otherUser(_ id: EntityID, caller: Int64, verb: String) throws(RPCError) -> Int64 {
         guard id.value != caller else {
             throw RPCError.validation("userId must be another user: you cannot \(verb) yourself", field: "userId")
         }

@@ -53,7 +53,7 @@ extension FollowStore {
         return try KeysetPage(rows: rows, limit: limit)
     }
 
-    private struct PageStatements {
+    struct PageStatements {
         var first: String
         var after: String
     }
@@ -64,7 +64,7 @@ extension FollowStore {
     /// costs more than the rest of the query when done on every row). The index is
     /// `(anchor, created_at DESC, other)`: `created_at <= t` bounds its scan and the rest of the
     /// condition only skips the edges of the cursor's own instant.
-    private static func pageStatements(anchor: String, other: String) -> PageStatements {
+    static func pageStatements(anchor: String, other: String, table: String = "social_graph.follows") -> PageStatements {
         let order = "ORDER BY created_at DESC, \(other)"
         let position = "(TIMESTAMPTZ 'epoch' + $2::bigint * INTERVAL '1 microsecond')"
         func page(where condition: String, limit: String) -> String {
@@ -72,7 +72,7 @@ extension FollowStore {
             SELECT \(other), CASE WHEN row_number() OVER (\(order)) = \(limit)
                 THEN (EXTRACT(EPOCH FROM created_at) * 1000000)::bigint END
             FROM (
-                SELECT \(other), created_at FROM social_graph.follows WHERE \(condition) \(order) LIMIT \(limit) + 1
+                SELECT \(other), created_at FROM \(table) WHERE \(condition) \(order) LIMIT \(limit) + 1
             ) AS page
             \(order)
             """

@@ -12,7 +12,8 @@ import Postgres
 struct FollowStore: Sendable {
     let postgres: PostgresClient
 
-    /// Adds the edge `follower → followee`; true if it is new, false if it already existed.
+    /// Adds the edge `follower → followee`; true if it is new, false if it already existed or
+    /// either of the two blocked the other (``BlockStore``).
     func follow(follower: Int64, followee: Int64) async throws -> Bool {
         try await !postgres.query(Self.insertEdge, [follower, followee]).isEmpty
     }
@@ -38,7 +39,8 @@ struct FollowStore: Sendable {
     private static let insertEdge = """
         WITH edge AS (
             INSERT INTO social_graph.follows (follower_id, followee_id, created_at)
-            VALUES ($1, $2, now())
+            SELECT $1, $2, now()
+            WHERE NOT EXISTS (\(BlockStore.eitherWay))
             ON CONFLICT (follower_id, followee_id) DO NOTHING
             RETURNING follower_id, followee_id, created_at
         ), counted AS (
@@ -53,10 +55,15 @@ struct FollowStore: Sendable {
         SELECT 1 FROM edge
         """
 
-    private static let deleteEdge = """
-        WITH edge AS (
+    private static let deleteEdge = deletion(of: "follower_id = $1 AND followee_id = $2", prefix: "")
+
+    /// Deletes the edges matching `condition` with their deltas and events, after the CTEs in
+    /// `prefix` (each followed by a comma); selects one row per edge deleted.
+    static func deletion(of condition: String, prefix: String) -> String {
+        """
+        WITH \(prefix) edge AS (
             DELETE FROM social_graph.follows
-            WHERE follower_id = $1 AND followee_id = $2
+            WHERE \(condition)
             RETURNING follower_id, followee_id, now() AS created_at
         ), counted AS (
             INSERT INTO social_graph.count_deltas (user_id, followers, following)
@@ -69,4 +76,5 @@ struct FollowStore: Sendable {
         )
         SELECT 1 FROM edge
         """
+    }
 }

@@ -44,5 +44,20 @@ enum GraphSchema {
                 );
                 CREATE INDEX count_deltas_user ON social_graph.count_deltas (user_id);
                 """),
+        PostgresMigration(
+            version: 5, name: "blocks",
+            sql: """
+                CREATE TABLE social_graph.blocks (
+                    blocker_id bigint NOT NULL,
+                    blocked_id bigint NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (blocker_id, blocked_id),
+                    CHECK (blocker_id <> blocked_id)
+                );
+                -- The caller's blocks newest first (graph.blocks), as index-only scans.
+                CREATE INDEX blocks_blocker_recent ON social_graph.blocks (blocker_id, created_at DESC, blocked_id);
+                -- Who blocked a user: the other half of "either blocked the other".
+                CREATE INDEX blocks_blocked ON social_graph.blocks (blocked_id, blocker_id);
+                """),
     ]
 }

@@ -19,9 +19,10 @@ extension TweetsService {
         async let authorSummary = accounts.author(author, context: context)
         async let mentioned = accounts.users(named: parsed.mentions, context: context)
         async let attached = media.media(mediaIDs, ownedBy: author, context: context)
+        async let replyAllowed: Void = refuseBlockedReply(by: author, to: params.replyTo, context: context)
         // Everything that can fail is asked before the tweet is stored: once stored, the call must
         // not fail, or a client told "unavailable, safe to retry" would post it twice.
-        let (mentions, found, (authorUser, authorEpoch)) = try await (mentioned, attached, authorSummary)
+        let (mentions, found, (authorUser, authorEpoch), _) = try await (mentioned, attached, authorSummary, replyAllowed)
         if let index = mediaIDs.firstIndex(where: { found[$0] == nil }) {
             throw RPCError.validation(
                 "mediaIds[\(index)] is not a finished tweet upload of yours: \(mediaIDs[index])", field: "mediaIds")
@@ -74,6 +75,13 @@ extension TweetsService {
             }
             return TweetJSON.finish(body, likes: 0, replies: 0, likedByMe: false, deleted: false)
         }
+    }
+
+    /// Refuses a reply to a tweet whose author and `author` blocked one another. An unknown parent
+    /// passes: the create itself answers it `not_found`.
+    private func refuseBlockedReply(by author: Int64, to parent: EntityID?, context: RPCContext) async throws {
+        guard let parent, let parentAuthor = try await store.authors(of: [parent.value])[parent.value] else { return }
+        try await resources.refuseIfBlocked(author, parentAuthor, "reply to this tweet", context: context)
     }
 
     /// The `mediaIds` param: at most four, none twice.

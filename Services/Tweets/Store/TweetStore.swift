@@ -62,6 +62,13 @@ struct TweetStore: Sendable {
         try await rows(TweetRow.columns, of: ids, viewer, id: \.id, TweetRow.init(row:))
     }
 
+    /// The authors of the stored tweets among `ids`, deleted ones included.
+    func authors(of ids: [Int64]) async throws -> [Int64: Int64] {
+        guard !ids.isEmpty else { return [:] }
+        let rows = try await postgres.query("SELECT id, author_id FROM tweets.tweets WHERE id = ANY($1)", [ids])
+        return Dictionary(try rows.map { (try $0.decode(Int64.self, at: 0), try $0.decode(Int64.self, at: 1)) }) { first, _ in first }
+    }
+
     /// The counts and flags of the stored tweets among `ids` (any order).
     func states(_ ids: [Int64]) async throws -> [Int64: TweetState] {
         try await rows(TweetState.columns, of: ids, id: \.id, TweetState.init(row:))

@@ -14,6 +14,30 @@ public enum GraphAPI {
         "graph.unfollow", access: .user,
         summary: "Stop following userId. Idempotent: unfollowing someone not followed succeeds. An unknown user is not_found.")
 
+    public static let block = RPCMethod<UserParams, BlockState>(
+        "graph.block", access: .user,
+        summary: """
+            Blocks userId. The follows between the two end; from then on neither can follow, reply to, like or \
+            directly message the other, neither is notified of the other's mentions, and each one's tweets are \
+            left out of the other's user timelines, replies and searches. userId is not told. Idempotent. \
+            Blocking oneself is a validation error; an unknown user is not_found.
+            """)
+
+    public static let unblock = RPCMethod<UserParams, BlockState>(
+        "graph.unblock", access: .user,
+        summary: "Lifts the caller's block of userId; the follows it ended stay ended. Idempotent. An unknown user is not_found.")
+
+    public static let blocks = RPCMethod<PageParams, Page<User>>(
+        "graph.blocks", access: .user,
+        summary: "Page of the users the caller blocked, most recent block first ({items: [User], nextCursor}). Only the caller sees it.")
+
+    public static let blockedAmong = RPCMethod<BlockedAmongParams, [String]>(
+        "graph.blockedAmong", access: .internal,
+        summary: """
+            Internal. Those of ids (at most 1,000) that userId blocked or that blocked userId, as id strings in \
+            no particular order: what the other services leave out or refuse between the two.
+            """)
+
     public static let followers = RPCMethod<UserPageParams, Page<User>>(
         "graph.followers", access: .anonymous,
         summary: """
@@ -99,6 +123,26 @@ public struct FollowState: Codable, Sendable {
 
     public init(following: Bool) {
         self.following = following
+    }
+}
+
+/// The result of `graph.block` and `graph.unblock`: whether the caller now blocks the user.
+public struct BlockState: Codable, Sendable {
+    public var blocking: Bool
+
+    public init(blocking: Bool) {
+        self.blocking = blocking
+    }
+}
+
+/// Params of `graph.blockedAmong`.
+public struct BlockedAmongParams: Codable, Sendable {
+    public var userId: EntityID
+    public var ids: [EntityID]
+
+    public init(userId: EntityID, ids: [EntityID]) {
+        self.userId = userId
+        self.ids = ids
     }
 }
 

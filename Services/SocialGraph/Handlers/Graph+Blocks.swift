@@ -1,0 +1,41 @@
+import AviaryAPI
+import EventStreams
+import RPC
+import ServiceKit
+
+extension SocialGraphService {
+    @Sendable func block(_ params: UserParams, _ context: RPCContext) async throws -> BlockState {
+        let caller = try context.requireUser()
+        let other = try Self.otherUser(params.userId, caller: caller, verb: "block")
+        guard try await directory.exists(other, context: context) else { throw Self.unknownUser(params.userId) }
+        if try await blocks.block(caller, other) > 0 {
+            OutboxRelay.nudge()
+            records.changedHere([caller, other])
+            await reads.recordWrite(
+                to: [FollowStore.Direction.following, .followers].flatMap { [$0.list(of: caller), $0.list(of: other)] })
+        }
+        return BlockState(blocking: true)
+    }
+
+    @Sendable func unblock(_ params: UserParams, _ context: RPCContext) async throws -> BlockState {
+        let caller = try context.requireUser()
+        let other = try Self.otherUser(params.userId, caller: caller, verb: "unblock")
+        if try await !blocks.unblock(caller, other), try await !directory.exists(other, context: context) {
+            throw Self.unknownUser(params.userId)
+        }
+        return BlockState(blocking: false)
+    }
+
+    @Sendable func blockList(_ params: PageParams, _ context: RPCContext) async throws -> Page<User> {
+        let caller = try context.requireUser()
+        let page = try await blocks.page(
+            of: caller, after: try FollowCursor.decode(params.cursor), limit: (params.limit ?? PageLimit()).value)
+        let users = try await directory.users(page.ids, viewer: caller, context: context)
+        return Page(items: users, nextCursor: page.next?.encoded)
+    }
+
+    @Sendable func blockedAmong(_ params: BlockedAmongParams, _ context: RPCContext) async throws -> [String] {
+        let others = try params.ids.values(atMost: Self.batchLimit)
+        return try await blocks.blocked(among: others, with: params.userId.value).map { String($0) }
+    }
+}

@@ -1,0 +1,71 @@
+import AviaryAPI
+import Postgres
+import ServiceKit
+
+/// Blocks in Postgres: `social_graph.blocks` holds one row per block. A block ends the follows
+/// between the two in the same statement (their deltas and `unfollow` events with them, so every
+/// home timeline loses what it showed of the other), and ``FollowStore/follow(follower:followee:)``
+/// inserts no edge while either blocked the other.
+struct BlockStore: Sendable {
+    let postgres: PostgresClient
+
+    /// The condition, on `$1` and `$2`, that either blocked the other.
+    static let eitherWay = """
+        SELECT 1 FROM social_graph.blocks
+        WHERE (blocker_id = $1 AND blocked_id = $2) OR (blocker_id = $2 AND blocked_id = $1)
+        """
+
+    /// `blocker` blocks `blocked`; the follows between them end. Returns how many follows ended.
+    func block(_ blocker: Int64, _ blocked: Int64) async throws -> Int {
+        try await postgres.query(Self.insertBlock, [blocker, blocked]).count
+    }
+
+    /// Lifts `blocker`'s block of `blocked`; true if there was one.
+    func unblock(_ blocker: Int64, _ blocked: Int64) async throws -> Bool {
+        try await !postgres.query(
+            "DELETE FROM social_graph.blocks WHERE blocker_id = $1 AND blocked_id = $2 RETURNING 1", [blocker, blocked]
+        ).isEmpty
+    }
+
+    /// Whether either of the two blocked the other.
+    func isBlocked(_ user: Int64, _ other: Int64) async throws -> Bool {
+        try await !postgres.query(Self.eitherWay, [user, other]).isEmpty
+    }
+
+    /// Those of `others` that `user` blocked or that blocked `user`.
+    func blocked(among others: [Int64], with user: Int64) async throws -> Set<Int64> {
+        guard !others.isEmpty else { return [] }
+        let rows = try await postgres.query(
+            """
+            SELECT blocked_id FROM social_graph.blocks WHERE blocker_id = $1 AND blocked_id = ANY($2)
+            UNION
+            SELECT blocker_id FROM social_graph.blocks WHERE blocked_id = $1 AND blocker_id = ANY($2)
+            """, [user, others])
+        return Set(try rows.map { try $0.decode(Int64.self, at: 0) })
+    }
+
+    /// A keyset page of the users `blocker` blocked, most recent block first (ties by id).
+    func page(of blocker: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> KeysetPage {
+        let rows =
+            if let cursor {
+                try await postgres.query(Self.pages.after, [blocker, cursor.key, cursor.id, limit])
+            } else {
+                try await postgres.query(Self.pages.first, [blocker, limit])
+            }
+        return try KeysetPage(rows: rows, limit: limit)
+    }
+
+    private static let pages = FollowStore.pageStatements(anchor: "blocker_id", other: "blocked_id", table: "social_graph.blocks")
+
+    /// The block row (kept when it exists) and the deletion of the follows both ways, in one
+    /// statement. A follow that starts after it commits sees the block; one committed at the same
+    /// instant, which neither statement's snapshot saw, can outlive it (blocking again ends it).
+    private static let insertBlock = FollowStore.deletion(
+        of: "(follower_id = $1 AND followee_id = $2) OR (follower_id = $2 AND followee_id = $1)",
+        prefix: """
+            block AS (
+                INSERT INTO social_graph.blocks (blocker_id, blocked_id) VALUES ($1, $2)
+                ON CONFLICT (blocker_id, blocked_id) DO NOTHING
+            ),
+            """)
+}
