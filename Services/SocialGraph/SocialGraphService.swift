@@ -7,6 +7,7 @@ import ServiceKit
 public struct SocialGraphService: Sendable {
     let store: FollowStore
     let blocks: BlockStore
+    let mutes: MuteStore
     let records: FollowRecords
     let directory: UserDirectory
     /// Where the follower and following pages of apps are read (fan-out's id pages stay on the primary).
@@ -26,12 +27,16 @@ public struct SocialGraphService: Sendable {
         }
         resources.prepareOutboxEvents(with: LocalCopyKind.announcer([(.follows, FollowRecords.changedBy)], redis: resources.redis))
         let store = FollowStore(postgres: resources.postgres)
+        let mutes = MuteStore(postgres: resources.postgres)
         SocialGraphService(
-            store: store, blocks: BlockStore(postgres: resources.postgres), records: FollowRecords(store: store, local: local),
+            store: store, blocks: BlockStore(postgres: resources.postgres), mutes: mutes, records: FollowRecords(store: store, local: local),
             directory: UserDirectory(resources: resources),
             reads: resources.replicaReads
         ).registerMethods(with: &router)
         resources.addBackgroundService(CountCompactor(postgres: resources.postgres, logger: resources.logger))
+        resources.addBackgroundService(PeriodicJob(every: muteExpiryInterval) { [logger = resources.logger] in
+            await expireMutes(mutes, logger: logger)
+        })
     }
 
     func registerMethods(with router: inout RPCRouter) {
@@ -50,5 +55,9 @@ public struct SocialGraphService: Sendable {
         router.register(GraphAPI.unblock, handler: unblock)
         router.register(GraphAPI.blocks, handler: blockList)
         router.register(GraphAPI.blockedAmong, handler: blockedAmong)
+        router.register(GraphAPI.mute, handler: mute)
+        router.register(GraphAPI.unmute, handler: unmute)
+        router.register(GraphAPI.mutes, handler: muteList)
+        router.register(GraphAPI.silencedPairs, handler: silencedPairs)
     }
 }

@@ -41,8 +41,10 @@ struct ContractTests {
     func eventsHaveTheirKindsShapes() async throws {
         let stack = try await Self.stack.value
         let (alice, bob) = (try await stack.makeUser("alice"), try await stack.makeUser("bob"))
-        // graph: follow, unfollow.
+        // graph: follow, mute and unmute (while following, so the unmute is an event too), unfollow.
         let _: JSONValue = try await stack.call("social-graph", "graph.follow", ["userId": .id(bob.id)], as: alice)
+        let _: JSONValue = try await stack.call("social-graph", "graph.mute", ["userId": .id(bob.id)], as: alice)
+        let _: JSONValue = try await stack.call("social-graph", "graph.unmute", ["userId": .id(bob.id)], as: alice)
         let _: JSONValue = try await stack.call("social-graph", "graph.unfollow", ["userId": .id(bob.id)], as: alice)
         // tweets: a tweet, a reply mentioning alice, a like and its taking back, a delete.
         let tweet: JSONValue = try await stack.call("tweets", "tweets.create", ["text": "first"], as: alice)
@@ -85,6 +87,8 @@ struct ContractTests {
         let follows = try await payloads(GraphTopic.followed)
         #expect(follows.contains { $0.followerId == alice.id && $0.followeeId == bob.id })
         #expect(try await payloads(GraphTopic.unfollowed).contains { $0.followerId == alice.id && $0.followeeId == bob.id })
+        #expect(try await payloads(GraphTopic.muted).contains { $0.muterId == alice.id && $0.mutedId == bob.id })
+        #expect(try await payloads(GraphTopic.unmuted).contains { $0.muterId == alice.id && $0.mutedId == bob.id })
         let created = try await payloads(TweetsTopic.created)
         #expect(created.contains { $0.authorId == bob.id && $0.replyToAuthorId == alice.id && $0.mentionIds == [alice.id] })
         #expect(try await payloads(TweetsTopic.liked).contains { $0.userId == bob.id && $0.authorId == alice.id })

@@ -57,25 +57,22 @@ enum NotificationConsumers {
         return Int(mixed % UInt64(partitions))
     }
 
-    /// The mentions among `changes` whose recipient and author blocked one another: a mention may be
-    /// posted, but it notifies nobody across a block. (Follows, likes, replies and messages are
-    /// refused across one where they are made.) One `graph.blockedAmong` per recipient mentioned.
-    private static func blockedMentions(
+    /// The notifications among `changes` that their actor may not give their recipient: one of them
+    /// blocked the other, or the recipient muted the actor with notifications
+    /// (`graph.silencedPairs`, one call per thousand). Follows, likes, replies and messages are
+    /// refused across a block where they are made; a mention is not, nor anything by a muted user.
+    private static func silenced(
         in changes: [NotificationStore.Change], _ service: NotificationsService
     ) async throws -> Set<NotificationStore.Change> {
-        var mentions: [Int64: [NewNotification]] = [:]
-        for case .add(let new) in changes where new.kind == .mention { mentions[new.recipient, default: []].append(new) }
-        guard !mentions.isEmpty else { return [] }
-        let resources = service.resources
-        return try await withThrowingTaskGroup(of: [NotificationStore.Change].self) { group in
-            for (recipient, adds) in mentions {
-                group.addTask {
-                    let blocked = try await resources.blocked(among: adds.map(\.actor), with: recipient, context: nil)
-                    return adds.filter { blocked.contains($0.actor) }.map { .add($0) }
-                }
-            }
-            return try await group.reduce(into: []) { $0.formUnion($1) }
+        var adds: [NewNotification] = []
+        for case .add(let new) in changes { adds.append(new) }
+        var silenced = Set<NotificationStore.Change>()
+        for chunk in adds.chunks(of: 1000) {
+            let pairs = chunk.map { UserPair(userId: EntityID($0.recipient), otherId: EntityID($0.actor)) }
+            let answers = try await service.resources.peers.graph.silencedPairs(UserPairsParams(pairs: pairs), context: nil)
+            for (new, isSilenced) in zip(chunk, answers) where isSilenced { silenced.insert(.add(new)) }
         }
+        return silenced
     }
 
     /// Stores what the batch means in one transaction (events applied before are skipped), then
@@ -107,9 +104,9 @@ enum NotificationConsumers {
             }
         }
         guard !events.isEmpty else { return }
-        let blocked = try await blockedMentions(in: events.flatMap(\.changes), service)
-        if !blocked.isEmpty {
-            events = events.map { event in (event.key, event.changes.filter { !blocked.contains($0) }) }
+        let silenced = try await silenced(in: events.flatMap(\.changes), service)
+        if !silenced.isEmpty {
+            events = events.map { event in (event.key, event.changes.filter { !silenced.contains($0) }) }
         }
         let outcome = try await service.store.apply(events)
         await service.feed.publish(outcome, logger: service.resources.logger)

@@ -17,11 +17,12 @@ extension SocialGraphService {
 
     /// A `Page` of id strings, written by hand: fan-out reads pages of thousands of ids, and
     /// `JSONEncoder` took most of such a call. From the primary: fan-out checks its list against
-    /// the followers version, which a replica's older list could pass.
+    /// the followers version, which a replica's older list could pass. Without muters' edges:
+    /// fan-out and rebuilds then bring a muted user's tweets to no muter's home timeline.
     private func ids(_ direction: FollowStore.Direction, _ params: IDPageParams) async throws -> RawJSON {
         let page = try await store.page(
             direction, of: params.userId.value, after: try FollowCursor.decode(params.cursor),
-            limit: (params.limit ?? IDPageLimit()).value, using: store.postgres)
+            limit: (params.limit ?? IDPageLimit()).value, using: store.postgres, unmuted: true)
         var json = PageJSON()
         json.reserve(page.ids.count * 22)
         for id in page.ids { json.append(plain: String(id)) }

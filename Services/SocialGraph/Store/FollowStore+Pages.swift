@@ -40,10 +40,19 @@ extension FollowStore {
     /// after `cursor`. The cursor holds the follow's time in microseconds and the other user's id,
     /// so edges added or removed between pages cause no gaps or repeats.
     /// Read with `database`: a replica's client when the list was not written lately (``ReplicaReads``).
+    /// `unmuted` leaves out the edges whose follower muted the followee: the lists fan-out and
+    /// timeline rebuilds read, so a muted user's tweets reach no home timeline of a muter.
     func page(
-        _ direction: Direction, of user: Int64, after cursor: KeysetCursor?, limit: Int, using database: PostgresClient
+        _ direction: Direction, of user: Int64, after cursor: KeysetCursor?, limit: Int, using database: PostgresClient,
+        unmuted: Bool = false
     ) async throws -> KeysetPage {
-        let statements = direction == .followers ? Self.followerPages : Self.followingPages
+        let statements =
+            switch (direction, unmuted) {
+            case (.followers, false): Self.followerPages
+            case (.following, false): Self.followingPages
+            case (.followers, true): Self.unmutedFollowerPages
+            case (.following, true): Self.unmutedFollowingPages
+            }
         let rows =
             if let cursor {
                 try await database.query(statements.after, [user, cursor.key, cursor.id, limit])
@@ -64,7 +73,10 @@ extension FollowStore {
     /// costs more than the rest of the query when done on every row). The index is
     /// `(anchor, created_at DESC, other)`: `created_at <= t` bounds its scan and the rest of the
     /// condition only skips the edges of the cursor's own instant.
-    static func pageStatements(anchor: String, other: String, table: String = "social_graph.follows") -> PageStatements {
+    /// `extra` adds to the condition (` AND …`).
+    static func pageStatements(
+        anchor: String, other: String, table: String = "social_graph.follows", extra: String = ""
+    ) -> PageStatements {
         let order = "ORDER BY created_at DESC, \(other)"
         let position = "(TIMESTAMPTZ 'epoch' + $2::bigint * INTERVAL '1 microsecond')"
         func page(where condition: String, limit: String) -> String {
@@ -78,12 +90,19 @@ extension FollowStore {
             """
         }
         return PageStatements(
-            first: page(where: "\(anchor) = $1", limit: "$2"),
+            first: page(where: "\(anchor) = $1\(extra)", limit: "$2"),
             after: page(
-                where: "\(anchor) = $1 AND created_at <= \(position) AND (created_at < \(position) OR \(other) > $3)",
+                where: "\(anchor) = $1 AND created_at <= \(position) AND (created_at < \(position) OR \(other) > $3)\(extra)",
                 limit: "$4"))
     }
 
     private static let followerPages = pageStatements(anchor: "followee_id", other: "follower_id")
     private static let followingPages = pageStatements(anchor: "follower_id", other: "followee_id")
+    /// An edge whose follower muted the followee is left out (``MuteStore``).
+    private static let notMuted = """
+         AND NOT EXISTS (
+            SELECT 1 FROM social_graph.mutes AS m WHERE m.muter_id = follower_id AND m.muted_id = followee_id)
+        """
+    private static let unmutedFollowerPages = pageStatements(anchor: "followee_id", other: "follower_id", extra: notMuted)
+    private static let unmutedFollowingPages = pageStatements(anchor: "follower_id", other: "followee_id", extra: notMuted)
 }

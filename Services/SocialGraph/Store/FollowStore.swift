@@ -13,7 +13,8 @@ struct FollowStore: Sendable {
     let postgres: PostgresClient
 
     /// Adds the edge `follower → followee`; true if it is new, false if it already existed or
-    /// either of the two blocked the other (``BlockStore``).
+    /// either of the two blocked the other (``BlockStore``). A new follow lifts the follower's mute
+    /// of the followee (``MuteStore``).
     func follow(follower: Int64, followee: Int64) async throws -> Bool {
         try await !postgres.query(Self.insertEdge, [follower, followee]).isEmpty
     }
@@ -43,6 +44,8 @@ struct FollowStore: Sendable {
             WHERE NOT EXISTS (\(BlockStore.eitherWay))
             ON CONFLICT (follower_id, followee_id) DO NOTHING
             RETURNING follower_id, followee_id, created_at
+        ), unmuted AS (
+            DELETE FROM social_graph.mutes WHERE muter_id = $1 AND muted_id = $2 AND EXISTS (SELECT 1 FROM edge)
         ), counted AS (
             INSERT INTO social_graph.count_deltas (user_id, followers, following)
             SELECT follower_id, 0, 1 FROM edge

@@ -59,5 +59,23 @@ enum GraphSchema {
                 -- Who blocked a user: the other half of "either blocked the other".
                 CREATE INDEX blocks_blocked ON social_graph.blocks (blocked_id, blocker_id);
                 """),
+        PostgresMigration(
+            version: 6, name: "mutes",
+            sql: """
+                CREATE TABLE social_graph.mutes (
+                    muter_id bigint NOT NULL,
+                    muted_id bigint NOT NULL,
+                    -- Whether the muted user's actions notify the muter no more.
+                    notifications boolean NOT NULL,
+                    -- When the mute ends by itself (MuteStore.expire); null for never.
+                    until timestamptz,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (muter_id, muted_id),
+                    CHECK (muter_id <> muted_id)
+                );
+                -- The caller's mutes newest first (graph.mutes), as index-only scans.
+                CREATE INDEX mutes_muter_recent ON social_graph.mutes (muter_id, created_at DESC, muted_id);
+                CREATE INDEX mutes_until ON social_graph.mutes (until) WHERE until IS NOT NULL;
+                """),
     ]
 }

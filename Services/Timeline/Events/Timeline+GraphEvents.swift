@@ -20,6 +20,12 @@ extension TimelineService {
                     changes.append(FollowChange(follower: edge.followerId.value, followee: edge.followeeId.value, follows: true))
                 } else if let edge = try delivered.event.payload(GraphTopic.unfollowed) {
                     changes.append(FollowChange(follower: edge.followerId.value, followee: edge.followeeId.value, follows: false))
+                } else if let mute = try delivered.event.payload(GraphTopic.muted) {
+                    // To a home set a mute is an unfollow, and its end (sent only while the muter
+                    // follows) a follow; the id pages of fan-out and rebuilds leave muters out.
+                    changes.append(FollowChange(follower: mute.muterId.value, followee: mute.mutedId.value, follows: false))
+                } else if let unmute = try delivered.event.payload(GraphTopic.unmuted) {
+                    changes.append(FollowChange(follower: unmute.muterId.value, followee: unmute.mutedId.value, follows: true))
                 }
             } catch {
                 logger.error(

@@ -15,11 +15,28 @@ public struct EventKind<Payload: Codable & Sendable>: Sendable {
     }
 }
 
-/// The `graph` topic: follows, from social-graph.
+/// The `graph` topic: follows and mutes, from social-graph.
 public enum GraphTopic {
     public static let name = "graph"
     public static let followed = EventKind<FollowEdge>(topic: name, type: "follow")
     public static let unfollowed = EventKind<FollowEdge>(topic: name, type: "unfollow")
+    /// A mute made (or changed): the muted user's tweets leave the muter's home timeline.
+    public static let muted = EventKind<MuteEdge>(topic: name, type: "mute")
+    /// A mute lifted, or expired, while the muter follows the muted user: their tweets come back.
+    public static let unmuted = EventKind<MuteEdge>(topic: name, type: "unmute")
+}
+
+/// A mute made or lifted; `at` is when.
+public struct MuteEdge: Codable, Sendable, Hashable {
+    public var muterId: EntityID
+    public var mutedId: EntityID
+    public var at: Date
+
+    public init(muterId: EntityID, mutedId: EntityID, at: Date) {
+        self.muterId = muterId
+        self.mutedId = mutedId
+        self.at = at
+    }
 }
 
 /// A follow made or taken back; `at` is when (for an unfollow, when it was taken back).

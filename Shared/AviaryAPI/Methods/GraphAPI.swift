@@ -38,6 +38,30 @@ public enum GraphAPI {
             no particular order: what the other services leave out or refuse between the two.
             """)
 
+    public static let mute = RPCMethod<MuteParams, MuteState>(
+        "graph.mute", access: .user,
+        summary: """
+            Mutes userId: their tweets leave the caller's home timeline and, unless notifications is false \
+            (default true), their actions notify the caller no more. userId is not told, and follows stay. With \
+            durationSeconds (1 to 31,536,000) the mute ends by itself then. Muting again replaces both settings. \
+            Following a muted user lifts the mute. Muting oneself is a validation error; an unknown user is not_found.
+            """)
+
+    public static let unmute = RPCMethod<UserParams, MuteState>(
+        "graph.unmute", access: .user,
+        summary: "Lifts the caller's mute of userId: their tweets come back to the home timeline if followed. Idempotent.")
+
+    public static let mutes = RPCMethod<PageParams, Page<User>>(
+        "graph.mutes", access: .user,
+        summary: "Page of the users the caller muted, most recent mute first ({items: [User], nextCursor}). Only the caller sees it.")
+
+    public static let silencedPairs = RPCMethod<UserPairsParams, [Bool]>(
+        "graph.silencedPairs", access: .internal,
+        summary: """
+            Internal. For each of pairs (at most 1,000 {userId, otherId}), in order: whether otherId's actions \
+            notify userId no more (either blocked the other, or userId muted otherId with notifications).
+            """)
+
     public static let followers = RPCMethod<UserPageParams, Page<User>>(
         "graph.followers", access: .anonymous,
         summary: """
@@ -73,14 +97,15 @@ public enum GraphAPI {
         "graph.followerIds", access: .internal,
         summary: """
             Internal. Page of the ids of userId's followers, most recent follow first (limit default 1,000, at most \
-            5,000), for fan-out: {items: [id string], nextCursor: string | null}.
+            5,000), for fan-out: {items: [id string], nextCursor: string | null}. Followers who muted userId are \
+            left out.
             """)
 
     public static let followingIds = RPCMethod<IDPageParams, Page<String>>(
         "graph.followingIds", access: .internal,
         summary: """
             Internal. Page of the ids userId follows, most recent follow first (limit default 1,000, at most 5,000), \
-            for timeline rebuilds: {items: [id string], nextCursor: string | null}.
+            for timeline rebuilds: {items: [id string], nextCursor: string | null}. Users userId muted are left out.
             """)
 
     public static let statsMany = RPCMethod<StatsBatchParams, [UserFollowStats]>(
@@ -143,6 +168,48 @@ public struct BlockedAmongParams: Codable, Sendable {
     public init(userId: EntityID, ids: [EntityID]) {
         self.userId = userId
         self.ids = ids
+    }
+}
+
+/// Params of `graph.mute`.
+public struct MuteParams: Codable, Sendable {
+    public var userId: EntityID
+    public var notifications: Bool?
+    public var durationSeconds: Int?
+
+    public init(userId: EntityID, notifications: Bool? = nil, durationSeconds: Int? = nil) {
+        self.userId = userId
+        self.notifications = notifications
+        self.durationSeconds = durationSeconds
+    }
+}
+
+/// The result of `graph.mute` and `graph.unmute`: whether the caller now mutes the user.
+public struct MuteState: Codable, Sendable {
+    public var muting: Bool
+
+    public init(muting: Bool) {
+        self.muting = muting
+    }
+}
+
+/// Params of `graph.silencedPairs`.
+public struct UserPairsParams: Codable, Sendable {
+    public var pairs: [UserPair]
+
+    public init(pairs: [UserPair]) {
+        self.pairs = pairs
+    }
+}
+
+/// Two users: `userId` and the `otherId` asked about.
+public struct UserPair: Codable, Sendable, Hashable {
+    public var userId: EntityID
+    public var otherId: EntityID
+
+    public init(userId: EntityID, otherId: EntityID) {
+        self.userId = userId
+        self.otherId = otherId
     }
 }
 

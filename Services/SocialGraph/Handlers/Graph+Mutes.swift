@@ -1,0 +1,65 @@
+import AviaryAPI
+import EventStreams
+import Foundation
+import Logging
+import RPC
+import ServiceKit
+
+extension SocialGraphService {
+    /// The longest mute with an end: a year.
+    static let muteDurations = 1...31_536_000
+
+    @Sendable func mute(_ params: MuteParams, _ context: RPCContext) async throws -> MuteState {
+        let caller = try context.requireUser()
+        let other = try Self.otherUser(params.userId, caller: caller, verb: "mute")
+        let until = try params.durationSeconds.map { seconds throws(RPCError) in
+            guard Self.muteDurations.contains(seconds) else {
+                throw RPCError.validation(
+                    "durationSeconds must be from 1 to \(Self.muteDurations.upperBound) (a year), got \(seconds)",
+                    field: "durationSeconds")
+            }
+            return Date(timeIntervalSinceNow: TimeInterval(seconds))
+        }
+        guard try await directory.exists(other, context: context) else { throw Self.unknownUser(params.userId) }
+        try await mutes.mute(caller, other, notifications: params.notifications ?? true, until: until)
+        OutboxRelay.nudge()
+        return MuteState(muting: true)
+    }
+
+    @Sendable func unmute(_ params: UserParams, _ context: RPCContext) async throws -> MuteState {
+        let caller = try context.requireUser()
+        let other = try Self.otherUser(params.userId, caller: caller, verb: "unmute")
+        if try await mutes.unmute(caller, other) {
+            OutboxRelay.nudge()
+        } else if try await !directory.exists(other, context: context) {
+            throw Self.unknownUser(params.userId)
+        }
+        return MuteState(muting: false)
+    }
+
+    @Sendable func muteList(_ params: PageParams, _ context: RPCContext) async throws -> Page<User> {
+        let caller = try context.requireUser()
+        let page = try await mutes.page(
+            of: caller, after: try FollowCursor.decode(params.cursor), limit: (params.limit ?? PageLimit()).value)
+        let users = try await directory.users(page.ids, viewer: caller, context: context)
+        return Page(items: users, nextCursor: page.next?.encoded)
+    }
+
+    @Sendable func silencedPairs(_ params: UserPairsParams, _ context: RPCContext) async throws -> [Bool] {
+        guard params.pairs.count <= Self.batchLimit else {
+            throw RPCError.validation("pairs must hold at most \(Self.batchLimit) pairs, got \(params.pairs.count)", field: "pairs")
+        }
+        return try await mutes.silenced(params.pairs.map { ($0.userId.value, $0.otherId.value) })
+    }
+
+    /// Lifts the mutes whose time is up (a background job, every ``muteExpiryInterval``).
+    static func expireMutes(_ mutes: MuteStore, logger: Logger) async {
+        do {
+            if try await mutes.expire() > 0 { OutboxRelay.nudge() }
+        } catch {
+            logger.warning("could not lift the mutes whose time is up; trying again", metadata: ["error": "\(error)"])
+        }
+    }
+
+    static let muteExpiryInterval = Duration.seconds(5)
+}
