@@ -27,9 +27,15 @@ extension SocialGraphService {
     }
 
     @Sendable func blockList(_ params: PageParams, _ context: RPCContext) async throws -> Page<User> {
+        try await ownList(params, context, read: blocks.page)
+    }
+
+    /// A page of a list that is the caller's alone (blocks, mutes), as `User`s.
+    func ownList(
+        _ params: PageParams, _ context: RPCContext, read: (Int64, KeysetCursor?, Int) async throws -> KeysetPage
+    ) async throws -> Page<User> {
         let caller = try context.requireUser()
-        let page = try await blocks.page(
-            of: caller, after: try FollowCursor.decode(params.cursor), limit: (params.limit ?? PageLimit()).value)
+        let page = try await read(caller, try FollowCursor.decode(params.cursor), (params.limit ?? PageLimit()).value)
         let users = try await directory.users(page.ids, viewer: caller, context: context)
         return Page(items: users, nextCursor: page.next?.encoded)
     }

@@ -38,11 +38,7 @@ extension SocialGraphService {
     }
 
     @Sendable func muteList(_ params: PageParams, _ context: RPCContext) async throws -> Page<User> {
-        let caller = try context.requireUser()
-        let page = try await mutes.page(
-            of: caller, after: try FollowCursor.decode(params.cursor), limit: (params.limit ?? PageLimit()).value)
-        let users = try await directory.users(page.ids, viewer: caller, context: context)
-        return Page(items: users, nextCursor: page.next?.encoded)
+        try await ownList(params, context, read: mutes.page)
     }
 
     @Sendable func silencedPairs(_ params: UserPairsParams, _ context: RPCContext) async throws -> [Bool] {

@@ -46,13 +46,7 @@ struct BlockStore: Sendable {
 
     /// A keyset page of the users `blocker` blocked, most recent block first (ties by id).
     func page(of blocker: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> KeysetPage {
-        let rows =
-            if let cursor {
-                try await postgres.query(Self.pages.after, [blocker, cursor.key, cursor.id, limit])
-            } else {
-                try await postgres.query(Self.pages.first, [blocker, limit])
-            }
-        return try KeysetPage(rows: rows, limit: limit)
+        try await Self.pages.page(of: blocker, after: cursor, limit: limit, using: postgres)
     }
 
     private static let pages = FollowStore.pageStatements(anchor: "blocker_id", other: "blocked_id", table: "social_graph.blocks")

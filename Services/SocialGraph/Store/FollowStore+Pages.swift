@@ -53,18 +53,26 @@ extension FollowStore {
             case (.followers, true): Self.unmutedFollowerPages
             case (.following, true): Self.unmutedFollowingPages
             }
-        let rows =
-            if let cursor {
-                try await database.query(statements.after, [user, cursor.key, cursor.id, limit])
-            } else {
-                try await database.query(statements.first, [user, limit])
-            }
-        return try KeysetPage(rows: rows, limit: limit)
+        return try await statements.page(of: user, after: cursor, limit: limit, using: database)
     }
 
+    /// The statements of one kind of list of users (follows, blocks, mutes), newest first.
     struct PageStatements {
         var first: String
         var after: String
+
+        /// The page of `anchor`'s list strictly after `cursor` (its time in microseconds and id).
+        func page(of anchor: Int64, after cursor: KeysetCursor?, limit: Int, using database: PostgresClient) async throws
+            -> KeysetPage
+        {
+            let rows =
+                if let cursor {
+                    try await database.query(after, [anchor, cursor.key, cursor.id, limit])
+                } else {
+                    try await database.query(first, [anchor, limit])
+                }
+            return try KeysetPage(rows: rows, limit: limit)
+        }
     }
 
     /// The first page and the pages after a cursor, for the edges where `anchor` is `$1`: up to

@@ -49,13 +49,7 @@ struct MuteStore: Sendable {
 
     /// A keyset page of the users `muter` muted, most recent mute first (ties by id).
     func page(of muter: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> KeysetPage {
-        let rows =
-            if let cursor {
-                try await postgres.query(Self.pages.after, [muter, cursor.key, cursor.id, limit])
-            } else {
-                try await postgres.query(Self.pages.first, [muter, limit])
-            }
-        return try KeysetPage(rows: rows, limit: limit)
+        try await Self.pages.page(of: muter, after: cursor, limit: limit, using: postgres)
     }
 
     private static let pages = FollowStore.pageStatements(anchor: "muter_id", other: "muted_id", table: "social_graph.mutes")
