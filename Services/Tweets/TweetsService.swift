@@ -17,6 +17,7 @@ public struct TweetsService: Sendable {
     let media: MediaLibrary
     let hydrator: TweetHydrator
     let authorCounts: AuthorTweetCounts
+    let trends: TrendingHashtags
     /// `AVIARY_TWEETS_MAX_LENGTH`: the longest tweet, links counted as ``TextRules/linkWeight``.
     let maxLength: Int
 
@@ -32,6 +33,7 @@ public struct TweetsService: Sendable {
         media = MediaLibrary(resources: resources)
         hydrator = TweetHydrator(store: store, states: self.states, cache: cache, accounts: accounts, media: media, logger: resources.logger)
         authorCounts = AuthorTweetCounts(store: store, redis: resources.redis, local: copies?.counts)
+        trends = TrendingHashtags(redis: resources.redis, logger: resources.logger)
     }
 
     /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its
@@ -52,7 +54,9 @@ public struct TweetsService: Sendable {
                 [(.states, TweetStates.changedBy), (.counts, AuthorTweetCounts.changedBy)], redis: resources.redis))
         let maxLength = try resources.configuration.integer(
             "AVIARY_TWEETS_MAX_LENGTH", default: TextRules.tweetLimit, in: 1...10_000)
-        TweetsService(resources: resources, copies: copies, maxLength: maxLength).registerMethods(with: &router)
+        let service = TweetsService(resources: resources, copies: copies, maxLength: maxLength)
+        service.registerMethods(with: &router)
+        resources.addBackgroundService(PeriodicJob(every: TrendingHashtags.retireInterval) { await service.trends.retire() })
         resources.consume(ProfileUpdates.consumer(resources))
     }
 
@@ -66,6 +70,11 @@ public struct TweetsService: Sendable {
         router.register(TweetsAPI.byUser, encoded: byUser)
         router.register(TweetsAPI.likedBy, encoded: likedBy)
         router.register(TweetsAPI.search, encoded: search)
+        router.register(TweetsAPI.byHashtag, encoded: byHashtag)
+        router.register(TweetsAPI.trending, handler: trending)
+        router.register(TweetsAPI.bookmark, handler: bookmark)
+        router.register(TweetsAPI.unbookmark, handler: unbookmark)
+        router.register(TweetsAPI.bookmarks, encoded: bookmarks)
         router.register(TweetsAPI.getMany, encoded: getMany)
         router.register(TweetsAPI.recentIds, encoded: recentIDs)
         router.register(TweetsAPI.statsMany, handler: statsMany)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AviaryAPI
 import AviaryJSON
 import Foundation
 import Logging
@@ -10,7 +11,10 @@ import Synchronization
 struct TweetsBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tweets",
-        abstract: "tweets.create with 32 clients (target ≥ 1,500 calls/s); tweets.getMany of 20 hydrated tweets.",
+        abstract: """
+            tweets.create with 32 clients (target ≥ 1,500 calls/s); tweets.getMany of 20 hydrated tweets; \
+            tweets.trending while posts arrive (target p99 < 5 ms).
+            """,
         discussion: """
             Runs against running tweets and auth services. The authors are accounts the bench registers through \
             auth.register (auth allows 5 an hour from one address by default: raise \
@@ -39,6 +43,12 @@ struct TweetsBench: AsyncParsableCommand {
 
     @Option(help: "Tweets per tweets.getMany call.")
     var batch = 20
+
+    @Option(help: "tweets.trending calls a second in the last phase.")
+    var trendingRate = 1000
+
+    @Option(help: "Posts a second (each with 1 to 3 of 500 hashtags, the first ones used most) while trending is read.")
+    var postRate = 500
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
@@ -88,6 +98,38 @@ struct TweetsBench: AsyncParsableCommand {
         print("tweets.getMany of \(batch), \(clients) clients:  \(reads.summary)   (\(Int(reads.rate) * batch) tweets/s)")
         print(await statements.perCall(since: before, calls: reads.calls))
         await statements.close()
+        try await measureTrending(tweets: tweets, authorTokens: authorTokens)
+    }
+
+    /// tweets.trending paced at ``trendingRate`` while posts with hashtags arrive at ``postRate``.
+    /// Each answer is checked: at most 20 hashtags, most used first. A failed or wrong answer counts
+    /// as an error, and in the percentiles as the timeout.
+    private func measureTrending(tweets: RPCClient, authorTokens: [String]) async throws {
+        try validateRate(trendingRate, option: "--trending-rate")
+        try validateRate(postRate, option: "--post-rate")
+        let duration = Duration.seconds(seconds)
+        async let posts = runAtRate(postRate, for: duration) { number in
+            // Squared uniform draws: tag 0 is used most, as a few hashtags trend in a real hour.
+            let tags = (0..<BenchRandom.pick(1...3)).map { _ -> String in
+                let draw = Double(BenchRandom.pick(0..<1_000_000)) / 1_000_000
+                return "#benchtag\(Int(draw * draw * 500))"
+            }
+            _ = try await tweets.send(
+                "tweets.create", params: try RawJSON(encoding: ["text": "trending bench \(number) " + tags.joined(separator: " ")]),
+                meta: RequestMeta(token: authorTokens[number % authorTokens.count])
+            ).result()
+        }
+        let trending = try await runAtRate(trendingRate, for: duration) { _ in
+            let top = try await tweets.call("tweets.trending", params: ["limit": 20], as: [TrendingHashtag].self)
+            guard top.count <= 20, top.map(\.uses) == top.map(\.uses).sorted(by: >) else {
+                throw BenchBadReply(text: "\(top.prefix(3))")
+            }
+        }
+        let posted = try await posts
+        let outcome = BenchOutcome(figures: trending, expected: trendingRate * seconds, cpuSeconds: 0)
+        print(
+            "tweets.trending of 20 at \(trendingRate) calls/s while \(postRate) posts/s arrive (\(posted.calls) posted, "
+                + "each answer checked):  \(outcome.summary)   (target p99 < 5 ms)")
     }
 
     private struct CreatedTweet: Decodable {

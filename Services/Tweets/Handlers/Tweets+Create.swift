@@ -73,6 +73,10 @@ extension TweetsService {
                 let cache = self.cache
                 Task(executorPreference: EventLoopTaskExecutor.current) { await cache.store([(id, body)]) }
             }
+            if !parsed.hashtags.isEmpty {
+                let trends = self.trends
+                Task(executorPreference: EventLoopTaskExecutor.current) { await trends.count(parsed.hashtags) }
+            }
             return TweetJSON.finish(body, likes: 0, replies: 0, likedByMe: false, deleted: false)
         }
     }

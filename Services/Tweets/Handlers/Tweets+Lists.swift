@@ -25,7 +25,7 @@ extension TweetsService {
     }
 
     @Sendable func likedBy(_ params: UserPageParams, _ context: RPCContext) async throws -> RawJSON {
-        let cursor = try TweetCursor.like(params.cursor)
+        let cursor = try TweetCursor.timed(params.cursor)
         let page = try await store.liked(by: params.userId.value, after: cursor, limit: (params.limit ?? PageLimit()).value)
         if page.ids.isEmpty, cursor == nil { try await requireUser(params.userId, context) }
         return try await hydrated(page, context)
@@ -65,6 +65,42 @@ extension TweetsService {
     }
 
     static let searchQueryLimit = 100
+
+    @Sendable func byHashtag(_ params: HashtagPageParams, _ context: RPCContext) async throws -> RawJSON {
+        let given = params.hashtag.hasPrefix("#") ? String(params.hashtag.dropFirst()) : params.hashtag
+        let tags = TweetText("#" + given).hashtags
+        guard (1...Self.searchQueryLimit).contains(given.count), tags == [given.lowercased()] else {
+            throw RPCError.validation(
+                "hashtag must be 1 to \(Self.searchQueryLimit) letters, digits or underscores, with or without its #",
+                field: "hashtag")
+        }
+        let page = try await store.search(
+            words: "", hashtags: tags, before: try KeysetCursor.decodeID(params.cursor), limit: (params.limit ?? PageLimit()).value,
+            using: await reads.client(reading: context.principal.map { Self.authorsTweets($0.userID) }))
+        return try await hydrated(page, context)
+    }
+
+    @Sendable func trending(_ params: TrendingParams, _ context: RPCContext) async throws -> [TrendingHashtag] {
+        try await trends.top((params.limit ?? PageLimit()).value).map { TrendingHashtag(hashtag: $0.hashtag, uses: $0.uses) }
+    }
+
+    @Sendable func bookmarks(_ params: PageParams, _ context: RPCContext) async throws -> RawJSON {
+        let caller = try context.requireUser()
+        let page = try await store.bookmarked(by: caller, after: try TweetCursor.timed(params.cursor), limit: (params.limit ?? PageLimit()).value)
+        return try await hydrated(page, context)
+    }
+
+    @Sendable func bookmark(_ params: TweetParams, _ context: RPCContext) async throws -> BookmarkState {
+        let caller = try context.requireUser()
+        guard try await store.bookmark(params.tweetId.value, by: caller) else { throw Self.unknownTweet(params.tweetId) }
+        return BookmarkState(bookmarked: true)
+    }
+
+    @Sendable func unbookmark(_ params: TweetParams, _ context: RPCContext) async throws -> BookmarkState {
+        let caller = try context.requireUser()
+        try await store.unbookmark(params.tweetId.value, by: caller)
+        return BookmarkState(bookmarked: false)
+    }
 
     /// The page's tweets for the caller, as `{items, nextCursor}`, without those of users the
     /// caller blocked or who blocked the caller. The cursor follows the stored order, so a tweet

@@ -53,5 +53,17 @@ enum TweetSchema {
                 CREATE INDEX likes_user_recent ON tweets.likes (user_id, created_at DESC, tweet_id DESC);
                 """),
         Outbox.migration(schema: name, version: 3),
+        PostgresMigration(
+            version: 4, name: "bookmarks",
+            sql: """
+                CREATE TABLE tweets.bookmarks (
+                    user_id bigint NOT NULL,
+                    tweet_id bigint NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (user_id, tweet_id)
+                );
+                -- A user's bookmarks, most recent first (tweets.bookmarks).
+                CREATE INDEX bookmarks_user_recent ON tweets.bookmarks (user_id, created_at DESC, tweet_id DESC);
+                """),
     ]
 }

@@ -3,11 +3,12 @@ import Postgres
 import RPC
 import ServiceKit
 
-/// The cursor of `likedBy`: the like's time in microseconds and the tweet id. (Lists ordered by
-/// tweet id carry the last id as both parts of a `KeysetCursor`: `KeysetCursor.decodeID`.)
+/// The cursor of `likedBy` and `bookmarks`: the like's or bookmark's time in microseconds and the
+/// tweet id. (Lists ordered by tweet id carry the last id as both parts of a `KeysetCursor`:
+/// `KeysetCursor.decodeID`.)
 enum TweetCursor {
-    /// Reads a `likedBy` cursor: nil for the first page.
-    static func like(_ text: String?) throws(RPCError) -> KeysetCursor? {
+    /// Reads a `likedBy` or `bookmarks` cursor: nil for the first page.
+    static func timed(_ text: String?) throws(RPCError) -> KeysetCursor? {
         guard let cursor = try KeysetCursor.decode(text) else { return nil }
         guard (0...100_000_000_000_000_000).contains(cursor.key), cursor.id > 0 else { throw KeysetCursor.refusal() }
         return cursor
@@ -66,13 +67,43 @@ extension TweetStore {
             """, [words, hashtags, before], limit: limit, using: database)
     }
 
+    /// The live tweets `user` bookmarked, most recent bookmark first.
+    func bookmarked(by user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> KeysetPage {
+        try await timedPage(of: "tweets.bookmarks", user: user, after: cursor, limit: limit)
+    }
+
+    /// Bookmarks `tweet` for `user`; false when it does not exist or was deleted.
+    func bookmark(_ tweet: Int64, by user: Int64) async throws -> Bool {
+        let live = try await postgres.query(
+            """
+            WITH target AS (SELECT id FROM tweets.tweets WHERE id = $1 AND deleted_at IS NULL), added AS (
+                INSERT INTO tweets.bookmarks (user_id, tweet_id) SELECT $2, id FROM target
+                ON CONFLICT (user_id, tweet_id) DO NOTHING
+            )
+            SELECT 1 FROM target
+            """, [tweet, user])
+        return !live.isEmpty
+    }
+
+    /// Takes `tweet` out of `user`'s bookmarks.
+    func unbookmark(_ tweet: Int64, by user: Int64) async throws {
+        _ = try await postgres.query("DELETE FROM tweets.bookmarks WHERE user_id = $1 AND tweet_id = $2", [user, tweet])
+    }
+
     /// The live tweets `user` liked, most recent like first.
     func liked(by user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> KeysetPage {
+        try await timedPage(of: "tweets.likes", user: user, after: cursor, limit: limit)
+    }
+
+    /// A page of the live tweets of `user`'s rows in `table` (likes, bookmarks: `user_id`,
+    /// `tweet_id`, `created_at`), most recent first, after the cursor (the row's time in
+    /// microseconds and the tweet id).
+    private func timedPage(of table: String, user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> KeysetPage {
         let position = cursor.map { ($0.key, $0.id) } ?? (Int64.max / 2, Int64.max)
         let rows = try await postgres.query(
             """
             SELECT l.tweet_id, (EXTRACT(EPOCH FROM l.created_at) * 1000000)::bigint
-            FROM tweets.likes AS l JOIN tweets.tweets AS t ON t.id = l.tweet_id AND t.deleted_at IS NULL
+            FROM \(table) AS l JOIN tweets.tweets AS t ON t.id = l.tweet_id AND t.deleted_at IS NULL
             WHERE l.user_id = $1
                 AND (l.created_at, l.tweet_id) < (TIMESTAMPTZ 'epoch' + $2::bigint * INTERVAL '1 microsecond', $3::bigint)
             ORDER BY l.created_at DESC, l.tweet_id DESC LIMIT $4

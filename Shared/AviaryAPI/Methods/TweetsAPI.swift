@@ -62,6 +62,36 @@ public enum TweetsAPI {
             #hashtag in it (query: 1-100 characters, at least one word or hashtag).
             """)
 
+    public static let byHashtag = RPCMethod<HashtagPageParams, Page<Tweet>>(
+        "tweets.byHashtag", access: .anonymous,
+        summary: """
+            Page of the tweets holding hashtag ({items: [Tweet], nextCursor}), newest first: the hashtag's page. \
+            hashtag: 1-100 letters, digits or underscores, with or without its #, any case.
+            """)
+
+    public static let trending = RPCMethod<TrendingParams, [TrendingHashtag]>(
+        "tweets.trending", access: .anonymous,
+        summary: """
+            The most used hashtags of the last hour, most used first: [{hashtag, uses}] (limit default 20, at most \
+            100), at most a second old. Counted as posts arrive; a deleted tweet's hashtags count until their minute \
+            leaves the hour.
+            """)
+
+    public static let bookmark = RPCMethod<TweetParams, BookmarkState>(
+        "tweets.bookmark", access: .user,
+        summary: """
+            Bookmarks tweetId for the caller alone (nobody is told). Idempotent. Returns {bookmarked}; not_found \
+            for a deleted or unknown tweet.
+            """)
+
+    public static let unbookmark = RPCMethod<TweetParams, BookmarkState>(
+        "tweets.unbookmark", access: .user,
+        summary: "Takes tweetId out of the caller's bookmarks. Idempotent. Returns {bookmarked}.")
+
+    public static let bookmarks = RPCMethod<PageParams, Page<Tweet>>(
+        "tweets.bookmarks", access: .user,
+        summary: "Page of the caller's bookmarked tweets ({items: [Tweet], nextCursor}), most recent bookmark first. Private.")
+
     public static let getMany = RPCMethod<GetTweetsParams, [Tweet]>(
         "tweets.getMany", access: .internal,
         summary: """
@@ -135,6 +165,48 @@ public struct ByUserParams: Codable, Sendable {
         self.limit = limit
         self.cursor = cursor
         self.includeReplies = includeReplies
+    }
+}
+
+/// Params of `tweets.byHashtag`.
+public struct HashtagPageParams: Codable, Sendable {
+    public var hashtag: String
+    public var limit: PageLimit?
+    public var cursor: String?
+
+    public init(hashtag: String, limit: PageLimit? = nil, cursor: String? = nil) {
+        self.hashtag = hashtag
+        self.limit = limit
+        self.cursor = cursor
+    }
+}
+
+/// Params of `tweets.trending`.
+public struct TrendingParams: Codable, Sendable {
+    public var limit: PageLimit?
+
+    public init(limit: PageLimit? = nil) {
+        self.limit = limit
+    }
+}
+
+/// One element of `tweets.trending`: a hashtag (lower-case, without `#`) and its uses in the last hour.
+public struct TrendingHashtag: Codable, Sendable, Hashable {
+    public var hashtag: String
+    public var uses: Int64
+
+    public init(hashtag: String, uses: Int64) {
+        self.hashtag = hashtag
+        self.uses = uses
+    }
+}
+
+/// The result of `tweets.bookmark` and `tweets.unbookmark`: whether the tweet is now bookmarked.
+public struct BookmarkState: Codable, Sendable {
+    public var bookmarked: Bool
+
+    public init(bookmarked: Bool) {
+        self.bookmarked = bookmarked
     }
 }
 
