@@ -36,6 +36,7 @@ public struct MessagingService: Sendable {
 
     func registerMethods(with router: inout RPCRouter) {
         router.register(MessagingAPI.openDirect, handler: openDirect)
+        router.register(MessagingAPI.mute, handler: mute)
         router.register(MessagingAPI.createGroup, handler: createGroup)
         router.register(MessagingAPI.addMembers, handler: addMembers)
         router.register(MessagingAPI.leave, handler: leave)

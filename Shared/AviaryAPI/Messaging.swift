@@ -67,10 +67,12 @@ public struct Conversation: Codable, Sendable, Hashable {
     public var lastMessage: Message?
     public var lastUpdated: Date
     public var unreadCount: Int64
+    /// Whether the caller muted it (``MessagingAPI/mute``): its messages notify them no more.
+    public var muted: Bool
 
     public init(
         id: EntityID, kind: ConversationKind, title: String?, members: [UserSummary], lastMessage: Message?,
-        lastUpdated: Date, unreadCount: Int64
+        lastUpdated: Date, unreadCount: Int64, muted: Bool = false
     ) {
         self.id = id
         self.kind = kind
@@ -79,10 +81,11 @@ public struct Conversation: Codable, Sendable, Hashable {
         self.lastMessage = lastMessage
         self.lastUpdated = lastUpdated
         self.unreadCount = unreadCount
+        self.muted = muted
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, kind, title, members, lastMessage, lastUpdated, unreadCount
+        case id, kind, title, members, lastMessage, lastUpdated, unreadCount, muted
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -94,6 +97,7 @@ public struct Conversation: Codable, Sendable, Hashable {
         try container.encode(lastMessage, forKey: .lastMessage)
         try container.encode(lastUpdated, forKey: .lastUpdated)
         try container.encode(unreadCount, forKey: .unreadCount)
+        try container.encode(muted, forKey: .muted)
     }
 }
 

@@ -93,6 +93,36 @@ struct MessageTests {
         #expect(payload["createdAt"]?.stringValue == RFC3339.format(message.createdAt))
     }
 
+    @Test("a member who muted a conversation is not among the recipients notifications hears of; unread counts go on")
+    func mutedConversation() async throws {
+        let fixture = try await MessagingStack.shared()
+        let users = try await fixture.users(3, "mut")
+        let group = try await fixture.group("quiet please", by: users[0], with: [users[1], users[2]])
+        let muted: Conversation = try await fixture.call(
+            "mute", ["conversationId": .string(group.id.description), "muted": true], as: users[2])
+        #expect(muted.muted && muted.unreadCount == 0)
+        let first = try await fixture.send("only one of you hears", to: group, as: users[0])
+        let payload = try await streamPayload(of: first.id, fixture: fixture)
+        #expect(payload["offlineRecipientIds"]?.arrayValue?.compactMap(\.stringValue) == [users[1].id.description])
+        let page: Page<Conversation> = try await fixture.call("conversations", as: users[2])
+        #expect(page.items.first { $0.id == group.id }.map { ($0.muted, $0.unreadCount) } ?? (false, 0) == (true, 1))
+        // The others see it as they did; unmuted, the member hears again.
+        let seen: Page<Conversation> = try await fixture.call("conversations", as: users[1])
+        #expect(seen.items.first { $0.id == group.id }?.muted == false)
+        _ = try await fixture.call(
+            "mute", ["conversationId": .string(group.id.description), "muted": false], as: users[2], decoding: Conversation.self)
+        let second = try await fixture.send("now both of you", to: group, as: users[0])
+        let heard = try await streamPayload(of: second.id, fixture: fixture)
+        #expect(Set(heard["offlineRecipientIds"]?.arrayValue?.compactMap(\.stringValue) ?? []) == [users[1].id.description, users[2].id.description])
+        // Not a member: not found, as for every other conversation method.
+        let outsider = try await fixture.users(1, "out")[0]
+        let refused = await rpcError {
+            _ = try await fixture.call(
+                "mute", ["conversationId": .string(group.id.description), "muted": true], as: outsider, decoding: Conversation.self)
+        }
+        #expect(refused?.reason == "not_found")
+    }
+
     @Test("a message whose recipients all had a subscription sends no event on to notifications")
     func noEventWhenEveryoneIsOnline() async throws {
         let fixture = try await MessagingStack.shared()

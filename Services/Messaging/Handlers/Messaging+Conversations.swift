@@ -104,6 +104,15 @@ extension MessagingService {
         return conversation
     }
 
+    @Sendable func mute(_ params: MuteConversationParams, _ context: RPCContext) async throws -> Conversation {
+        let caller = try context.requireUser()
+        await recordCall(caller, context)
+        guard try await conversations.setMuted(params.muted, conversation: params.conversationId.value, user: caller) else {
+            throw Self.unknownConversation(params.conversationId)
+        }
+        return try await conversation(params.conversationId.value, viewer: caller, context: context)
+    }
+
     @Sendable func conversationPage(_ params: PageParams, _ context: RPCContext) async throws -> Page<Conversation> {
         let caller = try context.requireUser()
         let cursor = try KeysetCursor.decode(params.cursor)

@@ -22,7 +22,7 @@ extension MessagingService {
                 id: EntityID(header.id), kind: header.kind == .direct ? .direct : .group, title: header.title,
                 members: markers.map { summaries[$0.userID] ?? UserDirectory.placeholder($0.userID) },
                 lastMessage: last.map { Self.message($0, summaries: summaries, markers: markers, media: media) },
-                lastUpdated: header.updatedAt, unreadCount: max(0, header.lastSeq - header.readSeq))
+                lastUpdated: header.updatedAt, unreadCount: max(0, header.lastSeq - header.readSeq), muted: header.muted)
         }
     }
 

@@ -26,7 +26,7 @@ extension ConversationStore {
     /// (`key` the activity id, `id` the conversation id).
     func page(of user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> (ConversationSnapshot, next: KeysetCursor?) {
         let base = """
-            SELECT \(Self.headerColumns), m.read_seq
+            SELECT \(Self.headerColumns), m.read_seq, m.muted
             FROM messaging.members m JOIN messaging.conversations c ON c.id = m.conversation_id
             WHERE m.user_id = $1 AND m.left_at IS NULL
             """
@@ -51,7 +51,7 @@ extension ConversationStore {
     func snapshot(of ids: [Int64], viewer: Int64) async throws -> ConversationSnapshot {
         let rows = try await postgres.query(
             """
-            SELECT \(Self.headerColumns), coalesce(m.read_seq, c.last_seq)
+            SELECT \(Self.headerColumns), coalesce(m.read_seq, c.last_seq), coalesce(m.muted, false)
             FROM messaging.conversations c
             LEFT JOIN messaging.members m ON m.conversation_id = c.id AND m.user_id = $2 AND m.left_at IS NULL
             WHERE c.id = ANY($1)
@@ -84,6 +84,7 @@ extension ConversationStore {
             id: try row.decode(Int64.self, at: 0), kind: try row.decode(ConversationKindValue.self, at: 1),
             title: try row.decode(String?.self, at: 2), activityID: try row.decode(Int64.self, at: 3),
             updatedAt: try row.decode(Date.self, at: 4), lastSeq: try row.decode(Int64.self, at: 5),
-            lastMessageID: try row.decode(Int64?.self, at: 6), readSeq: try row.decode(Int64.self, at: 7))
+            lastMessageID: try row.decode(Int64?.self, at: 6), readSeq: try row.decode(Int64.self, at: 7),
+            muted: try row.decode(Bool.self, at: 8))
     }
 }

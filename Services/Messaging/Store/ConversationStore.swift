@@ -22,6 +22,8 @@ struct ConversationStore: Sendable {
         var lastMessageID: Int64?
         /// The viewer's read marker (`read_seq`).
         var readSeq: Int64
+        /// Whether the viewer muted it.
+        var muted: Bool
     }
 
     enum ConversationKindValue: String, Sendable, PostgresDecodable {
@@ -171,6 +173,16 @@ struct ConversationStore: Sendable {
             WHERE id = $1 AND kind = 'direct' AND $2 IN (direct_low, direct_high)
             """, [conversation, user]
         ).first?.decode(Int64.self, at: 0)
+    }
+
+    /// Sets whether `user` muted `conversation`; false when they are no current member.
+    func setMuted(_ muted: Bool, conversation: Int64, user: Int64) async throws -> Bool {
+        try await !postgres.query(
+            """
+            UPDATE messaging.members SET muted = $3 WHERE conversation_id = $1 AND user_id = $2 AND left_at IS NULL
+            RETURNING 1
+            """, [conversation, user, muted]
+        ).isEmpty
     }
 
     /// Whether `user` is a current member of `conversation`.

@@ -73,7 +73,8 @@ struct MessageStore: Sendable {
 
     /// Stores `message` as the conversation's next one (its `seq` drawn under the conversation's
     /// row lock) if the sender is a member, moves the sender's read marker to it, and appends its
-    /// `messaging`/`message` event to the outbox, naming the other members (`recipientIds`; the
+    /// `messaging`/`message` event to the outbox, naming the other members who did not mute the
+    /// conversation (`recipientIds`; the
     /// relay narrows them to those offline, see ``MessagingService/nameOfflineRecipients(_:presence:)``): one
     /// statement, in a transaction that a `clientMessageId` already taken (by a racing call) rolls
     /// back. A `clientMessageId` the sender used before answers the message sent with it then.
@@ -109,7 +110,9 @@ struct MessageStore: Sendable {
     /// `clientMessageId` was taken, so the caller rolls back. Otherwise the message and the members.
     private static let insertMessage = """
         WITH current AS (
-            SELECT array_agg(user_id ORDER BY user_id) AS members FROM messaging.members
+            SELECT array_agg(user_id ORDER BY user_id) AS members,
+                array_agg(user_id::text) FILTER (WHERE NOT muted AND user_id <> $3) AS audible
+            FROM messaging.members
             WHERE conversation_id = $2 AND left_at IS NULL
         ), locked AS (
             UPDATE messaging.conversations
@@ -129,7 +132,7 @@ struct MessageStore: Sendable {
             SELECT \(MessagingTopic.sent.outboxColumns), jsonb_build_object(
                 'messageId', inserted.id::text, 'conversationId', inserted.conversation_id::text,
                 'senderId', inserted.sender_id::text,
-                'recipientIds', (SELECT to_jsonb(array_agg(member::text)) FROM unnest(current.members) AS member WHERE member <> $3),
+                'recipientIds', to_jsonb(current.audible),
                 'createdAt', to_char(inserted.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
             FROM inserted, current
         )

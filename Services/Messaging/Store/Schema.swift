@@ -91,5 +91,12 @@ enum MessagingSchema {
                 WHERE c.id = m.conversation_id AND (c.created_by = m.user_id OR EXISTS (
                     SELECT FROM messaging.messages x WHERE x.conversation_id = m.conversation_id AND x.sender_id = m.user_id));
                 """),
+        PostgresMigration(
+            version: 5, name: "muted conversations",
+            sql: """
+                -- A member who muted the conversation is not notified of its messages (messaging.mute);
+                -- their unread count is kept as ever.
+                ALTER TABLE messaging.members ADD COLUMN muted boolean NOT NULL DEFAULT false;
+                """),
     ]
 }

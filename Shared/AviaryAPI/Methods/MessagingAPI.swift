@@ -37,6 +37,14 @@ public enum MessagingAPI {
             Sets a group's title (1 to 100 characters); any member may. Direct conversations have no title.
             """)
 
+    public static let mute = RPCMethod<MuteConversationParams, Conversation>(
+        "messaging.mute", access: .user,
+        summary: """
+            Mutes (muted true) or unmutes a conversation of the caller's: its messages notify them no more, and \
+            still count as unread and arrive live. Idempotent. Returns the conversation; not_found for one the \
+            caller is not in.
+            """)
+
     public static let conversations = RPCMethod<PageParams, Page<Conversation>>(
         "messaging.conversations", access: .user,
         summary: """
@@ -152,6 +160,17 @@ public struct ConversationParams: Codable, Sendable {
 
     public init(conversationId: EntityID) {
         self.conversationId = conversationId
+    }
+}
+
+/// Params of `messaging.mute`.
+public struct MuteConversationParams: Codable, Sendable {
+    public var conversationId: EntityID
+    public var muted: Bool
+
+    public init(conversationId: EntityID, muted: Bool) {
+        self.conversationId = conversationId
+        self.muted = muted
     }
 }
 
