@@ -104,6 +104,7 @@ public final class GatewayService: Sendable {
         if settings.dsbCompat {
             DSBAdapter(gateway: self, accounts: DSBAccounts(postgres: resources.postgres, forwarder: forwarder)).addRoutes(to: router)
         }
+        try MastodonAPI(gateway: self).addRoutes(to: router)
         router.get("openapi.json") { _, _ in EdgeResponses.json(OpenAPIDocument.document) }
 
         let http1 = HTTP1Channel.Configuration(

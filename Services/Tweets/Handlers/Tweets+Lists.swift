@@ -37,7 +37,7 @@ extension TweetsService {
         for token in query.split(whereSeparator: { $0.isWhitespace }) {
             if token.hasPrefix("#") {
                 hashtags += TweetText(String(token)).hashtags.filter { !hashtags.contains($0) }
-            } else if token.unicodeScalars.contains(where: TweetText.isNameScalar) {
+            } else if token.unicodeScalars.contains(where: TextRules.isNameScalar) {
                 words.append(token)
             }
         }

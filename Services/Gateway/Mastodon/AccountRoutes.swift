@@ -1,0 +1,98 @@
+import AviaryAPI
+import AviaryJSON
+import Hummingbird
+import RPC
+
+/// `/api/v1/accounts/...`: profiles (auth), follows and relationships (social-graph), and an
+/// account's statuses (tweets).
+extension MastodonAPI {
+    /// Mastodon's most accounts per page.
+    static let accountPageMaximum = 80
+
+    func addAccountRoutes(to router: Router<EdgeContext>) {
+        endpoint(router, .get, "api/v1/accounts/verify_credentials", access: .user, scope: "read:accounts") { call, _ in
+            EdgeResponses.json(call.renderer.account(try await self.call(AccountAPI.me, Empty(), call), source: true))
+        }
+        endpoint(router, .patch, "api/v1/accounts/update_credentials", access: .user, scope: "write:accounts") { call, _ in
+            let params = call.params
+            let change = UpdateProfileParams(
+                fullname: try params.text("display_name", atMost: TextRules.fullnameLimit),
+                bio: try params.text("note", atMost: TextRules.bioLimit))
+            return EdgeResponses.json(call.renderer.account(try await self.call(AccountAPI.updateProfile, change, call), source: true))
+        }
+        endpoint(router, .get, "api/v1/accounts/lookup", access: .everyone, scope: "read:accounts") { call, _ in
+            guard let acct = call.params["acct"] else { throw MastodonError.validation("acct", "can't be blank") }
+            let username = try Self.localUsername(acct, host: call.request.head.authority)
+            return EdgeResponses.json(call.renderer.account(try await self.call(AccountAPI.getUser, GetUserParams(username: username), call)))
+        }
+        endpoint(router, .get, "api/v1/accounts/search", access: .user, scope: "read:accounts") { call, _ in
+            guard let query = try call.params.text("q", atMost: 50) else { throw MastodonError.validation("q", "can't be blank") }
+            let limit = try call.params.integer("limit", in: 1...Self.accountPageMaximum) ?? 40
+            let page = try await self.call(AccountAPI.searchUsers, SearchParams(query: query, limit: PageLimit(limit)), call)
+            return EdgeResponses.json(.array(page.items.map { call.renderer.account($0) }))
+        }
+        endpoint(router, .get, "api/v1/accounts/relationships", access: .user, scope: "read:follows") { call, _ in
+            let ids = call.params.list("id")
+            guard ids.count <= Self.accountPageMaximum else {
+                throw MastodonError.validation("id", "may name at most \(Self.accountPageMaximum) accounts")
+            }
+            var relationships: [JSONValue] = []
+            for text in ids {
+                guard let id = MastodonParams.id(text) else { throw MastodonError.validation("id", "is not an id") }
+                relationships.append(try await relationship(EntityID(id), call))
+            }
+            return EdgeResponses.json(.array(relationships))
+        }
+        endpoint(router, .get, "api/v1/accounts/:id", access: .everyone, scope: "read:accounts") { call, context in
+            let user = try await self.call(AccountAPI.getUser, GetUserParams(userId: try call.pathID(context)), call)
+            return EdgeResponses.json(call.renderer.account(user))
+        }
+        endpoint(router, .get, "api/v1/accounts/:id/statuses", access: .everyone, scope: "read:statuses") { call, context in
+            let id = try call.pathID(context)
+            if call.params.flag("pinned") == true || call.params.flag("exclude_reblogs") == false && call.params.flag("only_reblogs") == true {
+                return EdgeResponses.json([])
+            }
+            let includeReplies = !(call.params.flag("exclude_replies") ?? false)
+            let onlyMedia = call.params.flag("only_media") ?? false
+            return try await statusPage(call) { cursor, limit in
+                var page = try await self.call(TweetsAPI.byUser, ByUserParams(userId: id, limit: limit, cursor: cursor, includeReplies: includeReplies), call)
+                if onlyMedia { page.items = page.items.filter { !$0.media.isEmpty } }
+                return page
+            }
+        }
+        for (path, method) in [("api/v1/accounts/:id/followers", GraphAPI.followers), ("api/v1/accounts/:id/following", GraphAPI.following)] {
+            endpoint(router, .get, RouterPath(path), access: .everyone, scope: "read:accounts") { call, context in
+                let id = try call.pathID(context)
+                let limit = try call.params.integer("limit", in: 1...Self.accountPageMaximum) ?? 40
+                // The services' cursor is opaque: it travels as max_id, which clients copy from Link.
+                let cursor = try call.params.text("max_id", atMost: 64)
+                let page = try await self.call(method, UserPageParams(userId: id, limit: PageLimit(min(limit, PageLimit.maximum)), cursor: cursor), call)
+                let link = StatusPaging.link(call.request, origin: call.renderer.origin, next: page.nextCursor, prev: nil)
+                return EdgeResponses.json(.array(page.items.map { call.renderer.account($0) }), headers: link)
+            }
+        }
+        for (path, method) in [("api/v1/accounts/:id/follow", GraphAPI.follow), ("api/v1/accounts/:id/unfollow", GraphAPI.unfollow)] {
+            endpoint(router, .post, RouterPath(path), access: .user, scope: "write:follows") { call, context in
+                let id = try call.pathID(context)
+                _ = try await self.call(method, UserParams(userId: id), call)
+                return EdgeResponses.json(try await relationship(id, call))
+            }
+        }
+    }
+
+    /// The caller's Relationship to `id`.
+    private func relationship(_ id: EntityID, _ call: Call) async throws -> JSONValue {
+        if id.value == call.userID { return call.renderer.relationship(id, following: false, followedBy: false) }
+        let relation = try await self.call(GraphAPI.relationship, UserParams(userId: id), call)
+        return call.renderer.relationship(id, following: relation.isFollowed, followedBy: relation.followsYou)
+    }
+
+    /// The username of an `acct` (`alice`, `@alice`, or `alice@this.host`); an account on another
+    /// server is not found here (Aviary does not federate).
+    static func localUsername(_ acct: String, host: String?) throws(MastodonError) -> String {
+        let parts = acct.drop { $0 == "@" }.split(separator: "@", maxSplits: 1)
+        guard let name = parts.first, name.count <= 30 else { throw MastodonError.notFound }
+        if parts.count == 2, parts[1].lowercased() != host?.lowercased() { throw MastodonError.notFound }
+        return String(name)
+    }
+}

@@ -1,0 +1,330 @@
+import AviaryJSON
+import Crypto
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+/// The Mastodon client API served by the gateway, over HTTP as Mastodon apps call it, in front of
+/// the real services.
+@Suite("Mastodon API", .serialized)
+struct MastodonAPITests {
+    @Test("errors are Mastodon's JSON: unknown paths, missing and invalid tokens, bad ids")
+    func errors() async throws {
+        let edge = try await GatewayStack.shared()
+        let app = try await MastodonClient.register(edge.url)
+        let unknown = try await app.get("/api/v1/nothing/here")
+        #expect(unknown.status == 404 && unknown.json == ["error": "Record not found"], "\(unknown.text)")
+        #expect(unknown.header("Content-Type")?.hasPrefix("application/json") == true)
+        let anonymous = try await app.get("/api/v1/timelines/home")
+        #expect(anonymous.status == 401 && anonymous.json == ["error": "The access token is invalid"])
+        let forged = try await app.get("/api/v1/timelines/home", token: "not-a-token")
+        #expect(forged.status == 401 && forged.json == ["error": "The access token is invalid"])
+        let badID = try await app.get("/api/v1/statuses/12x")
+        #expect(badID.status == 404 && badID.json == ["error": "Record not found"])
+        let noStatus = try await app.get("/api/v1/statuses/123456")
+        #expect(noStatus.status == 404 && noStatus.json == ["error": "Record not found"])
+    }
+
+    @Test("apps and the password grant; scopes are checked on every endpoint; app tokens act for no user")
+    func passwordGrantAndScopes() async throws {
+        let edge = try await GatewayStack.shared()
+        let alice = try await edge.register("alice")
+        let missing = try await MastodonClient.form("POST", edge.url + "/api/v1/apps", ["redirect_uris": MastodonClient.outOfBand])
+        #expect(missing.status == 422 && missing.json["error"]?.stringValue?.contains("client_name") == true, "\(missing.text)")
+        let badScope = try await MastodonClient.form(
+            "POST", edge.url + "/api/v1/apps", ["client_name": "x", "redirect_uris": MastodonClient.outOfBand, "scopes": "read admin:all"])
+        #expect(badScope.status == 422 && badScope.json["error"]?.stringValue?.contains("scopes") == true)
+
+        let app = try await MastodonClient.register(edge.url)
+        let wrongPassword = try await app.token(["grant_type": "password", "username": alice.username, "password": "nope nope nope"])
+        #expect(wrongPassword.status == 400 && wrongPassword.json["error"] == "invalid_grant")
+        let wrongSecret = try await MastodonClient(url: edge.url, clientID: app.clientID, clientSecret: "x").token(
+            ["grant_type": "password", "username": alice.username, "password": "correct horse battery"])
+        #expect(wrongSecret.status == 401 && wrongSecret.json["error"] == "invalid_client")
+        let beyond = try await app.token(["grant_type": "password", "username": alice.username, "password": "correct horse battery", "scope": "push"])
+        #expect(beyond.status == 400 && beyond.json["error"] == "invalid_scope")
+
+        let granted = try await app.token(["grant_type": "password", "username": alice.username, "password": "correct horse battery", "scope": "read write"])
+        #expect(granted.json["token_type"] == "Bearer" && granted.json["scope"] == "read write")
+        let token = try #require(granted.json["access_token"]?.stringValue)
+        let me = try await app.get("/api/v1/accounts/verify_credentials", token: token)
+        #expect(me.status == 200 && me.json["id"]?.stringValue == alice.id && me.json["username"]?.stringValue == alice.username)
+        #expect(me.json["source"]?["privacy"] == "public" && me.json["acct"]?.stringValue == alice.username)
+
+        let reader = try await app.signIn(alice, scope: "read:statuses")
+        let refused = try await app.send("POST", "/api/v1/statuses", ["status": "not allowed"], token: reader)
+        #expect(refused.status == 403 && refused.json == ["error": "This action is outside the authorized scopes"])
+        let outside = try await app.get("/api/v1/accounts/verify_credentials", token: reader)
+        #expect(outside.status == 403)
+        #expect(try await app.get("/api/v1/timelines/home", token: reader).status == 200)
+
+        let appToken = try #require(try await app.token(["grant_type": "client_credentials", "scope": "read"]).json["access_token"]?.stringValue)
+        let account = try await app.get("/api/v1/accounts/\(alice.id)", token: appToken)
+        #expect(account.status == 200 && account.json["username"]?.stringValue == alice.username)
+        let noUser = try await app.get("/api/v1/accounts/verify_credentials", token: appToken)
+        #expect(noUser.status == 422 && noUser.json == ["error": "This method requires an authenticated user"])
+    }
+
+    @Test("the authorization-code flow: the sign-in page, PKCE S256, single-use codes, the out-of-band page")
+    func authorizationCode() async throws {
+        let edge = try await GatewayStack.shared()
+        let bob = try await edge.register("bob")
+        let redirect = "https://app.example/callback"
+        let app = try await MastodonClient.register(edge.url, redirect: redirect)
+        let verifier = "a-verifier-of-enough-length-0123456789-abcdefghijk"
+        let challenge = Data(SHA256.hash(data: Data(verifier.utf8))).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let query = [
+            "response_type": "code", "client_id": app.clientID, "redirect_uri": redirect, "scope": "read write",
+            "state": "xyz", "code_challenge": challenge, "code_challenge_method": "S256",
+        ]
+        let page = try await EdgeHTTP.send("GET", edge.url + "/oauth/authorize?" + Self.query(query))
+        #expect(page.status == 200 && page.header("Content-Type")?.hasPrefix("text/html") == true && page.text.contains("<form"))
+        let elsewhere = try await EdgeHTTP.send(
+            "GET", edge.url + "/oauth/authorize?" + Self.query(query.merging(["redirect_uri": "https://evil.example/"]) { $1 }))
+        #expect(elsewhere.status == 400 && elsewhere.header("Location") == nil)
+
+        let wrong = try await MastodonClient.form("POST", edge.url + "/oauth/authorize", query.merging(["login": bob.username, "password": "wrong password"]) { $1 })
+        #expect(wrong.status == 401 && wrong.text.contains("Invalid user name or password"))
+        func code() async throws -> String {
+            let signedIn = try await MastodonClient.form(
+                "POST", edge.url + "/oauth/authorize", query.merging(["login": bob.username, "password": "correct horse battery"]) { $1 })
+            #expect(signedIn.status == 302)
+            let location = try #require(signedIn.header("Location").flatMap(URLComponents.init(string:)))
+            #expect(location.host == "app.example" && location.queryItems?.first { $0.name == "state" }?.value == "xyz")
+            return try #require(location.queryItems?.first { $0.name == "code" }?.value)
+        }
+        let first = try await code()
+        let badVerifier = try await app.token(["grant_type": "authorization_code", "code": first, "redirect_uri": redirect, "code_verifier": "x" + verifier])
+        #expect(badVerifier.status == 400 && badVerifier.json["error"] == "invalid_grant")
+        let spent = try await app.token(["grant_type": "authorization_code", "code": first, "redirect_uri": redirect, "code_verifier": verifier])
+        #expect(spent.status == 400, "a code is spent by its first exchange, even a failed one")
+
+        let second = try await code()
+        let exchanged = try await app.token(["grant_type": "authorization_code", "code": second, "redirect_uri": redirect, "code_verifier": verifier])
+        #expect(exchanged.status == 200 && exchanged.json["scope"] == "read write", "\(exchanged.text)")
+        let token = try #require(exchanged.json["access_token"]?.stringValue)
+        #expect(try await app.get("/api/v1/accounts/verify_credentials", token: token).json["username"]?.stringValue == bob.username)
+        let again = try await app.token(["grant_type": "authorization_code", "code": second, "redirect_uri": redirect, "code_verifier": verifier])
+        #expect(again.status == 400 && again.json["error"] == "invalid_grant")
+
+        let oobApp = try await MastodonClient.register(edge.url)
+        let oob = try await MastodonClient.form(
+            "POST", edge.url + "/oauth/authorize",
+            ["response_type": "code", "client_id": oobApp.clientID, "redirect_uri": MastodonClient.outOfBand, "login": bob.username,
+             "password": "correct horse battery"])
+        #expect(oob.status == 200 && oob.text.contains("<code>"))
+    }
+
+    @Test("refresh_token and revoke; a token whose access token expired is renewed from its session")
+    func refreshRevokeRenew() async throws {
+        let edge = try await GatewayStack.shared()
+        let carol = try await edge.register("carol")
+        let app = try await MastodonClient.register(edge.url)
+        let granted = try await app.token(["grant_type": "password", "username": carol.username, "password": "correct horse battery"])
+        let (token, refresh) = (try #require(granted.json["access_token"]?.stringValue), try #require(granted.json["refresh_token"]?.stringValue))
+
+        // A gateway with nothing cached, and the session's access token expired in the table.
+        let fresh = try await edge.extraGateway([:])
+        defer { fresh.process.kill() }
+        let digest = SHA256.hash(data: Data(token.utf8)).map { String(format: "%02x", $0) }.joined()
+        try await edge.stack.database.execute(
+            "UPDATE gateway.mastodon_tokens SET access_expires = now() - interval '1 minute' WHERE token_hash = $1", [digest])
+        let before = try await edge.stack.database.query("SELECT access_token FROM gateway.mastodon_tokens WHERE token_hash = $1", [digest])
+        let renewedHere = MastodonClient(url: fresh.url, clientID: app.clientID, clientSecret: app.clientSecret)
+        #expect(try await renewedHere.get("/api/v1/accounts/verify_credentials", token: token).status == 200)
+        let after = try await edge.stack.database.query(
+            "SELECT access_token, access_expires > now() FROM gateway.mastodon_tokens WHERE token_hash = $1", [digest])
+        #expect(try after.first?.decode(String.self, at: 0) != before.first?.decode(String.self, at: 0))
+        #expect(try after.first?.decode(Bool.self, at: 1) == true)
+
+        let other = try await MastodonClient.register(edge.url)
+        let foreign = try await MastodonClient.form(
+            "POST", edge.url + "/oauth/revoke", ["client_id": other.clientID, "client_secret": other.clientSecret, "token": token])
+        #expect(foreign.status == 403)
+        let exchanged = try await app.token(["grant_type": "refresh_token", "refresh_token": refresh])
+        let renewed = try #require(exchanged.json["access_token"]?.stringValue, "\(exchanged.text)")
+        // Another instance may believe a token it resolved for up to 30 s; this one forgot it at once.
+        #expect(try await app.get("/api/v1/accounts/verify_credentials", token: token).status == 401)
+        #expect(try await app.get("/api/v1/accounts/verify_credentials", token: renewed).status == 200)
+        #expect(try await app.token(["grant_type": "refresh_token", "refresh_token": refresh]).json["error"] == "invalid_grant")
+
+        let revoked = try await MastodonClient.form(
+            "POST", edge.url + "/oauth/revoke", ["client_id": app.clientID, "client_secret": app.clientSecret, "token": renewed])
+        #expect(revoked.status == 200)
+        #expect(try await app.get("/api/v1/accounts/verify_credentials", token: renewed).status == 401)
+    }
+
+    @Test("statuses: post (HTML content, Idempotency-Key), read, context, favourite, delete; refusals")
+    func statuses() async throws {
+        let edge = try await GatewayStack.shared()
+        let (alice, bob) = (try await edge.register("alice"), try await edge.register("bob"))
+        let app = try await MastodonClient.register(edge.url)
+        let (aliceToken, bobToken) = (try await app.signIn(alice), try await app.signIn(bob))
+
+        let text = "Hi @\(bob.username) & <friends>, see https://example.com/a?b=1 #Aviary\n\nsecond paragraph"
+        let posted = try await app.send("POST", "/api/v1/statuses", ["status": text], token: aliceToken, headers: ["Idempotency-Key": "k-1"])
+        #expect(posted.status == 200, "\(posted.text)")
+        let status = posted.json
+        let id = try #require(status["id"]?.stringValue)
+        let content = try #require(status["content"]?.stringValue)
+        #expect(content.hasPrefix("<p>Hi <span class=\"h-card\" translate=\"no\"><a href=\"\(edge.url)/@\(bob.username)\" class=\"u-url mention\">@<span>\(bob.username)</span></a></span> &amp; &lt;friends&gt;"), "\(content)")
+        #expect(content.contains(#"<a href="https://example.com/a?b=1" target="_blank" rel="nofollow noopener noreferrer" translate="no">https://example.com/a?b=1</a>"#))
+        #expect(content.contains(#"<a href="\#(edge.url)/tags/aviary" class="mention hashtag" rel="tag">#<span>Aviary</span></a></p><p>second paragraph</p>"#))
+        #expect(status["account"]?["id"]?.stringValue == alice.id && status["visibility"] == "public" && status["reblog"] == .null)
+        #expect(status["mentions"]?.arrayValue?.first?["acct"]?.stringValue == bob.username && status["tags"]?.arrayValue?.first?["name"] == "aviary")
+        let again = try await app.send("POST", "/api/v1/statuses", ["status": text], token: aliceToken, headers: ["Idempotency-Key": "k-1"])
+        #expect(again.json["id"]?.stringValue == id, "the same Idempotency-Key posts once")
+
+        let blank = try await app.send("POST", "/api/v1/statuses", ["status": ""], token: aliceToken)
+        #expect(blank.status == 422 && blank.json["error"]?.stringValue?.contains("status") == true)
+        let direct = try await app.send("POST", "/api/v1/statuses", ["status": "psst", "visibility": "direct"], token: aliceToken)
+        #expect(direct.status == 422 && direct.json["error"]?.stringValue?.contains("not supported") == true)
+        let tooLong = try await app.send("POST", "/api/v1/statuses", ["status": String(repeating: "x", count: 700)], token: aliceToken)
+        #expect(tooLong.status == 422 && tooLong.json["error"]?.stringValue?.hasPrefix("Validation failed") == true)
+
+        let reply = try await app.send("POST", "/api/v1/statuses", ["status": "@\(alice.username) hello", "in_reply_to_id": id], token: bobToken)
+        let replyID = try #require(reply.json["id"]?.stringValue)
+        #expect(reply.json["in_reply_to_id"]?.stringValue == id && reply.json["in_reply_to_account_id"]?.stringValue == alice.id)
+        let context = try await app.get("/api/v1/statuses/\(replyID)/context")
+        #expect(context.json["ancestors"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == [id])
+        let below = try await app.get("/api/v1/statuses/\(id)/context", token: bobToken)
+        #expect(below.json["descendants"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == [replyID])
+
+        let liked = try await app.send("POST", "/api/v1/statuses/\(id)/favourite", token: bobToken)
+        #expect(liked.json["favourited"] == true && liked.json["favourites_count"] == 1)
+        #expect(try await app.get("/api/v1/statuses/\(id)", token: bobToken).json["favourited"] == true)
+        let unliked = try await app.send("POST", "/api/v1/statuses/\(id)/unfavourite", token: bobToken)
+        #expect(unliked.json["favourited"] == false && unliked.json["favourites_count"] == 0)
+
+        let notTheirs = try await app.send("DELETE", "/api/v1/statuses/\(id)", token: bobToken)
+        #expect(notTheirs.status == 403 && notTheirs.json == ["error": "This action is not allowed"])
+        let deleted = try await app.send("DELETE", "/api/v1/statuses/\(id)", token: aliceToken)
+        #expect(deleted.status == 200 && deleted.json["text"]?.stringValue == text)
+        #expect(try await app.get("/api/v1/statuses/\(id)").status == 404)
+    }
+
+    @Test("timelines: home and tag pages with max_id, since_id, min_id, limit and Link headers")
+    func timelines() async throws {
+        let edge = try await GatewayStack.shared()
+        let (dora, eve) = (try await edge.register("dora"), try await edge.register("eve"))
+        let app = try await MastodonClient.register(edge.url)
+        let (doraToken, eveToken) = (try await app.signIn(dora), try await app.signIn(eve))
+        #expect(try await app.send("POST", "/api/v1/accounts/\(dora.id)/follow", token: eveToken).json["following"] == true)
+        let tag = "t" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        var ids: [String] = []
+        for number in 0..<5 {
+            let posted = try await app.send("POST", "/api/v1/statuses", ["status": "number \(number) #\(tag)"], token: doraToken)
+            ids.append(try #require(posted.json["id"]?.stringValue))
+        }
+        let newest = Array(ids.reversed())
+        func page(_ query: String) async throws -> (ids: [String], link: String) {
+            let reply = try await app.get("/api/v1/timelines/home?" + query, token: eveToken)
+            #expect(reply.status == 200, "\(reply.text)")
+            return (reply.json.arrayValue?.compactMap { $0["id"]?.stringValue } ?? [], reply.header("Link") ?? "")
+        }
+        #expect(await eventually { (try? await page("limit=5").ids) == newest })
+        let first = try await page("limit=2")
+        #expect(first.ids == Array(newest[0..<2]))
+        #expect(first.link.contains("<\(edge.url)/api/v1/timelines/home?limit=2&max_id=\(newest[1])>; rel=\"next\""), "\(first.link)")
+        #expect(first.link.contains("min_id=\(newest[0])>; rel=\"prev\""))
+        #expect(try await page("limit=2&max_id=\(newest[1])").ids == Array(newest[2..<4]))
+        #expect(try await page("limit=2&since_id=\(newest[4])").ids == Array(newest[0..<2]), "since_id: the newest")
+        #expect(try await page("limit=2&min_id=\(newest[4])").ids == Array(newest[2..<4]), "min_id: just after it")
+        #expect(try await page("max_id=\(newest[0])&since_id=\(newest[3])").ids == Array(newest[1..<3]))
+        let badLimit = try await app.get("/api/v1/timelines/home?limit=500", token: eveToken)
+        #expect(badLimit.status == 422 && badLimit.json["error"]?.stringValue?.contains("limit") == true)
+
+        let tagged = try await app.get("/api/v1/timelines/tag/\(tag)?limit=3")
+        #expect(tagged.json.arrayValue?.compactMap { $0["id"]?.stringValue } == Array(newest[0..<3]), "\(tagged.text)")
+        #expect(tagged.header("Link")?.contains("max_id=\(newest[2])") == true)
+    }
+
+    @Test("accounts: lookup, profile, statuses, followers with Link, follow and relationships, update, search")
+    func accounts() async throws {
+        let edge = try await GatewayStack.shared()
+        let (fay, gus, hal) = (try await edge.register("fay"), try await edge.register("gus"), try await edge.register("hal"))
+        let app = try await MastodonClient.register(edge.url)
+        let (fayToken, gusToken, halToken) = (try await app.signIn(fay), try await app.signIn(gus), try await app.signIn(hal))
+
+        let lookup = try await app.get("/api/v1/accounts/lookup?acct=@\(fay.username)")
+        #expect(lookup.json["id"]?.stringValue == fay.id && lookup.json["url"]?.stringValue == "\(edge.url)/@\(fay.username)")
+        #expect(try await app.get("/api/v1/accounts/lookup?acct=\(fay.username)@elsewhere.example").status == 404)
+        #expect(try await app.get("/api/v1/accounts/99999999999").status == 404)
+
+        let followed = try await app.send("POST", "/api/v1/accounts/\(fay.id)/follow", token: gusToken)
+        #expect(followed.json["id"]?.stringValue == fay.id && followed.json["following"] == true && followed.json["followed_by"] == false)
+        _ = try await app.send("POST", "/api/v1/accounts/\(fay.id)/follow", token: halToken)
+        let relations = try await app.get("/api/v1/accounts/relationships?id[]=\(gus.id)&id[]=\(hal.id)", token: fayToken)
+        #expect(relations.json.arrayValue?.map { $0["followed_by"] } == [true, true], "\(relations.text)")
+        let profile = try await app.get("/api/v1/accounts/\(fay.id)", token: gusToken)
+        #expect(profile.json["followers_count"] == 2 && profile.json["following_count"] == 0)
+
+        let firstPage = try await app.get("/api/v1/accounts/\(fay.id)/followers?limit=1")
+        #expect(firstPage.json.arrayValue?.first?["id"]?.stringValue == hal.id)
+        let next = try #require(firstPage.header("Link").flatMap { $0.split(separator: "<").first?.split(separator: ">").first })
+        let secondPage = try await EdgeHTTP.send("GET", String(next))
+        #expect(secondPage.json.arrayValue?.compactMap { $0["id"]?.stringValue } == [gus.id], "\(secondPage.text)")
+        let following = try await app.get("/api/v1/accounts/\(gus.id)/following")
+        #expect(following.json.arrayValue?.compactMap { $0["id"]?.stringValue } == [fay.id])
+        let unfollowed = try await app.send("POST", "/api/v1/accounts/\(fay.id)/unfollow", token: halToken)
+        #expect(unfollowed.json["following"] == false)
+
+        let original = try await app.send("POST", "/api/v1/statuses", ["status": "an original"], token: fayToken)
+        let originalID = try #require(original.json["id"]?.stringValue)
+        let reply = try await app.send("POST", "/api/v1/statuses", ["status": "a reply", "in_reply_to_id": originalID], token: fayToken)
+        let replyID = try #require(reply.json["id"]?.stringValue)
+        let all = try await app.get("/api/v1/accounts/\(fay.id)/statuses")
+        #expect(all.json.arrayValue?.compactMap { $0["id"]?.stringValue } == [replyID, originalID])
+        let withoutReplies = try await app.get("/api/v1/accounts/\(fay.id)/statuses?exclude_replies=true")
+        #expect(withoutReplies.json.arrayValue?.compactMap { $0["id"]?.stringValue } == [originalID])
+
+        let updated = try await app.send(
+            "PATCH", "/api/v1/accounts/update_credentials", ["display_name": "Fay F.", "note": "Birds <3"], token: fayToken)
+        #expect(updated.json["display_name"] == "Fay F." && updated.json["note"] == "<p>Birds &lt;3</p>" && updated.json["source"]?["note"] == "Birds <3")
+        let tooLong = try await app.send("PATCH", "/api/v1/accounts/update_credentials", ["note": String(repeating: "n", count: 161)], token: fayToken)
+        #expect(tooLong.status == 422 && tooLong.json["error"]?.stringValue?.contains("note") == true)
+
+        let found = try await app.get("/api/v1/accounts/search?q=\(fay.username)", token: gusToken)
+        #expect(found.json.arrayValue?.first?["id"]?.stringValue == fay.id, "\(found.text)")
+    }
+
+    @Test("media: a multipart upload becomes a MediaAttachment a status carries; instance and nodeinfo")
+    func mediaAndInstance() async throws {
+        let edge = try await GatewayStack.shared()
+        let ivy = try await edge.register("ivy")
+        let app = try await MastodonClient.register(edge.url)
+        let token = try await app.signIn(ivy)
+        let boundary = "aviary-boundary"
+        var body = Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"dot.png\"\r\nContent-Type: image/png\r\n\r\n".utf8)
+        body += Data(MediaFixtures.png(width: 4, height: 3))
+        body += Data("\r\n--\(boundary)\r\nContent-Disposition: form-data; name=\"description\"\r\n\r\na dot\r\n--\(boundary)--\r\n".utf8)
+        let uploaded = try await EdgeHTTP.send(
+            "POST", edge.url + "/api/v2/media", body: body,
+            headers: ["Authorization": "Bearer \(token)", "Content-Type": "multipart/form-data; boundary=\(boundary)"])
+        #expect(uploaded.status == 200, "\(uploaded.text)")
+        #expect(uploaded.json["type"] == "image" && uploaded.json["meta"]?["original"]?["width"] == 4)
+        let mediaID = try #require(uploaded.json["id"]?.stringValue)
+        #expect(try await app.get("/api/v1/media/\(mediaID)", token: token).json["id"]?.stringValue == mediaID)
+        let posted = try await app.send("POST", "/api/v1/statuses", ["status": "with a dot", "media_ids[]": mediaID], token: token)
+        #expect(posted.json["media_attachments"]?.arrayValue?.first?["id"]?.stringValue == mediaID, "\(posted.text)")
+        let notMultipart = try await app.send("POST", "/api/v2/media", ["file": "x"], token: token)
+        #expect(notMultipart.status == 422)
+
+        let v1 = try await app.get("/api/v1/instance")
+        #expect(v1.json["version"]?.stringValue?.hasPrefix("4.") == true)
+        #expect(v1.json["configuration"]?["statuses"]?["max_characters"] == 600, "the tweets' configured limit")
+        let v2 = try await app.get("/api/v2/instance")
+        #expect(v2.json["api_versions"]?["mastodon"] == 2 && v2.json["configuration"]?["urls"]?["streaming"] != nil)
+        let nodeinfo = try await app.get("/.well-known/nodeinfo")
+        let href = try #require(nodeinfo.json["links"]?.arrayValue?.first?["href"]?.stringValue)
+        #expect(try await EdgeHTTP.send("GET", href).json["software"]?["name"] == "aviary")
+    }
+
+    private static func query(_ fields: [String: String]) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return fields.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: allowed)!)" }.joined(separator: "&")
+    }
+}
