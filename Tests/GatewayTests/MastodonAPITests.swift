@@ -290,6 +290,93 @@ struct MastodonAPITests {
         #expect(found.json.arrayValue?.first?["id"]?.stringValue == fay.id, "\(found.text)")
     }
 
+    @Test("notifications: Mastodon's types, types[] and exclude_types[], paging, one by id, unread count")
+    func notifications() async throws {
+        let edge = try await GatewayStack.shared()
+        let (jon, kim) = (try await edge.register("jon"), try await edge.register("kim"))
+        let app = try await MastodonClient.register(edge.url)
+        let (jonToken, kimToken) = (try await app.signIn(jon), try await app.signIn(kim))
+        let posted = try await app.send("POST", "/api/v1/statuses", ["status": "notice me"], token: jonToken)
+        let statusID = try #require(posted.json["id"]?.stringValue)
+        _ = try await app.send("POST", "/api/v1/accounts/\(jon.id)/follow", token: kimToken)
+        _ = try await app.send("POST", "/api/v1/statuses/\(statusID)/favourite", token: kimToken)
+        _ = try await app.send("POST", "/api/v1/statuses", ["status": "@\(jon.username) hello", "in_reply_to_id": statusID], token: kimToken)
+
+        var listed: [JSONValue] = []
+        #expect(await eventually {
+            listed = (try? await app.get("/api/v1/notifications", token: jonToken))?.json.arrayValue ?? []
+            return listed.count == 3
+        }, "\(listed)")
+        #expect(listed.compactMap { $0["type"]?.stringValue } == ["mention", "favourite", "follow"])
+        #expect(listed.allSatisfy { $0["account"]?["id"]?.stringValue == kim.id })
+        #expect(listed[1]["status"]?["id"]?.stringValue == statusID && listed[2]["status"] == .null)
+        let favourites = try await app.get("/api/v1/notifications?types[]=favourite", token: jonToken)
+        #expect(favourites.json.arrayValue?.compactMap { $0["type"]?.stringValue } == ["favourite"])
+        let noMentions = try await app.get("/api/v1/notifications?exclude_types[]=mention&exclude_types[]=follow", token: jonToken)
+        #expect(noMentions.json.arrayValue?.compactMap { $0["type"]?.stringValue } == ["favourite"])
+        let unknown = try await app.get("/api/v1/notifications?types[]=nonsense", token: jonToken)
+        #expect(unknown.status == 422)
+
+        let first = try await app.get("/api/v1/notifications?limit=1", token: jonToken)
+        let newestID = try #require(listed.first?["id"]?.stringValue)
+        #expect(first.header("Link")?.contains("max_id=\(newestID)") == true)
+        let older = try await app.get("/api/v1/notifications?limit=2&max_id=\(newestID)", token: jonToken)
+        #expect(older.json.arrayValue?.compactMap { $0["type"]?.stringValue } == ["favourite", "follow"])
+        let one = try await app.get("/api/v1/notifications/\(newestID)", token: jonToken)
+        #expect(one.json["id"]?.stringValue == newestID && one.json["type"] == "mention")
+        #expect(try await app.get("/api/v1/notifications/\(newestID)", token: kimToken).status == 404, "not Kim's")
+        #expect(try await app.get("/api/v1/notifications/unread_count", token: jonToken).json["count"] == 3)
+    }
+
+    @Test("search v2 (accounts, statuses, hashtags, type, offset) and suggestions v2")
+    func searchAndSuggestions() async throws {
+        let edge = try await GatewayStack.shared()
+        let (lea, max, ned) = (try await edge.register("lea"), try await edge.register("max"), try await edge.register("ned"))
+        let app = try await MastodonClient.register(edge.url)
+        let (leaToken, maxToken) = (try await app.signIn(lea), try await app.signIn(max))
+        let word = "w" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        let posted = try await app.send("POST", "/api/v1/statuses", ["status": "searching for \(word)"], token: leaToken)
+        let found = try await app.get("/api/v2/search?q=\(word)", token: maxToken)
+        #expect(found.json["statuses"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == [posted.json["id"]?.stringValue].compactMap { $0 })
+        #expect(found.json["hashtags"]?.arrayValue?.first?["name"]?.stringValue == word)
+        let people = try await app.get("/api/v2/search?q=\(lea.username)&type=accounts", token: maxToken)
+        #expect(people.json["accounts"]?.arrayValue?.first?["id"]?.stringValue == lea.id && people.json["statuses"] == [])
+        let punctuation = try await app.get("/api/v2/search?q=%21%21&type=statuses", token: maxToken)
+        #expect(punctuation.status == 200 && punctuation.json["statuses"] == [])
+        #expect(try await app.get("/api/v2/search?q=x&type=everything").status == 422)
+        #expect(try await app.get("/api/v2/search?q=x&offset=1000").status == 422)
+
+        _ = try await app.send("POST", "/api/v1/accounts/\(lea.id)/follow", token: maxToken)
+        _ = try await app.send("POST", "/api/v1/accounts/\(ned.id)/follow", token: leaToken)
+        let suggested = try await app.get("/api/v2/suggestions", token: maxToken)
+        #expect(suggested.json.arrayValue?.compactMap { $0["account"]?["id"]?.stringValue } == [ned.id], "\(suggested.text)")
+    }
+
+    @Test("registration through the API, where enabled, with an app token; the configured public URL in links")
+    func registration() async throws {
+        let edge = try await GatewayStack.shared()
+        let app = try await MastodonClient.register(edge.url, scopes: "read write")
+        let appToken = try #require(try await app.token(["grant_type": "client_credentials", "scope": "read write"]).json["access_token"]?.stringValue)
+        let username = "m" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        let fields = ["username": username, "email": "\(username)@example.com", "password": "correct horse battery", "agreement": "true", "locale": "en"]
+        let closed = try await app.send("POST", "/api/v1/accounts", fields, token: appToken)
+        #expect(closed.status == 403 && closed.json["error"]?.stringValue?.contains("Registrations") == true)
+
+        let open = try await edge.extraGateway(["AVIARY_GATEWAY_MASTODON_REGISTRATIONS": "1", "AVIARY_GATEWAY_PUBLIC_URL": "https://aviary.example/"])
+        defer { open.process.kill() }
+        let there = MastodonClient(url: open.url, clientID: app.clientID, clientSecret: app.clientSecret)
+        #expect(try await there.send("POST", "/api/v1/accounts", fields, token: nil).status == 401)
+        let unagreed = try await there.send("POST", "/api/v1/accounts", fields.merging(["agreement": "false"]) { $1 }, token: appToken)
+        #expect(unagreed.status == 422 && unagreed.json["error"]?.stringValue?.contains("agreement") == true)
+        let registered = try await there.send("POST", "/api/v1/accounts", fields, token: appToken)
+        let token = try #require(registered.json["access_token"]?.stringValue, "\(registered.text)")
+        let me = try await there.get("/api/v1/accounts/verify_credentials", token: token)
+        #expect(me.json["username"]?.stringValue == username && me.json["url"]?.stringValue == "https://aviary.example/@\(username)", "\(me.text)")
+        let taken = try await there.send("POST", "/api/v1/accounts", fields, token: appToken)
+        #expect(taken.status == 422 && taken.json["error"]?.stringValue?.hasPrefix("Validation failed") == true)
+        #expect(try await there.get("/api/v1/instance").json["registrations"] == true)
+    }
+
     @Test("media: a multipart upload becomes a MediaAttachment a status carries; instance and nodeinfo")
     func mediaAndInstance() async throws {
         let edge = try await GatewayStack.shared()

@@ -10,6 +10,28 @@ extension MastodonAPI {
     static let accountPageMaximum = 80
 
     func addAccountRoutes(to router: Router<EdgeContext>) {
+        endpoint(router, .post, "api/v1/accounts", access: .everyone, scope: "write:accounts") { call, _ in
+            // An app registers its user with its own token (client_credentials), as Mastodon asks;
+            // the user's token holds that token's scopes.
+            guard let app = call.grant else { throw MastodonError.invalidToken }
+            guard gateway.settings.mastodonRegistrations else {
+                throw MastodonError(status: .forbidden, message: "Registrations are not open on this server")
+            }
+            let params = call.params
+            guard params.flag("agreement") == true else { throw MastodonError.validation("agreement", "must be accepted") }
+            var fields: [String: String] = [:]
+            for name in ["username", "email", "password"] {
+                guard let value = try params.text(name, atMost: 254) else { throw MastodonError.validation(name, "can't be blank") }
+                fields[name] = value
+            }
+            let registered = try await self.call(
+                SessionAPI.register,
+                RegisterParams(email: fields["email"]!, password: fields["password"]!, username: fields["username"]!, fullname: fields["username"]!),
+                call)
+            let scopes = app.scopes
+            let issued = try await tokens.issue(appID: app.appID, scopes: scopes, session: AviarySession(registered))
+            return Self.tokenJSON(issued.token, refresh: issued.refresh, scopes: scopes)
+        }
         endpoint(router, .get, "api/v1/accounts/verify_credentials", access: .user, scope: "read:accounts") { call, _ in
             EdgeResponses.json(call.renderer.account(try await self.call(AccountAPI.me, Empty(), call), source: true))
         }
@@ -22,7 +44,7 @@ extension MastodonAPI {
         }
         endpoint(router, .get, "api/v1/accounts/lookup", access: .everyone, scope: "read:accounts") { call, _ in
             guard let acct = call.params["acct"] else { throw MastodonError.validation("acct", "can't be blank") }
-            let username = try Self.localUsername(acct, host: call.request.head.authority)
+            let username = try Self.localUsername(acct, host: Self.host(call.renderer.origin))
             return EdgeResponses.json(call.renderer.account(try await self.call(AccountAPI.getUser, GetUserParams(username: username), call)))
         }
         endpoint(router, .get, "api/v1/accounts/search", access: .user, scope: "read:accounts") { call, _ in
@@ -67,7 +89,7 @@ extension MastodonAPI {
                 // The services' cursor is opaque: it travels as max_id, which clients copy from Link.
                 let cursor = try call.params.text("max_id", atMost: 64)
                 let page = try await self.call(method, UserPageParams(userId: id, limit: PageLimit(min(limit, PageLimit.maximum)), cursor: cursor), call)
-                let link = StatusPaging.link(call.request, origin: call.renderer.origin, next: page.nextCursor, prev: nil)
+                let link = MastodonPaging.link(call.request, origin: call.renderer.origin, next: page.nextCursor, prev: nil)
                 return EdgeResponses.json(.array(page.items.map { call.renderer.account($0) }), headers: link)
             }
         }

@@ -12,17 +12,15 @@ extension MastodonAPI {
 
     func addInstanceRoutes(to router: Router<EdgeContext>) {
         endpoint(router, .get, "api/v1/instance", access: .everyone, scope: "read") { call, _ in
-            let host = call.request.head.authority ?? "localhost"
             return EdgeResponses.json([
-                "uri": .string(host), "title": "Aviary", "short_description": "An Aviary server", "description": "An Aviary server",
+                "uri": .string(Self.host(call.renderer.origin)), "title": "Aviary", "short_description": "An Aviary server", "description": "An Aviary server",
                 "email": "", "version": .string(version), "urls": ["streaming_api": .string(streamingURL(call))],
                 "stats": ["user_count": 0, "status_count": 0, "domain_count": 0], "thumbnail": .null, "languages": ["en"],
-                "registrations": false, "approval_required": false, "invites_enabled": false,
+                "registrations": .bool(gateway.settings.mastodonRegistrations), "approval_required": false, "invites_enabled": false,
                 "configuration": configuration(), "contact_account": .null, "rules": [],
             ])
         }
         endpoint(router, .get, "api/v2/instance", access: .everyone, scope: "read") { call, _ in
-            let host = call.request.head.authority ?? "localhost"
             var configuration = configuration()
             if case .object(var fields) = configuration {
                 fields["urls"] = ["streaming": .string(streamingURL(call)), "status": .null]
@@ -30,26 +28,30 @@ extension MastodonAPI {
                 configuration = .object(fields)
             }
             return EdgeResponses.json([
-                "domain": .string(host), "title": "Aviary", "version": .string(version), "source_url": "https://github.com/",
+                "domain": .string(Self.host(call.renderer.origin)), "title": "Aviary", "version": .string(version), "source_url": "https://github.com/",
                 "description": "An Aviary server", "usage": ["users": ["active_month": 0]],
                 "thumbnail": ["url": .string("\(call.renderer.origin)/avatars/original/missing.png")], "icon": [], "languages": ["en"],
                 "configuration": configuration,
-                "registrations": ["enabled": false, "approval_required": false, "message": .null, "url": .null],
+                "registrations": ["enabled": .bool(gateway.settings.mastodonRegistrations), "approval_required": false, "message": .null, "url": .null],
                 "api_versions": ["mastodon": 2], "contact": ["email": "", "account": .null], "rules": [],
             ])
         }
         router.get(".well-known/nodeinfo") { request, _ in
-            let scheme = gateway.settings.tls == nil ? "http" : "https"
-            let href = "\(scheme)://\(request.head.authority ?? "localhost")/nodeinfo/2.0"
+            let href = origin(of: request) + "/nodeinfo/2.0"
             return EdgeResponses.json(["links": [["rel": "http://nodeinfo.diaspora.software/ns/schema/2.0", "href": .string(href)]]])
         }
         router.get("nodeinfo/2.0") { _, _ in
             EdgeResponses.json([
                 "version": "2.0", "software": ["name": "aviary", "version": "1.0.0"], "protocols": [],
                 "services": ["outbound": [], "inbound": []], "usage": ["users": ["total": 0], "localPosts": 0],
-                "openRegistrations": false, "metadata": [:],
+                "openRegistrations": .bool(gateway.settings.mastodonRegistrations), "metadata": [:],
             ])
         }
+    }
+
+    /// `host[:port]` of an origin.
+    static func host(_ origin: String) -> String {
+        origin.split(separator: "/").last.map(String.init) ?? origin
     }
 
     private var version: String { "\(Self.compatibleVersion) (compatible; Aviary)" }

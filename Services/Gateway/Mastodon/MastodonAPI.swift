@@ -63,6 +63,8 @@ struct MastodonAPI: Sendable {
         addStatusRoutes(to: router)
         addTimelineRoutes(to: router)
         addMediaRoutes(to: router)
+        addNotificationRoutes(to: router)
+        addSearchRoutes(to: router)
         // What the adapter does not serve answers as Mastodon answers an unknown record, in JSON.
         for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
             router.on("api/**", method: method) { _, _ in MastodonError.notFound.response }
@@ -110,11 +112,15 @@ struct MastodonAPI: Sendable {
         if request.method != .get, MediaUpload.mediaType(request.headers[.contentType] ?? "") != "multipart/form-data" {
             params = params.merging(try await Self.bodyParams(request, limit: gateway.settings.maxBodyBytes))
         }
-        let scheme = gateway.settings.tls == nil ? "http" : "https"
-        let origin = "\(scheme)://\(request.head.authority ?? "localhost")"
         return Call(
             request: request, params: params, grant: grant, caller: EdgeCaller(token: grant?.accessToken, address: edge.address),
-            renderer: MastodonRenderer(origin: origin))
+            renderer: MastodonRenderer(origin: origin(of: request)))
+    }
+
+    /// `scheme://host[:port]` of the gateway as the request reached it (``GatewaySettings/publicURL``).
+    func origin(of request: Request) -> String {
+        if let configured = gateway.settings.publicURL { return configured }
+        return "\(gateway.settings.tls == nil ? "http" : "https")://\(request.head.authority ?? "localhost")"
     }
 
     /// A form or JSON body's parameters.

@@ -8,7 +8,7 @@ import Hummingbird
 /// cursor the services make after that tweet (``KeysetCursor/encodeID(_:)``). The services page
 /// only towards older items: `since_id` and `min_id` are answered by reading from the newest (or
 /// from `max_id`) down to that id, at most ``scanLimit`` items.
-struct StatusPaging {
+struct MastodonPaging {
     var maxID: Int64?
     var sinceID: Int64?
     var minID: Int64?

@@ -110,9 +110,9 @@ final class MastodonTokens: Sendable {
 
     // MARK: Tokens
 
-    /// A new Mastodon token (and refresh token, with a session) of `app` for `session`'s user, or
-    /// the app's own token when `session` is nil.
-    func issue(app: MastodonApp, scopes: OAuthScopes, session: AviarySession?) async throws -> (token: String, refresh: String?) {
+    /// A new Mastodon token (and refresh token, with a session) of the app `appID` for
+    /// `session`'s user, or the app's own token when `session` is nil.
+    func issue(appID: Int64, scopes: OAuthScopes, session: AviarySession?) async throws -> (token: String, refresh: String?) {
         let token = Self.randomToken()
         let refresh = session == nil ? nil : Self.randomToken()
         try await postgres.execute(
@@ -121,7 +121,7 @@ final class MastodonTokens: Sendable {
                 (token_hash, refresh_hash, app_id, user_id, scopes, access_token, access_expires, refresh_token)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
             """,
-            [Self.digest(token), refresh.map(Self.digest), app.id, session?.userID, scopes.text, session?.accessToken,
+            [Self.digest(token), refresh.map(Self.digest), appID, session?.userID, scopes.text, session?.accessToken,
              session?.expiresAt, session?.refreshToken])
         return (token, refresh)
     }

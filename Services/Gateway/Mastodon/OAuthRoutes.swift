@@ -37,8 +37,7 @@ extension MastodonAPI {
             ])
         }
         router.get(".well-known/oauth-authorization-server") { request, _ in
-            let scheme = gateway.settings.tls == nil ? "http" : "https"
-            let origin = "\(scheme)://\(request.head.authority ?? "localhost")"
+            let origin = origin(of: request)
             let scopes = OAuthScopes.topLevel.union(OAuthScopes.subScopes).sorted().map { JSONValue.string($0) }
             return EdgeResponses.json([
                 "issuer": .string(origin + "/"), "authorization_endpoint": .string(origin + "/oauth/authorize"),
@@ -126,11 +125,12 @@ extension MastodonAPI {
     }
 
     private func tokenAnswer(app: MastodonApp, scopes: OAuthScopes, session: AviarySession?) async throws -> Response {
-        let issued = try await tokens.issue(app: app, scopes: scopes, session: session)
+        let issued = try await tokens.issue(appID: app.id, scopes: scopes, session: session)
         return Self.tokenJSON(issued.token, refresh: issued.refresh, scopes: scopes)
     }
 
-    private static func tokenJSON(_ token: String, refresh: String?, scopes: OAuthScopes) -> Response {
+    /// Mastodon's Token entity.
+    static func tokenJSON(_ token: String, refresh: String?, scopes: OAuthScopes) -> Response {
         var body: [String: JSONValue] = [
             "access_token": .string(token), "token_type": "Bearer", "scope": .string(scopes.text),
             "created_at": .int(Int64(Date().timeIntervalSince1970)),

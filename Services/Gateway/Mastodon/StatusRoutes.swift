@@ -89,8 +89,8 @@ extension MastodonAPI {
     func statusPage(
         _ call: Call, _ fetch: (_ cursor: String?, _ limit: PageLimit) async throws -> Page<Tweet>
     ) async throws -> Response {
-        let tweets = try await StatusPaging(call.params).items(id: \.id.value, fetch)
-        let link = StatusPaging.link(
+        let tweets = try await MastodonPaging(call.params).items(id: \.id.value, fetch)
+        let link = MastodonPaging.link(
             call.request, origin: call.renderer.origin, next: tweets.last?.id.description, prev: tweets.first?.id.description)
         return EdgeResponses.json(.array(tweets.map { call.renderer.status($0) }), headers: link)
     }

@@ -96,6 +96,19 @@ assert favourited.favourited and favourited.favourites_count == 1, favourited
 context = alice.status_context(first)
 assert [s.id for s in context.descendants] == [reply.id], context
 
+step("Alice reads her notifications")
+notified = eventually(
+    "Bob's follow, favourite and reply among Alice's notifications",
+    lambda: {n.type for n in alice.notifications()} >= {"follow", "favourite", "mention"} and alice.notifications())
+assert all(n.account.username == BOB for n in notified), notified
+assert [n.type for n in alice.notifications(types=["favourite"])] == ["favourite"]
+
+step("Bob searches")
+found = bob.search(ALICE, result_type="accounts")
+assert [a.username for a in found.accounts] == [ALICE], found
+found = bob.search("#aviary", result_type="hashtags")
+assert found.hashtags[0].name == "aviary", found
+
 step("Bob pages his home timeline with max_id")
 posted = [alice.status_post(f"Number {n}") for n in range(5)]
 eventually("the five statuses in Bob's home", lambda: bob.timeline_home(limit=1)[0].id == posted[-1].id)
