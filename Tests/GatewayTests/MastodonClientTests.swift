@@ -2,14 +2,14 @@ import Foundation
 import Testing
 import TestSupport
 
-/// Real Mastodon clients against the real gateway and services: Mastodon.py (PyPI), installed in a
-/// virtual environment the test makes under `.build/` and keeps for the next run, runs
-/// `Clients/mastodon_py_flow.py`, which signs in, posts with an image, replies, favourites,
-/// follows, reads and pages the home timeline and deletes, asserting as it goes.
+/// Real Mastodon clients against the real gateway and services: Mastodon.py and toot (PyPI),
+/// installed in a virtual environment the test makes under `.build/` and keeps for the next run,
+/// run the scripts in `Clients/`, which sign in, post with an image, reply, favourite, follow,
+/// read and page the home timeline, read notifications, search and delete, asserting as they go.
 @Suite("Mastodon clients", .serialized)
 struct MastodonClientTests {
     /// The versions the scripts were written against.
-    static let packages = ["Mastodon.py==2.3.3"]
+    static let packages = ["Mastodon.py==2.3.3", "toot==0.52.1"]
 
     private static let clients = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Clients")
     private static let packageRoot = clients.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -28,16 +28,25 @@ struct MastodonClientTests {
         return python
     }
 
-    @Test("Mastodon.py: OAuth sign-in (password and authorization code), post with an image, reply, favourite, follow, home timeline, max_id paging, delete, a scope refusal")
+    @Test("Mastodon.py: OAuth sign-in (password and authorization code), post with an image, reply, favourite, follow, home timeline, notifications, search, max_id paging, delete, a scope refusal")
     func mastodonPy() async throws {
+        try await run("mastodon_py_flow.py")
+    }
+
+    @Test("toot: login_cli and the browser login, post with an image, follow, home timeline, reply, favourite, thread, notifications, search, --max-id, delete")
+    func toot() async throws {
+        try await run("toot_flow.py")
+    }
+
+    /// Runs a script of `Clients/` for two new users; it passes when it exits 0.
+    private func run(_ script: String) async throws {
         let edge = try await GatewayStack.shared()
         let (alice, bob) = (try await edge.register("alice"), try await edge.register("bob"))
         let python = try await Self.python.value
-        let script = Self.clients.appendingPathComponent("mastodon_py_flow.py").path
         let result = try await Command(
-            arguments: [python, script, edge.url, alice.username, bob.username, "correct horse battery"],
+            arguments: [python, Self.clients.appendingPathComponent(script).path, edge.url, alice.username, bob.username, "correct horse battery"],
             environment: ProcessInfo.processInfo.environment.merging(["PYTHONUNBUFFERED": "1"]) { $1 }
         ).run(timeout: .seconds(180))
-        #expect(result.status == 0, "mastodon_py_flow.py exited with \(result.status):\n\(result.output)")
+        #expect(result.status == 0, "\(script) exited with \(result.status):\n\(result.output)")
     }
 }

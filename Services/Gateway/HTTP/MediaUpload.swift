@@ -19,6 +19,14 @@ enum MediaUpload {
         var byteSize: Int64
     }
 
+    /// The type a file's name says (`.png`, `.jpg`, `.mov`, …), for a part sent without its own
+    /// (as some Mastodon clients send files); media checks it against the bytes.
+    static func mediaType(fileName: String) -> String? {
+        let types = ["png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
+                     "mp4": "video/mp4", "m4v": "video/mp4", "mov": "video/quicktime"]
+        return fileName.split(separator: ".").last.flatMap { types[$0.lowercased()] }
+    }
+
     /// `image/png; charset=…` → `image/png`, lower-cased.
     static func mediaType(_ header: String) -> String {
         header.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
@@ -43,9 +51,13 @@ enum MediaUpload {
         var writeFailed = false
         parser.onHeader = { name, value in headers[name.lowercased()] = value }
         parser.onBody = { buffer in
-            if !inFile, !complete, parameter("name", of: headers["content-disposition"] ?? "") == "file" {
+            let disposition = headers["content-disposition"] ?? ""
+            if !inFile, !complete, parameter("name", of: disposition) == "file" {
                 inFile = true
                 fileType = headers["content-type"].map(mediaType)
+                if fileType == nil || fileType == "application/octet-stream" {
+                    fileType = parameter("filename", of: disposition).flatMap(mediaType(fileName:)) ?? fileType
+                }
             }
             guard inFile else { return }
             written += buffer.readableBytes
@@ -73,7 +85,9 @@ enum MediaUpload {
             else if written > limit { EdgeResponses.failure(.contentTooLarge, "an upload is at most \(limit) bytes") }
             else if writeFailed { EdgeResponses.failure(.internalServerError, "the upload could not be spooled") }
             else if !complete { EdgeResponses.failure(.badRequest, "the multipart/form-data body has no complete part named file") }
-            else if (fileType ?? "").isEmpty { EdgeResponses.failure(.unsupportedMediaType, "the file part needs its Content-Type") }
+            else if (fileType ?? "").isEmpty {
+                EdgeResponses.failure(.unsupportedMediaType, "the file part needs its Content-Type, or a file name that says its type")
+            }
             else { nil }
         if let failure {
             try? FileManager.default.removeItem(at: url)
