@@ -290,7 +290,7 @@ struct MastodonAPITests {
         #expect(found.json.arrayValue?.first?["id"]?.stringValue == fay.id, "\(found.text)")
     }
 
-    @Test("notifications: Mastodon's types, types[] and exclude_types[], paging, one by id, unread count")
+    @Test("notifications: Mastodon's types, types[] and exclude_types[], paging, one by id, unread count, dismiss, clear")
     func notifications() async throws {
         let edge = try await GatewayStack.shared()
         let (jon, kim) = (try await edge.register("jon"), try await edge.register("kim"))
@@ -326,6 +326,16 @@ struct MastodonAPITests {
         #expect(one.json["id"]?.stringValue == newestID && one.json["type"] == "mention")
         #expect(try await app.get("/api/v1/notifications/\(newestID)", token: kimToken).status == 404, "not Kim's")
         #expect(try await app.get("/api/v1/notifications/unread_count", token: jonToken).json["count"] == 3)
+
+        #expect(try await app.send("POST", "/api/v1/notifications/\(newestID)/dismiss", token: kimToken).status == 404, "not Kim's")
+        let dismissed = try await app.send("POST", "/api/v1/notifications/\(newestID)/dismiss", token: jonToken)
+        #expect(dismissed.status == 200 && dismissed.json == [:])
+        #expect(try await app.get("/api/v1/notifications/\(newestID)", token: jonToken).status == 404)
+        #expect(try await app.get("/api/v1/notifications", token: jonToken).json.arrayValue?.count == 2)
+        let reader = try await app.signIn(jon, scope: "read")
+        #expect(try await app.send("POST", "/api/v1/notifications/clear", token: reader).status == 403)
+        #expect(try await app.send("POST", "/api/v1/notifications/clear", token: jonToken).status == 200)
+        #expect(try await app.get("/api/v1/notifications", token: jonToken).json == [])
     }
 
     @Test("search v2 (accounts, statuses, hashtags, type, offset) and suggestions v2")

@@ -22,6 +22,14 @@ extension MastodonAPI {
             let unread = try await self.call(NotificationsAPI.unreadCount, Empty(), call)
             return EdgeResponses.json(["count": .int(unread.count)])
         }
+        endpoint(router, .post, "api/v1/notifications/clear", access: .user, scope: "write:notifications") { call, _ in
+            _ = try await self.call(NotificationsAPI.clear, Empty(), call)
+            return EdgeResponses.json([:])
+        }
+        endpoint(router, .post, "api/v1/notifications/:id/dismiss", access: .user, scope: "write:notifications") { call, context in
+            _ = try await self.call(NotificationsAPI.dismiss, NotificationParams(notificationId: try call.pathID(context)), call)
+            return EdgeResponses.json([:])
+        }
         endpoint(router, .get, "api/v1/notifications/:id", access: .user, scope: "read:notifications") { call, context in
             let id = try call.pathID(context)
             // The list is newest first after a cursor: the one after id + 1 is id itself, if it is the caller's.
