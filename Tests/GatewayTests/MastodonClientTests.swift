@@ -45,7 +45,7 @@ struct MastodonClientTests {
         let python = try await Self.python.value
         let result = try await Command(
             arguments: [python, Self.clients.appendingPathComponent(script).path, edge.url, alice.username, bob.username, "correct horse battery"],
-            environment: ProcessInfo.processInfo.environment.merging(["PYTHONUNBUFFERED": "1"]) { $1 }
+            environment: ProcessInfo.processInfo.environment.merging(["PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"]) { $1 }
         ).run(timeout: .seconds(180))
         #expect(result.status == 0, "\(script) exited with \(result.status):\n\(result.output)")
     }

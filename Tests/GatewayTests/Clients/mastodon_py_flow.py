@@ -9,40 +9,14 @@ Bob through the authorization-code flow (the sign-in page, as a person fills it 
 Exits non-zero, with the reason, at the first surprise.
 """
 import re
-import struct
 import sys
-import time
-import zlib
 
 import requests
+from flow import eventually, png, step
 from mastodon import Mastodon, MastodonAPIError, MastodonNotFoundError
 
 BASE, ALICE, BOB, PASSWORD = sys.argv[1:5]
 SCOPES = ["read", "write", "follow"]
-
-
-def step(text):
-    print(f"- {text}", flush=True)
-
-
-def png(width, height):
-    """A tiny valid PNG, so that the media service accepts it."""
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
-
-
-def eventually(what, check, seconds=15):
-    deadline = time.time() + seconds
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.time() > deadline:
-            raise AssertionError(f"{what}: not within {seconds} s")
-        time.sleep(0.2)
 
 
 step("register the app")

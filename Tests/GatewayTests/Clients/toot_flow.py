@@ -9,22 +9,16 @@ Exits non-zero, with the reason, at the first surprise.
 import json
 import os
 import re
-import struct
 import subprocess
 import sys
 import tempfile
-import time
-import zlib
 
 import requests
+from flow import eventually, png, step
 
 BASE, ALICE, BOB, PASSWORD = sys.argv[1:5]
 TOOT = os.path.join(os.path.dirname(sys.executable), "toot")
 ENV = dict(os.environ, XDG_CONFIG_HOME=tempfile.mkdtemp(prefix="toot-"))
-
-
-def step(text):
-    print(f"- {text}", flush=True)
 
 
 def toot(*arguments, account=None, stdin=None):
@@ -34,25 +28,6 @@ def toot(*arguments, account=None, stdin=None):
     if done.returncode != 0:
         raise AssertionError(f"{' '.join(command)} exited with {done.returncode}:\n{done.stdout}\n{done.stderr}")
     return done.stdout
-
-
-def eventually(what, check, seconds=15):
-    deadline = time.time() + seconds
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.time() > deadline:
-            raise AssertionError(f"{what}: not within {seconds} s")
-        time.sleep(0.3)
-
-
-def png(width, height):
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    rows = b"".join(b"\x00" + b"\x00\x80\xff" * width for _ in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
 step("Alice logs in with login_cli")
