@@ -241,7 +241,7 @@ struct MastodonAPITests {
         #expect(tagged.header("Link")?.contains("max_id=\(newest[2])") == true)
     }
 
-    @Test("accounts: lookup, profile, statuses, followers with Link, follow and relationships, update, search")
+    @Test("accounts: lookup, profile, statuses, followers with Link, follow and relationships, update with an avatar, search")
     func accounts() async throws {
         let edge = try await GatewayStack.shared()
         let (fay, gus, hal) = (try await edge.register("fay"), try await edge.register("gus"), try await edge.register("hal"))
@@ -285,6 +285,19 @@ struct MastodonAPITests {
         #expect(updated.json["display_name"] == "Fay F." && updated.json["note"] == "<p>Birds &lt;3</p>" && updated.json["source"]?["note"] == "Birds <3")
         let tooLong = try await app.send("PATCH", "/api/v1/accounts/update_credentials", ["note": String(repeating: "n", count: 161)], token: fayToken)
         #expect(tooLong.status == 422 && tooLong.json["error"]?.stringValue?.contains("note") == true)
+
+        let boundary = "avatar-boundary"
+        var body = Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"display_name\"\r\n\r\nFay Avatar\r\n".utf8)
+        body += Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"avatar\"; filename=\"me.png\"\r\n\r\n".utf8)
+        body += Data(MediaFixtures.png(width: 8, height: 8)) + Data("\r\n--\(boundary)--\r\n".utf8)
+        let withAvatar = try await EdgeHTTP.send(
+            "PATCH", edge.url + "/api/v1/accounts/update_credentials", body: body,
+            headers: ["Authorization": "Bearer \(fayToken)", "Content-Type": "multipart/form-data; boundary=\(boundary)"])
+        #expect(withAvatar.status == 200 && withAvatar.json["display_name"] == "Fay Avatar", "\(withAvatar.text)")
+        let avatar = try #require(withAvatar.json["avatar"]?.stringValue)
+        #expect(!avatar.hasSuffix("missing.png") && withAvatar.json["note"] == "<p>Birds &lt;3</p>", "\(avatar)")
+        let header = try await app.send("PATCH", "/api/v1/accounts/update_credentials", ["header": "x"], token: fayToken)
+        #expect(header.status == 422)
 
         let found = try await app.get("/api/v1/accounts/search?q=\(fay.username)", token: gusToken)
         #expect(found.json.arrayValue?.first?["id"]?.stringValue == fay.id, "\(found.text)")

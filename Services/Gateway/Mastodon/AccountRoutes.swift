@@ -1,5 +1,6 @@
 import AviaryAPI
 import AviaryJSON
+import Foundation
 import Hummingbird
 import RPC
 
@@ -36,11 +37,8 @@ extension MastodonAPI {
             EdgeResponses.json(call.renderer.account(try await self.call(AccountAPI.me, Empty(), call), source: true))
         }
         endpoint(router, .patch, "api/v1/accounts/update_credentials", access: .user, scope: "write:accounts") { call, _ in
-            let params = call.params
-            let change = UpdateProfileParams(
-                fullname: try params.text("display_name", atMost: TextRules.fullnameLimit),
-                bio: try params.text("note", atMost: TextRules.bioLimit))
-            return EdgeResponses.json(call.renderer.account(try await self.call(AccountAPI.updateProfile, change, call), source: true))
+            // Off the connection's loop: a multipart avatar is written to a file and read back.
+            try await withTaskExecutorPreference(globalConcurrentExecutor) { try await updateCredentials(call) }
         }
         endpoint(router, .get, "api/v1/accounts/lookup", access: .everyone, scope: "read:accounts") { call, _ in
             guard let acct = call.params["acct"] else { throw MastodonError.validation("acct", "can't be blank") }
@@ -100,6 +98,33 @@ extension MastodonAPI {
                 return EdgeResponses.json(try await relationship(id, call))
             }
         }
+    }
+
+    /// `PATCH /api/v1/accounts/update_credentials`: `display_name` and `note` (a form, JSON, or the
+    /// fields of a multipart body), and `avatar` (a multipart file part, uploaded to media as an
+    /// avatar). Aviary keeps no header image, fields, or privacy settings.
+    private func updateCredentials(_ call: Call) async throws -> Response {
+        var params = call.params
+        var avatar: MediaUpload.SpooledFile?
+        let header = call.request.headers[.contentType] ?? ""
+        if MediaUpload.mediaType(header) == "multipart/form-data" {
+            switch await MediaUpload.readMultipart(of: call.request, contentType: header, limit: maxImageBytes, filePart: "avatar") {
+            case .failure(let refusal): return refusal.response
+            case .success(let form):
+                avatar = form.file
+                for (name, value) in form.fields { params.add(name, value) }
+            }
+        }
+        defer { if let avatar { try? FileManager.default.removeItem(at: avatar.url) } }
+        if params["header"] != nil { throw MastodonError.unsupported("A header image") }
+        var change = UpdateProfileParams(
+            fullname: try params.text("display_name", atMost: TextRules.fullnameLimit), bio: try params.text("note", atMost: TextRules.bioLimit))
+        if let avatar {
+            let begin = GatewayService.BeginUpload(
+                contentType: avatar.contentType, byteSize: avatar.byteSize, purpose: MediaPurpose.avatar.rawValue, conversationId: nil)
+            change.profileImage = .set(try await store(begin, from: avatar, call).id)
+        }
+        return EdgeResponses.json(call.renderer.account(try await self.call(AccountAPI.updateProfile, change, call), source: true))
     }
 
     /// The caller's Relationship to `id`.

@@ -37,8 +37,13 @@ extension MastodonAPI {
         defer { try? FileManager.default.removeItem(at: spooled.url) }
         let begin = GatewayService.BeginUpload(
             contentType: spooled.contentType, byteSize: spooled.byteSize, purpose: MediaPurpose.tweet.rawValue, conversationId: nil)
-        switch try await gateway.store(begin, from: MediaUpload.FileChunks(url: spooled.url), for: call.caller) {
-        case .stored(let raw): return EdgeResponses.json(call.renderer.media(try raw.decode(Media.self)))
+        return EdgeResponses.json(call.renderer.media(try await store(begin, from: spooled, call)))
+    }
+
+    /// Uploads a spooled file through the gateway's upload path, for the caller: the Media.
+    func store(_ begin: GatewayService.BeginUpload, from file: MediaUpload.SpooledFile, _ call: Call) async throws -> Media {
+        switch try await gateway.store(begin, from: MediaUpload.FileChunks(url: file.url), for: call.caller) {
+        case .stored(let raw): return try raw.decode(Media.self)
         case .refused(let error): throw MastodonError(error)
         case .malformed(let status, let message): throw MastodonError(status: status, message: message)
         }

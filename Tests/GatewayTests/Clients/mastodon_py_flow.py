@@ -30,6 +30,10 @@ me = alice.account_verify_credentials()
 assert me.username == ALICE, me
 assert me.source.note is not None, me
 
+step("Alice sets her display name and avatar")
+updated = alice.account_update_credentials(display_name="Alice A.", avatar=png(8, 8), avatar_mime_type="image/png")
+assert updated.display_name == "Alice A." and not updated.avatar.endswith("missing.png"), updated
+
 step("Bob signs in through the authorization page")
 bob = Mastodon(client_id=client_id, client_secret=client_secret, api_base_url=BASE)
 url = bob.auth_request_url(scopes=SCOPES, redirect_uris="urn:ietf:wg:oauth:2.0:oob", allow_http=True)
