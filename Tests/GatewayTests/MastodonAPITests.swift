@@ -400,6 +400,45 @@ struct MastodonAPITests {
         #expect(try await there.get("/api/v1/instance").json["registrations"] == true)
     }
 
+    @Test("streaming: stream=user brings new home statuses and notifications; a hashtag stream by message; refusals")
+    func streaming() async throws {
+        let edge = try await GatewayStack.shared()
+        let (nia, oz) = (try await edge.register("nia"), try await edge.register("oz"))
+        let app = try await MastodonClient.register(edge.url)
+        let (niaToken, ozToken) = (try await app.signIn(nia), try await app.signIn(oz))
+        _ = try await app.send("POST", "/api/v1/accounts/\(nia.id)/follow", token: ozToken)
+        let own = try await app.send("POST", "/api/v1/statuses", ["status": "Oz was here"], token: ozToken)
+        let ownID = try #require(own.json["id"]?.stringValue)
+
+        await #expect(throws: (any Error).self) {
+            _ = try await TestSocket.open(edge.url, path: "/api/v1/streaming?stream=user&access_token=not-a-token")
+        }
+        await #expect(throws: (any Error).self) {
+            _ = try await TestSocket.open(edge.url, token: ozToken, path: "/api/v1/streaming?stream=public")
+        }
+        let socket = try await TestSocket.open(edge.url, path: "/api/v1/streaming?stream=user&access_token=\(ozToken)")
+        defer { Task { await socket.close() } }
+        let tag = "s" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        try await socket.send(#"{"type":"subscribe","stream":"hashtag","tag":"\#(tag)"}"#)
+        try await Task.sleep(for: .milliseconds(500))
+
+        let posted = try await app.send("POST", "/api/v1/statuses", ["status": "for my followers #\(tag)"], token: niaToken)
+        let postedID = try #require(posted.json["id"]?.stringValue)
+        _ = try await app.send("POST", "/api/v1/statuses/\(ownID)/favourite", token: niaToken)
+        func event(_ name: String, _ stream: JSONValue) -> JSONValue? {
+            socket.messages.first { $0["event"]?.stringValue == name && $0["stream"] == stream }
+                .flatMap { $0["payload"]?.stringValue }.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }
+        }
+        #expect(await eventually(timeout: .seconds(15)) { event("update", ["user"])?["id"]?.stringValue == postedID }, "\(socket.messages)")
+        #expect(await eventually(timeout: .seconds(15)) { event("update", ["hashtag", .string(tag)])?["id"]?.stringValue == postedID })
+        #expect(await eventually(timeout: .seconds(15)) {
+            let notification = event("notification", ["user"])
+            return notification?["type"] == "favourite" && notification?["account"]?["id"]?.stringValue == nia.id
+        })
+        try await socket.send(#"{"type":"subscribe","stream":"nothing"}"#)
+        #expect(await eventually { socket.messages.contains { $0["error"] == "Unknown stream type" } })
+    }
+
     @Test("media: a multipart upload becomes a MediaAttachment a status carries; instance and nodeinfo")
     func mediaAndInstance() async throws {
         let edge = try await GatewayStack.shared()

@@ -21,7 +21,7 @@ struct MastodonAPI: Sendable {
 
     init(gateway: GatewayService) throws {
         self.gateway = gateway
-        tokens = MastodonTokens(postgres: gateway.resources.postgres, forwarder: gateway.forwarder)
+        tokens = gateway.mastodonTokens
         let configuration = gateway.resources.configuration
         tweetLimit = try configuration.integer("AVIARY_TWEETS_MAX_LENGTH", default: TextRules.tweetLimit, in: 1...10_000)
         maxImageBytes = try configuration.integer("AVIARY_MEDIA_MAX_IMAGE_BYTES", default: 16 << 20, in: 1...(1 << 40))
@@ -117,10 +117,8 @@ struct MastodonAPI: Sendable {
             renderer: MastodonRenderer(origin: origin(of: request)))
     }
 
-    /// `scheme://host[:port]` of the gateway as the request reached it (``GatewaySettings/publicURL``).
     func origin(of request: Request) -> String {
-        if let configured = gateway.settings.publicURL { return configured }
-        return "\(gateway.settings.tls == nil ? "http" : "https")://\(request.head.authority ?? "localhost")"
+        gateway.publicOrigin(host: request.head.authority)
     }
 
     /// A form or JSON body's parameters.
@@ -138,12 +136,6 @@ struct MastodonAPI: Sendable {
 
     /// Calls `method` for `call`'s caller and decodes its result.
     func call<Params, Result>(_ method: RPCMethod<Params, Result>, _ params: Params, _ call: Call) async throws -> Result {
-        try await self.call(method, params, as: call.caller)
-    }
-
-    func call<Params, Result>(_ method: RPCMethod<Params, Result>, _ params: Params, as caller: EdgeCaller) async throws -> Result {
-        guard let service = MethodDirectory.service(of: method.name) else { throw RPCError.methodNotFound(method.name) }
-        return try await gateway.forwarder.call(service, method.name, params: try RawJSON(encoding: params), for: caller).get()
-            .decode(Result.self)
+        try await gateway.forwarder.call(method, params, for: call.caller)
     }
 }

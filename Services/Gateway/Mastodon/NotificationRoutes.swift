@@ -16,7 +16,7 @@ extension MastodonAPI {
             }
             let link = MastodonPaging.link(
                 call.request, origin: call.renderer.origin, next: items.last?.id.description, prev: items.first?.id.description)
-            return EdgeResponses.json(.array(try items.map { try notification($0, call) }), headers: link)
+            return EdgeResponses.json(.array(try items.map(call.renderer.notification)), headers: link)
         }
         endpoint(router, .get, "api/v1/notifications/unread_count", access: .user, scope: "read:notifications") { call, _ in
             let unread = try await self.call(NotificationsAPI.unreadCount, Empty(), call)
@@ -37,7 +37,7 @@ extension MastodonAPI {
                 NotificationsAPI.list,
                 NotificationListParams(limit: PageLimit(1), cursor: KeysetCursor.encodeID(id.value + 1), types: Self.listedKinds), call)
             guard let item = page.items.first, item.id == id else { throw MastodonError.notFound }
-            return EdgeResponses.json(try notification(item, call))
+            return EdgeResponses.json(try call.renderer.notification(item))
         }
     }
 
@@ -65,20 +65,5 @@ extension MastodonAPI {
         let wanted = types.isEmpty ? Set(listedKinds) : try aviary(types, field: "types")
         let excluded = try aviary(params.list("exclude_types"), field: "exclude_types")
         return listedKinds.filter { wanted.contains($0) && !excluded.contains($0) }
-    }
-
-    /// A notification as Mastodon's entity; a like reads as a favourite, a reply as a mention.
-    private func notification(_ item: NotificationItem, _ call: Call) throws -> JSONValue {
-        let type =
-            switch item.type {
-            case .like: "favourite"
-            case .follow: "follow"
-            case .reply, .mention, .message: "mention"
-            }
-        return [
-            "id": .string(item.id.description), "type": .string(type), "created_at": .string(RFC3339.format(item.createdAt)),
-            "account": call.renderer.account(item.actor), "status": try item.decodedTweet().map { call.renderer.status($0) } ?? .null,
-            "group_key": .string("ungrouped-\(item.id)"), "report": .null,
-        ]
     }
 }

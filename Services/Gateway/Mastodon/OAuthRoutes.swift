@@ -89,7 +89,7 @@ extension MastodonAPI {
             }
             let session: AviarySession
             do {
-                session = AviarySession(try await call(SessionAPI.login, LoginParams(login: login, password: password), as: edge))
+                session = AviarySession(try await gateway.forwarder.call(SessionAPI.login, LoginParams(login: login, password: password), for: edge))
             } catch let error as RPCError where error.reason == "unauthenticated" || error.reason == "validation" {
                 return Self.oauthError(.badRequest, "invalid_grant", "the user name or password is wrong")
             }
@@ -172,7 +172,8 @@ extension MastodonAPI {
         let session: AviarySession
         do {
             session = AviarySession(
-                try await call(SessionAPI.login, LoginParams(login: login, password: password), as: gateway.caller(of: request, peer: context.peer)))
+                try await gateway.forwarder.call(
+                    SessionAPI.login, LoginParams(login: login, password: password), for: gateway.caller(of: request, peer: context.peer)))
         } catch let error as RPCError where error.reason == "unauthenticated" || error.reason == "validation" {
             return await authorizePage(params, problem: "Invalid user name or password.")
         } catch let error as RPCError where error.reason == "rate_limited" {

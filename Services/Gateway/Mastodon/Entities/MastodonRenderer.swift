@@ -86,6 +86,23 @@ struct MastodonRenderer: Sendable {
         return .object(status)
     }
 
+    // MARK: Notification
+
+    /// A notification: a like reads as a favourite, a reply as a mention.
+    func notification(_ item: NotificationItem) throws -> JSONValue {
+        let type =
+            switch item.type {
+            case .like: "favourite"
+            case .follow: "follow"
+            case .reply, .mention, .message: "mention"
+            }
+        return [
+            "id": .string(item.id.description), "type": .string(type), "created_at": .string(RFC3339.format(item.createdAt)),
+            "account": account(item.actor), "status": try item.decodedTweet().map { status($0) } ?? .null,
+            "group_key": .string("ungrouped-\(item.id)"), "report": .null,
+        ]
+    }
+
     // MARK: MediaAttachment
 
     func media(_ media: Media) -> JSONValue {
