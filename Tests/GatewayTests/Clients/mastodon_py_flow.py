@@ -10,10 +10,11 @@ Exits non-zero, with the reason, at the first surprise.
 """
 import re
 import sys
+import time
 
 import requests
 from flow import eventually, png, step
-from mastodon import Mastodon, MastodonAPIError, MastodonNotFoundError
+from mastodon import Mastodon, MastodonAPIError, MastodonNotFoundError, StreamListener
 
 BASE, ALICE, BOB, PASSWORD = sys.argv[1:5]
 SCOPES = ["read", "write", "follow"]
@@ -97,6 +98,33 @@ assert len(page1) == 3 and len(page2) == 3, ids
 assert ids == sorted(ids, reverse=True) and len(set(ids)) == 6, ids
 older = bob.timeline_home(max_id=page1[-1].id, limit=3)
 assert [s.id for s in older] == [s.id for s in page2], (older, page2)
+
+step("Bob streams his home timeline and notifications over the WebSocket")
+
+
+class Collected(StreamListener):
+    def __init__(self):
+        super().__init__()
+        self.updates = []
+        self.notifications = []
+
+    def on_update(self, status):
+        self.updates.append(status)
+
+    def on_notification(self, notification):
+        self.notifications.append(notification)
+
+
+listener = Collected()
+socket = bob.stream_open_websocket(listener=listener)
+bob.stream_user(listener, websocket_handle=socket)
+time.sleep(1)  # the stream's first read of the home timeline, which it sends nothing of
+streamed = alice.status_post("Live from Alice")
+alice.status_favourite(reply)
+eventually("Alice's status on Bob's stream", lambda: any(s.id == streamed.id for s in listener.updates))
+eventually("Alice's favourite on Bob's stream", lambda: any(
+    n.type == "favourite" and n.account.username == ALICE for n in listener.notifications))
+socket.close()
 
 step("Bob deletes his reply")
 deleted = bob.status_delete(reply)
