@@ -303,7 +303,7 @@ struct MastodonAPITests {
         #expect(found.json.arrayValue?.first?["id"]?.stringValue == fay.id, "\(found.text)")
     }
 
-    @Test("notifications: Mastodon's types, types[] and exclude_types[], paging, one by id, unread count, dismiss, clear")
+    @Test("notifications: Mastodon's types, types[] and exclude_types[], paging, one by id, unread count, grouped (v2), dismiss, clear")
     func notifications() async throws {
         let edge = try await GatewayStack.shared()
         let (jon, kim) = (try await edge.register("jon"), try await edge.register("kim"))
@@ -340,11 +340,28 @@ struct MastodonAPITests {
         #expect(try await app.get("/api/v1/notifications/\(newestID)", token: kimToken).status == 404, "not Kim's")
         #expect(try await app.get("/api/v1/notifications/unread_count", token: jonToken).json["count"] == 3)
 
-        #expect(try await app.send("POST", "/api/v1/notifications/\(newestID)/dismiss", token: kimToken).status == 404, "not Kim's")
-        let dismissed = try await app.send("POST", "/api/v1/notifications/\(newestID)/dismiss", token: jonToken)
+        // Grouped: a second like of the same status joins the first's group.
+        let lou = try await edge.register("lou")
+        let louToken = try await app.signIn(lou)
+        _ = try await app.send("POST", "/api/v1/statuses/\(statusID)/favourite", token: louToken)
+        var grouped = JSONValue.null
+        #expect(await eventually {
+            grouped = (try? await app.get("/api/v2/notifications", token: jonToken))?.json ?? .null
+            return grouped["notification_groups"]?.arrayValue?.contains { $0["notifications_count"] == 2 } == true
+        }, "\(grouped)")
+        let likes = try #require(grouped["notification_groups"]?.arrayValue?.first { $0["type"] == "favourite" })
+        #expect(likes["group_key"]?.stringValue == "favourite-\(statusID)" && likes["status_id"]?.stringValue == statusID)
+        #expect(Set(likes["sample_account_ids"]?.arrayValue?.compactMap(\.stringValue) ?? []) == [kim.id, lou.id])
+        #expect(grouped["statuses"]?.arrayValue?.contains { $0["id"]?.stringValue == statusID } == true)
+        #expect(Set(grouped["accounts"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []) == [kim.id, lou.id])
+        let latestID = try #require(
+            (try await app.get("/api/v1/notifications?limit=1", token: jonToken)).json.arrayValue?.first?["id"]?.stringValue)
+
+        #expect(try await app.send("POST", "/api/v1/notifications/\(latestID)/dismiss", token: kimToken).status == 404, "not Kim's")
+        let dismissed = try await app.send("POST", "/api/v1/notifications/\(latestID)/dismiss", token: jonToken)
         #expect(dismissed.status == 200 && dismissed.json == [:])
-        #expect(try await app.get("/api/v1/notifications/\(newestID)", token: jonToken).status == 404)
-        #expect(try await app.get("/api/v1/notifications", token: jonToken).json.arrayValue?.count == 2)
+        #expect(try await app.get("/api/v1/notifications/\(latestID)", token: jonToken).status == 404)
+        #expect(try await app.get("/api/v1/notifications", token: jonToken).json.arrayValue?.count == 3)
         let reader = try await app.signIn(jon, scope: "read")
         #expect(try await app.send("POST", "/api/v1/notifications/clear", token: reader).status == 403)
         #expect(try await app.send("POST", "/api/v1/notifications/clear", token: jonToken).status == 200)

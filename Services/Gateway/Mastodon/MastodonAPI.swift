@@ -3,6 +3,7 @@ import AviaryJSON
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
 import NIOFoundationCompat
 import RPC
@@ -87,8 +88,19 @@ struct MastodonAPI: Sendable {
                 return MastodonError(error).response
             } catch is NIOTooManyBytesError {
                 return MastodonError(status: .contentTooLarge, message: "The request body is too large").response
+            } catch {
+                context.logger.error("a Mastodon API call failed", metadata: ["http.route": "\(path)", "error": "\(error)"])
+                return MastodonError(status: .internalServerError, message: "An internal error occurred").response
             }
         }
+    }
+
+    /// The edge's per-address limit for the OAuth endpoints, which act for no user yet: nil to
+    /// go ahead, else the refusal.
+    func limited(_ request: Request, _ context: EdgeContext) async -> Response? {
+        let caller = gateway.caller(of: request, peer: context.peer)
+        guard let outcome = await gateway.limits.take(address: caller.address, user: nil, cost: 1), !outcome.allowed else { return nil }
+        return MastodonError(status: .tooManyRequests, message: "Too many requests", headers: EdgeResponses.limitHeaders(outcome)).response
     }
 
     /// Checks the token, its scope and the edge's limits, and reads the parameters.

@@ -18,6 +18,17 @@ extension MastodonAPI {
                 call.request, origin: call.renderer.origin, next: items.last?.id.description, prev: items.first?.id.description)
             return EdgeResponses.json(.array(try items.map(call.renderer.notification)), headers: link)
         }
+        endpoint(router, .get, "api/v2/notifications", access: .user, scope: "read:notifications") { call, _ in
+            let kinds = try Self.kinds(call.params)
+            guard !kinds.isEmpty else { return EdgeResponses.json(["accounts": [], "statuses": [], "notification_groups": []]) }
+            let items = try await MastodonPaging(call.params).items(id: \.id.value) { cursor, limit in
+                try await self.call(
+                    NotificationsAPI.list, NotificationListParams(limit: limit, cursor: cursor, types: kinds, grouped: true), call)
+            }
+            let link = MastodonPaging.link(
+                call.request, origin: call.renderer.origin, next: items.last?.id.description, prev: items.first?.id.description)
+            return EdgeResponses.json(try Self.grouped(items, call.renderer), headers: link)
+        }
         endpoint(router, .get, "api/v1/notifications/unread_count", access: .user, scope: "read:notifications") { call, _ in
             let unread = try await self.call(NotificationsAPI.unreadCount, Empty(), call)
             return EdgeResponses.json(["count": .int(unread.count)])
@@ -65,5 +76,33 @@ extension MastodonAPI {
         let wanted = types.isEmpty ? Set(listedKinds) : try aviary(types, field: "types")
         let excluded = try aviary(params.list("exclude_types"), field: "exclude_types")
         return listedKinds.filter { wanted.contains($0) && !excluded.contains($0) }
+    }
+
+    /// Grouped notifications (`/api/v2/notifications`): Aviary groups likes of one status and
+    /// follows of one window (`AVIARY_NOTIFICATIONS_GROUP_WINDOW_SECONDS`); each group names its
+    /// newest notification and up to three of its accounts, whose entities come once beside the
+    /// groups, as do the statuses'.
+    static func grouped(_ items: [NotificationItem], _ renderer: MastodonRenderer) throws -> JSONValue {
+        var accounts: [String: JSONValue] = [:]
+        var statuses: [String: JSONValue] = [:]
+        var groups: [JSONValue] = []
+        for item in items {
+            let entity = try renderer.notification(item)
+            let actors = item.actors ?? [item.actor]
+            for actor in actors { accounts[actor.id.description] = renderer.account(actor) }
+            let tweet = try item.decodedTweet()
+            if let tweet { statuses[tweet.id.description] = renderer.status(tweet) }
+            let key =
+                if (item.count ?? 1) > 1, let type = entity["type"]?.stringValue { "\(type)-\(tweet?.id.description ?? item.id.description)" }
+                else { "ungrouped-\(item.id)" }
+            groups.append([
+                "group_key": .string(key), "notifications_count": .int(Int64(item.count ?? 1)), "type": entity["type"] ?? .null,
+                "most_recent_notification_id": .string(item.id.description), "page_min_id": .string(item.id.description),
+                "page_max_id": .string(item.id.description), "latest_page_notification_at": entity["created_at"] ?? .null,
+                "sample_account_ids": .array(actors.map { .string($0.id.description) }),
+                "status_id": tweet.map { .string($0.id.description) } ?? .null,
+            ])
+        }
+        return ["accounts": .array(Array(accounts.values)), "statuses": .array(Array(statuses.values)), "notification_groups": .array(groups)]
     }
 }

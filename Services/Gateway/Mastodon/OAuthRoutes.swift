@@ -51,15 +51,19 @@ extension MastodonAPI {
             ])
         }
         router.get("oauth/authorize") { request, context in
-            await authorizePage(MastodonParams(form: request.uri.query ?? ""), problem: nil)
+            if let refusal = await limited(request, context) { return refusal }
+            return await authorizePage(MastodonParams(form: request.uri.query ?? ""), problem: nil)
         }
         router.post("oauth/authorize") { request, context in
-            try await authorize(request, context)
+            if let refusal = await limited(request, context) { return refusal }
+            return try await authorize(request, context)
         }
         router.post("oauth/token") { request, context in
-            try await token(request, context)
+            if let refusal = await limited(request, context) { return refusal }
+            return try await token(request, context)
         }
-        router.post("oauth/revoke") { request, _ in
+        router.post("oauth/revoke") { request, context in
+            if let refusal = await limited(request, context) { return refusal }
             let params = try await Self.bodyParams(request, limit: gateway.settings.maxBodyBytes)
             guard let client = try await client(params, request) else { return Self.oauthError(.unauthorized, "invalid_client") }
             guard let token = params["token"] else { return Self.oauthError(.badRequest, "invalid_request", "token is missing") }
