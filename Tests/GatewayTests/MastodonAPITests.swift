@@ -156,7 +156,7 @@ struct MastodonAPITests {
         #expect(try await app.get("/api/v1/accounts/verify_credentials", token: renewed).status == 401)
     }
 
-    @Test("statuses: post (HTML content, Idempotency-Key), read, context, favourite, delete; refusals")
+    @Test("statuses: post (HTML content, Idempotency-Key), read, context, favourite, favourited_by, delete; refusals")
     func statuses() async throws {
         let edge = try await GatewayStack.shared()
         let (alice, bob) = (try await edge.register("alice"), try await edge.register("bob"))
@@ -195,6 +195,9 @@ struct MastodonAPITests {
         let liked = try await app.send("POST", "/api/v1/statuses/\(id)/favourite", token: bobToken)
         #expect(liked.json["favourited"] == true && liked.json["favourites_count"] == 1)
         #expect(try await app.get("/api/v1/statuses/\(id)", token: bobToken).json["favourited"] == true)
+        let likers = try await app.get("/api/v1/statuses/\(id)/favourited_by")
+        #expect(likers.json.arrayValue?.compactMap { $0["id"]?.stringValue } == [bob.id], "\(likers.text)")
+        #expect(try await app.get("/api/v1/statuses/1234567/favourited_by").status == 404)
         let unliked = try await app.send("POST", "/api/v1/statuses/\(id)/unfavourite", token: bobToken)
         #expect(unliked.json["favourited"] == false && unliked.json["favourites_count"] == 0)
 

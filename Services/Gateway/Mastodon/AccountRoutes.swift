@@ -83,12 +83,9 @@ extension MastodonAPI {
         for (path, method) in [("api/v1/accounts/:id/followers", GraphAPI.followers), ("api/v1/accounts/:id/following", GraphAPI.following)] {
             endpoint(router, .get, RouterPath(path), access: .everyone, scope: "read:accounts") { call, context in
                 let id = try call.pathID(context)
-                let limit = try call.params.integer("limit", in: 1...Self.accountPageMaximum) ?? 40
-                // The services' cursor is opaque: it travels as max_id, which clients copy from Link.
-                let cursor = try call.params.text("max_id", atMost: 64)
-                let page = try await self.call(method, UserPageParams(userId: id, limit: PageLimit(min(limit, PageLimit.maximum)), cursor: cursor), call)
-                let link = MastodonPaging.link(call.request, origin: call.renderer.origin, next: page.nextCursor, prev: nil)
-                return EdgeResponses.json(.array(page.items.map { call.renderer.account($0) }), headers: link)
+                return try await accountPage(call, render: { call.renderer.account($0) }) { cursor, limit in
+                    try await self.call(method, UserPageParams(userId: id, limit: limit, cursor: cursor), call)
+                }
             }
         }
         for (path, method) in [("api/v1/accounts/:id/follow", GraphAPI.follow), ("api/v1/accounts/:id/unfollow", GraphAPI.unfollow)] {
@@ -125,6 +122,17 @@ extension MastodonAPI {
             change.profileImage = .set(try await store(begin, from: avatar, call).id)
         }
         return EdgeResponses.json(call.renderer.account(try await self.call(AccountAPI.updateProfile, change, call), source: true))
+    }
+
+    /// A page of accounts in a service's order, with its `Link`: the service's cursor is opaque,
+    /// so it travels as `max_id`, which clients copy from `Link` as it is.
+    func accountPage<Item>(
+        _ call: Call, render: (Item) -> JSONValue, _ fetch: (_ cursor: String?, _ limit: PageLimit) async throws -> Page<Item>
+    ) async throws -> Response {
+        let limit = try call.params.integer("limit", in: 1...Self.accountPageMaximum) ?? 40
+        let page = try await fetch(try call.params.text("max_id", atMost: 64), PageLimit(min(limit, PageLimit.maximum)))
+        let link = MastodonPaging.link(call.request, origin: call.renderer.origin, next: page.nextCursor, prev: nil)
+        return EdgeResponses.json(.array(page.items.map(render)), headers: link)
     }
 
     /// The caller's Relationship to `id`.

@@ -65,6 +65,12 @@ extension MastodonAPI {
                 "descendants": .array(descendants.map { call.renderer.status($0) }),
             ])
         }
+        endpoint(router, .get, "api/v1/statuses/:id/favourited_by", access: .everyone, scope: "read:accounts") { call, context in
+            let id = try call.pathID(context)
+            return try await accountPage(call, render: { call.renderer.account($0) }) { cursor, limit in
+                try await self.call(TweetsAPI.likers, RepliesParams(tweetId: id, limit: limit, cursor: cursor), call)
+            }
+        }
         for (path, method) in [("api/v1/statuses/:id/favourite", TweetsAPI.like), ("api/v1/statuses/:id/unfavourite", TweetsAPI.unlike)] {
             endpoint(router, .post, RouterPath(path), access: .user, scope: "write:favourites") { call, context in
                 let id = try call.pathID(context)
