@@ -181,6 +181,10 @@ struct MastodonAPITests {
         #expect(blank.status == 422 && blank.json["error"]?.stringValue?.contains("status") == true)
         let direct = try await app.send("POST", "/api/v1/statuses", ["status": "psst", "visibility": "direct"], token: aliceToken)
         #expect(direct.status == 422 && direct.json["error"]?.stringValue?.contains("not supported") == true)
+        let poll = try await EdgeHTTP.send(
+            "POST", edge.url + "/api/v1/statuses", body: Data(#"{"status":"vote","poll":{"options":["a","b"],"expires_in":600}}"#.utf8),
+            headers: ["Authorization": "Bearer \(aliceToken)", "Content-Type": "application/json"])
+        #expect(poll.status == 422 && poll.json["error"]?.stringValue?.contains("poll") == true, "\(poll.text)")
         let tooLong = try await app.send("POST", "/api/v1/statuses", ["status": String(repeating: "x", count: 700)], token: aliceToken)
         #expect(tooLong.status == 422 && tooLong.json["error"]?.stringValue?.hasPrefix("Validation failed") == true)
 

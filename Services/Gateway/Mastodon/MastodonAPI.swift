@@ -79,28 +79,33 @@ struct MastodonAPI: Sendable {
         _ handle: @escaping @Sendable (Call, EdgeContext) async throws -> Response
     ) {
         router.on(path, method: method) { request, context in
-            do {
-                let call = try await admit(request, context, access: access, scope: scope)
-                return try await handle(call, context)
-            } catch let error as MastodonError {
-                return error.response
-            } catch let error as RPCError {
-                return MastodonError(error).response
-            } catch is NIOTooManyBytesError {
-                return MastodonError(status: .contentTooLarge, message: "The request body is too large").response
-            } catch {
-                context.logger.error("a Mastodon API call failed", metadata: ["http.route": "\(path)", "error": "\(error)"])
-                return MastodonError(status: .internalServerError, message: "An internal error occurred").response
+            await answering(context, route: "\(path)") {
+                try await handle(try await admit(request, context, access: access, scope: scope), context)
             }
         }
     }
 
-    /// The edge's per-address limit for the OAuth endpoints, which act for no user yet: nil to
-    /// go ahead, else the refusal.
-    func limited(_ request: Request, _ context: EdgeContext) async -> Response? {
-        let caller = gateway.caller(of: request, peer: context.peer)
-        guard let outcome = await gateway.limits.take(address: caller.address, user: nil, cost: 1), !outcome.allowed else { return nil }
-        return MastodonError(status: .tooManyRequests, message: "Too many requests", headers: EdgeResponses.limitHeaders(outcome)).response
+    /// What `body` answers, or its error answered as Mastodon does (``MastodonError``); an error no
+    /// branch expected (a Postgres failure, say) is logged and answered 500.
+    func answering(_ context: EdgeContext, route: String, _ body: () async throws -> Response) async -> Response {
+        do {
+            return try await body()
+        } catch let error as MastodonError {
+            return error.response
+        } catch let error as RPCError {
+            return MastodonError(error).response
+        } catch is NIOTooManyBytesError {
+            return MastodonError(status: .contentTooLarge, message: "The request body is too large").response
+        } catch {
+            context.logger.error("a Mastodon API call failed", metadata: ["http.route": "\(route)", "error": "\(error)"])
+            return MastodonError(status: .internalServerError, message: "An internal error occurred").response
+        }
+    }
+
+    /// Takes a call from the edge's limits of the caller's address and user (`AVIARY_GATEWAY_CALLS_PER_*`).
+    func takeLimit(address: String?, user: Int64?) async throws(MastodonError) {
+        guard let outcome = await gateway.limits.take(address: address, user: user, cost: 1), !outcome.allowed else { return }
+        throw MastodonError(status: .tooManyRequests, message: "Too many requests", headers: EdgeResponses.limitHeaders(outcome))
     }
 
     /// Checks the token, its scope and the edge's limits, and reads the parameters.
@@ -116,10 +121,7 @@ struct MastodonAPI: Sendable {
             guard let grant else { throw MastodonError.invalidToken }
             guard grant.userID != nil else { throw MastodonError.userRequired }
         }
-        let outcome = await gateway.limits.take(address: edge.address, user: grant?.userID, cost: 1)
-        if let outcome, !outcome.allowed {
-            throw MastodonError(status: .tooManyRequests, message: "Too many requests", headers: EdgeResponses.limitHeaders(outcome))
-        }
+        try await takeLimit(address: edge.address, user: grant?.userID)
         var params = MastodonParams(form: request.uri.query ?? "")
         if request.method != .get, MediaUpload.mediaType(request.headers[.contentType] ?? "") != "multipart/form-data" {
             params = params.merging(try await Self.bodyParams(request, limit: gateway.settings.maxBodyBytes))

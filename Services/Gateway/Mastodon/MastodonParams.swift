@@ -18,18 +18,25 @@ struct MastodonParams: Sendable {
         }
     }
 
-    /// The members of a JSON object: scalars as their text, arrays as repeated values.
+    /// The members of a JSON object: scalars as their text, arrays as repeated values, and the
+    /// members of an object member as a form names them (`poll[options]`).
     init(json: JSONValue) throws(MastodonError) {
         guard case .object(let members) = json else {
             throw MastodonError(status: .badRequest, message: "The request body must be a JSON object")
         }
-        for (name, value) in members {
+        add(members, prefix: nil)
+    }
+
+    private mutating func add(_ members: [String: JSONValue], prefix: String?) {
+        for (member, value) in members {
+            let name = prefix.map { "\($0)[\(member)]" } ?? member
             for item in value.arrayValue ?? [value] {
                 switch item {
                 case .string(let text): add(name, text)
                 case .int(let number): add(name, String(number))
                 case .double(let number): add(name, String(number))
                 case .bool(let flag): add(name, flag ? "true" : "false")
+                case .object(let inner) where prefix == nil: add(inner, prefix: name)
                 default: continue
                 }
             }

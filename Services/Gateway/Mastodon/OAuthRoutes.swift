@@ -50,20 +50,12 @@ extension MastodonAPI {
                 "service_documentation": "https://docs.joinmastodon.org/",
             ])
         }
-        router.get("oauth/authorize") { request, context in
-            if let refusal = await limited(request, context) { return refusal }
-            return await authorizePage(MastodonParams(form: request.uri.query ?? ""), problem: nil)
+        oauthRoute(router, .get, "oauth/authorize") { request, _ in
+            await authorizePage(MastodonParams(form: request.uri.query ?? ""), problem: nil)
         }
-        router.post("oauth/authorize") { request, context in
-            if let refusal = await limited(request, context) { return refusal }
-            return try await authorize(request, context)
-        }
-        router.post("oauth/token") { request, context in
-            if let refusal = await limited(request, context) { return refusal }
-            return try await token(request, context)
-        }
-        router.post("oauth/revoke") { request, context in
-            if let refusal = await limited(request, context) { return refusal }
+        oauthRoute(router, .post, "oauth/authorize", authorize)
+        oauthRoute(router, .post, "oauth/token", token)
+        oauthRoute(router, .post, "oauth/revoke") { request, _ in
             let params = try await Self.bodyParams(request, limit: gateway.settings.maxBodyBytes)
             guard let client = try await client(params, request) else { return Self.oauthError(.unauthorized, "invalid_client") }
             guard let token = params["token"] else { return Self.oauthError(.badRequest, "invalid_request", "token is missing") }
@@ -71,6 +63,19 @@ extension MastodonAPI {
                 return Self.oauthError(.forbidden, "unauthorized_client", "the token was issued to another app")
             }
             return EdgeResponses.json([:])
+        }
+    }
+
+    /// Adds an OAuth endpoint: it acts for no user yet, so only the address's limit applies.
+    private func oauthRoute(
+        _ router: Router<EdgeContext>, _ method: HTTPRequest.Method, _ path: RouterPath,
+        _ handle: @escaping @Sendable (Request, EdgeContext) async throws -> Response
+    ) {
+        router.on(path, method: method) { request, context in
+            await answering(context, route: "\(path)") {
+                try await takeLimit(address: gateway.caller(of: request, peer: context.peer).address, user: nil)
+                return try await handle(request, context)
+            }
         }
     }
 

@@ -18,7 +18,7 @@ extension MastodonAPI {
                     ? MastodonError.unsupported("Direct visibility (Aviary's direct messages are its messaging service)")
                     : MastodonError.unsupported("Visibility \(visibility.prefix(20))")
             }
-            if params["poll[options]"] != nil || !params.list("poll[options]").isEmpty { throw MastodonError.unsupported("A poll") }
+            if !params.list("poll[options]").isEmpty { throw MastodonError.unsupported("A poll") }
             if params["scheduled_at"] != nil { throw MastodonError.unsupported("Scheduling") }
             if params["spoiler_text"] != nil { throw MastodonError.unsupported("A content warning (spoiler_text)") }
             guard let text = params["status"] else { throw MastodonError.validation("status", "can't be blank") }
