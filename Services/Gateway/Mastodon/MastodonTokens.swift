@@ -64,6 +64,8 @@ final class MastodonTokens: Sendable {
     /// entry is younger than ``recheck`` and its access token is not about to expire.
     private let cache = Mutex<[String: (grant: MastodonGrant, expires: Date?, checked: Date)]>([:])
 
+    /// Past this many cached grants, those due for a recheck are dropped when one is added.
+    static let cacheSweepAbove = 10_000
     /// How long a resolved grant is believed without reading it again (a token revoked through
     /// another instance; a revoked session's access token is refused by the services at once).
     static let recheck: TimeInterval = 30
@@ -173,7 +175,12 @@ final class MastodonTokens: Sendable {
             cache.withLock { _ = $0.removeValue(forKey: key) }
             throw MastodonError.invalidToken
         }
-        cache.withLock { $0[key] = (grant, expires, now) }
+        cache.withLock { cache in
+            if cache.count >= Self.cacheSweepAbove {
+                cache = cache.filter { now.timeIntervalSince($0.value.checked) < Self.recheck }
+            }
+            cache[key] = (grant, expires, now)
+        }
         return grant
     }
 
@@ -233,6 +240,8 @@ final class MastodonTokens: Sendable {
     /// PKCE verifier of `challenge`, an S256 challenge, when given).
     func code(app: MastodonApp, redirectURI: String, scopes: OAuthScopes, challenge: String?, session: AviarySession) async throws -> String {
         let code = Self.randomToken()
+        // Codes never exchanged go with the next one made.
+        try await postgres.execute("DELETE FROM gateway.mastodon_codes WHERE expires_at < now()")
         try await postgres.execute(
             """
             INSERT INTO gateway.mastodon_codes (code_hash, app_id, redirect_uri, scopes, code_challenge, user_id, access_token,
