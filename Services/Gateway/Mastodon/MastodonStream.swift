@@ -218,9 +218,9 @@ final class MastodonStream: SocketMessages {
     // MARK: Events
 
     static func event(_ name: String, stream: Stream, payload: JSONValue) -> Data {
-        let text = (try? JSONEncoder().encode(payload)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        let text = (try? WireEncoding.encode(payload)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         let event: JSONValue = ["stream": stream.names, "event": .string(name), "payload": .string(text)]
-        return (try? JSONEncoder().encode(event)) ?? Data()
+        return (try? WireEncoding.encode(event)).map { Data($0) } ?? Data()
     }
 
     /// A pushed `notifications.event` as Mastodon's `notification` event; nil for the others
@@ -235,6 +235,6 @@ final class MastodonStream: SocketMessages {
     }
 
     private static func error(_ message: String) -> Data {
-        (try? JSONEncoder().encode(JSONValue.object(["error": .string(message)]))) ?? Data()
+        (try? WireEncoding.encode(JSONValue.object(["error": .string(message)]))).map { Data($0) } ?? Data()
     }
 }

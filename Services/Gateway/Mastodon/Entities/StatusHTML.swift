@@ -45,6 +45,7 @@ struct StatusHTML {
         let trimmed = text.trimmingWhitespace()
         guard !trimmed.isEmpty else { return "" }
         var html = "<p>"
+        html.reserveCapacity(trimmed.utf8.count + 64)
         let scalars = Array(trimmed.unicodeScalars)
         var index = 0
         while index < scalars.count {
@@ -57,7 +58,7 @@ struct StatusHTML {
                 html += markup
                 index = end
             } else {
-                html += escape(String(scalars[index]))
+                append(scalars[index], to: &html)
                 index += 1
             }
         }
@@ -66,16 +67,20 @@ struct StatusHTML {
 
     static func escape(_ text: String) -> String {
         var escaped = ""
-        for character in text {
-            switch character {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "\"": escaped += "&quot;"
-            case "'": escaped += "&#39;"
-            default: escaped.append(character)
-            }
-        }
+        escaped.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars { append(scalar, to: &escaped) }
         return escaped
+    }
+
+    /// `scalar` escaped for HTML text and attribute values.
+    private static func append(_ scalar: Unicode.Scalar, to html: inout String) {
+        switch scalar {
+        case "&": html += "&amp;"
+        case "<": html += "&lt;"
+        case ">": html += "&gt;"
+        case "\"": html += "&quot;"
+        case "'": html += "&#39;"
+        default: html.unicodeScalars.append(scalar)
+        }
     }
 }
