@@ -109,6 +109,19 @@ struct MastodonAPITests {
         let again = try await app.token(["grant_type": "authorization_code", "code": second, "redirect_uri": redirect, "code_verifier": verifier])
         #expect(again.status == 400 && again.json["error"] == "invalid_grant")
 
+        let plain = try await EdgeHTTP.send(
+            "GET", edge.url + "/oauth/authorize?" + Self.query(query.merging(["code_challenge_method": "plain"]) { $1 }))
+        #expect(plain.status == 400 && plain.text.contains("S256"))
+        let noRedirect = try await app.token(["grant_type": "authorization_code", "code": try await code(), "code_verifier": verifier])
+        #expect(noRedirect.status == 400, "the exchange names the redirect_uri the code was issued for")
+
+        let named = try await MastodonClient.form(
+            "POST", edge.url + "/api/v1/apps", ["client_name": "<script>alert(1)</script>", "redirect_uris": MastodonClient.outOfBand])
+        let namedID = try #require(named.json["client_id"]?.stringValue)
+        let escaped = try await EdgeHTTP.send("GET", edge.url + "/oauth/authorize?" + Self.query(["response_type": "code", "client_id": namedID]))
+        #expect(escaped.status == 200 && escaped.text.contains("&lt;script&gt;") && !escaped.text.contains("<script>"))
+        #expect(escaped.header("X-Frame-Options") == "DENY")
+
         let oobApp = try await MastodonClient.register(edge.url)
         let oob = try await MastodonClient.form(
             "POST", edge.url + "/oauth/authorize",
@@ -286,6 +299,10 @@ struct MastodonAPITests {
         #expect(all.json.arrayValue?.compactMap { $0["id"]?.stringValue } == [replyID, originalID])
         let withoutReplies = try await app.get("/api/v1/accounts/\(fay.id)/statuses?exclude_replies=true")
         #expect(withoutReplies.json.arrayValue?.compactMap { $0["id"]?.stringValue } == [originalID])
+        let taggedID = try #require(try await app.send("POST", "/api/v1/statuses", ["status": "#Birds today"], token: fayToken).json["id"]?.stringValue)
+        let tagged = try await app.get("/api/v1/accounts/\(fay.id)/statuses?tagged=birds")
+        #expect(tagged.json.arrayValue?.compactMap { $0["id"]?.stringValue } == [taggedID])
+        #expect(try await app.get("/api/v1/accounts/\(fay.id)/statuses?pinned=true").json == [])
 
         let updated = try await app.send(
             "PATCH", "/api/v1/accounts/update_credentials", ["display_name": "Fay F.", "note": "Birds <3"], token: fayToken)

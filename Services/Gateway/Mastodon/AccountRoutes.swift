@@ -69,14 +69,16 @@ extension MastodonAPI {
         }
         endpoint(router, .get, "api/v1/accounts/:id/statuses", access: .everyone, scope: "read:statuses") { call, context in
             let id = try call.pathID(context)
-            if call.params.flag("pinned") == true || call.params.flag("exclude_reblogs") == false && call.params.flag("only_reblogs") == true {
-                return EdgeResponses.json([])
-            }
+            // Aviary pins nothing; it has no boosts to exclude.
+            if call.params.flag("pinned") == true { return EdgeResponses.json([]) }
             let includeReplies = !(call.params.flag("exclude_replies") ?? false)
             let onlyMedia = call.params.flag("only_media") ?? false
+            let tagged = try call.params.text("tagged", atMost: 100).map { $0.drop { $0 == "#" }.lowercased() }
             return try await statusPage(call) { cursor, limit in
                 var page = try await self.call(TweetsAPI.byUser, ByUserParams(userId: id, limit: limit, cursor: cursor, includeReplies: includeReplies), call)
-                if onlyMedia { page.items = page.items.filter { !$0.media.isEmpty } }
+                page.items = page.items.filter { tweet in
+                    (!onlyMedia || !tweet.media.isEmpty) && tagged.map { tweet.hashtags.contains($0) } ?? true
+                }
                 return page
             }
         }

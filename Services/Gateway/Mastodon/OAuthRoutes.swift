@@ -105,7 +105,7 @@ extension MastodonAPI {
             return try await tokenAnswer(app: app, scopes: requested, session: session)
         case "authorization_code":
             guard let code = params["code"], let grant = try await tokens.takeCode(code), grant.appID == app.id,
-                grant.redirectURI == params["redirect_uri"] ?? grant.redirectURI
+                grant.redirectURI == params["redirect_uri"]
             else { return Self.oauthError(.badRequest, "invalid_grant", "the code is invalid, expired, spent, or not this app's") }
             if let challenge = grant.challenge {
                 guard let verifier = params["code_verifier"], MastodonTokens.verifies(verifier, challenge: challenge) else {
