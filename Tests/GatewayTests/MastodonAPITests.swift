@@ -480,6 +480,33 @@ struct MastodonAPITests {
         #expect(await eventually { socket.messages.contains { $0["error"] == "Unknown stream type" } })
     }
 
+    @Test("favourites page in like order; lists of what Aviary lacks answer Mastodon's neutral values")
+    func favouritesAndNeutralLists() async throws {
+        let edge = try await GatewayStack.shared()
+        let (pam, quin) = (try await edge.register("pam"), try await edge.register("quin"))
+        let app = try await MastodonClient.register(edge.url)
+        let (pamToken, quinToken) = (try await app.signIn(pam), try await app.signIn(quin))
+        var ids: [String] = []
+        for number in 0..<3 {
+            let posted = try await app.send("POST", "/api/v1/statuses", ["status": "like \(number)"], token: pamToken)
+            ids.append(try #require(posted.json["id"]?.stringValue))
+        }
+        for id in [ids[1], ids[0], ids[2]] { _ = try await app.send("POST", "/api/v1/statuses/\(id)/favourite", token: quinToken) }
+        let first = try await app.get("/api/v1/favourites?limit=2", token: quinToken)
+        #expect(first.json.arrayValue?.compactMap { $0["id"]?.stringValue } == [ids[2], ids[0]], "\(first.text)")
+        let next = try #require(first.header("Link").flatMap { $0.split(separator: "<").first?.split(separator: ">").first })
+        let second = try await EdgeHTTP.send("GET", String(next), headers: ["Authorization": "Bearer \(quinToken)"])
+        #expect(second.json.arrayValue?.compactMap { $0["id"]?.stringValue } == [ids[1]])
+        #expect(try await app.get("/api/v1/favourites").status == 401)
+
+        for path in ["/api/v1/custom_emojis", "/api/v1/lists", "/api/v2/filters", "/api/v1/blocks", "/api/v1/bookmarks", "/api/v1/trends/tags"] {
+            let reply = try await app.get(path, token: pamToken)
+            #expect(reply.status == 200 && reply.json == [], "\(path): \(reply.text)")
+        }
+        #expect(try await app.get("/api/v1/preferences", token: pamToken).json["posting:default:visibility"] == "public")
+        #expect(try await app.get("/api/v1/conversations", token: pamToken).status == 404, "direct messages stay in messaging")
+    }
+
     @Test("media: a multipart upload becomes a MediaAttachment a status carries; instance and nodeinfo")
     func mediaAndInstance() async throws {
         let edge = try await GatewayStack.shared()

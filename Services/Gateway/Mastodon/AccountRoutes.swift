@@ -85,7 +85,7 @@ extension MastodonAPI {
         for (path, method) in [("api/v1/accounts/:id/followers", GraphAPI.followers), ("api/v1/accounts/:id/following", GraphAPI.following)] {
             endpoint(router, .get, RouterPath(path), access: .everyone, scope: "read:accounts") { call, context in
                 let id = try call.pathID(context)
-                return try await accountPage(call, render: { call.renderer.account($0) }) { cursor, limit in
+                return try await cursorPage(call, render: { call.renderer.account($0) }) { cursor, limit in
                     try await self.call(method, UserPageParams(userId: id, limit: limit, cursor: cursor), call)
                 }
             }
@@ -126,12 +126,14 @@ extension MastodonAPI {
         return EdgeResponses.json(call.renderer.account(try await self.call(AccountAPI.updateProfile, change, call), source: true))
     }
 
-    /// A page of accounts in a service's order, with its `Link`: the service's cursor is opaque,
-    /// so it travels as `max_id`, which clients copy from `Link` as it is.
-    func accountPage<Item>(
-        _ call: Call, render: (Item) -> JSONValue, _ fetch: (_ cursor: String?, _ limit: PageLimit) async throws -> Page<Item>
+    /// A page in a service's own order (accounts, liked statuses), with its `Link`: the service's
+    /// cursor is opaque, so it travels as `max_id`, which clients copy from `Link` as it is.
+    /// `limit` is 40 by default, at most 80 (Mastodon's for accounts), or `limits`.
+    func cursorPage<Item>(
+        _ call: Call, limits: (default: Int, maximum: Int) = (40, accountPageMaximum), render: (Item) -> JSONValue,
+        _ fetch: (_ cursor: String?, _ limit: PageLimit) async throws -> Page<Item>
     ) async throws -> Response {
-        let limit = try call.params.integer("limit", in: 1...Self.accountPageMaximum) ?? 40
+        let limit = try call.params.integer("limit", in: 1...limits.maximum) ?? limits.default
         let page = try await fetch(try call.params.text("max_id", atMost: 64), PageLimit(min(limit, PageLimit.maximum)))
         let link = MastodonPaging.link(call.request, origin: call.renderer.origin, next: page.nextCursor, prev: nil)
         return EdgeResponses.json(.array(page.items.map(render)), headers: link)

@@ -66,6 +66,7 @@ struct MastodonAPI: Sendable {
         addMediaRoutes(to: router)
         addNotificationRoutes(to: router)
         addSearchRoutes(to: router)
+        addNeutralRoutes(to: router)
         // What the adapter does not serve answers as Mastodon answers an unknown record, in JSON.
         for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
             router.on("api/**", method: method) { _, _ in MastodonError.notFound.response }

@@ -67,7 +67,7 @@ extension MastodonAPI {
         }
         endpoint(router, .get, "api/v1/statuses/:id/favourited_by", access: .everyone, scope: "read:accounts") { call, context in
             let id = try call.pathID(context)
-            return try await accountPage(call, render: { call.renderer.account($0) }) { cursor, limit in
+            return try await cursorPage(call, render: { call.renderer.account($0) }) { cursor, limit in
                 try await self.call(TweetsAPI.likers, RepliesParams(tweetId: id, limit: limit, cursor: cursor), call)
             }
         }
