@@ -222,15 +222,18 @@ final class MastodonTokens: Sendable {
         try await postgres.execute("DELETE FROM gateway.mastodon_tokens WHERE token_hash = $1", [key])
         cache.withLock { _ = $0.removeValue(forKey: key) }
         if let access = grant.accessToken {
-            _ = await forwarder.call(.auth, AccountAPI.logout.name, params: try RawJSON(encoding: Empty()), for: EdgeCaller(token: access))
+            _ = try? await forwarder.call(AccountAPI.logout, Empty(), for: EdgeCaller(token: access))
         }
         return true
     }
 
     private func renew(_ refreshToken: String) async -> Result<TokenPair, RPCError> {
-        guard let params = try? RawJSON(encoding: RefreshParams(refreshToken: refreshToken)) else { return .failure(.internalError()) }
-        return await forwarder.call(.auth, SessionAPI.refresh.name, params: params, for: EdgeCaller()).flatMap { raw in
-            Result { try raw.decode(TokenPair.self) }.mapError { _ in .internalError("auth.refresh answered no token pair") }
+        do {
+            return .success(try await forwarder.call(SessionAPI.refresh, RefreshParams(refreshToken: refreshToken), for: EdgeCaller()))
+        } catch let error as RPCError {
+            return .failure(error)
+        } catch {
+            return .failure(.internalError("auth.refresh answered no token pair"))
         }
     }
 

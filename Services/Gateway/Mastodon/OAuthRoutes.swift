@@ -104,13 +104,17 @@ extension MastodonAPI {
             }
             return try await tokenAnswer(app: app, scopes: requested, session: session)
         case "authorization_code":
-            guard let code = params["code"], let grant = try await tokens.takeCode(code), grant.appID == app.id,
-                grant.redirectURI == params["redirect_uri"]
-            else { return Self.oauthError(.badRequest, "invalid_grant", "the code is invalid, expired, spent, or not this app's") }
-            if let challenge = grant.challenge {
-                guard let verifier = params["code_verifier"], MastodonTokens.verifies(verifier, challenge: challenge) else {
-                    return Self.oauthError(.badRequest, "invalid_grant", "code_verifier does not match the code_challenge")
-                }
+            guard let code = params["code"], let grant = try await tokens.takeCode(code) else {
+                return Self.oauthError(.badRequest, "invalid_grant", "the code is invalid, expired or spent")
+            }
+            let verified = grant.challenge.map { challenge in
+                params["code_verifier"].map { MastodonTokens.verifies($0, challenge: challenge) } ?? false
+            }
+            guard grant.appID == app.id, grant.redirectURI == params["redirect_uri"], verified ?? true else {
+                // The code is spent: the session its sign-in started ends with it.
+                _ = try? await gateway.forwarder.call(AccountAPI.logout, Empty(), for: EdgeCaller(token: grant.session.accessToken))
+                return Self.oauthError(
+                    .badRequest, "invalid_grant", "the code is not this app's, or redirect_uri or code_verifier does not match")
             }
             return try await tokenAnswer(app: app, scopes: grant.scopes, session: grant.session)
         case "refresh_token":
