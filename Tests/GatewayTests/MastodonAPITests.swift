@@ -476,6 +476,8 @@ struct MastodonAPITests {
             let notification = event("notification", ["user"])
             return notification?["type"] == "favourite" && notification?["account"]?["id"]?.stringValue == nia.id
         })
+        #expect(try await app.get("/api/v1/streaming/user").status == 401)
+        #expect(try await app.get("/api/v1/streaming/hashtag?tag=", token: ozToken).status == 422)
         try await socket.send(#"{"type":"subscribe","stream":"nothing"}"#)
         #expect(await eventually { socket.messages.contains { $0["error"] == "Unknown stream type" } })
     }

@@ -43,6 +43,8 @@ struct MastodonAPI: Sendable {
         /// The query's and the body's parameters.
         let params: MastodonParams
         let grant: MastodonGrant?
+        /// The Mastodon token the call came with.
+        let token: String?
         /// The caller's address, and the Aviary access token the services are called with.
         let caller: EdgeCaller
         let renderer: MastodonRenderer
@@ -67,6 +69,7 @@ struct MastodonAPI: Sendable {
         addNotificationRoutes(to: router)
         addSearchRoutes(to: router)
         addNeutralRoutes(to: router)
+        addStreamingRoutes(to: router)
         // What the adapter does not serve answers as Mastodon answers an unknown record, in JSON.
         for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
             router.on("api/**", method: method) { _, _ in MastodonError.notFound.response }
@@ -128,7 +131,8 @@ struct MastodonAPI: Sendable {
             params = params.merging(try await Self.bodyParams(request, limit: gateway.settings.maxBodyBytes))
         }
         return Call(
-            request: request, params: params, grant: grant, caller: EdgeCaller(token: grant?.accessToken, address: edge.address),
+            request: request, params: params, grant: grant, token: edge.token,
+            caller: EdgeCaller(token: grant?.accessToken, address: edge.address),
             renderer: MastodonRenderer(origin: origin(of: request)))
     }
 

@@ -10,14 +10,13 @@ import Synchronization
 
 /// Mastodon's streaming API on a WebSocket, `GET /api/v1/streaming`: the streams `user` (new
 /// statuses of the home timeline and notifications), `user:notification` and `hashtag` (`tag`),
-/// asked for in the query (`stream=`) or with `{"type": "subscribe", "stream": …}` messages. The
-/// token comes as `access_token`, `Authorization: Bearer` or the subprotocol. Each event is
-/// `{"stream": [...], "event": "update" | "notification", "payload": "<the entity as JSON>"}`.
-///
-/// Notifications are the notifications service's live subscription. The services push no new
-/// statuses, so the home timeline and a tag's are read every ``pollInterval`` and what is newer
-/// than the last read is sent, oldest first.
+/// asked for in the query (`stream=`) or with `{"type": "subscribe", "stream": …}` messages
+/// (``MastodonFeeds``). The token comes as `access_token`, `Authorization: Bearer` or the
+/// subprotocol. Each event is `{"stream": [...], "event": "update" | "notification", "payload":
+/// "<the entity as JSON>"}`.
 final class MastodonStream: SocketMessages {
+    typealias Stream = MastodonFeeds.Stream
+
     /// What an admitted upgrade asked for.
     struct Request: Sendable {
         var token: String
@@ -29,71 +28,37 @@ final class MastodonStream: SocketMessages {
         var subprotocol: String?
     }
 
-    /// One stream a socket follows.
-    enum Stream: Hashable, Sendable {
-        case user
-        case notifications
-        case hashtag(String)
+    /// The socket's side of the events: one JSON message each.
+    private struct Messages: MastodonEventSink {
+        let link: SocketLink
 
-        init?(name: String, tag: String?) {
-            switch name {
-            case "user": self = .user
-            case "user:notification": self = .notifications
-            case "hashtag":
-                guard let tag, (1...100).contains(tag.count), tag.unicodeScalars.allSatisfy(TextRules.isNameScalar) else { return nil }
-                self = .hashtag(tag.lowercased())
-            default: return nil
-            }
+        func send(_ event: String, stream: Stream, payload: String) {
+            let message: JSONValue = ["stream": stream.names, "event": .string(event), "payload": .string(payload)]
+            link.send(Data(MastodonFeeds.text(message).utf8))
         }
 
-        /// As its events name it.
-        var names: JSONValue {
-            switch self {
-            case .user: ["user"]
-            case .notifications: ["user:notification"]
-            case .hashtag(let tag): ["hashtag", .string(tag)]
+        func close(_ reason: MastodonFeeds.Ending) {
+            switch reason {
+            case .sessionEnded: link.close(.policyViolation, reason: MastodonError.invalidToken.message)
+            case .serviceRestarted(let service): link.close(.unknown(1012), reason: "the \(service) service restarted: reconnect")
             }
         }
     }
-
-    static let pollInterval = Duration.seconds(2)
 
     let link: SocketLink
     let binaryRefusal = Data(#"{"error":"Send text messages"}"#.utf8)
     private let gateway: GatewayService
     private let request: Request
-    private let renderer: MastodonRenderer
-    private let live: LiveLinks
-    /// The streams followed now; the notifications subscription's events are sent while one
-    /// that carries them is.
-    private let following: Following
-    private let polls = Mutex<[Stream: Task<Void, Never>]>([:])
-    private let subscribed = Atomic<Bool>(false)
+    private let feeds: MastodonFeeds
     private let claimed = Atomic<Bool>(false)
-
-    /// Shared with the notifications subscription's delivery, which must not hold the stream.
-    private final class Following: Sendable {
-        let streams = Mutex<Set<Stream>>([])
-    }
 
     init(gateway: GatewayService, request: Request, link: SocketLink) {
         self.gateway = gateway
         self.request = request
         self.link = link
-        let renderer = MastodonRenderer(origin: request.origin)
-        self.renderer = renderer
-        let following = Following()
-        self.following = following
-        live = LiveLinks(
-            channels: gateway.liveChannels,
-            deliver: { frame in
-                let streams = following.streams.withLock { $0 }
-                guard let stream = [Stream.user, .notifications].first(where: streams.contains),
-                    let event = Self.notificationEvent(frame, renderer: renderer, stream: stream)
-                else { return }
-                link.send(event)
-            },
-            lost: { service in link.close(.unknown(1012), reason: "the \(service) service restarted: reconnect") })
+        feeds = MastodonFeeds(
+            gateway: gateway, token: request.token, grant: request.grant, address: request.address,
+            renderer: MastodonRenderer(origin: request.origin), sink: Messages(link: link))
     }
 
     // MARK: Admission
@@ -131,7 +96,7 @@ final class MastodonStream: SocketMessages {
         guard let user = request.grant.userID else { return MastodonError.userRequired.message }
         guard gateway.socketsPerUser.claim(user) else { return GatewayService.tooManySockets(ofUser: gateway.socketsPerUser.limit) }
         claimed.store(true, ordering: .relaxed)
-        for stream in request.streams { follow(stream) }
+        for stream in request.streams { feeds.follow(stream) }
         return nil
     }
 
@@ -143,98 +108,19 @@ final class MastodonStream: SocketMessages {
         else { return Self.error("Send {\"type\": \"subscribe\", \"stream\": \"user\"} or unsubscribe") }
         guard let stream = Stream(name: name, tag: message["tag"]?.stringValue) else { return Self.error("Unknown stream type") }
         switch type {
-        case "subscribe": follow(stream)
-        case "unsubscribe": unfollow(stream)
+        case "subscribe": feeds.follow(stream)
+        case "unsubscribe": feeds.unfollow(stream)
         default: return Self.error("Unknown message type")
         }
         return nil
     }
 
     func end() async {
-        let tasks = polls.withLock { polls in
-            defer { polls = [:] }
-            return Array(polls.values)
-        }
-        for task in tasks { task.cancel() }
-        let meta = RequestMeta(token: request.grant.accessToken, service: gateway.resources.serviceCredential, clientAddress: request.address)
-        await live.close(meta: meta)
+        await feeds.end()
         if claimed.load(ordering: .relaxed), let user = request.grant.userID { gateway.socketsPerUser.release(user) }
     }
 
-    // MARK: Streams
-
-    private func follow(_ stream: Stream) {
-        guard following.streams.withLock({ $0.insert(stream).inserted }) else { return }
-        if stream != .notifications {
-            let task = poll(stream)
-            polls.withLock { $0[stream] = task }
-        }
-        // Notifications come with the user's streams, from one subscription however many ask.
-        if case .hashtag = stream { return }
-        guard request.grant.scopes.allows("read:notifications"), !subscribed.exchange(true, ordering: .relaxed) else { return }
-        let (forwarder, caller, live) = (gateway.forwarder, EdgeCaller(token: request.grant.accessToken, address: request.address), live)
-        Task {
-            guard let params = try? RawJSON(encoding: NotificationSubscribeParams()) else { return }
-            _ = await forwarder.call(.notifications, NotificationsAPI.subscribe.name, params: params, for: caller, live: live)
-        }
-    }
-
-    private func unfollow(_ stream: Stream) {
-        following.streams.withLock { _ = $0.remove(stream) }
-        polls.withLock { $0.removeValue(forKey: stream) }?.cancel()
-    }
-
-    /// Reads `stream`'s newest statuses every ``pollInterval`` and sends those newer than the
-    /// newest of the first read, oldest first.
-    private func poll(_ stream: Stream) -> Task<Void, Never> {
-        let (gateway, token, address, renderer, link) = (gateway, request.token, request.address, renderer, link)
-        return Task {
-            var newest: Int64?
-            while !Task.isCancelled {
-                do {
-                    // The grant's access token, renewed when it is about to expire.
-                    let caller = EdgeCaller(token: try await gateway.mastodonTokens.grant(for: token).accessToken, address: address)
-                    let page: Page<Tweet> =
-                        switch stream {
-                        case .hashtag(let tag): try await gateway.forwarder.call(TweetsAPI.search, SearchParams(query: "#" + tag), for: caller)
-                        default: try await gateway.forwarder.call(TimelineAPI.home, PageParams(), for: caller)
-                        }
-                    if let seen = newest {
-                        for tweet in page.items.reversed() where tweet.id.value > seen {
-                            link.send(Self.event("update", stream: stream, payload: renderer.status(tweet)))
-                        }
-                    }
-                    newest = max(newest ?? 0, page.items.first?.id.value ?? 0)
-                } catch is MastodonError {
-                    return link.close(.policyViolation, reason: MastodonError.invalidToken.message)
-                } catch {
-                    // A service that could not answer now is asked again at the next tick.
-                }
-                try? await Task.sleep(for: Self.pollInterval)
-            }
-        }
-    }
-
-    // MARK: Events
-
-    static func event(_ name: String, stream: Stream, payload: JSONValue) -> Data {
-        let text = (try? WireEncoding.encode(payload)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        let event: JSONValue = ["stream": stream.names, "event": .string(name), "payload": .string(text)]
-        return (try? WireEncoding.encode(event)).map { Data($0) } ?? Data()
-    }
-
-    /// A pushed `notifications.event` as Mastodon's `notification` event; nil for the others
-    /// (withdrawals, resyncs) and for message notifications, which stay with messaging.
-    static func notificationEvent(_ frame: Data, renderer: MastodonRenderer, stream: Stream) -> Data? {
-        guard let pushed = try? JSONDecoder().decode(JSONValue.self, from: frame), let event = pushed["params"]?["event"],
-            event["type"] == "notification", let notification = event["notification"],
-            let item = try? RawJSON(encoding: notification).decode(NotificationItem.self), item.type != .message,
-            let entity = try? renderer.notification(item)
-        else { return nil }
-        return Self.event("notification", stream: stream, payload: entity)
-    }
-
     private static func error(_ message: String) -> Data {
-        (try? WireEncoding.encode(JSONValue.object(["error": .string(message)]))).map { Data($0) } ?? Data()
+        Data(MastodonFeeds.text(["error": .string(message)]).utf8)
     }
 }

@@ -126,6 +126,17 @@ eventually("Alice's favourite on Bob's stream", lambda: any(
     n.type == "favourite" and n.account.username == ALICE for n in listener.notifications))
 socket.close()
 
+step("Alice streams hers over HTTP (server-sent events)")
+heard = Collected()
+stream = alice.stream_user(heard, run_async=True)
+time.sleep(1)
+own = alice.status_post("Heard on my own stream")
+bob.status_favourite(own)
+eventually("Alice's status on her stream", lambda: any(s.id == own.id for s in heard.updates))
+eventually("Bob's favourite on Alice's stream", lambda: any(
+    n.type == "favourite" and n.account.username == BOB for n in heard.notifications))
+stream.close()
+
 step("Bob deletes his reply")
 deleted = bob.status_delete(reply)
 assert deleted.text == f"@{ALICE} Hi Alice", deleted
