@@ -115,15 +115,20 @@ class Collected(StreamListener):
         self.notifications.append(notification)
 
 
+def hears(listener, status, fan):
+    """Waits for `status` and for `fan`'s favourite to arrive on `listener`'s stream."""
+    eventually("the status on the stream", lambda: any(s.id == status.id for s in listener.updates))
+    eventually(f"{fan}'s favourite on the stream", lambda: any(
+        n.type == "favourite" and n.account.username == fan for n in listener.notifications))
+
+
 listener = Collected()
 socket = bob.stream_open_websocket(listener=listener)
 bob.stream_user(listener, websocket_handle=socket)
 time.sleep(1)  # the stream's first read of the home timeline, which it sends nothing of
 streamed = alice.status_post("Live from Alice")
 alice.status_favourite(reply)
-eventually("Alice's status on Bob's stream", lambda: any(s.id == streamed.id for s in listener.updates))
-eventually("Alice's favourite on Bob's stream", lambda: any(
-    n.type == "favourite" and n.account.username == ALICE for n in listener.notifications))
+hears(listener, streamed, ALICE)
 socket.close()
 
 step("Alice streams hers over HTTP (server-sent events)")
@@ -132,9 +137,7 @@ stream = alice.stream_user(heard, run_async=True)
 time.sleep(1)
 own = alice.status_post("Heard on my own stream")
 bob.status_favourite(own)
-eventually("Alice's status on her stream", lambda: any(s.id == own.id for s in heard.updates))
-eventually("Bob's favourite on Alice's stream", lambda: any(
-    n.type == "favourite" and n.account.username == BOB for n in heard.notifications))
+hears(heard, own, BOB)
 stream.close()
 
 step("Bob deletes his reply")
