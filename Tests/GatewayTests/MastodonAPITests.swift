@@ -171,10 +171,8 @@ struct MastodonAPITests {
 
     @Test("statuses: post (HTML content, Idempotency-Key), read, context, favourite, favourited_by, delete; refusals")
     func statuses() async throws {
-        let edge = try await GatewayStack.shared()
-        let (alice, bob) = (try await edge.register("alice"), try await edge.register("bob"))
-        let app = try await MastodonClient.register(edge.url)
-        let (aliceToken, bobToken) = (try await app.signIn(alice), try await app.signIn(bob))
+        let (edge, app, people) = try await MastodonClient.signedIn("alice", "bob")
+        let ((alice, aliceToken), (bob, bobToken)) = (people[0], people[1])
 
         let text = "Hi @\(bob.username) & <friends>, see https://example.com/a?b=1 #Aviary\n\nsecond paragraph"
         let posted = try await app.send("POST", "/api/v1/statuses", ["status": text], token: aliceToken, headers: ["Idempotency-Key": "k-1"])
@@ -227,10 +225,8 @@ struct MastodonAPITests {
 
     @Test("timelines: home and tag pages with max_id, since_id, min_id, limit and Link headers")
     func timelines() async throws {
-        let edge = try await GatewayStack.shared()
-        let (dora, eve) = (try await edge.register("dora"), try await edge.register("eve"))
-        let app = try await MastodonClient.register(edge.url)
-        let (doraToken, eveToken) = (try await app.signIn(dora), try await app.signIn(eve))
+        let (edge, app, people) = try await MastodonClient.signedIn("dora", "eve")
+        let ((dora, doraToken), (_, eveToken)) = (people[0], people[1])
         #expect(try await app.send("POST", "/api/v1/accounts/\(dora.id)/follow", token: eveToken).json["following"] == true)
         let tag = "t" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
         var ids: [String] = []
@@ -263,10 +259,8 @@ struct MastodonAPITests {
 
     @Test("accounts: lookup, profile, statuses, followers with Link, follow and relationships, update with an avatar, search")
     func accounts() async throws {
-        let edge = try await GatewayStack.shared()
-        let (fay, gus, hal) = (try await edge.register("fay"), try await edge.register("gus"), try await edge.register("hal"))
-        let app = try await MastodonClient.register(edge.url)
-        let (fayToken, gusToken, halToken) = (try await app.signIn(fay), try await app.signIn(gus), try await app.signIn(hal))
+        let (edge, app, people) = try await MastodonClient.signedIn("fay", "gus", "hal")
+        let ((fay, fayToken), (gus, gusToken), (hal, halToken)) = (people[0], people[1], people[2])
 
         let lookup = try await app.get("/api/v1/accounts/lookup?acct=@\(fay.username)")
         #expect(lookup.json["id"]?.stringValue == fay.id && lookup.json["url"]?.stringValue == "\(edge.url)/@\(fay.username)")
@@ -329,10 +323,8 @@ struct MastodonAPITests {
 
     @Test("notifications: Mastodon's types, types[] and exclude_types[], paging, one by id, unread count, grouped (v2), dismiss, clear")
     func notifications() async throws {
-        let edge = try await GatewayStack.shared()
-        let (jon, kim) = (try await edge.register("jon"), try await edge.register("kim"))
-        let app = try await MastodonClient.register(edge.url)
-        let (jonToken, kimToken) = (try await app.signIn(jon), try await app.signIn(kim))
+        let (edge, app, people) = try await MastodonClient.signedIn("jon", "kim")
+        let ((jon, jonToken), (kim, kimToken)) = (people[0], people[1])
         let posted = try await app.send("POST", "/api/v1/statuses", ["status": "notice me"], token: jonToken)
         let statusID = try #require(posted.json["id"]?.stringValue)
         _ = try await app.send("POST", "/api/v1/accounts/\(jon.id)/follow", token: kimToken)
@@ -443,10 +435,8 @@ struct MastodonAPITests {
 
     @Test("streaming: stream=user brings new home statuses and notifications; a hashtag stream by message; refusals")
     func streaming() async throws {
-        let edge = try await GatewayStack.shared()
-        let (nia, oz) = (try await edge.register("nia"), try await edge.register("oz"))
-        let app = try await MastodonClient.register(edge.url)
-        let (niaToken, ozToken) = (try await app.signIn(nia), try await app.signIn(oz))
+        let (edge, app, people) = try await MastodonClient.signedIn("nia", "oz")
+        let ((nia, niaToken), (_, ozToken)) = (people[0], people[1])
         _ = try await app.send("POST", "/api/v1/accounts/\(nia.id)/follow", token: ozToken)
         let own = try await app.send("POST", "/api/v1/statuses", ["status": "Oz was here"], token: ozToken)
         let ownID = try #require(own.json["id"]?.stringValue)
@@ -484,10 +474,8 @@ struct MastodonAPITests {
 
     @Test("favourites page in like order; lists of what Aviary lacks answer Mastodon's neutral values")
     func favouritesAndNeutralLists() async throws {
-        let edge = try await GatewayStack.shared()
-        let (pam, quin) = (try await edge.register("pam"), try await edge.register("quin"))
-        let app = try await MastodonClient.register(edge.url)
-        let (pamToken, quinToken) = (try await app.signIn(pam), try await app.signIn(quin))
+        let (_, app, people) = try await MastodonClient.signedIn("pam", "quin")
+        let ((_, pamToken), (_, quinToken)) = (people[0], people[1])
         var ids: [String] = []
         for number in 0..<3 {
             let posted = try await app.send("POST", "/api/v1/statuses", ["status": "like \(number)"], token: pamToken)

@@ -20,6 +20,19 @@ struct MastodonClient: Sendable {
         return MastodonClient(url: url, clientID: id, clientSecret: secret)
     }
 
+    /// The shared stack, a new app on it, and a user for each of `names`, registered and signed
+    /// in with the app (password grant, `read write follow`).
+    static func signedIn(_ names: String...) async throws -> (edge: GatewayStack, app: MastodonClient, people: [(EdgeUser, String)]) {
+        let edge = try await GatewayStack.shared()
+        let app = try await register(edge.url)
+        var people: [(EdgeUser, String)] = []
+        for name in names {
+            let user = try await edge.register(name)
+            people.append((user, try await app.signIn(user)))
+        }
+        return (edge, app, people)
+    }
+
     /// `POST /oauth/token` with the app's credentials and `fields`.
     func token(_ fields: [String: String]) async throws -> EdgeHTTP.Reply {
         try await Self.form("POST", url + "/oauth/token", fields.merging(["client_id": clientID, "client_secret": clientSecret]) { given, _ in given })
