@@ -436,6 +436,10 @@ struct MastodonAPITests {
     @Test("streaming: stream=user brings new home statuses and notifications; a hashtag stream by message; refusals")
     func streaming() async throws {
         let (edge, app, people) = try await MastodonClient.signedIn("nia", "oz")
+        try await SubscriptionTurns.exclusive(edge) { try await stream(edge, app, people) }
+    }
+
+    private func stream(_ edge: GatewayStack, _ app: MastodonClient, _ people: [(EdgeUser, String)]) async throws {
         let ((nia, niaToken), (_, ozToken)) = (people[0], people[1])
         _ = try await app.send("POST", "/api/v1/accounts/\(nia.id)/follow", token: ozToken)
         let own = try await app.send("POST", "/api/v1/statuses", ["status": "Oz was here"], token: ozToken)

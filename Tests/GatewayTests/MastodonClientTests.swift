@@ -43,10 +43,11 @@ struct MastodonClientTests {
         let edge = try await GatewayStack.shared()
         let (alice, bob) = (try await edge.register("alice"), try await edge.register("bob"))
         let python = try await Self.python.value
-        let result = try await Command(
+        // Mastodon.py's flow streams, which subscribes to notifications.
+        let result = try await SubscriptionTurns.exclusive(edge) { try await Command(
             arguments: [python, Self.clients.appendingPathComponent(script).path, edge.url, alice.username, bob.username, "correct horse battery"],
             environment: ProcessInfo.processInfo.environment.merging(["PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"]) { $1 }
-        ).run(timeout: .seconds(180))
+        ).run(timeout: .seconds(180)) }
         #expect(result.status == 0, "\(script) exited with \(result.status):\n\(result.output)")
     }
 }

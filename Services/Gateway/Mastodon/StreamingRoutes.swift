@@ -6,7 +6,7 @@ import NIOCore
 /// Mastodon's streaming over HTTP: `GET /api/v1/streaming/user`, `/user/notification` and
 /// `/hashtag?tag=`, as server-sent events (`event: update`, `data: <the entity as JSON>`), the
 /// same ``MastodonFeeds`` as the WebSocket's. A comment line every ``heartbeat`` keeps proxies
-/// from closing a quiet response, and tells a client that left.
+/// from closing a quiet response.
 extension MastodonAPI {
     static let heartbeat = Duration.seconds(15)
 
@@ -16,11 +16,11 @@ extension MastodonAPI {
             ("api/v1/streaming/hashtag", "hashtag"),
         ]
         for (path, name) in paths {
-            endpoint(router, .get, RouterPath(path), access: .user, scope: "read:statuses") { call, _ in
+            endpoint(router, .get, RouterPath(path), access: .user, scope: "read:statuses") { call, context in
                 guard let stream = MastodonFeeds.Stream(name: name, tag: call.params["tag"]) else {
                     throw MastodonError.validation("tag", "must be a hashtag of 1 to 100 letters, digits or _")
                 }
-                return try events(call, stream)
+                return try events(call, stream, closed: context.channel.closeFuture)
             }
         }
     }
@@ -38,9 +38,9 @@ extension MastodonAPI {
         }
     }
 
-    /// The stream as a response that lasts until the client leaves or the session ends; it
-    /// counts among the user's sockets while it lasts.
-    private func events(_ call: Call, _ stream: MastodonFeeds.Stream) throws -> Response {
+    /// The stream as a response that lasts until the client leaves (`closed`: the connection's
+    /// end) or the session ends; it counts among the user's sockets while it lasts.
+    private func events(_ call: Call, _ stream: MastodonFeeds.Stream, closed: EventLoopFuture<Void>) throws -> Response {
         guard let grant = call.grant, let user = grant.userID, let token = call.token else { throw MastodonError.invalidToken }
         guard !gateway.socketsPerUser.isFull(user) else {
             throw MastodonError(status: .tooManyRequests, message: GatewayService.tooManySockets(ofUser: gateway.socketsPerUser.limit))
@@ -51,6 +51,7 @@ extension MastodonAPI {
             // Started as the body is written, so that a response never written holds nothing.
             guard gateway.socketsPerUser.claim(user) else { return try await writer.finish(nil) }
             let (events, continuation) = AsyncStream.makeStream(of: ByteBuffer.self, bufferingPolicy: .bufferingNewest(1024))
+            closed.whenComplete { _ in continuation.finish() }
             let feeds = MastodonFeeds(
                 gateway: gateway, token: token, grant: grant, address: address, renderer: renderer,
                 sink: ServerSentEvents(continuation: continuation))
