@@ -25,6 +25,8 @@ public final class GatewayService: Sendable {
     let socketsPerUser: SocketRegistry<Int64>
     let socketsPerAddress: SocketRegistry<String>
     let liveChannels: LiveChannels
+    /// The Mastodon API's apps and tokens, for its endpoints and its streaming sockets.
+    let mastodonTokens: MastodonTokens
     let openSockets = OpenSockets()
     /// The public port once it listens, for readiness and the log.
     let listening = Mutex<Int?>(nil)
@@ -38,6 +40,7 @@ public final class GatewayService: Sendable {
         socketsPerUser = SocketRegistry(limit: settings.socketsPerUser)
         socketsPerAddress = SocketRegistry(limit: settings.socketsPerAddress)
         liveChannels = LiveChannels(resources: resources)
+        mastodonTokens = MastodonTokens(postgres: resources.postgres, forwarder: forwarder)
     }
 
     /// The gateway's part of start-up: its public port joins the service group.
@@ -93,6 +96,12 @@ public final class GatewayService: Sendable {
         return try? await resources.tokenVerifier.verify(token).userID
     }
 
+    /// `scheme://host[:port]` of the gateway as apps reach it: ``GatewaySettings/publicURL``, or
+    /// the request's `Host` (https when the gateway serves TLS).
+    func publicOrigin(host: String?) -> String {
+        settings.publicURL ?? "\(settings.tls == nil ? "http" : "https")://\(host ?? "localhost")"
+    }
+
     static let forwardedForHeader = HTTPField.Name("X-Forwarded-For")!
     static let forwardedHeader = HTTPField.Name("Forwarded")!
 
@@ -104,6 +113,7 @@ public final class GatewayService: Sendable {
         if settings.dsbCompat {
             DSBAdapter(gateway: self, accounts: DSBAccounts(postgres: resources.postgres, forwarder: forwarder)).addRoutes(to: router)
         }
+        try MastodonAPI(gateway: self).addRoutes(to: router)
         router.get("openapi.json") { _, _ in EdgeResponses.json(OpenAPIDocument.document) }
 
         let http1 = HTTP1Channel.Configuration(

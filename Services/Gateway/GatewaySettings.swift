@@ -38,6 +38,13 @@ struct GatewaySettings: Sendable {
     /// users without their tokens, so it is refused unless the gateway listens on loopback or
     /// `AVIARY_GATEWAY_DSB_COMPAT_ALLOW_REMOTE=1`.
     var dsbCompat: Bool
+    /// `AVIARY_GATEWAY_MASTODON_REGISTRATIONS=1`: `POST /api/v1/accounts` registers accounts
+    /// through the Mastodon API (an app's token, `write:accounts`). Off by default.
+    var mastodonRegistrations: Bool
+    /// `AVIARY_GATEWAY_PUBLIC_URL`: the gateway's URL as apps reach it (`https://aviary.example`),
+    /// for the links the Mastodon API writes (pages, profiles, `Link`); unset, the request's
+    /// `Host` with `https` when the gateway serves TLS, else `http`.
+    var publicURL: String?
 
     /// WebSocket calls of one socket in flight at once; the socket is not read while this many run.
     static let callsInFlightPerSocket = 64
@@ -80,6 +87,18 @@ struct GatewaySettings: Sendable {
         while mediaURL.hasSuffix("/") { mediaURL.removeLast() }
         mediaPublicURL = mediaURL
         dsbCompat = try configuration.integer("AVIARY_GATEWAY_DSB_COMPAT", default: 0, in: 0...1) == 1
+        mastodonRegistrations = try configuration.integer("AVIARY_GATEWAY_MASTODON_REGISTRATIONS", default: 0, in: 0...1) == 1
+        publicURL = try configuration.value("AVIARY_GATEWAY_PUBLIC_URL").map { given in
+            var url = given
+            while url.hasSuffix("/") { url.removeLast() }
+            guard let parsed = URLComponents(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host?.isEmpty == false,
+                parsed.path.isEmpty, parsed.query == nil
+            else {
+                throw ConfigurationError(
+                    variable: "AVIARY_GATEWAY_PUBLIC_URL", message: "AVIARY_GATEWAY_PUBLIC_URL must be http(s)://host[:port] without a path")
+            }
+            return url
+        }
         let remote = try configuration.integer("AVIARY_GATEWAY_DSB_COMPAT_ALLOW_REMOTE", default: 0, in: 0...1) == 1
         let host = configuration.host
         let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")

@@ -46,6 +46,8 @@ public struct NotificationsService: Sendable {
         router.register(NotificationsAPI.list, encoded: list)
         router.register(NotificationsAPI.unreadCount, handler: unreadCount)
         router.register(NotificationsAPI.markRead, handler: markRead)
+        router.register(NotificationsAPI.dismiss, handler: dismiss)
+        router.register(NotificationsAPI.clear, handler: clear)
         router.register(
             NotificationsAPI.subscribe,
             summary: NotificationsAPI.subscribeSummary(subscriptionsPerConnection: feed.hub.subscriptionsPerUserAndConnection),

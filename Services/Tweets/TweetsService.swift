@@ -67,6 +67,7 @@ public struct TweetsService: Sendable {
         router.register(TweetsAPI.like, handler: like)
         router.register(TweetsAPI.unlike, handler: unlike)
         router.register(TweetsAPI.replies, encoded: replies)
+        router.register(TweetsAPI.likers, handler: likers)
         router.register(TweetsAPI.byUser, encoded: byUser)
         router.register(TweetsAPI.likedBy, encoded: likedBy)
         router.register(TweetsAPI.search, encoded: search)

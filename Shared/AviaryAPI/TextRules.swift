@@ -70,7 +70,7 @@ public enum TextRules {
     }
 
     /// Where the link starting at `start` ends, if one starts there.
-    private static func linkEnd(_ scalars: [Unicode.Scalar], from start: Int) -> Int? {
+    public static func linkEnd(_ scalars: [Unicode.Scalar], from start: Int) -> Int? {
         for scheme in ["https://", "http://"] {
             let prefix = Array(scheme.unicodeScalars)
             guard start + prefix.count < scalars.count,
@@ -81,6 +81,14 @@ public enum TextRules {
             return end > start + prefix.count ? end : nil
         }
         return nil
+    }
+
+    /// Letters, digits, combining marks and `_`: what a name or a word is made of, in any script
+    /// (mentions and hashtags are runs of them).
+    public static func isNameScalar(_ scalar: Unicode.Scalar) -> Bool {
+        let properties = scalar.properties
+        return properties.isAlphabetic || properties.numericType != nil || scalar == "_"
+            || properties.generalCategory == .nonspacingMark || properties.generalCategory == .spacingMark
     }
 
     /// A username: 3–15 of `[a-z0-9_]` after lower-casing.

@@ -135,3 +135,41 @@ enum EdgeHTTP {
         return try await send("POST", base + "/rpc", body: try JSONEncoder().encode(request), headers: headers)
     }
 }
+
+/// The notifications service counts the subscriptions of every test at once
+/// (`aviary_subscriptions_active`): the test that checks the count and the tests that subscribe
+/// through the Mastodon API take turns, and a turn ends once the count is back where it began.
+actor SubscriptionTurns {
+    private static let shared = SubscriptionTurns()
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    static func exclusive<T: Sendable>(_ edge: GatewayStack, _ body: () async throws -> T) async throws -> T {
+        await shared.acquire()
+        let notifications = edge.stack.process("notifications")
+        let active = { (try? notifications.metric("aviary_subscriptions_active")) ?? -1 }
+        let before = active()
+        do {
+            let result = try await body()
+            _ = await eventually(timeout: .seconds(20)) { active() == before }
+            await shared.release()
+            return result
+        } catch {
+            _ = await eventually(timeout: .seconds(20)) { active() == before }
+            await shared.release()
+            throw error
+        }
+    }
+
+    private func acquire() async {
+        guard busy else {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    private func release() {
+        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+    }
+}

@@ -24,13 +24,13 @@ final class TestSocket: Sendable {
         self.ended = ended
     }
 
-    /// Opens `GET /rpc` on `base` (http://…), with `Authorization: Bearer <token>` when given; over
-    /// TLS (`wss:`, any certificate accepted) with `tls`.
-    static func open(_ base: String, token: String? = nil, tls: Bool = false) async throws -> TestSocket {
+    /// Opens `GET /rpc` (or `path`) on `base` (http://…), with `Authorization: Bearer <token>` when
+    /// given; over TLS (`wss:`, any certificate accepted) with `tls`.
+    static func open(_ base: String, token: String? = nil, tls: Bool = false, path: String = "/rpc") async throws -> TestSocket {
         let box = Inbox()
         var headers = HTTPFields()
         if let token { headers[.authorization] = "Bearer \(token)" }
-        let url = base.replacingOccurrences(of: "http://", with: tls ? "wss://" : "ws://") + "/rpc"
+        let url = base.replacingOccurrences(of: "http://", with: tls ? "wss://" : "ws://") + path
         var tlsConfiguration: TLSConfiguration?
         if tls {
             tlsConfiguration = .makeClientConfiguration()

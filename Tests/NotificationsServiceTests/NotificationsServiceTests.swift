@@ -48,6 +48,16 @@ import TestSupport
         #expect(after.map { $0["read"] } == [false, false, true, true])
         let all: JSONValue = try await stack.call("notifications", "notifications.markRead", as: author)
         #expect(all["count"] == 0)
+
+        let first = ["notificationId": listed[0]["id"] ?? .null]
+        let notFans = await rpcError { let _: JSONValue = try await stack.call("notifications", "notifications.dismiss", first, as: fan) }
+        #expect(notFans?.reason == "not_found")
+        let _: JSONValue = try await stack.call("notifications", "notifications.dismiss", first, as: author)
+        #expect(try await stack.notifications(of: author).map { $0["id"] } == listed.dropFirst().map { $0["id"] })
+        let again = await rpcError { let _: JSONValue = try await stack.call("notifications", "notifications.dismiss", first, as: author) }
+        #expect(again?.reason == "not_found")
+        let _: JSONValue = try await stack.call("notifications", "notifications.clear", as: author)
+        #expect(try await stack.notifications(of: author).isEmpty)
         await live.close()
     }
 

@@ -6,20 +6,27 @@ import Foundation
     import Darwin
 #endif
 
-/// A short-lived tool run to completion (initdb, psql, pg_isready, redis-cli), output captured.
-struct Command: Sendable {
-    var arguments: [String]
-    var environment: [String: String]? = nil
-    var directory: String? = nil
+/// A short-lived tool run to completion (initdb, psql, pg_isready, redis-cli, a client script),
+/// output captured.
+public struct Command: Sendable {
+    public var arguments: [String]
+    public var environment: [String: String]? = nil
+    public var directory: String? = nil
+
+    public init(arguments: [String], environment: [String: String]? = nil, directory: String? = nil) {
+        self.arguments = arguments
+        self.environment = environment
+        self.directory = directory
+    }
 
     /// What a finished command printed (stdout and stderr together) and its exit status.
-    struct Result: Sendable {
-        let status: Int32
-        let output: String
+    public struct Result: Sendable {
+        public let status: Int32
+        public let output: String
     }
 
     /// Runs the command; a command still running after `timeout` is killed and reported as failed.
-    func run(timeout: Duration = .seconds(60)) async throws -> Result {
+    public func run(timeout: Duration = .seconds(60)) async throws -> Result {
         let capture = try TemporaryFolder.create("command")
         defer { try? FileManager.default.removeItem(atPath: capture.path) }
         let outputFile = capture.file("output")
@@ -35,7 +42,7 @@ struct Command: Sendable {
     }
 
     /// Runs the command and returns its output; a non-zero exit status is an error that shows it.
-    func output(timeout: Duration = .seconds(60)) async throws -> String {
+    public func output(timeout: Duration = .seconds(60)) async throws -> String {
         let result = try await run(timeout: timeout)
         guard result.status == 0 else {
             throw TestSupportError(
@@ -44,13 +51,13 @@ struct Command: Sendable {
         return result.output
     }
 
-    func describe() -> String {
+    public func describe() -> String {
         arguments.map { $0.isEmpty || $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " ")
     }
 }
 
 /// The full path of a program: in `$PATH`, then in the usual system folders.
-func findExecutable(_ name: String) -> String? {
+public func findExecutable(_ name: String) -> String? {
     let searchPath = ProcessInfo.processInfo.environment["PATH"] ?? ""
     let folders =
         searchPath.split(separator: ":").map(String.init) + [

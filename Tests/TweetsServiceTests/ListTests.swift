@@ -104,6 +104,30 @@ struct ListTests {
         #expect(listed.map(\.id) == tweets.map(\.id))
     }
 
+    @Test("likers lists a tweet's likers by user id across pages; an unknown or deleted tweet is not found")
+    func likers() async throws {
+        let stack = try await TweetsStack.shared()
+        let author = try await stack.makeUser("liked")
+        var fans: [StackUser] = []
+        for index in 0..<3 { fans.append(try await stack.makeUser("fan\(index)")) }
+        let tweet = try await stack.tweet(author, "like me")
+        for fan in fans { _ = try await stack.like(tweet.id, by: fan) }
+        var listed: [UserSummary] = []
+        var cursor: String?
+        repeat {
+            var params: [String: JSONValue] = ["tweetId": .id(tweet.id), "limit": 2]
+            if let cursor { params["cursor"] = .string(cursor) }
+            let page = try await stack.call("tweets", "tweets.likers", params, decoding: Page<UserSummary>.self)
+            listed += page.items
+            cursor = page.nextCursor
+        } while cursor != nil
+        #expect(listed.map(\.id) == fans.map(\.id).sorted(by: >) && listed.first?.username.isEmpty == false)
+        let unknown = await rpcError {
+            _ = try await stack.call("tweets", "tweets.likers", ["tweetId": "123"], decoding: Page<UserSummary>.self)
+        }
+        #expect(unknown?.reason == "not_found")
+    }
+
     @Test("search finds every word and hashtag, newest first, across pages; a query of nothing is refused")
     func search() async throws {
         let stack = try await TweetsStack.shared()

@@ -46,11 +46,12 @@ struct EdgeChannel: ServerChildChannel, HTTPChannelHandler {
                 shouldUpgrade: { channel, head in
                     let caller = gateway.caller(of: head, peer: channel.remoteAddress?.ipAddress)
                     return channel.eventLoop.makeFutureWithTask {
-                        await gateway.admitSocket(path: head.uri, caller: caller)
+                        await gateway.admitSocket(head: head, caller: caller)
                     }.map { admission -> HTTPHeaders? in
                         verdict.value = admission
-                        guard case .success = admission else { return nil }
-                        return [:]
+                        guard case .success(let admitted) = admission else { return nil }
+                        // A token sent as the subprotocol (Mastodon's browsers) is echoed, as the handshake asks.
+                        return admitted.mastodon?.subprotocol.map { ["Sec-WebSocket-Protocol": $0] } ?? [:]
                     }
                 },
                 upgradePipelineHandler: { channel, _ in
@@ -106,10 +107,18 @@ struct EdgeChannel: ServerChildChannel, HTTPChannelHandler {
 }
 
 /// A WebSocket upgrade let through: its caller, and the user its token verified as (none yet
-/// without a token: `gateway.authenticate` gives one on the socket).
+/// without a token: `gateway.authenticate` gives one on the socket); for Mastodon's streaming,
+/// what it asked for.
 struct SocketAdmission: Sendable {
     let caller: EdgeCaller
     let principal: RPCPrincipal?
+    var mastodon: MastodonStream.Request? = nil
+
+    /// The session that answers the socket's messages.
+    func session(gateway: GatewayService, link: SocketLink) -> any SocketMessages {
+        if let mastodon { return MastodonStream(gateway: gateway, request: mastodon, link: link) }
+        return SocketSession(gateway: gateway, admission: self, link: link)
+    }
 }
 
 /// Why a WebSocket upgrade was refused, answered as the gateway's other HTTP errors are: the status,

@@ -30,7 +30,7 @@ extension GatewayService {
 
     /// `media.beginUpload`'s params as the client gave them (content type, purpose, conversation),
     /// unparsed: media checks them and names the field it refuses.
-    private struct BeginUpload: Encodable {
+    struct BeginUpload: Encodable {
         var contentType: String
         var byteSize: Int64
         var purpose: String
@@ -61,7 +61,7 @@ extension GatewayService {
             }
             defer { try? FileManager.default.removeItem(at: spooled.url) }
             let begin = BeginUpload(contentType: spooled.contentType, byteSize: spooled.byteSize, purpose: purpose, conversationId: conversationId)
-            return try await store(begin, from: MediaUpload.FileChunks(url: spooled.url), for: caller)
+            return try await store(begin, from: MediaUpload.FileChunks(url: spooled.url), for: caller).response
         }
         guard !contentType.isEmpty else {
             return EdgeResponses.failure(
@@ -75,17 +75,35 @@ extension GatewayService {
             return EdgeResponses.failure(.contentTooLarge, "an upload is at most \(settings.maxUploadBytes) bytes")
         }
         let begin = BeginUpload(contentType: contentType, byteSize: length, purpose: purpose, conversationId: conversationId)
-        return try await store(begin, from: request.body, for: caller)
+        return try await store(begin, from: request.body, for: caller).response
+    }
+
+    /// How an upload ended: the stored Media, or why not.
+    enum UploadOutcome {
+        case stored(RawJSON)
+        /// The media service refused it.
+        case refused(RPCError)
+        /// The body was not what it said.
+        case malformed(HTTPResponse.Status, String)
+
+        /// The answer of `POST /media`: the Media (201), or the refusal.
+        var response: Response {
+            switch self {
+            case .stored(let media): EdgeResponses.json(Data(media.bytes), status: .created)
+            case .refused(let error): EdgeResponses.failure(error)
+            case .malformed(let status, let message): EdgeResponses.failure(status, message)
+            }
+        }
     }
 
     /// Begins the upload, sends `bytes` in the chunks media asks for, one after another, and
-    /// finishes it: the stored Media (201), or the first refusal.
-    private func store(
+    /// finishes it: the stored Media, or the first refusal.
+    func store(
         _ begin: BeginUpload, from bytes: some AsyncSequence<ByteBuffer, any Error>, for caller: EdgeCaller
-    ) async throws -> Response {
+    ) async throws -> UploadOutcome {
         let started: UploadStarted
         switch await forwarder.call(.media, MediaAPI.beginUpload.name, params: try RawJSON(encoding: begin), for: caller) {
-        case .failure(let error): return EdgeResponses.failure(error)
+        case .failure(let error): return .refused(error)
         case .success(let raw): started = try raw.decode(UploadStarted.self)
         }
         let chunkBytes = max(1, started.chunkBytes)
@@ -103,22 +121,22 @@ extension GatewayService {
         for try await part in bytes {
             pending.writeImmutableBuffer(part)
             guard Int64(pending.readableBytes) + offset <= begin.byteSize else {
-                return EdgeResponses.failure(.contentTooLarge, "the body is longer than its Content-Length")
+                return .malformed(.contentTooLarge, "the body is longer than its Content-Length")
             }
             while pending.readableBytes >= chunkBytes {
                 let chunk = pending.readSlice(length: chunkBytes)!
-                if let error = await send(chunk) { return EdgeResponses.failure(error) }
+                if let error = await send(chunk) { return .refused(error) }
             }
             pending.discardReadBytes()
         }
-        if pending.readableBytes > 0, let error = await send(pending) { return EdgeResponses.failure(error) }
+        if pending.readableBytes > 0, let error = await send(pending) { return .refused(error) }
         guard offset == begin.byteSize else {
-            return EdgeResponses.failure(.badRequest, "the body ended after \(offset) of its \(begin.byteSize) bytes")
+            return .malformed(.badRequest, "the body ended after \(offset) of its \(begin.byteSize) bytes")
         }
         let finish = try RawJSON(encoding: UploadParams(uploadId: started.uploadId))
         switch await forwarder.call(.media, MediaAPI.finishUpload.name, params: finish, for: caller) {
-        case .failure(let error): return EdgeResponses.failure(error)
-        case .success(let media): return EdgeResponses.json(Data(media.bytes), status: .created)
+        case .failure(let error): return .refused(error)
+        case .success(let media): return .stored(media)
         }
     }
 }

@@ -19,6 +19,14 @@ enum MediaUpload {
         var byteSize: Int64
     }
 
+    /// The type a file's name says (`.png`, `.jpg`, `.mov`, …), for a part sent without its own
+    /// (as some Mastodon clients send files); media checks it against the bytes.
+    static func mediaType(fileName: String) -> String? {
+        let types = ["png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
+                     "mp4": "video/mp4", "m4v": "video/mp4", "mov": "video/quicktime"]
+        return fileName.split(separator: ".").last.flatMap { types[$0.lowercased()] }
+    }
+
     /// `image/png; charset=…` → `image/png`, lower-cased.
     static func mediaType(_ header: String) -> String {
         header.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
@@ -27,6 +35,31 @@ enum MediaUpload {
     /// The `file` part of a multipart body in a temporary file (the caller removes it), or the
     /// refusal to answer with.
     static func spoolFilePart(of request: Request, contentType header: String, limit: Int) async -> Result<SpooledFile, Refusal> {
+        switch await readMultipart(of: request, contentType: header, limit: limit, filePart: "file") {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let form):
+            guard let file = form.file else {
+                return .failure(Refusal(response: EdgeResponses.failure(.badRequest, "the multipart/form-data body has no complete part named file")))
+            }
+            return .success(file)
+        }
+    }
+
+    /// A multipart body read: the part named as the file, spooled (nil when there is none), and
+    /// the other parts' values as text.
+    struct MultipartForm {
+        var file: SpooledFile?
+        var fields: [(name: String, value: String)]
+    }
+
+    /// The most bytes of one part that is not the file.
+    static let fieldLimit = 64 << 10
+
+    /// Reads a multipart body: the part `filePart` into a temporary file (the caller removes it),
+    /// the others as text; or the refusal to answer with.
+    static func readMultipart(of request: Request, contentType header: String, limit: Int, filePart: String) async
+        -> Result<MultipartForm, Refusal>
+    {
         guard let boundary = parameter("boundary", of: header), !boundary.isEmpty, boundary.utf8.count <= 70 else {
             return .failure(Refusal(response: EdgeResponses.failure(.badRequest, "multipart/form-data needs a boundary of 1 to 70 characters")))
         }
@@ -41,19 +74,35 @@ enum MediaUpload {
         var written = 0
         var complete = false
         var writeFailed = false
+        var field = ByteBuffer()
+        var fields: [(name: String, value: String)] = []
+        var fieldTooLarge = false
         parser.onHeader = { name, value in headers[name.lowercased()] = value }
         parser.onBody = { buffer in
-            if !inFile, !complete, parameter("name", of: headers["content-disposition"] ?? "") == "file" {
+            let disposition = headers["content-disposition"] ?? ""
+            if !inFile, !complete, parameter("name", of: disposition) == filePart {
                 inFile = true
                 fileType = headers["content-type"].map(mediaType)
+                if fileType == nil || fileType == "application/octet-stream" {
+                    fileType = parameter("filename", of: disposition).flatMap(mediaType(fileName:)) ?? fileType
+                }
             }
-            guard inFile else { return }
+            guard inFile else {
+                var buffer = buffer
+                if field.readableBytes + buffer.readableBytes <= fieldLimit { field.writeBuffer(&buffer) } else { fieldTooLarge = true }
+                return
+            }
             written += buffer.readableBytes
             guard written <= limit else { return }
             do { try file.write(contentsOf: Data(buffer: buffer)) } catch { writeFailed = true }
         }
         parser.onPartComplete = {
-            if inFile { complete = true }
+            if inFile {
+                complete = true
+            } else if let name = parameter("name", of: headers["content-disposition"] ?? "") {
+                fields.append((name, String(buffer: field)))
+            }
+            field.clear()
             inFile = false
             headers = [:]
         }
@@ -61,7 +110,7 @@ enum MediaUpload {
         do {
             for try await buffer in request.body {
                 try parser.execute(buffer)
-                if written > limit { break }
+                if written > limit || fieldTooLarge { break }
             }
             refusal = nil
         } catch {
@@ -71,15 +120,21 @@ enum MediaUpload {
         let failure: Response? =
             if let refusal { refusal }
             else if written > limit { EdgeResponses.failure(.contentTooLarge, "an upload is at most \(limit) bytes") }
+            else if fieldTooLarge { EdgeResponses.failure(.contentTooLarge, "a part other than \(filePart) is at most \(fieldLimit) bytes") }
             else if writeFailed { EdgeResponses.failure(.internalServerError, "the upload could not be spooled") }
-            else if !complete { EdgeResponses.failure(.badRequest, "the multipart/form-data body has no complete part named file") }
-            else if (fileType ?? "").isEmpty { EdgeResponses.failure(.unsupportedMediaType, "the file part needs its Content-Type") }
+            else if complete, (fileType ?? "").isEmpty {
+                EdgeResponses.failure(.unsupportedMediaType, "the \(filePart) part needs its Content-Type, or a file name that says its type")
+            }
             else { nil }
         if let failure {
             try? FileManager.default.removeItem(at: url)
             return .failure(Refusal(response: failure))
         }
-        return .success(SpooledFile(url: url, contentType: fileType!, byteSize: Int64(written)))
+        guard complete, let fileType else {
+            try? FileManager.default.removeItem(at: url)
+            return .success(MultipartForm(file: nil, fields: fields))
+        }
+        return .success(MultipartForm(file: SpooledFile(url: url, contentType: fileType, byteSize: Int64(written)), fields: fields))
     }
 
     /// The file's bytes, a MiB at a time, read as they are asked for.

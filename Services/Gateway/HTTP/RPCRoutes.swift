@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import NIOHTTP1
 import NIOWebSocket
 import NIOFoundationCompat
 import RPC
@@ -31,17 +32,21 @@ extension GatewayService {
         }
     }
 
-    /// Whether a WebSocket upgrade of `path` may go ahead: the caller, with the user its token in
+    /// Whether a WebSocket upgrade may go ahead: the caller, with the user its token in
     /// `Authorization` verified as, or why not. The token must verify; the user's and the address's
     /// sockets must be under their limits (counted when the socket opens: sockets opened at once
-    /// may all pass here).
-    func admitSocket(path: String, caller: EdgeCaller) async -> Result<SocketAdmission, SocketRefusal> {
-        guard path.split(separator: "?", maxSplits: 1).first == "/rpc" else {
-            return .failure(SocketRefusal(status: .notFound, message: "WebSockets open at /rpc"))
+    /// may all pass here). `GET /api/v1/streaming` is Mastodon's (``MastodonStream``).
+    func admitSocket(head: HTTPRequestHead, caller: EdgeCaller) async -> Result<SocketAdmission, SocketRefusal> {
+        let path = head.uri.split(separator: "?", maxSplits: 1).first
+        guard path == "/rpc" || path == "/api/v1/streaming" else {
+            return .failure(SocketRefusal(status: .notFound, message: "WebSockets open at /rpc (and /api/v1/streaming)"))
         }
         if let address = caller.address, socketsPerAddress.isFull(address) {
             return .failure(
                 SocketRefusal(status: .tooManyRequests, message: Self.tooManySockets(fromAddress: socketsPerAddress.limit), retryAfterSeconds: 1))
+        }
+        if path == "/api/v1/streaming" {
+            return await MastodonStream.admit(head, caller: caller, gateway: self)
         }
         guard let token = caller.token else { return .success(SocketAdmission(caller: caller, principal: nil)) }
         guard let principal = try? await resources.tokenVerifier.verify(token) else {

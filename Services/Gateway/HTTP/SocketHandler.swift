@@ -4,10 +4,11 @@ import NIOWebSocket
 import RPC
 import Synchronization
 
-/// One upgraded WebSocket at `GET /rpc`, on its connection's event loop: the frames of RFC 6455
-/// (messages in fragments, ping and pong, the closing handshake), and the calls of its messages.
+/// One upgraded WebSocket, on its connection's event loop: the frames of RFC 6455 (messages in
+/// fragments, ping and pong, the closing handshake), and the calls of its messages.
 ///
-/// Each text message is a JSON-RPC message answered by ``SocketSession`` in a task of its own, run on
+/// Each text message is answered by the socket's session (``SocketMessages``: JSON-RPC at
+/// `GET /rpc`, Mastodon's streaming at `GET /api/v1/streaming`) in a task of its own, run on
 /// the connection's loop and ended with its answer; an idle socket holds no task. While
 /// ``GatewaySettings/callsInFlightPerSocket`` calls run the socket is not read. What is sent waits in the channel; a client that leaves more than
 /// ``maxQueuedBytes`` unread is hung up on, so that it holds at most that much of the gateway's
@@ -26,7 +27,7 @@ final class SocketHandler: ChannelDuplexHandler {
     private let gateway: GatewayService
     private let admission: SocketAdmission
     private var context: ChannelHandlerContext?
-    private var session: SocketSession?
+    private var session: (any SocketMessages)?
     private var executor: EventLoopTaskExecutor?
     private var pinger: RepeatedTask?
     /// The first fragments of a message whose last has not arrived.
@@ -53,7 +54,7 @@ final class SocketHandler: ChannelDuplexHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         let link = SocketLink(handler: NIOLoopBound(self, eventLoop: context.eventLoop), channel: context.channel)
-        let session = SocketSession(gateway: gateway, admission: admission, link: link)
+        let session = admission.session(gateway: gateway, link: link)
         self.session = session
         executor = EventLoopTaskExecutor(eventLoop: context.eventLoop)
         gateway.openSockets.add(link)
@@ -159,11 +160,12 @@ final class SocketHandler: ChannelDuplexHandler {
         }
     }
 
-    /// A whole message: a text one is a JSON-RPC message to answer, a binary one is refused.
+    /// A whole message: a text one is the session's to answer, a binary one is refused.
     private func received(_ message: ByteBuffer, isText: Bool) {
         guard !closeSent else { return }
         guard isText else {
-            return send(SocketSession.binaryRefusal)
+            if let session { send(session.binaryRefusal) }
+            return
         }
         let text = Data(message.readableBytesView)
         guard (try? UTF8Span(validating: text.span)) != nil else {
@@ -256,6 +258,19 @@ final class SocketHandler: ChannelDuplexHandler {
         awaitingPong = true
         write(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer()))
     }
+}
+
+/// What an upgraded socket's messages mean, and what it holds while it is open.
+protocol SocketMessages: AnyObject, Sendable {
+    var link: SocketLink { get }
+    /// The answer to a binary message.
+    var binaryRefusal: Data { get }
+    /// Starts the socket's work; the reason to close it at once, if any.
+    func open() -> String?
+    /// The answer to one text message; nil for none.
+    func answer(_ frame: Data) async -> Data?
+    /// Ends what the socket holds (subscriptions, its place among its user's sockets).
+    func end() async
 }
 
 /// What other threads hold of a socket: its handler, reached on the socket's event loop, in the

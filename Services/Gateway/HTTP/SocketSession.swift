@@ -10,7 +10,7 @@ import Synchronization
 /// message, answered; the events of its subscriptions pushed on it; a token given once (the
 /// upgrade's `Authorization`, or `gateway.authenticate`) and refreshed without reconnecting. The
 /// frames are ``SocketHandler``'s.
-final class SocketSession: Sendable {
+final class SocketSession: SocketMessages {
     private struct Identity {
         var token: String?
         /// The user the socket is counted for (``SocketRegistry``), once a token was accepted.
@@ -25,8 +25,8 @@ final class SocketSession: Sendable {
     /// The upgrade's caller and the user its token verified as, taken by ``open()``.
     private let admission: SocketAdmission
 
-    /// The answer to a binary message.
-    static let binaryRefusal = RPCRelay.errorResponse(.invalidRequest("send JSON-RPC as text messages, not binary"))
+    let binaryRefusal = SocketSession.binaryAnswer
+    private static let binaryAnswer = RPCRelay.errorResponse(.invalidRequest("send JSON-RPC as text messages, not binary"))
 
     init(gateway: GatewayService, admission: SocketAdmission, link: SocketLink) {
         self.gateway = gateway

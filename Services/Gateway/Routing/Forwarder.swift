@@ -67,6 +67,12 @@ struct Forwarder: Sendable {
         }
     }
 
+    /// Calls `method` for `caller` and decodes its result: the service's error is thrown as it is.
+    func call<Params, Result>(_ method: RPCMethod<Params, Result>, _ params: Params, for caller: EdgeCaller) async throws -> Result {
+        guard let service = MethodDirectory.service(of: method.name) else { throw RPCError.methodNotFound(method.name) }
+        return try await call(service, method.name, params: try RawJSON(encoding: params), for: caller).get().decode(Result.self)
+    }
+
     /// The result of a call to `service`, or its error: the service's own, or `unavailable` when the
     /// call did not get an answer.
     static func answer(of service: ServiceName, _ send: () async throws -> RPCResponse) async -> Result<RawJSON, RPCError> {

@@ -41,4 +41,14 @@ extension NotificationStore {
             [recipient, upTo ?? .max])
         return try await unreadCount(of: recipient)
     }
+
+    /// Deletes `recipient`'s notification `id` (all of them when nil); how many went.
+    @discardableResult
+    func delete(of recipient: Int64, id: Int64?) async throws -> Int {
+        if let id {
+            return try await postgres.execute(
+                "DELETE FROM notifications.notifications WHERE recipient_id = $1 AND id = $2", [recipient, id])
+        }
+        return try await postgres.execute("DELETE FROM notifications.notifications WHERE recipient_id = $1", [recipient])
+    }
 }

@@ -15,6 +15,16 @@ extension TweetsService {
         return try await hydrated(page, context)
     }
 
+    @Sendable func likers(_ params: RepliesParams, _ context: RPCContext) async throws -> Page<UserSummary> {
+        let before = try KeysetCursor.decodeID(params.cursor)
+        let page = try await store.likers(of: params.tweetId.value, before: before, limit: (params.limit ?? PageLimit()).value)
+        if page.ids.isEmpty, before == nil, try await store.tweets([params.tweetId.value], viewer: nil).values.allSatisfy(\.deleted) {
+            throw Self.unknownTweet(params.tweetId)
+        }
+        let users = try await accounts.summaries(page.ids, context: context)
+        return Page(items: page.ids.compactMap { users[$0] }, nextCursor: page.next?.encoded)
+    }
+
     @Sendable func byUser(_ params: ByUserParams, _ context: RPCContext) async throws -> RawJSON {
         let before = try KeysetCursor.decodeID(params.cursor)
         let page = try await store.byAuthor(
@@ -38,7 +48,7 @@ extension TweetsService {
         for token in query.split(whereSeparator: { $0.isWhitespace }) {
             if token.hasPrefix("#") {
                 hashtags += TweetText(String(token)).hashtags.filter { !hashtags.contains($0) }
-            } else if token.unicodeScalars.contains(where: TweetText.isNameScalar) {
+            } else if token.unicodeScalars.contains(where: TextRules.isNameScalar) {
                 words.append(token)
             }
         }

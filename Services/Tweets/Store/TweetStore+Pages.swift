@@ -111,6 +111,13 @@ extension TweetStore {
         return try KeysetPage(rows: rows, limit: limit)
     }
 
+    /// The users who like `tweet`, by user id from the highest, strictly below `before`.
+    func likers(of tweet: Int64, before: Int64?, limit: Int) async throws -> KeysetPage {
+        try await idPage(
+            "SELECT user_id FROM tweets.likes WHERE tweet_id = $1 AND user_id < $2 ORDER BY user_id DESC LIMIT $3",
+            [tweet, before ?? Int64.max], limit: limit)
+    }
+
     /// Up to `limit` live tweets of `authors`, newest first across them, strictly before `before`:
     /// each author's newest from its index, then merged.
     func recent(of authors: [Int64], before: Int64?, limit: Int) async throws -> [(id: Int64, author: Int64)] {

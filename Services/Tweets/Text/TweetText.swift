@@ -1,3 +1,4 @@
+import AviaryAPI
 import Foundation
 
 /// What a tweet's text refers to: `@mentions` and `#hashtags`, lower-cased, each once, in order of
@@ -19,7 +20,7 @@ struct TweetText: Sendable, Equatable {
         var index = 0
         while index < scalars.count {
             let scalar = scalars[index]
-            let startsWord = index == 0 || !Self.isNameScalar(scalars[index - 1])
+            let startsWord = index == 0 || !TextRules.isNameScalar(scalars[index - 1])
             guard startsWord, scalar == "@" || scalar == "#" else {
                 index += 1
                 continue
@@ -29,12 +30,12 @@ struct TweetText: Sendable, Equatable {
                 while end < scalars.count, Self.isUsernameScalar(scalars[end]) { end += 1 }
                 // A longer run is not a username at all, rather than a shorter one.
                 let length = end - index - 1
-                if (3...15).contains(length), end == scalars.count || !Self.isNameScalar(scalars[end]) {
+                if (3...15).contains(length), end == scalars.count || !TextRules.isNameScalar(scalars[end]) {
                     let name = String(String.UnicodeScalarView(scalars[(index + 1)..<end])).lowercased()
                     if !mentions.contains(name) { mentions.append(name) }
                 }
             } else {
-                while end < scalars.count, Self.isNameScalar(scalars[end]) { end += 1 }
+                while end < scalars.count, TextRules.isNameScalar(scalars[end]) { end += 1 }
                 let length = end - index - 1
                 if (1...Self.hashtagLimit).contains(length) {
                     let tag = String(String.UnicodeScalarView(scalars[(index + 1)..<end])).precomposedStringWithCanonicalMapping
@@ -50,12 +51,5 @@ struct TweetText: Sendable, Equatable {
 
     private static func isUsernameScalar(_ scalar: Unicode.Scalar) -> Bool {
         scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "_")
-    }
-
-    /// Letters, digits, combining marks and `_`: what a name or a word is made of, in any script.
-    static func isNameScalar(_ scalar: Unicode.Scalar) -> Bool {
-        let properties = scalar.properties
-        return properties.isAlphabetic || properties.numericType != nil || scalar == "_"
-            || properties.generalCategory == .nonspacingMark || properties.generalCategory == .spacingMark
     }
 }

@@ -24,6 +24,16 @@ public enum NotificationsAPI {
             the unread ones left.
             """)
 
+    public static let dismiss = RPCMethod<NotificationParams, Empty>(
+        "notifications.dismiss", access: .user,
+        summary: """
+            Deletes the caller's notification notificationId (not_found when the caller has none by that id). A later \
+            event may notify of the same thing again (a new like after an unlike).
+            """)
+
+    public static let clear = RPCMethod<Empty, Empty>(
+        "notifications.clear", access: .user, summary: "Deletes all of the caller's notifications.")
+
     public static let subscribe = RPCMethod<NotificationSubscribeParams, SubscriptionResult>(
         "notifications.subscribe", access: .user, summary: subscribeSummary(subscriptionsPerConnection: 8))
 
@@ -81,6 +91,15 @@ public struct MarkNotificationsReadParams: Codable, Sendable {
 
     public init(upTo: EntityID? = nil) {
         self.upTo = upTo
+    }
+}
+
+/// Params naming one of the caller's notifications (`notifications.dismiss`).
+public struct NotificationParams: Codable, Sendable {
+    public var notificationId: EntityID
+
+    public init(notificationId: EntityID) {
+        self.notificationId = notificationId
     }
 }
 

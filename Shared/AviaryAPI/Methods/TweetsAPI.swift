@@ -44,6 +44,13 @@ public enum TweetsAPI {
         "tweets.replies", access: .anonymous,
         summary: "Page of the replies to tweetId ({items: [Tweet], nextCursor}), oldest first; not_found for an unknown tweet.")
 
+    public static let likers = RPCMethod<RepliesParams, Page<UserSummary>>(
+        "tweets.likers", access: .anonymous,
+        summary: """
+            Page of the users who like tweetId ({items: [UserSummary], nextCursor}), by user id, highest first; \
+            not_found for an unknown or deleted tweet.
+            """)
+
     public static let byUser = RPCMethod<ByUserParams, Page<Tweet>>(
         "tweets.byUser", access: .anonymous,
         summary: """
@@ -139,7 +146,7 @@ public struct TweetParams: Codable, Sendable {
     }
 }
 
-/// Params of `tweets.replies`.
+/// Params of a page about one tweet: its replies (`tweets.replies`), its likers (`tweets.likers`).
 public struct RepliesParams: Codable, Sendable {
     public var tweetId: EntityID
     public var limit: PageLimit?

@@ -1,0 +1,157 @@
+import AviaryAPI
+import AviaryJSON
+import Foundation
+import Hummingbird
+import RPC
+
+/// `/api/v1/accounts/...`: profiles (auth), follows and relationships (social-graph), and an
+/// account's statuses (tweets).
+extension MastodonAPI {
+    /// Mastodon's most accounts per page.
+    static let accountPageMaximum = 80
+
+    func addAccountRoutes(to router: Router<EdgeContext>) {
+        endpoint(router, .post, "api/v1/accounts", access: .everyone, scope: "write:accounts") { call, _ in
+            // An app registers its user with its own token (client_credentials), as Mastodon asks;
+            // the user's token holds that token's scopes.
+            guard let app = call.grant else { throw MastodonError.invalidToken }
+            guard gateway.settings.mastodonRegistrations else {
+                throw MastodonError(status: .forbidden, message: "Registrations are not open on this server")
+            }
+            let params = call.params
+            guard params.flag("agreement") == true else { throw MastodonError.validation("agreement", "must be accepted") }
+            var fields: [String: String] = [:]
+            for name in ["username", "email", "password"] {
+                guard let value = try params.text(name, atMost: 254) else { throw MastodonError.validation(name, "can't be blank") }
+                fields[name] = value
+            }
+            let registered = try await self.call(
+                SessionAPI.register,
+                RegisterParams(email: fields["email"]!, password: fields["password"]!, username: fields["username"]!, fullname: fields["username"]!),
+                call)
+            let scopes = app.scopes
+            let issued = try await tokens.issue(appID: app.appID, scopes: scopes, session: AviarySession(registered))
+            return Self.tokenJSON(issued.token, refresh: issued.refresh, scopes: scopes)
+        }
+        endpoint(router, .get, "api/v1/accounts/verify_credentials", access: .user, scope: "read:accounts") { call, _ in
+            EdgeResponses.json(call.renderer.account(try await self.call(AccountAPI.me, Empty(), call), source: true))
+        }
+        endpoint(router, .patch, "api/v1/accounts/update_credentials", access: .user, scope: "write:accounts") { call, _ in
+            // Off the connection's loop: a multipart avatar is written to a file and read back.
+            try await withTaskExecutorPreference(globalConcurrentExecutor) { try await updateCredentials(call) }
+        }
+        endpoint(router, .get, "api/v1/accounts/lookup", access: .everyone, scope: "read:accounts") { call, _ in
+            guard let acct = call.params["acct"] else { throw MastodonError.validation("acct", "can't be blank") }
+            let username = try Self.localUsername(acct, host: Self.host(call.renderer.origin))
+            return EdgeResponses.json(call.renderer.account(try await self.call(AccountAPI.getUser, GetUserParams(username: username), call)))
+        }
+        endpoint(router, .get, "api/v1/accounts/search", access: .user, scope: "read:accounts") { call, _ in
+            guard let query = try call.params.text("q", atMost: 50) else { throw MastodonError.validation("q", "can't be blank") }
+            let limit = try call.params.integer("limit", in: 1...Self.accountPageMaximum) ?? 40
+            let page = try await self.call(AccountAPI.searchUsers, SearchParams(query: query, limit: PageLimit(limit)), call)
+            return EdgeResponses.json(.array(page.items.map { call.renderer.account($0) }))
+        }
+        endpoint(router, .get, "api/v1/accounts/relationships", access: .user, scope: "read:follows") { call, _ in
+            let ids = call.params.list("id")
+            guard ids.count <= Self.accountPageMaximum else {
+                throw MastodonError.validation("id", "may name at most \(Self.accountPageMaximum) accounts")
+            }
+            var relationships: [JSONValue] = []
+            for text in ids {
+                guard let id = MastodonParams.id(text) else { throw MastodonError.validation("id", "is not an id") }
+                relationships.append(try await relationship(EntityID(id), call))
+            }
+            return EdgeResponses.json(.array(relationships))
+        }
+        endpoint(router, .get, "api/v1/accounts/:id", access: .everyone, scope: "read:accounts") { call, context in
+            let user = try await self.call(AccountAPI.getUser, GetUserParams(userId: try call.pathID(context)), call)
+            return EdgeResponses.json(call.renderer.account(user))
+        }
+        endpoint(router, .get, "api/v1/accounts/:id/statuses", access: .everyone, scope: "read:statuses") { call, context in
+            let id = try call.pathID(context)
+            // Aviary pins nothing; it has no boosts to exclude.
+            if call.params.flag("pinned") == true { return EdgeResponses.json([]) }
+            let includeReplies = !(call.params.flag("exclude_replies") ?? false)
+            let onlyMedia = call.params.flag("only_media") ?? false
+            let tagged = try call.params.text("tagged", atMost: 100).map { $0.drop { $0 == "#" }.lowercased() }
+            return try await statusPage(call) { cursor, limit in
+                var page = try await self.call(TweetsAPI.byUser, ByUserParams(userId: id, limit: limit, cursor: cursor, includeReplies: includeReplies), call)
+                page.items = page.items.filter { tweet in
+                    (!onlyMedia || !tweet.media.isEmpty) && tagged.map { tweet.hashtags.contains($0) } ?? true
+                }
+                return page
+            }
+        }
+        for (path, method) in [("api/v1/accounts/:id/followers", GraphAPI.followers), ("api/v1/accounts/:id/following", GraphAPI.following)] {
+            endpoint(router, .get, RouterPath(path), access: .everyone, scope: "read:accounts") { call, context in
+                let id = try call.pathID(context)
+                return try await cursorPage(call, render: { call.renderer.account($0) }) { cursor, limit in
+                    try await self.call(method, UserPageParams(userId: id, limit: limit, cursor: cursor), call)
+                }
+            }
+        }
+        for (path, method) in [("api/v1/accounts/:id/follow", GraphAPI.follow), ("api/v1/accounts/:id/unfollow", GraphAPI.unfollow)] {
+            endpoint(router, .post, RouterPath(path), access: .user, scope: "write:follows") { call, context in
+                let id = try call.pathID(context)
+                _ = try await self.call(method, UserParams(userId: id), call)
+                return EdgeResponses.json(try await relationship(id, call))
+            }
+        }
+    }
+
+    /// `PATCH /api/v1/accounts/update_credentials`: `display_name` and `note` (a form, JSON, or the
+    /// fields of a multipart body), and `avatar` (a multipart file part, uploaded to media as an
+    /// avatar). Aviary keeps no header image, fields, or privacy settings.
+    private func updateCredentials(_ call: Call) async throws -> Response {
+        var params = call.params
+        var avatar: MediaUpload.SpooledFile?
+        let header = call.request.headers[.contentType] ?? ""
+        if MediaUpload.mediaType(header) == "multipart/form-data" {
+            switch await MediaUpload.readMultipart(of: call.request, contentType: header, limit: maxImageBytes, filePart: "avatar") {
+            case .failure(let refusal): return refusal.response
+            case .success(let form):
+                avatar = form.file
+                for (name, value) in form.fields { params.add(name, value) }
+            }
+        }
+        defer { if let avatar { try? FileManager.default.removeItem(at: avatar.url) } }
+        if params["header"] != nil { throw MastodonError.unsupported("A header image") }
+        var change = UpdateProfileParams(
+            fullname: try params.text("display_name", atMost: TextRules.fullnameLimit), bio: try params.text("note", atMost: TextRules.bioLimit))
+        if let avatar {
+            let begin = GatewayService.BeginUpload(
+                contentType: avatar.contentType, byteSize: avatar.byteSize, purpose: MediaPurpose.avatar.rawValue, conversationId: nil)
+            change.profileImage = .set(try await store(begin, from: avatar, call).id)
+        }
+        return EdgeResponses.json(call.renderer.account(try await self.call(AccountAPI.updateProfile, change, call), source: true))
+    }
+
+    /// A page in a service's own order (accounts, liked statuses), with its `Link`: the service's
+    /// cursor is opaque, so it travels as `max_id`, which clients copy from `Link` as it is.
+    /// `limit` is 40 by default, at most 80 (Mastodon's for accounts), or `limits`.
+    func cursorPage<Item>(
+        _ call: Call, limits: (default: Int, maximum: Int) = (40, accountPageMaximum), render: (Item) -> JSONValue,
+        _ fetch: (_ cursor: String?, _ limit: PageLimit) async throws -> Page<Item>
+    ) async throws -> Response {
+        let limit = try call.params.integer("limit", in: 1...limits.maximum) ?? limits.default
+        let page = try await fetch(try call.params.text("max_id", atMost: 64), PageLimit(min(limit, PageLimit.maximum)))
+        let link = MastodonPaging.link(call.request, origin: call.renderer.origin, next: page.nextCursor, prev: nil)
+        return EdgeResponses.json(.array(page.items.map(render)), headers: link)
+    }
+
+    /// The caller's Relationship to `id`.
+    private func relationship(_ id: EntityID, _ call: Call) async throws -> JSONValue {
+        if id.value == call.userID { return call.renderer.relationship(id, following: false, followedBy: false) }
+        let relation = try await self.call(GraphAPI.relationship, UserParams(userId: id), call)
+        return call.renderer.relationship(id, following: relation.isFollowed, followedBy: relation.followsYou)
+    }
+
+    /// The username of an `acct` (`alice`, `@alice`, or `alice@this.host`); an account on another
+    /// server is not found here (Aviary does not federate).
+    static func localUsername(_ acct: String, host: String?) throws(MastodonError) -> String {
+        let parts = acct.drop { $0 == "@" }.split(separator: "@", maxSplits: 1)
+        guard let name = parts.first, name.count <= 30 else { throw MastodonError.notFound }
+        if parts.count == 2, parts[1].lowercased() != host?.lowercased() { throw MastodonError.notFound }
+        return String(name)
+    }
+}

@@ -1,0 +1,151 @@
+import AviaryAPI
+import AviaryJSON
+import Foundation
+import ServiceKit
+
+/// Aviary's contract types shaped as Mastodon's entities (Account, Status, MediaAttachment,
+/// Relationship), with ids as strings, times as RFC 3339 with milliseconds, and Mastodon's neutral
+/// values for what Aviary has no equivalent of (no boosts, polls, cards, emojis, or private
+/// accounts). `origin` (`https://host`) makes the pages' URLs.
+struct MastodonRenderer: Sendable {
+    let origin: String
+
+    // MARK: Account
+
+    /// A full profile; `source` adds the owner's own editing view (verify_credentials).
+    func account(_ user: User, source: Bool = false) -> JSONValue {
+        var account = accountFields(
+            id: user.id, username: user.username, fullname: user.fullname, avatar: user.profileImageUrl,
+            createdAt: user.createdAt)
+        account["note"] = .string(StatusHTML.paragraphs(user.bio))
+        account["followers_count"] = .int(user.stats.followers)
+        account["following_count"] = .int(user.stats.following)
+        account["statuses_count"] = .int(user.stats.tweets)
+        if source {
+            account["source"] = [
+                "privacy": "public", "sensitive": false, "language": .null, "note": .string(user.bio), "fields": [],
+                "follow_requests_count": 0,
+            ]
+        }
+        return .object(account)
+    }
+
+    /// The short form tweets carry: counts and note are not known here, so they read as zero
+    /// and empty; its creation time is read from the id (time-ordered).
+    func account(_ summary: UserSummary) -> JSONValue {
+        .object(
+            accountFields(
+                id: summary.id, username: summary.username, fullname: summary.fullname, avatar: summary.profileImageUrl,
+                createdAt: Self.creation(of: summary.id)))
+    }
+
+    private func accountFields(id: EntityID, username: String, fullname: String, avatar: String?, createdAt: Date) -> [String: JSONValue] {
+        let avatarURL = JSONValue.string(avatar ?? "\(origin)/avatars/original/missing.png")
+        let header = JSONValue.string("\(origin)/headers/original/missing.png")
+        return [
+            "id": .string(id.description), "username": .string(username), "acct": .string(username),
+            "display_name": .string(fullname), "locked": false, "bot": false, "discoverable": true, "indexable": true,
+            "group": false, "noindex": false, "created_at": .string(RFC3339.format(Self.midnight(createdAt))),
+            "note": "", "url": .string(profileURL(username)), "uri": .string(profileURL(username)),
+            "avatar": avatarURL, "avatar_static": avatarURL, "header": header, "header_static": header,
+            "followers_count": 0, "following_count": 0, "statuses_count": 0, "last_status_at": .null,
+            "hide_collections": false, "emojis": [], "fields": [], "roles": [],
+        ]
+    }
+
+    func profileURL(_ username: String) -> String { "\(origin)/@\(username)" }
+
+    func tagURL(_ tag: String) -> String {
+        "\(origin)/tags/\(tag.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? tag)"
+    }
+
+    // MARK: Status
+
+    /// A tweet as a public status; `source` adds `text`, as Mastodon answers a delete (so that a
+    /// client can offer to redraft it).
+    func status(_ tweet: Tweet, source: Bool = false) -> JSONValue {
+        let url = "\(origin)/@\(tweet.author.username)/\(tweet.id)"
+        var status: [String: JSONValue] = [
+            "id": .string(tweet.id.description), "uri": .string(url), "url": .string(url),
+            "created_at": .string(RFC3339.format(tweet.createdAt)), "account": account(tweet.author),
+            "content": .string(StatusHTML(renderer: self).content(of: tweet)), "visibility": "public", "sensitive": false,
+            "spoiler_text": "", "media_attachments": .array(tweet.media.map(media)), "application": .null,
+            "mentions": .array(tweet.mentions.map { user in
+                ["id": .string(user.id.description), "username": .string(user.username), "acct": .string(user.username),
+                 "url": .string(profileURL(user.username))]
+            }),
+            "tags": .array(tweet.hashtags.map { ["name": .string($0), "url": .string(tagURL($0))] }),
+            "emojis": [], "reblogs_count": 0, "favourites_count": .int(tweet.likes), "replies_count": .int(tweet.replies),
+            "reblog": .null, "poll": .null, "card": .null, "language": .null, "edited_at": .null,
+            "in_reply_to_id": tweet.replyTo.map { .string($0.description) } ?? .null,
+            "in_reply_to_account_id": tweet.replyToUser.map { .string($0.id.description) } ?? .null,
+            "favourited": .bool(tweet.likedByMe), "reblogged": false, "muted": false, "bookmarked": false, "pinned": false,
+            "filtered": [],
+        ]
+        if source { status["text"] = .string(tweet.text ?? "") }
+        return .object(status)
+    }
+
+    // MARK: Notification
+
+    /// A notification: a like reads as a favourite, a reply as a mention.
+    func notification(_ item: NotificationItem) throws -> JSONValue {
+        let type =
+            switch item.type {
+            case .like: "favourite"
+            case .follow: "follow"
+            case .reply, .mention, .message: "mention"
+            }
+        return [
+            "id": .string(item.id.description), "type": .string(type), "created_at": .string(RFC3339.format(item.createdAt)),
+            "account": account(item.actor), "status": try item.decodedTweet().map { status($0) } ?? .null,
+            "group_key": .string("ungrouped-\(item.id)"), "report": .null,
+        ]
+    }
+
+    // MARK: MediaAttachment
+
+    func media(_ media: Media) -> JSONValue {
+        let kind =
+            if media.contentType == "image/gif" { "gifv" }
+            else if media.contentType.hasPrefix("image/") { "image" }
+            else if media.contentType.hasPrefix("video/") { "video" }
+            else if media.contentType.hasPrefix("audio/") { "audio" }
+            else { "unknown" }
+        var original: [String: JSONValue] = [:]
+        if let width = media.width, let height = media.height, height > 0 {
+            original = ["width": .int(Int64(width)), "height": .int(Int64(height)), "size": .string("\(width)x\(height)"),
+                        "aspect": .double(Double(width) / Double(height))]
+        }
+        if let duration = media.durationMs { original["duration"] = .double(Double(duration) / 1000) }
+        return [
+            "id": .string(media.id.description), "type": .string(kind), "url": .string(media.url),
+            "preview_url": .string(media.url), "remote_url": .null, "text_url": .null,
+            "meta": original.isEmpty ? [:] : ["original": .object(original)], "description": .null, "blurhash": .null,
+        ]
+    }
+
+    // MARK: Relationship
+
+    /// The caller's relation to `id`; Aviary has no blocks, mutes, notes or follow requests.
+    func relationship(_ id: EntityID, following: Bool, followedBy: Bool) -> JSONValue {
+        [
+            "id": .string(id.description), "following": .bool(following), "showing_reblogs": .bool(following),
+            "notifying": false, "languages": .null, "followed_by": .bool(followedBy), "blocking": false,
+            "blocked_by": false, "muting": false, "muting_notifications": false, "requested": false,
+            "requested_by": false, "domain_blocking": false, "endorsed": false, "note": "",
+        ]
+    }
+
+    // MARK: Times
+
+    /// Mastodon shows when an account was made to the day.
+    static func midnight(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: (date.timeIntervalSince1970 / 86_400).rounded(.down) * 86_400)
+    }
+
+    /// When a time-ordered id was issued (``SnowflakeGenerator``).
+    static func creation(of id: EntityID) -> Date {
+        Date(timeIntervalSince1970: TimeInterval((id.value >> 22) + SnowflakeGenerator.epochMilliseconds) / 1000)
+    }
+}

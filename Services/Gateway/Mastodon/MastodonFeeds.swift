@@ -1,0 +1,172 @@
+import AviaryAPI
+import AviaryJSON
+import Foundation
+import RPC
+import ServiceKit
+import Synchronization
+
+/// Where a stream's events go: a WebSocket's messages (``MastodonStream``) or an HTTP response's
+/// server-sent events (`GET /api/v1/streaming/user`).
+protocol MastodonEventSink: Sendable {
+    /// `payload` is the event's entity as JSON text.
+    func send(_ event: String, stream: MastodonFeeds.Stream, payload: String)
+    /// Ends the stream: its session ended, or a service that held its subscription restarted.
+    func close(_ reason: MastodonFeeds.Ending)
+}
+
+/// What one streaming connection follows, and the events it is sent: notifications from the
+/// notifications service's live subscription; new statuses of the home timeline or of a tag, read
+/// every ``pollInterval`` (the services push none) and sent when newer than the last read, oldest
+/// first.
+final class MastodonFeeds: Sendable {
+    /// One stream a connection follows.
+    enum Stream: Hashable, Sendable {
+        case user
+        case notifications
+        case hashtag(String)
+
+        init?(name: String, tag: String?) {
+            switch name {
+            case "user": self = .user
+            case "user:notification": self = .notifications
+            case "hashtag":
+                guard let tag, (1...100).contains(tag.count), tag.unicodeScalars.allSatisfy(TextRules.isNameScalar) else { return nil }
+                self = .hashtag(tag.lowercased())
+            default: return nil
+            }
+        }
+
+        /// As its events name it.
+        var names: JSONValue {
+            switch self {
+            case .user: ["user"]
+            case .notifications: ["user:notification"]
+            case .hashtag(let tag): ["hashtag", .string(tag)]
+            }
+        }
+    }
+
+    enum Ending: Sendable {
+        case sessionEnded
+        case serviceRestarted(ServiceName)
+    }
+
+    static let pollInterval = Duration.seconds(2)
+
+    private let gateway: GatewayService
+    /// The Mastodon token, whose access token is renewed for each read.
+    private let token: String
+    private let grant: MastodonGrant
+    private let address: String?
+    private let renderer: MastodonRenderer
+    private let sink: any MastodonEventSink
+    private let live: LiveLinks
+    /// The streams followed now; the notifications subscription's events are sent while one
+    /// that carries them is.
+    private let following: Following
+    private let polls = Mutex<[Stream: Task<Void, Never>]>([:])
+    private let subscribed = Atomic<Bool>(false)
+
+    /// Shared with the notifications subscription's delivery, which must not hold the feeds.
+    private final class Following: Sendable {
+        let streams = Mutex<Set<Stream>>([])
+    }
+
+    init(gateway: GatewayService, token: String, grant: MastodonGrant, address: String?, renderer: MastodonRenderer, sink: any MastodonEventSink) {
+        self.gateway = gateway
+        self.token = token
+        self.grant = grant
+        self.address = address
+        self.renderer = renderer
+        self.sink = sink
+        let following = Following()
+        self.following = following
+        live = LiveLinks(
+            channels: gateway.liveChannels,
+            deliver: { frame in
+                let streams = following.streams.withLock { $0 }
+                guard let stream = [Stream.user, .notifications].first(where: streams.contains),
+                    let payload = Self.notification(frame, renderer: renderer)
+                else { return }
+                sink.send("notification", stream: stream, payload: payload)
+            },
+            lost: { service in sink.close(.serviceRestarted(service)) })
+    }
+
+    func follow(_ stream: Stream) {
+        guard following.streams.withLock({ $0.insert(stream).inserted }) else { return }
+        if stream != .notifications {
+            let task = poll(stream)
+            polls.withLock { $0[stream] = task }
+        }
+        // Notifications come with the user's streams, from one subscription however many ask.
+        if case .hashtag = stream { return }
+        guard grant.scopes.allows("read:notifications"), !subscribed.exchange(true, ordering: .relaxed) else { return }
+        let (forwarder, caller, live) = (gateway.forwarder, EdgeCaller(token: grant.accessToken, address: address), live)
+        Task {
+            guard let params = try? RawJSON(encoding: NotificationSubscribeParams()) else { return }
+            _ = await forwarder.call(.notifications, NotificationsAPI.subscribe.name, params: params, for: caller, live: live)
+        }
+    }
+
+    func unfollow(_ stream: Stream) {
+        following.streams.withLock { _ = $0.remove(stream) }
+        polls.withLock { $0.removeValue(forKey: stream) }?.cancel()
+    }
+
+    /// Stops the reads and ends the notifications subscription.
+    func end() async {
+        let tasks = polls.withLock { polls in
+            defer { polls = [:] }
+            return Array(polls.values)
+        }
+        for task in tasks { task.cancel() }
+        await live.close(meta: RequestMeta(token: grant.accessToken, service: gateway.resources.serviceCredential, clientAddress: address))
+    }
+
+    /// Reads `stream`'s newest statuses every ``pollInterval`` and sends those newer than the
+    /// newest of the first read, oldest first.
+    private func poll(_ stream: Stream) -> Task<Void, Never> {
+        let (gateway, token, address, renderer, sink) = (gateway, token, address, renderer, sink)
+        return Task {
+            var newest: Int64?
+            while !Task.isCancelled {
+                do {
+                    // The grant's access token, renewed when it is about to expire.
+                    let caller = EdgeCaller(token: try await gateway.mastodonTokens.grant(for: token).accessToken, address: address)
+                    let page: Page<Tweet> =
+                        switch stream {
+                        case .hashtag(let tag): try await gateway.forwarder.call(TweetsAPI.search, SearchParams(query: "#" + tag), for: caller)
+                        default: try await gateway.forwarder.call(TimelineAPI.home, PageParams(), for: caller)
+                        }
+                    if let seen = newest {
+                        for tweet in page.items.reversed() where tweet.id.value > seen {
+                            sink.send("update", stream: stream, payload: Self.text(renderer.status(tweet)))
+                        }
+                    }
+                    newest = max(newest ?? 0, page.items.first?.id.value ?? 0)
+                } catch is MastodonError {
+                    return sink.close(.sessionEnded)
+                } catch {
+                    // A service that could not answer now is asked again at the next tick.
+                }
+                try? await Task.sleep(for: Self.pollInterval)
+            }
+        }
+    }
+
+    /// A pushed `notifications.event` as a Notification's JSON; nil for the other events
+    /// (withdrawals, resyncs) and for message notifications, which stay with messaging.
+    static func notification(_ frame: Data, renderer: MastodonRenderer) -> String? {
+        guard let pushed = try? JSONDecoder().decode(JSONValue.self, from: frame), let event = pushed["params"]?["event"],
+            event["type"] == "notification", let notification = event["notification"],
+            let item = try? RawJSON(encoding: notification).decode(NotificationItem.self), item.type != .message,
+            let entity = try? renderer.notification(item)
+        else { return nil }
+        return text(entity)
+    }
+
+    static func text(_ value: JSONValue) -> String {
+        (try? WireEncoding.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+}

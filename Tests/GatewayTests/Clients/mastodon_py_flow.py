@@ -1,0 +1,161 @@
+"""Drives Aviary's Mastodon API with Mastodon.py as an app would, asserting as it goes.
+
+The test stack speaks plain HTTP, so sign-ins pass allow_http=True (Mastodon.py otherwise
+insists on https for OAuth).
+
+Usage: mastodon_py_flow.py GATEWAY_URL ALICE BOB PASSWORD
+ALICE and BOB are registered accounts (with PASSWORD). Alice signs in with the password grant,
+Bob through the authorization-code flow (the sign-in page, as a person fills it in).
+Exits non-zero, with the reason, at the first surprise.
+"""
+import re
+import sys
+import time
+
+import requests
+from flow import eventually, png, step
+from mastodon import Mastodon, MastodonAPIError, MastodonNotFoundError, StreamListener
+
+BASE, ALICE, BOB, PASSWORD = sys.argv[1:5]
+SCOPES = ["read", "write", "follow"]
+
+
+step("register the app")
+client_id, client_secret = Mastodon.create_app(
+    "mastodon-py-flow", api_base_url=BASE, scopes=SCOPES, redirect_uris="urn:ietf:wg:oauth:2.0:oob")
+
+step("Alice signs in with her password")
+alice = Mastodon(client_id=client_id, client_secret=client_secret, api_base_url=BASE)
+alice.log_in(username=ALICE, password=PASSWORD, scopes=SCOPES, allow_http=True)
+me = alice.account_verify_credentials()
+assert me.username == ALICE, me
+assert me.source.note is not None, me
+
+step("Alice sets her display name and avatar")
+updated = alice.account_update_credentials(display_name="Alice A.", avatar=png(8, 8), avatar_mime_type="image/png")
+assert updated.display_name == "Alice A." and not updated.avatar.endswith("missing.png"), updated
+
+step("Bob signs in through the authorization page")
+bob = Mastodon(client_id=client_id, client_secret=client_secret, api_base_url=BASE)
+url = bob.auth_request_url(scopes=SCOPES, redirect_uris="urn:ietf:wg:oauth:2.0:oob", allow_http=True)
+page = requests.get(url, timeout=10)
+assert page.status_code == 200 and "<form" in page.text, page.text
+fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', page.text))
+fields.update(login=BOB, password=PASSWORD)
+answer = requests.post(BASE + "/oauth/authorize", data=fields, timeout=10, allow_redirects=False)
+code = re.search(r"<code>([^<]+)</code>", answer.text)
+assert code, answer.text
+bob.log_in(code=code.group(1), redirect_uri="urn:ietf:wg:oauth:2.0:oob", scopes=SCOPES, allow_http=True)
+bob_me = bob.account_verify_credentials()
+assert bob_me.username == BOB, bob_me
+
+step("Bob follows Alice")
+alice_account = bob.account_lookup(ALICE)
+relationship = bob.account_follow(alice_account.id)
+assert relationship.following, relationship
+assert bob.account_relationships([alice_account.id])[0].following
+
+step("Alice posts with an image")
+media = alice.media_post(png(4, 3), mime_type="image/png", file_name="dot.png")
+assert media.type == "image", media
+first = alice.status_post(f"Hello #aviary from @{BOB}", media_ids=[media.id])
+assert f'href="{BASE}/tags/aviary"' in first.content, first.content
+assert "mention" in first.content and first.mentions[0].username == BOB, first
+assert len(first.media_attachments) == 1, first
+
+step("Bob reads his home timeline")
+home = eventually("Alice's status in Bob's home", lambda: [s for s in bob.timeline_home() if s.id == first.id])
+assert home[0].account.username == ALICE
+
+step("Bob replies and favourites")
+reply = bob.status_reply(first, "Hi Alice")
+assert reply.in_reply_to_id == first.id, reply
+favourited = bob.status_favourite(first)
+assert favourited.favourited and favourited.favourites_count == 1, favourited
+context = alice.status_context(first)
+assert [s.id for s in context.descendants] == [reply.id], context
+
+step("Alice reads her notifications")
+notified = eventually(
+    "Bob's follow, favourite and reply among Alice's notifications",
+    lambda: {n.type for n in alice.notifications()} >= {"follow", "favourite", "mention"} and alice.notifications())
+assert all(n.account.username == BOB for n in notified), notified
+assert [n.type for n in alice.notifications(types=["favourite"])] == ["favourite"]
+
+step("Bob searches")
+found = bob.search(ALICE, result_type="accounts")
+assert found.accounts[0].username == ALICE, found  # whom Bob follows comes first
+found = bob.search("#aviary", result_type="hashtags")
+assert found.hashtags[0].name == "aviary", found
+
+step("Bob pages his home timeline with max_id")
+posted = [alice.status_post(f"Number {n}") for n in range(5)]
+eventually("the five statuses in Bob's home", lambda: bob.timeline_home(limit=1)[0].id == posted[-1].id)
+page1 = bob.timeline_home(limit=3)
+page2 = bob.fetch_next(page1)
+ids = [s.id for s in page1] + [s.id for s in page2]
+assert len(page1) == 3 and len(page2) == 3, ids
+assert ids == sorted(ids, reverse=True) and len(set(ids)) == 6, ids
+older = bob.timeline_home(max_id=page1[-1].id, limit=3)
+assert [s.id for s in older] == [s.id for s in page2], (older, page2)
+
+step("Bob streams his home timeline and notifications over the WebSocket")
+
+
+class Collected(StreamListener):
+    def __init__(self):
+        super().__init__()
+        self.updates = []
+        self.notifications = []
+
+    def on_update(self, status):
+        self.updates.append(status)
+
+    def on_notification(self, notification):
+        self.notifications.append(notification)
+
+
+def hears(listener, status, fan):
+    """Waits for `status` and for `fan`'s favourite to arrive on `listener`'s stream."""
+    eventually("the status on the stream", lambda: any(s.id == status.id for s in listener.updates))
+    eventually(f"{fan}'s favourite on the stream", lambda: any(
+        n.type == "favourite" and n.account.username == fan for n in listener.notifications))
+
+
+listener = Collected()
+socket = bob.stream_open_websocket(listener=listener)
+bob.stream_user(listener, websocket_handle=socket)
+time.sleep(1)  # the stream's first read of the home timeline, which it sends nothing of
+streamed = alice.status_post("Live from Alice")
+alice.status_favourite(reply)
+hears(listener, streamed, ALICE)
+socket.close()
+
+step("Alice streams hers over HTTP (server-sent events)")
+heard = Collected()
+stream = alice.stream_user(heard, run_async=True)
+time.sleep(1)
+own = alice.status_post("Heard on my own stream")
+bob.status_favourite(own)
+hears(heard, own, BOB)
+stream.close()
+
+step("Bob deletes his reply")
+deleted = bob.status_delete(reply)
+assert deleted.text == f"@{ALICE} Hi Alice", deleted
+try:
+    alice.status(reply.id)
+    raise AssertionError("a deleted status was still there")
+except MastodonNotFoundError:
+    pass
+
+step("a token without write is refused")
+reader = Mastodon(client_id=client_id, client_secret=client_secret, api_base_url=BASE)
+reader.log_in(username=ALICE, password=PASSWORD, scopes=["read"], allow_http=True)
+try:
+    reader.status_post("not allowed")
+    raise AssertionError("a read-only token posted")
+except MastodonAPIError as error:
+    assert "outside the authorized scopes" in str(error), error
+
+print("ok", flush=True)
