@@ -500,12 +500,58 @@ struct MastodonAPITests {
         #expect(second.json.arrayValue?.compactMap { $0["id"]?.stringValue } == [ids[1]])
         #expect(try await app.get("/api/v1/favourites").status == 401)
 
-        for path in ["/api/v1/custom_emojis", "/api/v1/lists", "/api/v2/filters", "/api/v1/blocks", "/api/v1/bookmarks", "/api/v1/trends/tags"] {
+        for path in ["/api/v1/custom_emojis", "/api/v1/lists", "/api/v2/filters", "/api/v1/domain_blocks", "/api/v1/trends/links"] {
             let reply = try await app.get(path, token: pamToken)
             #expect(reply.status == 200 && reply.json == [], "\(path): \(reply.text)")
         }
         #expect(try await app.get("/api/v1/preferences", token: pamToken).json["posting:default:visibility"] == "public")
         #expect(try await app.get("/api/v1/conversations", token: pamToken).status == 404, "direct messages stay in messaging")
+    }
+
+    @Test("blocks and mutes with their lists, bookmarks, trending tags and a tag's timeline")
+    func safetyAndEngagement() async throws {
+        let (_, app, people) = try await MastodonClient.signedIn("ria", "sol")
+        let ((ria, riaToken), (sol, solToken)) = (people[0], people[1])
+        func ids(_ reply: EdgeHTTP.Reply) -> [String] { reply.json.arrayValue?.compactMap { $0["id"]?.stringValue } ?? [] }
+
+        _ = try await app.send("POST", "/api/v1/accounts/\(sol.id)/follow", token: riaToken)
+        let blocked = try await app.send("POST", "/api/v1/accounts/\(sol.id)/block", token: riaToken)
+        #expect(blocked.json["blocking"] == true && blocked.json["following"] == false, "\(blocked.text)")
+        #expect(ids(try await app.get("/api/v1/blocks", token: riaToken)) == [sol.id])
+        #expect(try await app.send("POST", "/api/v1/accounts/\(ria.id)/follow", token: solToken).status == 403)
+        let unblocked = try await app.send("POST", "/api/v1/accounts/\(sol.id)/unblock", token: riaToken)
+        #expect(unblocked.json["blocking"] == false)
+        #expect(ids(try await app.get("/api/v1/blocks", token: riaToken)).isEmpty)
+
+        let muted = try await app.send("POST", "/api/v1/accounts/\(sol.id)/mute", ["notifications": "false", "duration": "3600"], token: riaToken)
+        #expect(muted.json["muting"] == true && muted.json["muting_notifications"] == false, "\(muted.text)")
+        #expect(ids(try await app.get("/api/v1/mutes", token: riaToken)) == [sol.id])
+        #expect(try await app.send("POST", "/api/v1/accounts/\(sol.id)/unmute", token: riaToken).json["muting"] == false)
+        #expect(try await app.send("POST", "/api/v1/accounts/\(sol.id)/mute", ["duration": "-1"], token: riaToken).status == 422)
+        let reader = try await app.signIn(ria, scope: "read")
+        #expect(try await app.send("POST", "/api/v1/accounts/\(sol.id)/block", token: reader).status == 403)
+
+        let tag = "mt" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        let posted = try await app.send("POST", "/api/v1/statuses", ["status": "tagged #\(tag)"], token: solToken)
+        let status = try #require(posted.json["id"]?.stringValue)
+        let marked = try await app.send("POST", "/api/v1/statuses/\(status)/bookmark", token: riaToken)
+        #expect(marked.json["bookmarked"] == true)
+        let bookmarks = try await app.get("/api/v1/bookmarks", token: riaToken)
+        #expect(ids(bookmarks) == [status] && bookmarks.json.arrayValue?.first?["bookmarked"] == true)
+        #expect(try await app.send("POST", "/api/v1/statuses/\(status)/unbookmark", token: riaToken).json["bookmarked"] == false)
+        #expect(ids(try await app.get("/api/v1/bookmarks", token: riaToken)).isEmpty)
+
+        #expect(ids(try await app.get("/api/v1/timelines/tag/\(tag)")) == [status])
+        // The suite's other tests post hashtags too: the list is checked for its shape and order.
+        var trends = try await app.get("/api/v1/trends/tags?limit=20")
+        _ = await eventually {
+            trends = (try? await app.get("/api/v1/trends/tags?limit=20")) ?? trends
+            return trends.json.arrayValue?.isEmpty == false
+        }
+        let uses = trends.json.arrayValue?.compactMap { $0["history"]?.arrayValue?.first?["uses"]?.stringValue.flatMap { Int($0) } } ?? []
+        #expect(!uses.isEmpty && uses.count == trends.json.arrayValue?.count && uses == uses.sorted(by: >), "\(trends.text)")
+        #expect(trends.json.arrayValue?.allSatisfy { $0["url"]?.stringValue?.contains("/tags/") == true } == true)
+        #expect(try await app.get("/api/v1/trends/tags?limit=21").status == 422)
     }
 
     @Test("media: a multipart upload becomes a MediaAttachment a status carries; instance and nodeinfo")

@@ -63,6 +63,7 @@ struct MastodonAPI: Sendable {
         addOAuthRoutes(to: router)
         addInstanceRoutes(to: router)
         addAccountRoutes(to: router)
+        addSafetyRoutes(to: router)
         addStatusRoutes(to: router)
         addTimelineRoutes(to: router)
         addMediaRoutes(to: router)

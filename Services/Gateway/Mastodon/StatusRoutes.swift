@@ -71,6 +71,13 @@ extension MastodonAPI {
                 try await self.call(TweetsAPI.likers, RepliesParams(tweetId: id, limit: limit, cursor: cursor), call)
             }
         }
+        for (path, method) in [("api/v1/statuses/:id/bookmark", TweetsAPI.bookmark), ("api/v1/statuses/:id/unbookmark", TweetsAPI.unbookmark)] {
+            endpoint(router, .post, RouterPath(path), access: .user, scope: "write:bookmarks") { call, context in
+                let id = try call.pathID(context)
+                let state = try await self.call(method, TweetParams(tweetId: id), call)
+                return EdgeResponses.json(call.renderer.status(try await liveStatus(id, call), bookmarked: state.bookmarked))
+            }
+        }
         for (path, method) in [("api/v1/statuses/:id/favourite", TweetsAPI.like), ("api/v1/statuses/:id/unfavourite", TweetsAPI.unlike)] {
             endpoint(router, .post, RouterPath(path), access: .user, scope: "write:favourites") { call, context in
                 let id = try call.pathID(context)

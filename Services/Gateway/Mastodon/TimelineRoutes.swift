@@ -1,8 +1,10 @@
 import AviaryAPI
+import AviaryJSON
+import Foundation
 import Hummingbird
 
-/// `/api/v1/timelines/...`: the home timeline (timeline) and a hashtag's (tweets' search); the
-/// caller's favourites (tweets' likedBy).
+/// `/api/v1/timelines/...`: the home timeline (timeline) and a hashtag's (tweets' byHashtag); the
+/// caller's favourites (tweets' likedBy) and bookmarks; trending hashtags (tweets' trending).
 extension MastodonAPI {
     func addTimelineRoutes(to router: Router<EdgeContext>) {
         endpoint(router, .get, "api/v1/timelines/home", access: .user, scope: "read:statuses") { call, _ in
@@ -16,14 +18,35 @@ extension MastodonAPI {
                 try await self.call(TweetsAPI.likedBy, UserPageParams(userId: EntityID(call.userID), limit: limit, cursor: cursor), call)
             }
         }
+        endpoint(router, .get, "api/v1/bookmarks", access: .user, scope: "read:bookmarks") { call, _ in
+            try await cursorPage(call, limits: (20, MastodonPaging.maximum), render: { call.renderer.status($0, bookmarked: true) }) {
+                cursor, limit in
+                try await self.call(TweetsAPI.bookmarks, PageParams(limit: limit, cursor: cursor), call)
+            }
+        }
         endpoint(router, .get, "api/v1/timelines/tag/:hashtag", access: .everyone, scope: "read:statuses") { call, context in
             let tag = context.parameters.get("hashtag") ?? ""
             guard (1...100).contains(tag.count), tag.unicodeScalars.allSatisfy(TextRules.isNameScalar) else {
                 throw MastodonError.notFound
             }
             return try await statusPage(call) { cursor, limit in
-                try await self.call(TweetsAPI.search, SearchParams(query: "#" + tag, limit: limit, cursor: cursor), call)
+                try await self.call(TweetsAPI.byHashtag, HashtagPageParams(hashtag: tag, limit: limit, cursor: cursor), call)
             }
+        }
+        endpoint(router, .get, "api/v1/trends/tags", access: .everyone, scope: "read") { call, _ in
+            // Uses are counted over the last hour, not per day, and not per account: today's
+            // history entry carries the hour's uses in both.
+            let limit = try call.params.integer("limit", in: 1...20) ?? 10
+            let top = try await self.call(TweetsAPI.trending, TrendingParams(limit: PageLimit(limit)), call)
+            let today = String(Int(MastodonRenderer.midnight(Date()).timeIntervalSince1970))
+            return EdgeResponses.json(
+                .array(top.map { trend in
+                    [
+                        "name": .string(trend.hashtag), "url": .string(call.renderer.tagURL(trend.hashtag)),
+                        "history": [["day": .string(today), "uses": .string(String(trend.uses)), "accounts": .string(String(trend.uses))]],
+                        "following": false,
+                    ]
+                }))
         }
     }
 }

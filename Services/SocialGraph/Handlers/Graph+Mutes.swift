@@ -6,16 +6,13 @@ import RPC
 import ServiceKit
 
 extension SocialGraphService {
-    /// The longest mute with an end: a year.
-    static let muteDurations = 1...31_536_000
-
     @Sendable func mute(_ params: MuteParams, _ context: RPCContext) async throws -> MuteState {
         let caller = try context.requireUser()
         let other = try Self.otherUser(params.userId, caller: caller, verb: "mute")
         let until = try params.durationSeconds.map { seconds throws(RPCError) in
-            guard Self.muteDurations.contains(seconds) else {
+            guard MuteParams.durations.contains(seconds) else {
                 throw RPCError.validation(
-                    "durationSeconds must be from 1 to \(Self.muteDurations.upperBound) (a year), got \(seconds)",
+                    "durationSeconds must be from 1 to \(MuteParams.durations.upperBound) (a year), got \(seconds)",
                     field: "durationSeconds")
             }
             return Date(timeIntervalSinceNow: TimeInterval(seconds))

@@ -173,6 +173,9 @@ public struct BlockedAmongParams: Codable, Sendable {
 
 /// Params of `graph.mute`.
 public struct MuteParams: Codable, Sendable {
+    /// The seconds a mute with an end may last: up to a year.
+    public static let durations = 1...31_536_000
+
     public var userId: EntityID
     public var notifications: Bool?
     public var durationSeconds: Int?

@@ -63,7 +63,8 @@ struct MastodonRenderer: Sendable {
 
     /// A tweet as a public status; `source` adds `text`, as Mastodon answers a delete (so that a
     /// client can offer to redraft it).
-    func status(_ tweet: Tweet, source: Bool = false) -> JSONValue {
+    /// `bookmarked` when the caller's bookmarks are what is listed (a Tweet does not say).
+    func status(_ tweet: Tweet, source: Bool = false, bookmarked: Bool = false) -> JSONValue {
         let url = "\(origin)/@\(tweet.author.username)/\(tweet.id)"
         var status: [String: JSONValue] = [
             "id": .string(tweet.id.description), "uri": .string(url), "url": .string(url),
@@ -79,7 +80,7 @@ struct MastodonRenderer: Sendable {
             "reblog": .null, "poll": .null, "card": .null, "language": .null, "edited_at": .null,
             "in_reply_to_id": tweet.replyTo.map { .string($0.description) } ?? .null,
             "in_reply_to_account_id": tweet.replyToUser.map { .string($0.id.description) } ?? .null,
-            "favourited": .bool(tweet.likedByMe), "reblogged": false, "muted": false, "bookmarked": false, "pinned": false,
+            "favourited": .bool(tweet.likedByMe), "reblogged": false, "muted": false, "bookmarked": .bool(bookmarked), "pinned": false,
             "filtered": [],
         ]
         if source { status["text"] = .string(tweet.text ?? "") }
@@ -127,12 +128,16 @@ struct MastodonRenderer: Sendable {
 
     // MARK: Relationship
 
-    /// The caller's relation to `id`; Aviary has no blocks, mutes, notes or follow requests.
-    func relationship(_ id: EntityID, following: Bool, followedBy: Bool) -> JSONValue {
+    /// The caller's relation to `id`. Blocks and mutes are known where the call made or lifted one
+    /// (social-graph's relationship does not tell them); Aviary has no notes or follow requests.
+    func relationship(
+        _ id: EntityID, following: Bool, followedBy: Bool, blocking: Bool = false, muting: Bool = false,
+        mutingNotifications: Bool = false
+    ) -> JSONValue {
         [
             "id": .string(id.description), "following": .bool(following), "showing_reblogs": .bool(following),
-            "notifying": false, "languages": .null, "followed_by": .bool(followedBy), "blocking": false,
-            "blocked_by": false, "muting": false, "muting_notifications": false, "requested": false,
+            "notifying": false, "languages": .null, "followed_by": .bool(followedBy), "blocking": .bool(blocking),
+            "blocked_by": false, "muting": .bool(muting), "muting_notifications": .bool(mutingNotifications), "requested": false,
             "requested_by": false, "domain_blocking": false, "endorsed": false, "note": "",
         ]
     }
