@@ -14,8 +14,9 @@ struct GatewayBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gateway",
         abstract: """
-            timeline.home of 20 directly, through POST /rpc and through the WebSocket, at one rate in one run (targets: \
-            p99 added ≤ 1 ms at 2,000 calls/s, CPU per call added ≤ 25%); 10,000 idle authenticated WebSockets \
+            timeline.home of 20 directly, through POST /rpc and through the WebSocket, and the Mastodon API's home \
+            timeline, at one rate in one run (targets: p99 added ≤ 1 ms at 2,000 calls/s, CPU per call added ≤ 25%; \
+            the Mastodon API ≤ 2 ms over timeline.home at 1,000 calls/s); 10,000 idle authenticated WebSockets \
             subscribed to notifications (targets: gateway RSS < 200 MiB, a notification to one of them p99 < 20 ms).
             """,
         discussion: """
@@ -27,7 +28,8 @@ struct GatewayBench: AsyncParsableCommand {
             signed with --signing-key (AVIARY_TOKEN_SIGNING_KEY, or the database where a default install keeps it), \
             eight per user, so the gateway's AVIARY_GATEWAY_SOCKETS_PER_USER must be at least 8. A failed or \
             unchecked call counts as a 10 s answer in the percentiles and is counted as an error; an answer counts \
-            only when it is a page of exactly 20 tweets. CPU per call is the user and system time of every aviary-* \
+            only when it is a page of exactly 20 tweets (statuses for the Mastodon API, each user signed in through an \
+            app of the bench's with the password grant). CPU per call is the user and system time of every aviary-* \
             process of this machine during the run, divided by the calls.
             """)
 
@@ -101,8 +103,17 @@ struct GatewayBench: AsyncParsableCommand {
                 "timeline.home", params: #"{"limit":20,"_meta":{"token":"\#(token)"}}"#)
             try Self.check(answer)
         }
+        let mastodonTokens = try await Self.mastodonTokens(for: users, http: http)
+        let overMastodon: @Sendable (Int) async throws -> Void = { index in
+            let reply = try await http.request(
+                .GET, "/api/v1/timelines/home?limit=20", headers: [("Authorization", "Bearer \(mastodonTokens[index % mastodonTokens.count])")])
+            let answer = String(buffer: reply.body)
+            guard reply.status == 200, answer.components(separatedBy: #""uri":"#).count - 1 == 20 else {
+                throw BenchBadReply(text: "HTTP \(reply.status) \(answer.prefix(200))")
+            }
+        }
         var figures: [(String, BenchOutcome)] = []
-        for (name, call) in [("direct RPC", direct), ("POST /rpc", overHTTP), ("WebSocket", overSocket)] {
+        for (name, call) in [("direct RPC", direct), ("POST /rpc", overHTTP), ("WebSocket", overSocket), ("Mastodon API", overMastodon)] {
             _ = try await runAtRate(rate, for: .seconds(2), call)
             let pids = BenchProcesses.services
             let cpuBefore = BenchProcesses.cpuSeconds(pids)
@@ -113,11 +124,14 @@ struct GatewayBench: AsyncParsableCommand {
             print("timeline.home of 20, \(name), \(rate) calls/s for \(seconds) s: \(outcome.summary)")
         }
         let base = figures[0].1
-        for (name, outcome) in figures.dropFirst() {
+        for (name, outcome) in figures.dropFirst(1).prefix(2) {
             print(String(
                 format: "  %@ adds p99 %+.2f ms (target ≤ 1 ms), CPU per call %+.0f%% of the direct call's (target ≤ 25%%)",
                 name, outcome.p99 - base.p99, (outcome.cpuPerCall / base.cpuPerCall - 1) * 100))
         }
+        print(String(
+            format: "  the Mastodon API adds p99 %+.2f ms to the direct call, %+.2f ms to POST /rpc (target ≤ 2 ms at 1,000 calls/s)",
+            figures[3].1.p99 - base.p99, figures[3].1.p99 - figures[1].1.p99))
         for socket in sockets { await socket.close() }
         await http.close()
 
@@ -160,6 +174,31 @@ struct GatewayBench: AsyncParsableCommand {
         await socket.close()
         for socket in idle { await socket.close() }
         await services.shutdown()
+    }
+
+    /// A Mastodon token of each of `users`: one app of the bench's (scope read), then each user's
+    /// password grant, as a Mastodon app signs in.
+    private static func mastodonTokens(for users: [BenchUser], http: BenchHTTP) async throws -> [String] {
+        struct App: Decodable { var client_id: String; var client_secret: String }
+        struct Token: Decodable { var access_token: String }
+        func post<Answer: Decodable>(_ path: String, _ fields: [String: String], as: Answer.Type) async throws -> Answer {
+            let reply = try await http.request(
+                .POST, path, body: ByteBuffer(bytes: try JSONEncoder().encode(fields)), headers: [("Content-Type", "application/json")])
+            guard reply.status == 200 else { throw BenchBadReply(text: "\(path): HTTP \(reply.status) \(String(buffer: reply.body).prefix(200))") }
+            return try JSONDecoder().decode(Answer.self, from: Data(reply.body.readableBytesView))
+        }
+        let app = try await post(
+            "/api/v1/apps", ["client_name": "aviary bench", "redirect_uris": "urn:ietf:wg:oauth:2.0:oob", "scopes": "read"], as: App.self)
+        var tokens: [String] = []
+        for user in users {
+            tokens.append(
+                try await post(
+                    "/oauth/token",
+                    ["grant_type": "password", "username": user.username, "password": user.password, "client_id": app.client_id,
+                     "client_secret": app.client_secret, "scope": "read"], as: Token.self
+                ).access_token)
+        }
+        return tokens
     }
 
     /// Throws unless `answer` is a result holding a page of 20 tweets.

@@ -421,6 +421,8 @@ struct BenchUser: Sendable {
     var username: String
     var token: String
     var refreshToken: String
+    /// For a sign-in of its own (a Mastodon app's password grant).
+    var password: String
 }
 
 /// The services the timeline bench drives.
@@ -463,7 +465,8 @@ struct BenchServices: Sendable {
                 params: ["email": "\(name)@bench.invalid", "password": "bench-password-\(run)", "username": name, "fullname": "Bench \(index)"],
                 as: Registered.self)
             users.withLock { $0[index] = BenchUser(
-                    id: registered.user.id, username: name, token: registered.accessToken, refreshToken: registered.refreshToken) }
+                    id: registered.user.id, username: name, token: registered.accessToken, refreshToken: registered.refreshToken,
+                    password: "bench-password-\(run)") }
         }
         return users.withLock { $0.compactMap { $0 } }
     }
@@ -496,7 +499,9 @@ struct BenchServices: Sendable {
         guard let expires = RFC3339.parse(refreshed.expiresAt) else {
             throw BenchBadReply(text: "auth.refresh expiresAt \(refreshed.expiresAt)")
         }
-        return (BenchUser(id: user.id, username: user.username, token: refreshed.accessToken, refreshToken: refreshed.refreshToken), expires)
+        var renewed = user
+        (renewed.token, renewed.refreshToken) = (refreshed.accessToken, refreshed.refreshToken)
+        return (renewed, expires)
     }
 
     func follow(_ follower: BenchUser, _ followee: BenchUser) async throws {
