@@ -473,6 +473,12 @@ struct MastodonAPITests {
         }
         #expect(await eventually(timeout: .seconds(15)) { event("update", ["user"])?["id"]?.stringValue == postedID }, "\(socket.messages)")
         #expect(await eventually(timeout: .seconds(15)) { event("update", ["hashtag", .string(tag)])?["id"]?.stringValue == postedID })
+        // Deleted: both streams say so, with the status's id as the payload.
+        _ = try await app.send("DELETE", "/api/v1/statuses/\(postedID)", token: niaToken)
+        func deleted(_ stream: JSONValue) -> Bool {
+            socket.messages.contains { $0["event"] == "delete" && $0["stream"] == stream && $0["payload"]?.stringValue == postedID }
+        }
+        #expect(await eventually(timeout: .seconds(15)) { deleted(["user"]) && deleted(["hashtag", .string(tag)]) }, "\(socket.messages)")
         #expect(await eventually(timeout: .seconds(15)) {
             let notification = event("notification", ["user"])
             return notification?["type"] == "favourite" && notification?["account"]?["id"]?.stringValue == nia.id

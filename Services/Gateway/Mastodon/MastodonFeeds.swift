@@ -17,7 +17,7 @@ protocol MastodonEventSink: Sendable {
 /// What one streaming connection follows, and the events it is sent: notifications from the
 /// notifications service's live subscription; new statuses of the home timeline or of a tag, read
 /// every ``pollInterval`` (the services push none) and sent when newer than the last read, oldest
-/// first.
+/// first, and the ids of statuses gone since the last read.
 final class MastodonFeeds: Sendable {
     /// One stream a connection follows.
     enum Stream: Hashable, Sendable {
@@ -125,26 +125,36 @@ final class MastodonFeeds: Sendable {
     }
 
     /// Reads `stream`'s newest statuses every ``pollInterval`` and sends those newer than the
-    /// newest of the first read, oldest first.
+    /// newest of the first read, oldest first (`update`), and the id of each status of the last
+    /// read that is gone from the span the new read covers (`delete`: deleted, or no longer
+    /// for this timeline, as after an unfollow).
     private func poll(_ stream: Stream) -> Task<Void, Never> {
         let (gateway, token, address, renderer, sink) = (gateway, token, address, renderer, sink)
         return Task {
             var newest: Int64?
+            var shown: Set<Int64> = []
             while !Task.isCancelled {
                 do {
                     // The grant's access token, renewed when it is about to expire.
                     let caller = EdgeCaller(token: try await gateway.mastodonTokens.grant(for: token).accessToken, address: address)
                     let page: Page<Tweet> =
                         switch stream {
-                        case .hashtag(let tag): try await gateway.forwarder.call(TweetsAPI.search, SearchParams(query: "#" + tag), for: caller)
+                        case .hashtag(let tag): try await gateway.forwarder.call(TweetsAPI.byHashtag, HashtagPageParams(hashtag: tag), for: caller)
                         default: try await gateway.forwarder.call(TimelineAPI.home, PageParams(), for: caller)
                         }
+                    let ids = Set(page.items.map(\.id.value))
+                    // A full page covers down to its oldest; a shorter one, everything.
+                    let covered = page.nextCursor == nil ? Int64.min : (ids.min() ?? Int64.min)
+                    for gone in shown.subtracting(ids).sorted() where gone >= covered {
+                        sink.send("delete", stream: stream, payload: String(gone))
+                    }
                     if let seen = newest {
                         for tweet in page.items.reversed() where tweet.id.value > seen {
                             sink.send("update", stream: stream, payload: Self.text(renderer.status(tweet)))
                         }
                     }
                     newest = max(newest ?? 0, page.items.first?.id.value ?? 0)
+                    shown = ids
                 } catch is MastodonError {
                     return sink.close(.sessionEnded)
                 } catch {
