@@ -58,7 +58,7 @@ public enum TextRules {
         var length = 0
         var index = 0
         while index < scalars.count {
-            if (index == 0 || scalars[index - 1].properties.isWhitespace), let end = linkEnd(scalars, from: index) {
+            if (index == 0 || isWhitespace(scalars[index - 1])), let end = linkEnd(scalars, from: index) {
                 length += linkWeight
                 index = end
             } else {
@@ -71,21 +71,36 @@ public enum TextRules {
 
     /// Where the link starting at `start` ends, if one starts there.
     public static func linkEnd(_ scalars: [Unicode.Scalar], from start: Int) -> Int? {
-        for scheme in ["https://", "http://"] {
-            let prefix = Array(scheme.unicodeScalars)
-            guard start + prefix.count < scalars.count,
-                scalars[start..<(start + prefix.count)].map({ Character($0).lowercased() }) == prefix.map({ String($0) })
+        for scheme in linkSchemes {
+            // In any case; only ASCII letters lower-case to the schemes' letters.
+            guard start + scheme.count < scalars.count,
+                scheme.indices.allSatisfy({ offset in
+                    let value = scalars[start + offset].value
+                    return (0x41...0x5A).contains(value) ? value | 0x20 == scheme[offset] : value == scheme[offset]
+                })
             else { continue }
-            var end = start + prefix.count
-            while end < scalars.count, !scalars[end].properties.isWhitespace { end += 1 }
-            return end > start + prefix.count ? end : nil
+            var end = start + scheme.count
+            while end < scalars.count, !isWhitespace(scalars[end]) { end += 1 }
+            return end > start + scheme.count ? end : nil
         }
         return nil
     }
 
+    private static let linkSchemes: [[UInt32]] = ["https://", "http://"].map { $0.unicodeScalars.map(\.value) }
+
+    /// Unicode's White_Space; ASCII (tab to carriage return, and space) without the tables.
+    public static func isWhitespace(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.isASCII ? scalar == " " || (0x09...0x0D).contains(scalar.value) : scalar.properties.isWhitespace
+    }
+
     /// Letters, digits, combining marks and `_`: what a name or a word is made of, in any script
-    /// (mentions and hashtags are runs of them).
+    /// (mentions and hashtags are runs of them). ASCII is decided without the Unicode tables: a
+    /// page of statuses asks this of every letter.
     public static func isNameScalar(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII {
+            let value = scalar.value | 0x20  // upper-case letters as lower-case
+            return (0x61...0x7A).contains(value) || (0x30...0x39).contains(scalar.value) || scalar == "_"
+        }
         let properties = scalar.properties
         return properties.isAlphabetic || properties.numericType != nil || scalar == "_"
             || properties.generalCategory == .nonspacingMark || properties.generalCategory == .spacingMark

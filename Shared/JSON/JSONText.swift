@@ -11,6 +11,15 @@ public enum JSONText {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// Appends `value` as Foundation writes a double: its shortest description, without a trailing
+    /// `.0`. False, with nothing appended, for a value that is not finite (JSON has none).
+    public static func appendDouble<Bytes: RangeReplaceableCollection<UInt8>>(_ value: Double, to bytes: inout Bytes) -> Bool {
+        guard value.isFinite else { return false }
+        let text = value.description
+        bytes.append(contentsOf: text.hasSuffix(".0") ? text.utf8.dropLast(2) : text.utf8[...])
+        return true
+    }
+
     /// Appends `string` with control characters (and DEL) escaped, and with `escapingQuotes` also
     /// `"` and `\`; runs of plain bytes are copied at once.
     public static func appendEscaped<Bytes: RangeReplaceableCollection<UInt8>>(

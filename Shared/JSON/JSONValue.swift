@@ -82,6 +82,47 @@ extension JSONValue: Codable {
     }
 }
 
+extension JSONValue {
+    /// The value as JSON text, written directly rather than through an `Encoder` (an answer built
+    /// as a tree, such as a page of Mastodon statuses, costs a third of the encoder's time this
+    /// way): what ``WireEncoding`` writes for it, members in the dictionary's order. Nil when it
+    /// holds a double that is not finite, which JSON cannot.
+    public var jsonBytes: [UInt8]? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        return write(to: &bytes) ? bytes : nil
+    }
+
+    private func write(to bytes: inout [UInt8]) -> Bool {
+        switch self {
+        case .null: bytes.append(contentsOf: "null".utf8)
+        case .bool(let value): bytes.append(contentsOf: value ? "true".utf8 : "false".utf8)
+        case .int(let value): bytes.append(contentsOf: String(value).utf8)
+        case .double(let value): return JSONText.appendDouble(value, to: &bytes)
+        case .string(let value): JSONText.appendString(value, to: &bytes)
+        case .array(let values):
+            bytes.append(UInt8(ascii: "["))
+            for (index, value) in values.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                guard value.write(to: &bytes) else { return false }
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let fields):
+            bytes.append(UInt8(ascii: "{"))
+            var first = true
+            for (key, value) in fields {
+                if !first { bytes.append(UInt8(ascii: ",")) }
+                first = false
+                JSONText.appendString(key, to: &bytes)
+                bytes.append(UInt8(ascii: ":"))
+                guard value.write(to: &bytes) else { return false }
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+        return true
+    }
+}
+
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
 {

@@ -98,11 +98,9 @@ final class WireEncoder: Encoder, SingleValueEncodingContainer {
         bytes.append(contentsOf: value ? "true".utf8 : "false".utf8)
     }
 
-    /// As Foundation writes a double: its shortest description, without a trailing `.0`.
+    /// As Foundation writes a double (``JSONText/appendDouble(_:to:)``).
     private func appendDouble(_ value: Double) throws {
-        guard value.isFinite else { throw giveUp() }
-        let text = value.description
-        bytes.append(contentsOf: text.hasSuffix(".0") ? text.utf8.dropLast(2) : text.utf8[...])
+        guard JSONText.appendDouble(value, to: &bytes) else { throw giveUp() }
     }
 
     /// Starts a container as the value being encoded now; its id, or nil when that value was

@@ -87,6 +87,19 @@ struct WireEncodingTests {
         #expect(try #require(WireEncoder.encode(narrow)) == Array(try JSONCoding.encoder().encode(narrow)))
     }
 
+    /// A JSON tree written directly means what the encoder writes for it, numbers to the byte.
+    @Test func aTreeWrittenDirectlyMeansWhatTheEncoderWrites() throws {
+        let tree: JSONValue = [
+            "text": "quote \" backslash \\ newline \n tab \t bell \u{7} é 🐦", "n": .int(.min), "x": .double(0.1),
+            "tiny": .double(1.5e-7), "flags": [true, false, nil], "nested": ["a": [], "b": [:]],
+        ]
+        let direct = try #require(tree.jsonBytes)
+        #expect(try JSONCoding.decoder().decode(JSONValue.self, from: Data(direct)) == tree)
+        let doubles: [Double] = [1, 0.1, -0.0, 2.5, 1e16, 1e20, 1.5e-7, .greatestFiniteMagnitude]
+        #expect(try #require(JSONValue.array(doubles.map { .double($0) }).jsonBytes) == Array(try JSONCoding.encoder().encode(doubles)))
+        #expect(JSONValue.array([.double(.nan)]).jsonBytes == nil)
+    }
+
     /// Raw JSON inside a value is copied in as it is.
     @Test func rawJSONIsSplicedIn() throws {
         struct Page: Encodable { var items: RawJSON; var next: String? }

@@ -108,7 +108,7 @@ struct GatewayBench: AsyncParsableCommand {
             let reply = try await http.request(
                 .GET, "/api/v1/timelines/home?limit=20", headers: [("Authorization", "Bearer \(mastodonTokens[index % mastodonTokens.count])")])
             let answer = String(buffer: reply.body)
-            guard reply.status == 200, answer.components(separatedBy: #""uri":"#).count - 1 == 20 else {
+            guard reply.status == 200, answer.components(separatedBy: #""reblogs_count":"#).count - 1 == 20 else {
                 throw BenchBadReply(text: "HTTP \(reply.status) \(answer.prefix(200))")
             }
         }

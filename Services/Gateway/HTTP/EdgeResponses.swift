@@ -15,7 +15,7 @@ enum EdgeResponses {
     }
 
     static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
-        json((try? WireEncoding.encode(value)).map { Data($0) } ?? Data("{}".utf8), status: status, headers: headers)
+        json(value.jsonBytes.map { Data($0) } ?? Data("{}".utf8), status: status, headers: headers)
     }
 
     /// An error that is not a JSON-RPC answer: `{"error": {"status", "message", ...}}`.

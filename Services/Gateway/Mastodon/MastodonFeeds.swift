@@ -177,6 +177,6 @@ final class MastodonFeeds: Sendable {
     }
 
     static func text(_ value: JSONValue) -> String {
-        (try? WireEncoding.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        value.jsonBytes.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }

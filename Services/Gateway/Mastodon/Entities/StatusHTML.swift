@@ -29,7 +29,7 @@ struct StatusHTML {
                     return (link, end)
                 }
             }
-            if index == 0 || scalars[index - 1].properties.isWhitespace, let end = TextRules.linkEnd(scalars, from: index) {
+            if index == 0 || TextRules.isWhitespace(scalars[index - 1]), let end = TextRules.linkEnd(scalars, from: index) {
                 let url = Self.escape(String(String.UnicodeScalarView(scalars[index..<end])))
                 return (#"<a href="\#(url)" target="_blank" rel="nofollow noopener noreferrer" translate="no">\#(url)</a>"#, end)
             }
