@@ -1,12 +1,16 @@
 import Foundation
 import Postgres
 import RPC
+import Synchronization
 
 /// Conversations and their members in Postgres (`messaging.conversations`, `messaging.members`).
 /// Every change that others must see moves the conversation's `activity_id`, so the list of
 /// conversations stays ordered by the last thing that happened in each.
 struct ConversationStore: Sendable {
     let postgres: PostgresClient
+    /// The two members of each direct conversation looked up lately (nil for a group), which never
+    /// change: a send asks it whether the two blocked one another.
+    private let pairs = DirectPairs()
 
     /// The most members a group may have, its creator included.
     static let memberLimit = 256
@@ -167,12 +171,20 @@ struct ConversationStore: Sendable {
 
     /// The other member of `conversation` when it is a direct conversation of `user`'s; nil otherwise.
     func directPeer(of conversation: Int64, for user: Int64) async throws -> Int64? {
-        try await postgres.query(
-            """
-            SELECT CASE WHEN direct_low = $2 THEN direct_high ELSE direct_low END FROM messaging.conversations
-            WHERE id = $1 AND kind = 'direct' AND $2 IN (direct_low, direct_high)
-            """, [conversation, user]
-        ).first?.decode(Int64.self, at: 0)
+        let pair: (low: Int64, high: Int64)?
+        if let known = pairs.known(conversation) {
+            pair = known
+        } else {
+            let row = try await postgres.query(
+                "SELECT direct_low, direct_high FROM messaging.conversations WHERE id = $1", [conversation]
+            ).first
+            guard let row else { return nil }  // none yet: asked again next time
+            let (low, high) = (try row.decode(Int64?.self, at: 0), try row.decode(Int64?.self, at: 1))
+            pair = low.flatMap { low in high.map { (low, $0) } }
+            pairs.keep(pair, for: conversation)
+        }
+        guard let pair, user == pair.low || user == pair.high else { return nil }
+        return user == pair.low ? pair.high : pair.low
     }
 
     /// Sets whether `user` muted `conversation`; false when they are no current member.
@@ -217,5 +229,24 @@ struct ConversationStore: Sendable {
             WHERE mine.user_id = $1 AND mine.left_at IS NULL AND other.took_part AND other.user_id = ANY($2)
             """, [viewer, candidates]
         ).map { try $0.decode(Int64.self, at: 0) }
+    }
+}
+
+/// The members of direct conversations by id, for ``ConversationStore/directPeer(of:for:)``: at
+/// most ``capacity``, forgotten all at once beyond (they are read again, one statement each).
+private final class DirectPairs: Sendable {
+    static let capacity = 100_000
+    private let pairs = Mutex<[Int64: (low: Int64, high: Int64)?]>([:])
+
+    /// `.some(nil)` for a group, nil for a conversation not looked up.
+    func known(_ conversation: Int64) -> (low: Int64, high: Int64)?? {
+        pairs.withLock { $0[conversation] }
+    }
+
+    func keep(_ pair: (low: Int64, high: Int64)?, for conversation: Int64) {
+        pairs.withLock { pairs in
+            if pairs.count >= Self.capacity { pairs = [:] }
+            pairs[conversation] = .some(pair)
+        }
     }
 }
