@@ -29,6 +29,24 @@ public func freePort() throws -> Int {
     return port
 }
 
+/// A free port whose neighbour `offset` above is free too, both below the ephemeral range, for a
+/// Redis Cluster node (its cluster bus listens on the port + 10000). Neither is handed out again.
+public func freePort(withPartnerAt offset: Int) throws -> Int {
+    let range = belowEphemeralRange()
+    let ports = range.lowerBound...max(range.lowerBound, range.upperBound - offset)
+    for _ in 0..<500 {
+        let port = Int.random(in: ports)
+        let claimed = handedOut.withLock { handed in
+            guard !handed.contains(port), !handed.contains(port + offset) else { return false }
+            handed.formUnion([port, port + offset])
+            return true
+        }
+        guard claimed else { continue }
+        if (try? bindLoopback(port: port)) != nil, (try? bindLoopback(port: port + offset)) != nil { return port }
+    }
+    throw TestSupportError("no two free ports \(offset) apart below the ephemeral range")
+}
+
 /// 10000 up to the start of the ephemeral range (32768 on Linux by default).
 private func belowEphemeralRange() -> ClosedRange<Int> {
     let text = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""

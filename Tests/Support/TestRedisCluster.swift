@@ -40,7 +40,9 @@ public final class TestRedisGroup: Sendable {
     public static func launchCluster() async throws -> TestRedisGroup {
         var nodes: [Node] = []
         for _ in 0..<6 {
-            let port = try freePort()
+            // The node's cluster bus listens 10000 above its port: both must be free, and out of
+            // the range the kernel gives outgoing connections.
+            let port = try freePort(withPartnerAt: 10_000)
             nodes.append(
                 try await node(
                     port: port,
