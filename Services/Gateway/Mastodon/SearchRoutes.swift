@@ -33,8 +33,7 @@ extension MastodonAPI {
             }
             let tag = query.hasPrefix("#") ? String(query.dropFirst()) : query
             if type == nil || type == "hashtags", offset == 0, (1...100).contains(tag.count), tag.unicodeScalars.allSatisfy(TextRules.isNameScalar) {
-                let name = tag.lowercased()
-                hashtags = [["name": .string(name), "url": .string(call.renderer.tagURL(name)), "history": [], "following": false]]
+                hashtags = [call.renderer.tag(tag.lowercased())]
             }
             return EdgeResponses.json(["accounts": .array(accounts), "statuses": .array(statuses), "hashtags": .array(hashtags)])
         }

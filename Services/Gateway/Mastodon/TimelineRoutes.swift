@@ -1,6 +1,5 @@
 import AviaryAPI
 import AviaryJSON
-import Foundation
 import Hummingbird
 
 /// `/api/v1/timelines/...`: the home timeline (timeline) and a hashtag's (tweets' byHashtag); the
@@ -34,19 +33,10 @@ extension MastodonAPI {
             }
         }
         endpoint(router, .get, "api/v1/trends/tags", access: .everyone, scope: "read") { call, _ in
-            // Uses are counted over the last hour, not per day, and not per account: today's
-            // history entry carries the hour's uses in both.
+            // Uses are counted over the last hour, not per day.
             let limit = try call.params.integer("limit", in: 1...20) ?? 10
             let top = try await self.call(TweetsAPI.trending, TrendingParams(limit: PageLimit(limit)), call)
-            let today = String(Int(MastodonRenderer.midnight(Date()).timeIntervalSince1970))
-            return EdgeResponses.json(
-                .array(top.map { trend in
-                    [
-                        "name": .string(trend.hashtag), "url": .string(call.renderer.tagURL(trend.hashtag)),
-                        "history": [["day": .string(today), "uses": .string(String(trend.uses)), "accounts": .string(String(trend.uses))]],
-                        "following": false,
-                    ]
-                }))
+            return EdgeResponses.json(.array(top.map { call.renderer.tag($0.hashtag, uses: $0.uses) }))
         }
     }
 }

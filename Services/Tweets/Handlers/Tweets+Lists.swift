@@ -115,13 +115,12 @@ extension TweetsService {
     /// The page's tweets for the caller, as `{items, nextCursor}`, without those of users the
     /// caller blocked or who blocked the caller. The cursor follows the stored order, so a tweet
     /// deleted or left out between the two reads shifts nothing.
-    private func hydrated(_ page: KeysetPage, _ context: RPCContext) async throws -> RawJSON {
+    private func hydrated(_ page: TweetListPage, _ context: RPCContext) async throws -> RawJSON {
         let viewer = context.principal?.userID
         var ids = page.ids
         if let viewer, !ids.isEmpty {
-            let authors = try await store.authors(of: ids)
-            let hidden = try await resources.blocked(among: authors.values, with: viewer, context: context)
-            if !hidden.isEmpty { ids.removeAll { authors[$0].map(hidden.contains) ?? false } }
+            let hidden = try await resources.blocked(among: page.authors.values, with: viewer, context: context)
+            if !hidden.isEmpty { ids.removeAll { page.authors[$0].map(hidden.contains) ?? false } }
         }
         let items = try await hydrator.json(ids, viewer: viewer, omitDeleted: true, context: context)
         return PageJSON.page(items, nextCursor: page.next?.encoded)

@@ -21,20 +21,20 @@ extension TweetStore {
     /// written lately (``ReplicaReads``, ``TweetsService/authorsTweets(_:)``).
     func byAuthor(
         _ author: Int64, includeReplies: Bool, before: Int64?, limit: Int, using database: PostgresClient
-    ) async throws -> KeysetPage {
+    ) async throws -> TweetListPage {
         let roots = includeReplies ? "" : " AND reply_to IS NULL"
-        return try await idPage(
+        return try await tweetPage(
             """
-            SELECT id FROM tweets.tweets
+            SELECT id, author_id FROM tweets.tweets
             WHERE author_id = $1 AND deleted_at IS NULL\(roots) AND id < $2 ORDER BY id DESC LIMIT $3
             """, [author, before ?? Int64.max], limit: limit, using: database)
     }
 
     /// The live replies to `tweet`, oldest first, strictly after the tweet id `after`.
-    func replies(to tweet: Int64, after: Int64?, limit: Int, using database: PostgresClient) async throws -> KeysetPage {
-        try await idPage(
+    func replies(to tweet: Int64, after: Int64?, limit: Int, using database: PostgresClient) async throws -> TweetListPage {
+        try await tweetPage(
             """
-            SELECT id FROM tweets.tweets
+            SELECT id, author_id FROM tweets.tweets
             WHERE reply_to = $1 AND deleted_at IS NULL AND id > $2 ORDER BY id LIMIT $3
             """, [tweet, after ?? 0], limit: limit, using: database)
     }
@@ -42,33 +42,33 @@ extension TweetStore {
     /// Live tweets holding every one of `words` (full text, any form) and `hashtags`, newest first.
     func search(
         words: String, hashtags: [String], before: Int64?, limit: Int, using database: PostgresClient
-    ) async throws -> KeysetPage {
+    ) async throws -> TweetListPage {
         let before = before ?? Int64.max
         // One statement per shape, so each plan uses its GIN index rather than a generic plan's guess.
         if hashtags.isEmpty {
-            return try await idPage(
+            return try await tweetPage(
                 """
-                SELECT id FROM tweets.tweets
+                SELECT id, author_id FROM tweets.tweets
                 WHERE search @@ plainto_tsquery('simple', $1) AND deleted_at IS NULL AND id < $2 ORDER BY id DESC LIMIT $3
                 """, [words, before], limit: limit, using: database)
         }
         if words.isEmpty {
-            return try await idPage(
+            return try await tweetPage(
                 """
-                SELECT id FROM tweets.tweets
+                SELECT id, author_id FROM tweets.tweets
                 WHERE hashtags @> $1 AND deleted_at IS NULL AND id < $2 ORDER BY id DESC LIMIT $3
                 """, [hashtags, before], limit: limit, using: database)
         }
-        return try await idPage(
+        return try await tweetPage(
             """
-            SELECT id FROM tweets.tweets
+            SELECT id, author_id FROM tweets.tweets
             WHERE search @@ plainto_tsquery('simple', $1) AND hashtags @> $2 AND deleted_at IS NULL AND id < $3
             ORDER BY id DESC LIMIT $4
             """, [words, hashtags, before], limit: limit, using: database)
     }
 
     /// The live tweets `user` bookmarked, most recent bookmark first.
-    func bookmarked(by user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> KeysetPage {
+    func bookmarked(by user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> TweetListPage {
         try await timedPage(of: "tweets.bookmarks", user: user, after: cursor, limit: limit)
     }
 
@@ -91,24 +91,24 @@ extension TweetStore {
     }
 
     /// The live tweets `user` liked, most recent like first.
-    func liked(by user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> KeysetPage {
+    func liked(by user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> TweetListPage {
         try await timedPage(of: "tweets.likes", user: user, after: cursor, limit: limit)
     }
 
     /// A page of the live tweets of `user`'s rows in `table` (likes, bookmarks: `user_id`,
     /// `tweet_id`, `created_at`), most recent first, after the cursor (the row's time in
     /// microseconds and the tweet id).
-    private func timedPage(of table: String, user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> KeysetPage {
+    private func timedPage(of table: String, user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> TweetListPage {
         let position = cursor.map { ($0.key, $0.id) } ?? (Int64.max / 2, Int64.max)
         let rows = try await postgres.query(
             """
-            SELECT l.tweet_id, (EXTRACT(EPOCH FROM l.created_at) * 1000000)::bigint
+            SELECT l.tweet_id, (EXTRACT(EPOCH FROM l.created_at) * 1000000)::bigint, t.author_id
             FROM \(table) AS l JOIN tweets.tweets AS t ON t.id = l.tweet_id AND t.deleted_at IS NULL
             WHERE l.user_id = $1
                 AND (l.created_at, l.tweet_id) < (TIMESTAMPTZ 'epoch' + $2::bigint * INTERVAL '1 microsecond', $3::bigint)
             ORDER BY l.created_at DESC, l.tweet_id DESC LIMIT $4
             """, [user, min(position.0, 100_000_000_000_000_000), position.1, limit + 1])
-        return try KeysetPage(rows: rows, limit: limit)
+        return try TweetListPage(rows: rows, limit: limit, keyColumn: 1)
     }
 
     /// The users who like `tweet`, by user id from the highest, strictly below `before`.
@@ -166,9 +166,31 @@ extension TweetStore {
 
     /// Runs a page query whose last parameter is the limit, asking one row more to learn whether a
     /// next page exists.
-    private func idPage(
-        _ sql: String, _ parameters: [any PostgresEncodable], limit: Int, using database: PostgresClient? = nil
-    ) async throws -> KeysetPage {
-        try KeysetPage(rows: try await (database ?? postgres).query(sql, parameters + [limit + 1]), limit: limit, keyColumn: 0)
+    private func idPage(_ sql: String, _ parameters: [any PostgresEncodable], limit: Int) async throws -> KeysetPage {
+        try KeysetPage(rows: try await postgres.query(sql, parameters + [limit + 1]), limit: limit, keyColumn: 0)
+    }
+
+    /// A page of tweets ordered by id, selected as `id, author_id`.
+    private func tweetPage(
+        _ sql: String, _ parameters: [any PostgresEncodable], limit: Int, using database: PostgresClient
+    ) async throws -> TweetListPage {
+        try TweetListPage(rows: try await database.query(sql, parameters + [limit + 1]), limit: limit, keyColumn: 0)
+    }
+}
+
+/// A page of tweet ids and each one's author, read in the page's own statement (its last column):
+/// what a viewer's blocks leave out is known without reading the tweets again.
+struct TweetListPage: Sendable {
+    var ids: [Int64]
+    var next: KeysetCursor?
+    var authors: [Int64: Int64]
+
+    init(rows: PostgresRows, limit: Int, keyColumn: Int) throws {
+        let page = try KeysetPage(rows: rows, limit: limit, keyColumn: keyColumn)
+        (ids, next) = (page.ids, page.next)
+        let authorColumn = keyColumn + 1
+        authors = Dictionary(
+            try rows.prefix(limit).map { (try $0.decode(Int64.self, at: 0), try $0.decode(Int64.self, at: authorColumn)) },
+            uniquingKeysWith: { first, _ in first })
     }
 }

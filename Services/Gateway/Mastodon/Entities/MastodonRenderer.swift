@@ -55,6 +55,17 @@ struct MastodonRenderer: Sendable {
 
     func profileURL(_ username: String) -> String { "\(origin)/@\(username)" }
 
+    /// A Tag: `uses`, when counted, in today's `history` entry, as `accounts` too (Aviary counts
+    /// uses, not people).
+    func tag(_ name: String, uses: Int64? = nil) -> JSONValue {
+        let history: JSONValue =
+            uses.map { uses in
+                let today = String(Int(Self.midnight(Date()).timeIntervalSince1970))
+                return [["day": .string(today), "uses": .string(String(uses)), "accounts": .string(String(uses))]]
+            } ?? []
+        return ["name": .string(name), "url": .string(tagURL(name)), "history": history, "following": false]
+    }
+
     func tagURL(_ tag: String) -> String {
         "\(origin)/tags/\(tag.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? tag)"
     }
