@@ -56,12 +56,17 @@ extension MastodonAPI {
             guard ids.count <= Self.accountPageMaximum else {
                 throw MastodonError.validation("id", "may name at most \(Self.accountPageMaximum) accounts")
             }
-            var relationships: [JSONValue] = []
-            for text in ids {
+            let accounts = try ids.map { text throws(MastodonError) in
                 guard let id = MastodonParams.id(text) else { throw MastodonError.validation("id", "is not an id") }
-                relationships.append(try await relationship(EntityID(id), call))
+                return EntityID(id)
             }
-            return EdgeResponses.json(.array(relationships))
+            // Asked at once rather than one after another; answered in the order asked.
+            var relationships = [JSONValue?](repeating: nil, count: accounts.count)
+            try await withThrowingTaskGroup(of: (Int, JSONValue).self) { group in
+                for (index, id) in accounts.enumerated() { group.addTask { (index, try await relationship(id, call)) } }
+                for try await (index, relationship) in group { relationships[index] = relationship }
+            }
+            return EdgeResponses.json(.array(relationships.compactMap { $0 }))
         }
         endpoint(router, .get, "api/v1/accounts/:id", access: .everyone, scope: "read:accounts") { call, context in
             let user = try await self.call(AccountAPI.getUser, GetUserParams(userId: try call.pathID(context)), call)
