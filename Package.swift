@@ -168,7 +168,7 @@ let package = Package(
         .executableTarget(
             name: "AviaryCLI", dependencies: [
                 "AviaryJSON", "ChannelSupport", "RPC", "ServiceKit", "AviaryClient", "Postgres", "Redis", "AuthTokens", "CArgon2",
-                "TimelineService", "AviaryAPI", logging,
+                "TimelineService", "AuthService", "AviaryAPI", logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "WSClient", package: "swift-websocket"), .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -8,7 +8,7 @@ extension AuthService {
         try await make(resources: resources).registerMethods(on: &router)
     }
 
-    /// Registers every `auth.*` method, with the descriptions `rpc.discover` shows client authors.
+    /// Registers every `auth.*` and `moderation.*` method, with the descriptions `rpc.discover` shows client authors.
     func registerMethods(on router: inout RPCRouter) {
         router.register(SessionAPI.register, handler: register)
         router.register(SessionAPI.login, handler: login)
@@ -28,5 +28,10 @@ extension AuthService {
         router.register(AccountAPI.searchUsers, handler: searchUsers)
         router.register(AuthAPI.getUsers, handler: getUsers)
         router.register(AuthAPI.getProfiles, handler: getProfiles)
+        router.register(ModerationAPI.report, handler: report)
+        router.register(ModerationAPI.reports, handler: reports)
+        router.register(ModerationAPI.resolve, handler: resolve)
+        router.register(ModerationAPI.suspend, handler: suspend)
+        router.register(ModerationAPI.unsuspend, handler: unsuspend)
     }
 }

@@ -12,6 +12,7 @@ public struct AuthService: Sendable {
     let users: UserStore
     let identities: IdentityStore
     let sessions: SessionStore
+    let moderation: ModerationStore
     let issuer: SessionIssuer
     let passwords: PasswordHasher
     /// Checked against for logins that name no account, so that they take as long as real ones.
@@ -58,6 +59,7 @@ public struct AuthService: Sendable {
             users: UserStore(postgres: resources.postgres),
             identities: IdentityStore(postgres: resources.postgres),
             sessions: sessions,
+            moderation: ModerationStore(postgres: resources.postgres),
             issuer: SessionIssuer(
                 accessTokens: try await AccessTokenIssuer(keys: resources.tokenKeys, lifetime: resources.tokenLifetime),
                 sessions: sessions, ids: resources.ids),
@@ -102,8 +104,15 @@ public struct AuthService: Sendable {
     /// Starts a new session of `user` and answers with it; the session's row is written while the
     /// profile is read, rather than one after the other.
     func startSession(_ user: UserRecord, created: Bool? = nil, context: RPCContext) async throws -> AuthResult {
+        if let suspension = user.suspension { throw Self.refusal(suspension) }
         async let tokens = issuer.start(userID: user.id)
         let profile = await profiles.user(user, viewer: user.id, context: context)
-        return AuthResult(user: profile, tokens: try await tokens, created: created)
+        guard let issued = try await tokens else { throw Self.refusal(nil) }
+        return AuthResult(user: profile, tokens: issued, created: created)
+    }
+
+    /// The answer to signing in to a suspended account: the admins' reason, when known.
+    static func refusal(_ suspension: UserRecord.Suspension?) -> RPCError {
+        .forbidden("this account is suspended" + (suspension.map { ": \($0.reason)" } ?? ""))
     }
 }

@@ -16,6 +16,7 @@ public struct TweetsService: Sendable {
     let accounts: Accounts
     let media: MediaLibrary
     let hydrator: TweetHydrator
+    let suspended: SuspendedAuthors
     let authorCounts: AuthorTweetCounts
     let trends: TrendingHashtags
     /// `AVIARY_TWEETS_MAX_LENGTH`: the longest tweet, links counted as ``TextRules/linkWeight``.
@@ -31,7 +32,10 @@ public struct TweetsService: Sendable {
         self.states = TweetStates(store: store, local: copies?.states)
         accounts = Accounts(resources: resources, users: copies?.users)
         media = MediaLibrary(resources: resources)
-        hydrator = TweetHydrator(store: store, states: self.states, cache: cache, accounts: accounts, media: media, logger: resources.logger)
+        suspended = SuspendedAuthors(redis: resources.redis, logger: resources.logger)
+        hydrator = TweetHydrator(
+            store: store, states: self.states, cache: cache, accounts: accounts, media: media, suspended: suspended,
+            logger: resources.logger)
         authorCounts = AuthorTweetCounts(store: store, redis: resources.redis, local: copies?.counts)
         trends = TrendingHashtags(redis: resources.redis, logger: resources.logger)
     }
@@ -57,7 +61,8 @@ public struct TweetsService: Sendable {
         let service = TweetsService(resources: resources, copies: copies, maxLength: maxLength)
         service.registerMethods(with: &router)
         resources.addBackgroundService(PeriodicJob(every: TrendingHashtags.retireInterval) { await service.trends.retire() })
-        resources.consume(ProfileUpdates.consumer(resources))
+        resources.addBackgroundService(PeriodicJob(every: SuspendedAuthors.refreshInterval) { await service.suspended.refresh() })
+        resources.consume(ProfileUpdates.consumer(resources, suspended: service.suspended))
     }
 
     func registerMethods(with router: inout RPCRouter) {

@@ -16,6 +16,9 @@ struct ServiceConfigurationTests {
         #expect(ServiceName.media.defaultRPCPort == 7107)
         #expect(ServiceName.media.defaultAdminPort == 7207)
         #expect(ServiceName(rawValue: "notifications") == .notifications)
+        #expect(ServiceName(methodPrefix: "graph") == .socialGraph)
+        #expect(ServiceName(methodPrefix: "moderation") == .auth)
+        #expect(ServiceName(methodPrefix: "gateway") == nil)
     }
 
     @Test func defaultsWithNoConfiguration() throws {

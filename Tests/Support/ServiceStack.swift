@@ -182,6 +182,13 @@ public final class ServiceStack: Sendable {
         return try await ServiceProcess.start(executable: "aviary-\(service)", environment: environment)
     }
 
+    /// Runs the `aviary` tool with `arguments` and the stack's settings (its database, its Redis),
+    /// as an operator on the services' host would: its exit status and output.
+    public func tool(_ arguments: [String]) async throws -> Command.Result {
+        let environment = ProcessInfo.processInfo.environment.merging(self.environment) { _, stack in stack }
+        return try await Command(arguments: [try BuildProducts.executable(named: "aviary")] + arguments, environment: environment).run()
+    }
+
     /// The public URL of gateway instance `instance` (`http://127.0.0.1:<AVIARY_GATEWAY_PORT>`).
     public func gatewayURL(instance: Int = 0) -> String {
         "http://127.0.0.1:\(gatewayPorts[instance])"

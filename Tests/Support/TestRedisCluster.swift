@@ -147,17 +147,33 @@ public final class TestRedisGroup: Sendable {
 
     /// Waits until every running node of the cluster says `cluster_state:ok`, and every running
     /// replica has its master's data (its replication link is up).
+    /// When it is not, the error shows each node's view and the log of the first node not ok.
     public func waitUntilClusterIsOK(timeout: Duration = .seconds(60)) async throws {
         let ok = await eventually(timeout: timeout, interval: .milliseconds(100)) {
-            for node in self.nodes where await node.lifecycle.isRunning {
-                let info = (try? await self.cli(port: node.port, ["CLUSTER", "INFO"])) ?? ""
-                guard info.contains("cluster_state:ok") else { return false }
-                let replication = (try? await self.cli(port: node.port, ["INFO", "replication"])) ?? ""
-                if replication.contains("role:slave"), !replication.contains("master_link_status:up") { return false }
-            }
-            return true
+            await self.firstNodeNotOK() == nil
         }
-        guard ok else { throw TestSupportError("the cluster was not ok within \(timeout)") }
+        guard !ok else { return }
+        var report = "the cluster was not ok within \(timeout)"
+        for node in nodes where await node.lifecycle.isRunning {
+            let nodes = (try? await cli(port: node.port, ["CLUSTER", "NODES"])) ?? "(no answer)"
+            report += "\n--- CLUSTER NODES as \(node.port) sees it ---\n\(nodes)"
+        }
+        if let node = await firstNodeNotOK() {
+            report += "\n\(node.port) is not ok\n\(logTail(await node.lifecycle.log))"
+        }
+        throw TestSupportError(report)
+    }
+
+    /// A running node that does not say `cluster_state:ok`, or a replica whose link to its master
+    /// is down.
+    private func firstNodeNotOK() async -> Node? {
+        for node in nodes where await node.lifecycle.isRunning {
+            let info = (try? await cli(port: node.port, ["CLUSTER", "INFO"])) ?? ""
+            guard info.contains("cluster_state:ok") else { return node }
+            let replication = (try? await cli(port: node.port, ["INFO", "replication"])) ?? ""
+            if replication.contains("role:slave"), !replication.contains("master_link_status:up") { return node }
+        }
+        return nil
     }
 
     private static func node(port: Int, _ options: [String]) async throws -> Node {

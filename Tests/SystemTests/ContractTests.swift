@@ -58,8 +58,11 @@ struct ContractTests {
         let direct: JSONValue = try await stack.call("messaging", "messaging.openDirect", ["userId": .id(bob.id)], as: alice)
         let _: JSONValue = try await stack.call(
             "messaging", "messaging.send", ["conversationId": try #require(direct["id"]), "text": "hi"], as: alice)
-        // users: a profile change.
+        // users: a profile change; a suspension of bob's by an admin, and its lifting.
         let _: JSONValue = try await stack.call("auth", "auth.updateProfile", ["fullname": "Alice Renamed"], as: alice)
+        #expect(try await stack.tool(["admin", "grant", alice.username]).status == 0)
+        let _: JSONValue = try await stack.call("auth", "moderation.suspend", ["userId": .id(bob.id), "reason": "a test"], as: alice)
+        let _: JSONValue = try await stack.call("auth", "moderation.unsuspend", ["userId": .id(bob.id)], as: alice)
 
         func events(of topic: String) async throws -> [DomainEvent] {
             let entries = try await stack.redis.send(["XRANGE", RedisArgument(EventStream.key(topic: topic)), "-", "+"]).array ?? []
@@ -97,5 +100,7 @@ struct ContractTests {
         let sent = try await payloads(MessagingTopic.sent)
         #expect(sent.contains { $0.senderId == alice.id && $0.offlineRecipientIds == [bob.id] && $0.recipientIds == nil })
         #expect(try await payloads(UsersTopic.updated).contains { $0.userId == alice.id })
+        #expect(try await payloads(UsersTopic.suspended).contains { $0.userId == bob.id })
+        #expect(try await payloads(UsersTopic.reinstated).contains { $0.userId == bob.id })
     }
 }

@@ -8,5 +8,5 @@ struct Aviary: AsyncParsableCommand {
         commandName: "aviary",
         abstract: "Talk to Aviary services and measure them.",
         version: AviaryVersion.description,
-        subcommands: [Call.self, Bench.self, Soak.self, Docs.self])
+        subcommands: [Call.self, Admin.self, Bench.self, Soak.self, Docs.self])
 }

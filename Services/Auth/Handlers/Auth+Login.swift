@@ -39,9 +39,14 @@ extension AuthService {
             discard(session, context: context)
             throw error
         }
-        guard matches, let user, let stored, let session else {
+        guard matches, let user, let stored else {
             discard(session, context: context)
             throw RPCError.unauthenticated("the login or the password is wrong")
+        }
+        // Told only to whoever knows the password: an account's session is missing when it is suspended.
+        guard let session, user.suspension == nil else {
+            discard(session, context: context)
+            throw Self.refusal(user.suspension)
         }
         if passwords.needsRehash(stored) {
             try await users.setPasswordHash(try await passwords.hash(params.password), userID: user.id)
@@ -52,10 +57,11 @@ extension AuthService {
         return AuthResult(user: own, tokens: session)
     }
 
-    /// Waits for the login's limit, then starts `user`'s session; nil without a user.
+    /// Waits for the login's limit, then starts `user`'s session; nil without a user, or when the
+    /// account is suspended.
     private func admit(_ user: UserRecord?, login: String) async throws -> IssuedTokens? {
         try await limits.checkLogin(login: login)
-        guard let user else { return nil }
+        guard let user, user.suspension == nil else { return nil }
         return try await issuer.start(userID: user.id)
     }
 

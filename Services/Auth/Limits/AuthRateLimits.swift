@@ -47,6 +47,14 @@ struct AuthRateLimits: Sendable {
             message: "too many attempts at this account's current password; retry later")
     }
 
+    /// At most ten reports an hour per user: enough for anyone reporting what they see, and a
+    /// bound on what one account can make the admins read.
+    func checkReport(userID: Int64) async throws(RPCError) {
+        try await limiter.check(
+            key: "auth:report:user:\(userID)", limit: 10, per: .seconds(3600),
+            message: "too many reports from this account in the last hour; retry later")
+    }
+
     func checkRegistration(address: String?) async throws(RPCError) {
         guard let address else { return }
         try await limiter.check(

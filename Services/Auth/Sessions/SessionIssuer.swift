@@ -27,13 +27,16 @@ struct SessionIssuer: Sendable {
         NewSession(id: ids.next(), refreshToken: .generate())
     }
 
-    /// Records a new session of `userID` and returns its tokens. The access token is signed while
-    /// the session row is written (it needs only the session's id): one wait, not two. Nothing is
-    /// handed out unless the row was written.
-    func start(userID: Int64) async throws -> IssuedTokens {
+    /// Records a new session of `userID` and returns its tokens; nil when the account is
+    /// suspended. The access token is signed while the session row is written (it needs only the
+    /// session's id): one wait, not two. Nothing is handed out unless the row was written.
+    func start(userID: Int64) async throws -> IssuedTokens? {
         let session = prepare()
         async let issued = tokens(userID: userID, sessionID: session.id, refreshToken: session.refreshToken)
-        try await sessions.insert(sessionID: session.id, userID: userID, refreshHash: session.refreshToken.hash)
+        guard try await sessions.insert(sessionID: session.id, userID: userID, refreshHash: session.refreshToken.hash) else {
+            _ = try? await issued
+            return nil
+        }
         return try await issued
     }
 

@@ -74,5 +74,29 @@ enum AuthSchema {
                 -- every few minutes for a year spends some 35,000).
                 CREATE INDEX spent_refresh_tokens_spent_at ON auth.spent_refresh_tokens (spent_at);
                 """),
+        PostgresMigration(
+            version: 7, name: "moderation",
+            sql: """
+                -- Admins (given by `aviary admin grant`) read reports and suspend accounts.
+                ALTER TABLE auth.users
+                    ADD COLUMN role text NOT NULL DEFAULT 'member' CHECK (role IN ('member', 'admin')),
+                    ADD COLUMN suspended_at timestamptz,
+                    ADD COLUMN suspension_reason text;
+                -- A report keeps the reported tweets as they were (tweets, a JSON array of Tweets).
+                CREATE TABLE auth.reports (
+                    id bigint PRIMARY KEY,
+                    reporter_id bigint NOT NULL,
+                    user_id bigint NOT NULL,
+                    reason text NOT NULL CHECK (reason IN ('spam', 'legal', 'violation', 'other')),
+                    comment text NOT NULL,
+                    tweets jsonb NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    resolved_at timestamptz,
+                    resolved_by bigint
+                );
+                CREATE INDEX reports_open ON auth.reports (id DESC) WHERE resolved_at IS NULL;
+                CREATE INDEX reports_resolved ON auth.reports (id DESC) WHERE resolved_at IS NOT NULL;
+                CREATE INDEX reports_reporter_created ON auth.reports (reporter_id, created_at);
+                """),
     ]
 }

@@ -26,9 +26,15 @@ struct SessionStore: Sendable {
             "INSERT INTO auth.sessions (id, user_id, refresh_hash) VALUES ($1, $2, $3)", [sessionID, userID, refreshHash])
     }
 
-    func insert(sessionID: Int64, userID: Int64, refreshHash: [UInt8]) async throws {
+    /// Records a new session of `userID` unless the account is suspended (false then). The
+    /// account's row is locked for share: a suspension committing meanwhile either is seen here or
+    /// waits for this session, and then ends it.
+    func insert(sessionID: Int64, userID: Int64, refreshHash: [UInt8]) async throws -> Bool {
         try await postgres.execute(
-            "INSERT INTO auth.sessions (id, user_id, refresh_hash) VALUES ($1, $2, $3)", [sessionID, userID, refreshHash])
+            """
+            INSERT INTO auth.sessions (id, user_id, refresh_hash)
+            SELECT $1, id, $3 FROM auth.users WHERE id = $2 AND suspended_at IS NULL FOR SHARE
+            """, [sessionID, userID, refreshHash]) == 1
     }
 
     /// Exchanges the refresh token hashed as `presented` for `next`. The session row is locked, so of

@@ -10,9 +10,18 @@ struct UserRecord: Sendable, Hashable {
     var bio: String
     var profileImageID: Int64?
     var createdAt: Date
+    /// When an admin suspended the account and why, while it is suspended.
+    var suspension: Suspension?
+
+    struct Suspension: Sendable, Hashable {
+        var at: Date
+        var reason: String
+    }
 
     /// The columns `init(row:)` reads, in order, for `SELECT \(UserRecord.columns) FROM auth.users`.
-    static let columns = "id, email, username, fullname, bio, profile_image_id, created_at"
+    static let columns = "id, email, username, fullname, bio, profile_image_id, created_at, suspended_at, suspension_reason"
+    /// How many columns ``columns`` names: what a query selects after them starts there.
+    static let columnCount = 9
 
     init(
         id: Int64, email: String, username: String, fullname: String, bio: String, profileImageID: Int64?, createdAt: Date
@@ -34,5 +43,7 @@ struct UserRecord: Sendable, Hashable {
         bio = try row.decode(at: offset + 4)
         profileImageID = try row.decode(at: offset + 5)
         createdAt = try row.decode(at: offset + 6)
+        let suspendedAt: Date? = try row.decode(at: offset + 7)
+        suspension = try suspendedAt.map { Suspension(at: $0, reason: try row.decode(String?.self, at: offset + 8) ?? "") }
     }
 }

@@ -55,7 +55,7 @@ struct UserStore: Sendable {
             ? "SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE lower(email) = lower($1)"
             : "SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE username = lower($1)"
         guard let row = try await postgres.query(sql, [login]).first else { return nil }
-        return (try UserRecord(row: row), try row.decode(String?.self, at: 7))
+        return (try UserRecord(row: row), try row.decode(String?.self, at: UserRecord.columnCount))
     }
 
     /// The password hash of `userID`; nil when the account has none (it signs in with Google).
@@ -164,12 +164,12 @@ struct UserStore: Sendable {
                      + CASE WHEN lower(fullname) LIKE $2 OR lower(fullname) LIKE $3 THEN 1 ELSE 0 END
                      + greatest(similarity(username, $1), word_similarity($1, lower(fullname))))::float8
                 FROM auth.users
-                WHERE username LIKE $2 OR lower(fullname) LIKE $2 OR lower(fullname) LIKE $3
-                    OR username % $1 OR $1 <% lower(fullname)
-                ORDER BY 8 DESC, id
+                WHERE (username LIKE $2 OR lower(fullname) LIKE $2 OR lower(fullname) LIKE $3
+                    OR username % $1 OR $1 <% lower(fullname)) AND suspended_at IS NULL
+                ORDER BY \(UserRecord.columnCount + 1) DESC, id
                 LIMIT $4
                 """, [query, escaped + "%", "% " + escaped + "%", limit]
-            ).map { (try UserRecord(row: $0), try $0.decode(Double.self, at: 7)) }
+            ).map { (try UserRecord(row: $0), try $0.decode(Double.self, at: UserRecord.columnCount)) }
         }
     }
 }

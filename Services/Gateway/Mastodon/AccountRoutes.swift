@@ -188,6 +188,37 @@ extension MastodonAPI {
                 }
             }
         }
+        endpoint(router, .post, "api/v1/reports", access: .user, scope: "write:reports") { call, _ in
+            try await report(call)
+        }
+    }
+
+    /// `POST /api/v1/reports` (`account_id`, `status_ids[]`, `comment`, `category`: spam, legal,
+    /// violation or other, the default): auth's `moderation.report`, answered as a Report.
+    /// Aviary does not federate: `forward` changes nothing, and there are no instance rules to cite.
+    private func report(_ call: Call) async throws -> Response {
+        guard let account = try call.params.id("account_id") else { throw MastodonError.validation("account_id", "can't be blank") }
+        let statuses = try call.params.list("status_ids").map { text throws(MastodonError) -> EntityID in
+            guard let id = MastodonParams.id(text) else { throw .validation("status_ids", "is not an id") }
+            return EntityID(id)
+        }
+        let category = call.params["category"] ?? ReportReason.other.rawValue
+        guard let reason = ReportReason(rawValue: category) else {
+            throw MastodonError.validation("category", "must be one of \(ReportReason.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        let comment = try call.params.text("comment", atMost: ModerationAPI.commentLimit) ?? ""
+        let target = EntityID(account)
+        let receipt = try await self.call(
+            ModerationAPI.report, ReportParams(userId: target, tweetIds: statuses.isEmpty ? nil : statuses, reason: reason, comment: comment),
+            call)
+        let user = try await self.call(AccountAPI.getUser, GetUserParams(userId: target), call)
+        return EdgeResponses.json([
+            "id": .string(receipt.reportId.description), "action_taken": false, "action_taken_at": .null,
+            "category": .string(reason.rawValue), "comment": .string(comment), "forwarded": false,
+            "created_at": .string(RFC3339.format(MastodonRenderer.creation(of: receipt.reportId))),
+            "status_ids": .array(statuses.map { .string($0.description) }), "rule_ids": .null,
+            "target_account": call.renderer.account(user),
+        ])
     }
 
     /// The username of an `acct` (`alice`, `@alice`, or `alice@this.host`); an account on another

@@ -11,7 +11,7 @@ import Synchronization
 /// method a service does not list as public is not found here, whatever a client calls it.
 final class MethodDirectory: Sendable {
     /// The services behind the edge, in the order of the merged document.
-    static let services = ServiceName.allCases.filter { $0.methodPrefix != nil }
+    static let services = ServiceName.allCases.filter { !$0.methodPrefixes.isEmpty }
 
     /// How long a service's list of methods is trusted before it is asked again.
     static let refreshInterval = Duration.seconds(60)

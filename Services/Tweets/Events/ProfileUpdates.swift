@@ -7,10 +7,20 @@ import ServiceKit
 /// The consumer of the `users` topic: when a user changes their profile (`updated`, `{userId}`),
 /// every process forgets its copy of their summary, and the cached bodies of every tweet that shows
 /// it (theirs, replies to them, mentions of them) get tombstones, so the next read builds them with
-/// the new name and picture.
+/// the new name and picture. When an admin suspends an account (`suspended`) or lifts the
+/// suspension (`reinstated`), ``SuspendedAuthors`` hears it, in the order they came.
 enum ProfileUpdates {
-    static func consumer(_ resources: ServiceResources) -> EventConsumerDefinition {
-        EventConsumerDefinition(topic: UsersTopic.name) { batch in try await forget(batch, resources) }
+    static func consumer(_ resources: ServiceResources, suspended: SuspendedAuthors) -> EventConsumerDefinition {
+        EventConsumerDefinition(topic: UsersTopic.name) { batch in
+            for delivered in batch.events {
+                if let change = try? delivered.event.payload(UsersTopic.suspended) {
+                    try await suspended.record(change.userId.value, suspended: true)
+                } else if let change = try? delivered.event.payload(UsersTopic.reinstated) {
+                    try await suspended.record(change.userId.value, suspended: false)
+                }
+            }
+            try await forget(batch, resources)
+        }
     }
 
     private static func forget(_ batch: EventBatch, _ resources: ServiceResources) async throws {

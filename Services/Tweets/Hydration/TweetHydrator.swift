@@ -14,10 +14,12 @@ struct TweetHydrator: Sendable {
     let cache: TweetCache
     let accounts: Accounts
     let media: MediaLibrary
+    /// Whose tweets are left out: accounts an admin suspended.
+    let suspended: SuspendedAuthors
     let logger: Logger
 
-    /// The tweets of `ids` as JSON, in that order, relative to `viewer`. Ids of no tweet are left
-    /// out; deleted tweets are marked `deleted` without their content, or left out with `omitDeleted`.
+    /// The tweets of `ids` as JSON, in that order, relative to `viewer`. Ids of no tweet, and
+    /// tweets of suspended accounts, are left out; deleted tweets are marked `deleted` without their content, or left out with `omitDeleted`.
     func json(_ ids: [Int64], viewer: Int64?, omitDeleted: Bool = false, context: RPCContext?) async throws -> [RawJSON] {
         try await shown(ids, viewer: viewer, omitDeleted: omitDeleted, context: context).map { TweetJSON.finish($0.body, $0.row) }
     }
@@ -64,7 +66,9 @@ struct TweetHydrator: Sendable {
             }
         }
         return ids.compactMap { id in
-            guard let state = shownStates[id], !(state.deleted && omitDeleted), let body = bodies[id] else { return nil }
+            guard let state = shownStates[id], !(state.deleted && omitDeleted), let body = bodies[id],
+                !(state.authorID.map(suspended.contains) ?? false)
+            else { return nil }
             return (body, state)
         }
     }

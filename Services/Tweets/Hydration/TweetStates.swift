@@ -51,7 +51,9 @@ struct TweetStates: Sendable {
         }
         let states = found.mapValues { state in
             let likedByMe = viewer.map { viewer in state.likers?.contains(viewer) ?? likedWidely.contains(state.id) } ?? false
-            return StoredTweet(id: state.id, likes: state.likes, replies: state.replies, deleted: state.deleted, likedByMe: likedByMe)
+            return StoredTweet(
+                id: state.id, likes: state.likes, replies: state.replies, deleted: state.deleted, likedByMe: likedByMe,
+                authorID: state.authorID)
         }
         return (states, unreached)
     }
@@ -63,7 +65,7 @@ struct TweetStates: Sendable {
     /// The state shown for a tweet whose state Postgres could not give but whose body is cached:
     /// live (a delete drops the cached body), its counts not known (shown as none).
     static func unknown(_ id: Int64) -> StoredTweet {
-        StoredTweet(id: id, likes: 0, replies: 0, deleted: false, likedByMe: false)
+        StoredTweet(id: id, likes: 0, replies: 0, deleted: false, likedByMe: false, authorID: nil)
     }
 
     /// Drops the states of `ids` from this process: call after a write that changes them commits,

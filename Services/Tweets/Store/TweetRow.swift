@@ -56,12 +56,16 @@ struct StoredTweet: Sendable {
     let replies: Int64
     let deleted: Bool
     let likedByMe: Bool
+    /// Nil while Postgres cannot say (``TweetStates/unknown(_:)``).
+    let authorID: Int64?
 }
 
 extension StoredTweet {
     /// The counts and flags of a whole row.
     init(_ tweet: TweetRow) {
-        self.init(id: tweet.id, likes: tweet.likes, replies: tweet.replies, deleted: tweet.deleted, likedByMe: tweet.likedByMe)
+        self.init(
+            id: tweet.id, likes: tweet.likes, replies: tweet.replies, deleted: tweet.deleted, likedByMe: tweet.likedByMe,
+            authorID: tweet.authorID)
     }
 }
 
@@ -77,12 +81,14 @@ struct TweetState: Sendable {
     let deleted: Bool
     /// Who likes it, when at most ``listedLikers`` do; nil beyond.
     let likers: [Int64]?
+    let authorID: Int64
 
     /// The columns `init(row:)` reads, in order, from `tweets.tweets AS t`.
     static let columns = """
         t.id, t.likes, t.replies, t.deleted_at IS NOT NULL,
         CASE WHEN t.likes = 0 THEN '{}'::bigint[]
-            WHEN t.likes <= \(listedLikers) THEN ARRAY(SELECT l.user_id FROM tweets.likes AS l WHERE l.tweet_id = t.id) END
+            WHEN t.likes <= \(listedLikers) THEN ARRAY(SELECT l.user_id FROM tweets.likes AS l WHERE l.tweet_id = t.id) END,
+        t.author_id
         """
 
     init(row: PostgresRow) throws {
@@ -91,5 +97,6 @@ struct TweetState: Sendable {
         replies = try row.decode(Int64.self, at: 2)
         deleted = try row.decode(Bool.self, at: 3)
         likers = try row.decode([Int64]?.self, at: 4)
+        authorID = try row.decode(Int64.self, at: 5)
     }
 }

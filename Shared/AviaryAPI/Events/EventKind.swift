@@ -112,13 +112,18 @@ public struct MessageSent: Codable, Sendable, Hashable {
     public var createdAt: Date
 }
 
-/// The `users` topic: profile changes, from auth.
+/// The `users` topic: profile changes and suspensions, from auth.
 public enum UsersTopic {
     public static let name = "users"
     public static let updated = EventKind<ProfileChanged>(topic: name, type: "updated")
+    /// An admin suspended the account: its tweets leave every read.
+    public static let suspended = EventKind<ProfileChanged>(topic: name, type: "suspended")
+    /// The suspension was lifted: its tweets are shown again.
+    public static let reinstated = EventKind<ProfileChanged>(topic: name, type: "reinstated")
 }
 
-/// A user's name, username or picture changed: what shows them must be built again.
+/// A user's name, username or picture changed, or their account was suspended or reinstated:
+/// what shows them must be built again.
 public struct ProfileChanged: Codable, Sendable, Hashable {
     public var userId: EntityID
 }

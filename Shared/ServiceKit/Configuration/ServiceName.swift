@@ -35,18 +35,20 @@ public enum ServiceName: String, Sendable, CaseIterable, Hashable, CustomStringC
     public var description: String { self.rawValue }
 
     /// What the names of this service's methods start with (`graph` of `graph.follow`); none for
-    /// the gateway, whose own methods are not routed.
-    public var methodPrefix: String? {
+    /// the gateway, whose own methods are not routed. auth answers `moderation.` too: reports and
+    /// suspensions are about accounts, whose table it keeps.
+    public var methodPrefixes: [String] {
         switch self {
-        case .socialGraph: "graph"
-        case .gateway: nil
-        default: self.rawValue
+        case .auth: ["auth", "moderation"]
+        case .socialGraph: ["graph"]
+        case .gateway: []
+        default: [self.rawValue]
         }
     }
 
     /// The service whose methods start with `prefix` (`graph` → social-graph).
     public init?(methodPrefix prefix: some StringProtocol) {
-        guard let service = Self.allCases.first(where: { $0.methodPrefix.map { $0 == prefix } ?? false }) else { return nil }
+        guard let service = Self.allCases.first(where: { $0.methodPrefixes.contains { $0 == prefix } }) else { return nil }
         self = service
     }
 

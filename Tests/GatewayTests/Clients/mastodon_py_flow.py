@@ -140,6 +140,11 @@ bob.status_favourite(own)
 hears(heard, own, BOB)
 stream.close()
 
+step("Bob reports one of Alice's statuses")
+report = bob.report(alice_account.id, status_ids=[posted[0].id], comment="numbers everywhere", category="spam")
+assert report.category == "spam" and report.status_ids == [posted[0].id], report
+assert report.target_account.username == ALICE and not report.action_taken, report
+
 step("Bob deletes his reply")
 deleted = bob.status_delete(reply)
 assert deleted.text == f"@{ALICE} Hi Alice", deleted
