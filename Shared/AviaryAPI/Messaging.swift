@@ -16,6 +16,9 @@ public enum MessageKind: String, Codable, Sendable, Hashable, JSONSchemaEnum {
 
 /// A message of a conversation (contract §2). `readBy` lists the members whose read marker is at
 /// or past it. Absent values are sent as `null`, never left out.
+///
+/// An edited message has `editedAt`. A message its sender deleted for everyone stays in the history
+/// as a tombstone: `deleted` true, without text or media.
 public struct Message: Codable, Sendable, Hashable {
     public var id: EntityID
     public var conversationId: EntityID
@@ -25,10 +28,17 @@ public struct Message: Codable, Sendable, Hashable {
     public var kind: MessageKind
     public var createdAt: Date
     public var readBy: [EntityID]
+    public var editedAt: Date?
+    public var deleted: Bool
+    /// Each emoji members reacted with, most used first.
+    public var reactions: [Reaction]
+    /// The message this one replies to, quoted as it is now.
+    public var replyTo: QuotedMessage?
 
     public init(
         id: EntityID, conversationId: EntityID, sender: UserSummary, text: String?, media: Media?, kind: MessageKind,
-        createdAt: Date, readBy: [EntityID]
+        createdAt: Date, readBy: [EntityID], editedAt: Date? = nil, deleted: Bool = false, reactions: [Reaction] = [],
+        replyTo: QuotedMessage? = nil
     ) {
         self.id = id
         self.conversationId = conversationId
@@ -38,10 +48,14 @@ public struct Message: Codable, Sendable, Hashable {
         self.kind = kind
         self.createdAt = createdAt
         self.readBy = readBy
+        self.editedAt = editedAt
+        self.deleted = deleted
+        self.reactions = reactions
+        self.replyTo = replyTo
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, conversationId, sender, text, media, kind, createdAt, readBy
+        case id, conversationId, sender, text, media, kind, createdAt, readBy, editedAt, deleted, reactions, replyTo
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -54,6 +68,53 @@ public struct Message: Codable, Sendable, Hashable {
         try container.encode(kind, forKey: .kind)
         try container.encode(createdAt, forKey: .createdAt)
         try container.encode(readBy, forKey: .readBy)
+        try container.encode(editedAt, forKey: .editedAt)
+        try container.encode(deleted, forKey: .deleted)
+        try container.encode(reactions, forKey: .reactions)
+        try container.encode(replyTo, forKey: .replyTo)
+    }
+}
+
+/// The message another replies to, as the reply shows it: without text once deleted.
+public struct QuotedMessage: Codable, Sendable, Hashable {
+    public var id: EntityID
+    public var sender: UserSummary
+    public var text: String?
+    public var kind: MessageKind
+    public var deleted: Bool
+
+    public init(id: EntityID, sender: UserSummary, text: String?, kind: MessageKind, deleted: Bool) {
+        self.id = id
+        self.sender = sender
+        self.text = text
+        self.kind = kind
+        self.deleted = deleted
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, sender, text, kind, deleted
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(sender, forKey: .sender)
+        try container.encode(text, forKey: .text)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(deleted, forKey: .deleted)
+    }
+}
+
+/// One emoji on a message: how many members reacted with it, and whether the caller is one.
+public struct Reaction: Codable, Sendable, Hashable {
+    public var emoji: String
+    public var count: Int
+    public var reactedByMe: Bool
+
+    public init(emoji: String, count: Int, reactedByMe: Bool) {
+        self.emoji = emoji
+        self.count = count
+        self.reactedByMe = reactedByMe
     }
 }
 

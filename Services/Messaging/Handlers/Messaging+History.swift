@@ -11,7 +11,8 @@ extension MessagingService {
         let limit = (params.limit ?? PageLimit()).value
         // The page is read alongside the membership check and thrown away when it fails.
         let database = await resources.replicaReads.client(reading: Self.historyName(conversation))
-        async let page = messages.history(conversation, order: order, after: position, limit: limit, using: database)
+        async let page = messages.history(
+            conversation, viewer: caller, order: order, after: position, limit: limit, using: database)
         let markers = try await messages.markers(of: conversation)
         guard markers.contains(where: { $0.userID == caller }) else {
             _ = try? await page

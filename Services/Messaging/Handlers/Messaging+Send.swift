@@ -25,6 +25,15 @@ extension MessagingService {
         // the message twice.
         async let senderSummary = directory.summaries([caller], context: context)
         async let allowed: Void = refuseBlockedDirect(conversation, sender: caller, context: context)
+        var quotes: [Int64: QuotedMessage] = [:]
+        if let replyTo = params.replyTo {
+            // Read as the caller may see it: a message of another conversation is not theirs to quote.
+            guard let quoted = try await messages.message(replyTo.value, member: caller), quoted.conversationID == conversation else {
+                throw RPCError.validation("replyTo must name a message of this conversation", field: "replyTo")
+            }
+            let summaries = try await directory.summaries([quoted.senderID], context: context)
+            quotes = Self.quotes([quoted.id: quoted], summaries: summaries)
+        }
         var media: Media?
         if let mediaId = params.mediaId {
             // Membership first: a non-member learns nothing, not even whether the media would do.
@@ -39,7 +48,7 @@ extension MessagingService {
         let outcome = try await messages.send(
             MessageStore.NewMessage(
                 conversationID: conversation, senderID: caller, text: stored.text, media: try stored.mediaJSON(),
-                kind: stored.kind.rawValue, clientMessageID: clientMessageID),
+                kind: stored.kind.rawValue, clientMessageID: clientMessageID, replyTo: params.replyTo?.value),
             id: resources.ids.next())
         switch outcome {
         case .notMember:
@@ -52,7 +61,8 @@ extension MessagingService {
             // Before the members hear of it: whoever opens the history then reads the primary.
             await resources.replicaReads.recordWrite(to: [Self.historyName(conversation)])
             let message = try RawJSON(
-                encoding: Self.message(row, summaries: sender, markers: [MemberMarker(userID: caller, readSeq: row.seq)]))
+                encoding: Self.message(
+                    row, summaries: sender, markers: [MemberMarker(userID: caller, readSeq: row.seq)], quotes: quotes, viewer: caller))
             await publish(context) {
                 try await presence.record(caller, alongside: events.messageCommands(message, to: members))
             }
@@ -117,8 +127,9 @@ extension MessagingService {
         return media
     }
 
-    /// Refuses a message in a direct conversation whose two members blocked one another.
-    private func refuseBlockedDirect(_ conversation: Int64, sender: Int64, context: RPCContext) async throws {
+    /// Refuses a message (or an edit, or a reaction) in a direct conversation whose two members
+    /// blocked one another.
+    func refuseBlockedDirect(_ conversation: Int64, sender: Int64, context: RPCContext) async throws {
         guard let peer = try await conversations.directPeer(of: conversation, for: sender) else { return }
         try await resources.refuseIfBlocked(sender, peer, "message this user", context: context)
     }

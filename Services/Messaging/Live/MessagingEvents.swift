@@ -8,6 +8,10 @@ import ServiceKit
 /// The events `messaging.subscribe` delivers, published through the live hub to each recipient's
 /// channel (so they reach subscriptions on every instance, in publishing order):
 /// - `{type: "message", message}` to every member, the sender's other sessions included;
+/// - `{type: "edited", message}` to every member; `{type: "deleted", conversationId, messageId,
+///   forEveryone}` to every member, or to the caller's own sessions when only for them;
+/// - `{type: "reaction", conversationId, messageId, userId, emoji, reactions}` to every member
+///   (`emoji` null when taken back; `reactedByMe` false throughout: the event is everyone's);
 /// - `{type: "typing", conversationId, userId, typing, expiresAt}` to the other members;
 /// - `{type: "read", conversationId, userId, upTo, readAt}` to every member;
 /// - `{type: "presence", userId, online, lastSeen}` to everyone sharing a conversation with the user;
@@ -24,6 +28,57 @@ struct MessagingEvents: Sendable {
         event.append(contentsOf: message.bytes)
         event.append(UInt8(ascii: "}"))
         return hub.publishCommands(to: members, event: RawJSON(unchecked: event))
+    }
+
+    /// An `edited` event: `message` is the Message encoded as every member may see it.
+    func edited(_ message: RawJSON, to members: [Int64]) async throws {
+        var event = Array(#"{"type":"edited","message":"#.utf8)
+        event.append(contentsOf: message.bytes)
+        event.append(UInt8(ascii: "}"))
+        try await hub.publish(to: members, event: RawJSON(unchecked: event))
+    }
+
+    private struct DeletedEvent: Encodable {
+        var type = "deleted"
+        var conversationId: EntityID
+        var messageId: EntityID
+        var forEveryone: Bool
+    }
+
+    func deleted(_ conversation: Int64, message: Int64, forEveryone: Bool, to members: [Int64]) async throws {
+        let event = DeletedEvent(conversationId: EntityID(conversation), messageId: EntityID(message), forEveryone: forEveryone)
+        try await hub.publish(to: members, event: RawJSON(encoding: event))
+    }
+
+    private struct ReactionEvent: Encodable {
+        var type = "reaction"
+        var conversationId: EntityID
+        var messageId: EntityID
+        var userId: EntityID
+        var emoji: String?
+        var reactions: [Reaction]
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(type, forKey: .type)
+            try container.encode(conversationId, forKey: .conversationId)
+            try container.encode(messageId, forKey: .messageId)
+            try container.encode(userId, forKey: .userId)
+            try container.encode(emoji, forKey: .emoji)
+            try container.encode(reactions, forKey: .reactions)
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case type, conversationId, messageId, userId, emoji, reactions
+        }
+    }
+
+    /// `user` reacted to `message` with `emoji`, or took their reaction back (nil).
+    func reaction(_ message: Message, user: Int64, emoji: String?, to members: [Int64]) async throws {
+        let event = ReactionEvent(
+            conversationId: message.conversationId, messageId: message.id, userId: EntityID(user), emoji: emoji,
+            reactions: message.reactions.map { Reaction(emoji: $0.emoji, count: $0.count, reactedByMe: false) })
+        try await hub.publish(to: members, event: RawJSON(encoding: event))
     }
 
     private struct TypingEvent: Encodable {

@@ -1,4 +1,5 @@
 import AviaryAPI
+import AviaryJSON
 import EventStreams
 import Foundation
 import Postgres
@@ -14,6 +15,12 @@ struct MessageRow: Sendable {
     var media: String?
     var kind: String
     var createdAt: Date
+    var editedAt: Date? = nil
+    var deletedAt: Date? = nil
+    /// Who reacted with which emoji: `{"<user id>": "<emoji>"}`.
+    var reactions: [String: String] = [:]
+    /// The message of the conversation this one replies to.
+    var replyTo: Int64? = nil
 }
 
 /// Messages and read markers in Postgres (`messaging.messages`, `messaging.members`). A message's
@@ -22,14 +29,74 @@ struct MessageRow: Sendable {
 struct MessageStore: Sendable {
     let postgres: PostgresClient
 
-    static let columns = "id, conversation_id, seq, sender_id, text, media::text, kind, created_at"
+    static let columns =
+        "id, conversation_id, seq, sender_id, text, media::text, kind, created_at, edited_at, deleted_at, reactions::text, reply_to"
+    /// How many columns ``columns`` names: what a query selects after them starts there.
+    static let columnCount = 12
 
     static func row(_ row: PostgresRow) throws -> MessageRow {
-        MessageRow(
+        let reactions = try row.decode(String.self, at: 10)
+        return MessageRow(
             id: try row.decode(Int64.self, at: 0), conversationID: try row.decode(Int64.self, at: 1),
             seq: try row.decode(Int64.self, at: 2), senderID: try row.decode(Int64.self, at: 3),
             text: try row.decode(String?.self, at: 4), media: try row.decode(String?.self, at: 5),
-            kind: try row.decode(String.self, at: 6), createdAt: try row.decode(Date.self, at: 7))
+            kind: try row.decode(String.self, at: 6), createdAt: try row.decode(Date.self, at: 7),
+            editedAt: try row.decode(Date?.self, at: 8), deletedAt: try row.decode(Date?.self, at: 9),
+            reactions: reactions == "{}" ? [:] : try RawJSON(unchecked: Array(reactions.utf8)).decode([String: String].self),
+            replyTo: try row.decode(Int64?.self, at: 11))
+    }
+
+    /// The message `id`, nil unless `member` is a current member of its conversation.
+    func message(_ id: Int64, member: Int64) async throws -> MessageRow? {
+        try await postgres.query(
+            """
+            SELECT \(Self.columns) FROM messaging.messages m
+            WHERE m.id = $1 AND EXISTS (
+                SELECT 1 FROM messaging.members b WHERE b.conversation_id = m.conversation_id AND b.user_id = $2 AND b.left_at IS NULL)
+            """, [id, member]
+        ).first.map(Self.row)
+    }
+
+    /// Replaces the text of `id` if `sender` sent it, it is not deleted and it was sent after
+    /// `sentAfter`; the message as it is now, or nil when one of those no longer holds.
+    func edit(_ id: Int64, sender: Int64, text: String?, sentAfter: Date) async throws -> MessageRow? {
+        try await postgres.query(
+            """
+            UPDATE messaging.messages SET text = $3, edited_at = now()
+            WHERE id = $1 AND sender_id = $2 AND deleted_at IS NULL AND created_at > $4
+            RETURNING \(Self.columns)
+            """, [id, sender, text, sentAfter]
+        ).first.map(Self.row)
+    }
+
+    /// Deletes `id` for every member if `sender` sent it: its text, media and reactions go, the
+    /// row stays as a tombstone. False when it was deleted already.
+    func deleteForEveryone(_ id: Int64, sender: Int64) async throws -> Bool {
+        try await postgres.execute(
+            """
+            UPDATE messaging.messages SET text = NULL, media = NULL, reactions = '{}', deleted_at = now()
+            WHERE id = $1 AND sender_id = $2 AND deleted_at IS NULL
+            """, [id, sender]) == 1
+    }
+
+    /// Leaves `id` out of `user`'s history from now on.
+    func hide(_ id: Int64, for user: Int64) async throws {
+        try await postgres.execute(
+            "INSERT INTO messaging.hidden_messages (user_id, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [user, id])
+    }
+
+    /// Sets `user`'s reaction to `id` to `emoji`, or takes it back when it already is that one;
+    /// nil when the message was deleted. One statement: the row's lock orders racing reactions.
+    func react(_ id: Int64, user: Int64, emoji: String) async throws -> MessageRow? {
+        try await postgres.query(
+            """
+            UPDATE messaging.messages SET reactions =
+                CASE WHEN reactions ->> $2::text = $3::text THEN reactions - $2::text
+                ELSE reactions || jsonb_build_object($2::text, $3::text) END
+            WHERE id = $1 AND deleted_at IS NULL
+            RETURNING \(Self.columns)
+            """, [id, String(user), emoji]
+        ).first.map(Self.row)
     }
 
     /// The messages `ids`, in no particular order; unknown ids are left out.
@@ -57,6 +124,7 @@ struct MessageStore: Sendable {
         var media: String?
         var kind: String
         var clientMessageID: String?
+        var replyTo: Int64?
     }
 
     /// How a send ended.
@@ -81,12 +149,12 @@ struct MessageStore: Sendable {
     func send(_ message: NewMessage, id: Int64) async throws -> SendOutcome {
         let parameters: [any PostgresEncodable] = [
             id, message.conversationID, message.senderID, message.text, message.media, message.kind,
-            message.clientMessageID,
+            message.clientMessageID, message.replyTo,
         ]
         @Sendable func stored(_ rows: PostgresRows) throws -> (MessageRow, [Int64])? {
             guard let first = rows.first else { return nil }
             guard !first.isNull(at: 0) else { throw DuplicateSend() }
-            return (try Self.row(first), try first.decode([Int64].self, at: 8))
+            return (try Self.row(first), try first.decode([Int64].self, at: Self.columnCount))
         }
         do {
             // Without a clientMessageId nothing can conflict: the statement is its own transaction.
@@ -120,8 +188,8 @@ struct MessageStore: Sendable {
             FROM current WHERE id = $2 AND $3 = ANY(current.members)
             RETURNING last_seq, updated_at
         ), inserted AS (
-            INSERT INTO messaging.messages (id, conversation_id, seq, sender_id, text, media, kind, client_message_id, created_at)
-            SELECT $1, $2, locked.last_seq, $3, $4, $5::jsonb, $6, $7, locked.updated_at FROM locked
+            INSERT INTO messaging.messages (id, conversation_id, seq, sender_id, text, media, kind, client_message_id, created_at, reply_to)
+            SELECT $1, $2, locked.last_seq, $3, $4, $5::jsonb, $6, $7, locked.updated_at, $8 FROM locked
             ON CONFLICT (conversation_id, sender_id, client_message_id) WHERE client_message_id IS NOT NULL DO NOTHING
             RETURNING \(columns)
         ), marker AS (
@@ -142,21 +210,23 @@ struct MessageStore: Sendable {
     /// Up to `limit` messages of the conversation from `position` (exclusive) in `order`, plus
     /// whether more follow; read with `database` (a replica's client when the conversation was not
     /// written lately, ``ReplicaReads``).
-    func history(_ conversation: Int64, order: HistoryOrder, after position: Int64?, limit: Int, using database: PostgresClient)
-        async throws -> (rows: [MessageRow], more: Bool)
-    {
+    /// Messages `viewer` deleted for themselves are left out.
+    func history(
+        _ conversation: Int64, viewer: Int64, order: HistoryOrder, after position: Int64?, limit: Int, using database: PostgresClient
+    ) async throws -> (rows: [MessageRow], more: Bool) {
         let comparison = order == .newest ? "<" : ">"
         let direction = order == .newest ? "DESC" : "ASC"
-        var parameters: [any PostgresEncodable] = [conversation, limit + 1]
+        var parameters: [any PostgresEncodable] = [conversation, limit + 1, viewer]
         var condition = ""
         if let position {
             parameters.append(position)
-            condition = " AND seq \(comparison) $3"
+            condition = " AND seq \(comparison) $4"
         }
         let rows = try await database.query(
             """
-            SELECT \(Self.columns) FROM messaging.messages
+            SELECT \(Self.columns) FROM messaging.messages m
             WHERE conversation_id = $1\(condition)
+                AND NOT EXISTS (SELECT 1 FROM messaging.hidden_messages h WHERE h.user_id = $3 AND h.message_id = m.id)
             ORDER BY seq \(direction) LIMIT $2
             """, parameters)
         var messages = try rows.map(Self.row)

@@ -98,5 +98,22 @@ enum MessagingSchema {
                 -- their unread count is kept as ever.
                 ALTER TABLE messaging.members ADD COLUMN muted boolean NOT NULL DEFAULT false;
                 """),
+        PostgresMigration(
+            version: 6, name: "edits, deletes, reactions and replies",
+            sql: """
+                -- reactions maps each member who reacted (their id as text) to their one emoji: a
+                -- group has at most 256 members, and the message's row comes with them.
+                ALTER TABLE messaging.messages
+                    ADD COLUMN edited_at timestamptz,
+                    ADD COLUMN deleted_at timestamptz,
+                    ADD COLUMN reactions jsonb NOT NULL DEFAULT '{}',
+                    ADD COLUMN reply_to bigint;
+                -- Messages a member deleted for themselves only.
+                CREATE TABLE messaging.hidden_messages (
+                    user_id bigint NOT NULL,
+                    message_id bigint NOT NULL,
+                    PRIMARY KEY (user_id, message_id)
+                );
+                """),
     ]
 }

@@ -55,8 +55,36 @@ public enum MessagingAPI {
     public static let send = RPCMethod<SendParams, Message>(
         "messaging.send", access: .user,
         summary: """
-            Sends a message: text (at most 4,000 characters) and/or mediaId (media uploaded for this conversation). \
-            The same clientMessageId from the same sender returns the first message instead of a second.
+            Sends a message: text (at most 4,000 characters) and/or mediaId (media uploaded for this conversation), \
+            optionally replying to a message of the conversation (replyTo, quoted in the Message). The same \
+            clientMessageId from the same sender returns the first message instead of a second.
+            """)
+
+    /// How long after sending a message its sender may still edit it.
+    public static let editWindow = Duration.seconds(15 * 60)
+
+    public static let edit = RPCMethod<EditMessageParams, Message>(
+        "messaging.edit", access: .user,
+        summary: """
+            Replaces the text of one of the caller's messages (messageId) within 15 minutes of sending it (at most \
+            4,000 characters; empty only when it carries media). The message gets editedAt; every member hears an \
+            edited event. forbidden for someone else's message or past the window, conflict for a deleted one.
+            """)
+
+    public static let delete = RPCMethod<DeleteMessageParams, Empty>(
+        "messaging.delete", access: .user,
+        summary: """
+            Deletes a message (messageId). forEveryone (the sender only): its text and media are gone for every \
+            member, a tombstone (deleted true) stays in the history, and every member hears a deleted event. \
+            Otherwise only for the caller: it leaves their history. Idempotent.
+            """)
+
+    public static let react = RPCMethod<ReactParams, Message>(
+        "messaging.react", access: .user,
+        summary: """
+            Reacts to a message (messageId) with one emoji, or takes the reaction back when it is the caller's \
+            already; another emoji replaces it (one reaction per member). Returns the message; every member hears a \
+            reaction event.
             """)
 
     public static let history = RPCMethod<HistoryParams, Page<Message>>(
@@ -103,7 +131,8 @@ public enum MessagingAPI {
     public static func subscribeSummary(subscriptionsPerConnection: Int) -> String {
         """
         Opens a subscription on this connection: notifications messaging.event with {subscription, event}, \
-        event.type one of message, typing, read, presence, conversation (and resync: events may have been missed, \
+        event.type one of message, edited, deleted, reaction, typing, read, presence, conversation (and resync: \
+        events may have been missed, \
         reload; unsubscribed, reason unauthenticated, last when the session that subscribed ends: logout, password \
         change). A user holds at most \(subscriptionsPerConnection) subscriptions on one connection (conflict \
         beyond).
@@ -191,12 +220,52 @@ public struct SendParams: Codable, Sendable {
     public var text: String?
     public var mediaId: EntityID?
     public var clientMessageId: String?
+    /// A message of the same conversation this one replies to.
+    public var replyTo: EntityID?
 
-    public init(conversationId: EntityID, text: String? = nil, mediaId: EntityID? = nil, clientMessageId: String? = nil) {
+    public init(
+        conversationId: EntityID, text: String? = nil, mediaId: EntityID? = nil, clientMessageId: String? = nil,
+        replyTo: EntityID? = nil
+    ) {
         self.conversationId = conversationId
         self.text = text
         self.mediaId = mediaId
         self.clientMessageId = clientMessageId
+        self.replyTo = replyTo
+    }
+}
+
+/// Params of `messaging.edit`.
+public struct EditMessageParams: Codable, Sendable {
+    public var messageId: EntityID
+    public var text: String
+
+    public init(messageId: EntityID, text: String) {
+        self.messageId = messageId
+        self.text = text
+    }
+}
+
+/// Params of `messaging.delete`.
+public struct DeleteMessageParams: Codable, Sendable {
+    public var messageId: EntityID
+    /// For every member (the sender only), or only for the caller (false, the default).
+    public var forEveryone: Bool?
+
+    public init(messageId: EntityID, forEveryone: Bool? = nil) {
+        self.messageId = messageId
+        self.forEveryone = forEveryone
+    }
+}
+
+/// Params of `messaging.react`.
+public struct ReactParams: Codable, Sendable {
+    public var messageId: EntityID
+    public var emoji: String
+
+    public init(messageId: EntityID, emoji: String) {
+        self.messageId = messageId
+        self.emoji = emoji
     }
 }
 
