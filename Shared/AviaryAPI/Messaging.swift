@@ -7,11 +7,53 @@ public enum ConversationKind: String, Codable, Sendable, Hashable, JSONSchemaEnu
     case group
 }
 
-/// What a message carries: text alone, or an image or a video (with or without text).
+/// What a message carries: text alone, or an image or a video (with or without text); or, for
+/// `system`, a change to the group that the history records (`Message.system`).
 public enum MessageKind: String, Codable, Sendable, Hashable, JSONSchemaEnum {
     case text
     case image
     case video
+    case system
+}
+
+/// A member's part in a group: its owner (one), its admins, and the rest. Direct conversations
+/// have only members.
+public enum MemberRole: String, Codable, Sendable, Hashable, JSONSchemaEnum {
+    case owner
+    case admin
+    case member
+}
+
+/// What changed in a conversation, as its `conversation` events and the system messages of its
+/// history name it.
+public enum ConversationChange: String, Codable, Sendable, Hashable, JSONSchemaEnum {
+    case created
+    case membersAdded
+    case memberLeft
+    case memberRemoved
+    case renamed
+    case pictureChanged
+    case roleChanged
+    case ownershipTransferred
+}
+
+/// The change a system message records: who made it, whom it concerns (the members added or
+/// removed, the one who left, whose role changed or who now owns the group), and the new title
+/// or role where there is one.
+public struct SystemChange: Codable, Sendable, Hashable {
+    public var change: ConversationChange
+    public var actorId: EntityID
+    public var userIds: [EntityID]
+    public var title: String?
+    public var role: MemberRole?
+
+    public init(change: ConversationChange, actorId: EntityID, userIds: [EntityID], title: String? = nil, role: MemberRole? = nil) {
+        self.change = change
+        self.actorId = actorId
+        self.userIds = userIds
+        self.title = title
+        self.role = role
+    }
 }
 
 /// A message of a conversation (contract §2). `readBy` lists the members whose read marker is at
@@ -34,11 +76,13 @@ public struct Message: Codable, Sendable, Hashable {
     public var reactions: [Reaction]
     /// The message this one replies to, quoted as it is now.
     public var replyTo: QuotedMessage?
+    /// For kind `system`: the change to the group it records (its sender made it).
+    public var system: SystemChange?
 
     public init(
         id: EntityID, conversationId: EntityID, sender: UserSummary, text: String?, media: Media?, kind: MessageKind,
         createdAt: Date, readBy: [EntityID], editedAt: Date? = nil, deleted: Bool = false, reactions: [Reaction] = [],
-        replyTo: QuotedMessage? = nil
+        replyTo: QuotedMessage? = nil, system: SystemChange? = nil
     ) {
         self.id = id
         self.conversationId = conversationId
@@ -52,10 +96,11 @@ public struct Message: Codable, Sendable, Hashable {
         self.deleted = deleted
         self.reactions = reactions
         self.replyTo = replyTo
+        self.system = system
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, conversationId, sender, text, media, kind, createdAt, readBy, editedAt, deleted, reactions, replyTo
+        case id, conversationId, sender, text, media, kind, createdAt, readBy, editedAt, deleted, reactions, replyTo, system
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -72,6 +117,7 @@ public struct Message: Codable, Sendable, Hashable {
         try container.encode(deleted, forKey: .deleted)
         try container.encode(reactions, forKey: .reactions)
         try container.encode(replyTo, forKey: .replyTo)
+        try container.encode(system, forKey: .system)
     }
 }
 
@@ -130,10 +176,16 @@ public struct Conversation: Codable, Sendable, Hashable {
     public var unreadCount: Int64
     /// Whether the caller muted it (``MessagingAPI/mute``): its messages notify them no more.
     public var muted: Bool
+    /// A group's owner and admins (null and empty for a direct conversation).
+    public var ownerId: EntityID?
+    public var adminIds: [EntityID]
+    /// A group's picture.
+    public var picture: Media?
 
     public init(
         id: EntityID, kind: ConversationKind, title: String?, members: [UserSummary], lastMessage: Message?,
-        lastUpdated: Date, unreadCount: Int64, muted: Bool = false
+        lastUpdated: Date, unreadCount: Int64, muted: Bool = false, ownerId: EntityID? = nil, adminIds: [EntityID] = [],
+        picture: Media? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -143,10 +195,13 @@ public struct Conversation: Codable, Sendable, Hashable {
         self.lastUpdated = lastUpdated
         self.unreadCount = unreadCount
         self.muted = muted
+        self.ownerId = ownerId
+        self.adminIds = adminIds
+        self.picture = picture
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, kind, title, members, lastMessage, lastUpdated, unreadCount, muted
+        case id, kind, title, members, lastMessage, lastUpdated, unreadCount, muted, ownerId, adminIds, picture
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -159,6 +214,9 @@ public struct Conversation: Codable, Sendable, Hashable {
         try container.encode(lastUpdated, forKey: .lastUpdated)
         try container.encode(unreadCount, forKey: .unreadCount)
         try container.encode(muted, forKey: .muted)
+        try container.encode(ownerId, forKey: .ownerId)
+        try container.encode(adminIds, forKey: .adminIds)
+        try container.encode(picture, forKey: .picture)
     }
 }
 

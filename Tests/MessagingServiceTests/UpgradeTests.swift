@@ -46,6 +46,11 @@ import Testing
                 [3, 60, 1],  // made it, no message yet
                 [3, 70, 0],  // a stranger's openDirect: nothing shown of them
             ])
+        // Migration 7 gives each group its owner: the creator, who is still a member; direct
+        // conversations have none.
+        let owners = try await database.query(
+            "SELECT conversation_id, user_id FROM messaging.members WHERE role = 'owner' ORDER BY conversation_id")
+        #expect(try owners.map { [try $0.decode(Int64.self, at: 0), try $0.decode(Int64.self, at: 1)] } == [[2, 30]])
         // Nothing else changed: the messages are all there.
         let messages = try await database.query("SELECT count(*) FROM messaging.messages")
         #expect(try messages[0].decode(Int64.self, at: 0) == 2)

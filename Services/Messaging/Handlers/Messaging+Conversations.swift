@@ -1,4 +1,5 @@
 import AviaryAPI
+import AviaryJSON
 import Logging
 import RPC
 import ServiceKit
@@ -44,9 +45,12 @@ extension MessagingService {
         try await requireUsers(others, caller: caller, context: context)
         let id = resources.ids.next()
         let members = [caller] + others
-        try await conversations.createGroup(id: id, creator: caller, title: title, members: members)
+        let created = try await conversations.createGroup(
+            id: id, creator: caller, title: title, members: members, messageID: resources.ids.next())
         let conversation = try await self.conversation(id, viewer: caller, context: context)
-        await publish(context) { try await events.conversation(.created, conversation, actor: caller, users: members, to: members) }
+        await announce(
+            ConversationStore.ChangeRecord(before: members, messages: [created]), .created, conversation, actor: caller,
+            users: members, context: context)
         return conversation
     }
 
@@ -62,29 +66,18 @@ extension MessagingService {
         }
         // The members are named in the same call, for the result's hydration.
         try await requireUsers(others, caller: caller, alongside: members, context: context)
-        let result = try await conversations.addMembers(
-            params.conversationId.value, caller: caller, users: others, activityID: resources.ids.next())
-        let added = try Self.accepted(result, params.conversationId)
-        let conversation = try await self.conversation(params.conversationId.value, viewer: caller, context: context)
-        if !added.isEmpty {
-            await publish(context) {
-                try await events.conversation(
-                    .membersAdded, conversation, actor: caller, users: added, to: conversation.members.map(\.id.value))
-            }
+        return try await groupChange(params.conversationId, .membersAdded, caller: caller, context: context) {
+            try await conversations.addMembers(params.conversationId.value, caller: caller, users: others, ids: resources.ids)
         }
-        return conversation
     }
 
     @Sendable func leave(_ params: ConversationParams, _ context: RPCContext) async throws -> Conversation {
         let caller = try context.requireUser()
         await recordCall(caller, context)
-        let before = try Self.accepted(
-            try await conversations.leave(params.conversationId.value, user: caller, activityID: resources.ids.next()),
-            params.conversationId)
-        let conversation = try await self.conversation(params.conversationId.value, viewer: caller, context: context)
-        await publish(context) { try await events.conversation(.memberLeft, conversation, actor: caller, users: [caller], to: before) }
+        var left = try await groupChange(params.conversationId, .memberLeft, caller: caller, context: context) {
+            try await conversations.leave(params.conversationId.value, user: caller, ids: resources.ids)
+        }
         // Read after the leave: its last message may be one sent since, which the leaver may not see.
-        var left = conversation
         left.lastMessage = nil
         left.unreadCount = 0
         return left
@@ -94,14 +87,83 @@ extension MessagingService {
         let caller = try context.requireUser()
         let title = try TextRules.text(params.title, field: "title", allowed: Self.titleLength)
         await recordCall(caller, context)
-        try Self.accepted(
-            try await conversations.rename(params.conversationId.value, caller: caller, title: title, activityID: resources.ids.next()),
-            params.conversationId)
-        let conversation = try await self.conversation(params.conversationId.value, viewer: caller, context: context)
-        await publish(context) {
-            try await events.conversation(.renamed, conversation, actor: caller, to: conversation.members.map(\.id.value))
+        return try await groupChange(params.conversationId, .renamed, caller: caller, context: context) {
+            try await conversations.rename(params.conversationId.value, caller: caller, title: title, ids: resources.ids)
         }
+    }
+
+    @Sendable func removeMember(_ params: MemberParams, _ context: RPCContext) async throws -> Conversation {
+        let caller = try context.requireUser()
+        await recordCall(caller, context)
+        return try await groupChange(params.conversationId, .memberRemoved, caller: caller, context: context) {
+            try await conversations.removeMember(params.conversationId.value, caller: caller, user: params.userId.value, ids: resources.ids)
+        }
+    }
+
+    @Sendable func setRole(_ params: SetRoleParams, _ context: RPCContext) async throws -> Conversation {
+        let caller = try context.requireUser()
+        await recordCall(caller, context)
+        return try await groupChange(params.conversationId, .roleChanged, caller: caller, context: context) {
+            try await conversations.setRole(
+                params.role, of: params.userId.value, in: params.conversationId.value, caller: caller, ids: resources.ids)
+        }
+    }
+
+    @Sendable func transferOwnership(_ params: MemberParams, _ context: RPCContext) async throws -> Conversation {
+        let caller = try context.requireUser()
+        await recordCall(caller, context)
+        return try await groupChange(params.conversationId, .ownershipTransferred, caller: caller, context: context) {
+            try await conversations.transferOwnership(params.conversationId.value, caller: caller, to: params.userId.value, ids: resources.ids)
+        }
+    }
+
+    @Sendable func setPicture(_ params: SetPictureParams, _ context: RPCContext) async throws -> Conversation {
+        let caller = try context.requireUser()
+        await recordCall(caller, context)
+        var picture: String?
+        if let mediaId = params.mediaId {
+            let found = try await resources.peers.media.getMany(
+                GetMediaParams(ids: [mediaId], ownerId: EntityID(caller), purpose: .avatar), context: context)
+            guard let media = found.first(where: { $0.id == mediaId }) else {
+                throw RPCError.validation("mediaId must name a finished upload of yours with purpose avatar", field: "mediaId")
+            }
+            picture = String(decoding: try WireEncoding.encode(media), as: UTF8.self)
+        }
+        return try await groupChange(params.conversationId, .pictureChanged, caller: caller, context: context) {
+            try await conversations.setPicture(params.conversationId.value, caller: caller, picture: picture, ids: resources.ids)
+        }
+    }
+
+    /// Makes a change to a group (`make`, refused as ``accepted(_:_:)`` says), then returns the
+    /// conversation as the caller sees it now, with every member before or after it told (the
+    /// `conversation` event, then the system messages as `message` events). A change that changed
+    /// nothing tells no one.
+    private func groupChange(
+        _ id: EntityID, _ change: ConversationChange, caller: Int64, context: RPCContext,
+        _ make: () async throws -> Result<ConversationStore.ChangeRecord, ConversationStore.ChangeRefusal>
+    ) async throws -> Conversation {
+        let record = try Self.accepted(try await make(), id)
+        await resources.replicaReads.recordWrite(to: [Self.historyName(id.value)])
+        let conversation = try await self.conversation(id.value, viewer: caller, context: context)
+        let users = record.messages.first?.system?.userIds.map(\.value) ?? []
+        await announce(record, change, conversation, actor: caller, users: users, context: context)
         return conversation
+    }
+
+    private func announce(
+        _ record: ConversationStore.ChangeRecord, _ change: ConversationChange, _ conversation: Conversation, actor: Int64,
+        users: [Int64], context: RPCContext
+    ) async {
+        guard !record.messages.isEmpty else { return }
+        let audience = Array(Set(record.before + conversation.members.map(\.id.value)))
+        await publish(context) {
+            try await events.conversation(change, conversation, actor: actor, users: users, to: audience)
+            let now = conversation.members.map(\.id.value)
+            let messages = try await hydrate(record.messages, markers: try await self.messages.markers(of: conversation.id.value), context: context)
+            for message in messages {
+                try await events.message(try RawJSON(encoding: message), to: now)
+            }
+        }
     }
 
     @Sendable func mute(_ params: MuteConversationParams, _ context: RPCContext) async throws -> Conversation {
@@ -154,6 +216,12 @@ extension MessagingService {
         case .failure(.full(let current)):
             throw RPCError.validation(
                 "memberIds would take the group past \(ConversationStore.memberLimit) members (it has \(current))", field: "memberIds")
+        case .failure(.notAllowed(let message)):
+            throw RPCError.forbidden(message)
+        case .failure(.notAMember):
+            throw RPCError.validation("userId must name a current member of the group", field: "userId")
+        case .failure(.invalidUser(let message)):
+            throw RPCError.validation(message, field: "userId")
         }
     }
 

@@ -27,7 +27,10 @@ extension MessagingService {
                     Self.message(
                         $0, summaries: summaries, markers: markers, media: media, quotes: quotes, viewer: context.principal?.userID)
                 },
-                lastUpdated: header.updatedAt, unreadCount: max(0, header.lastSeq - header.readSeq), muted: header.muted)
+                lastUpdated: header.updatedAt, unreadCount: header.unreadCount, muted: header.muted,
+                ownerId: markers.first { $0.role == .owner }.map { EntityID($0.userID) },
+                adminIds: markers.filter { $0.role == .admin }.map { EntityID($0.userID) },
+                picture: header.picture.flatMap { try? JSONCoding.decoder().decode(Media.self, from: Data($0.utf8)) })
         }
     }
 
@@ -54,7 +57,7 @@ extension MessagingService {
             kind: MessageKind(rawValue: row.kind) ?? .text, createdAt: row.createdAt,
             readBy: markers.filter { $0.readSeq >= row.seq }.map { EntityID($0.userID) },
             editedAt: row.editedAt, deleted: row.deletedAt != nil, reactions: reactions(row, viewer: viewer),
-            replyTo: row.replyTo.flatMap { quotes[$0] })
+            replyTo: row.replyTo.flatMap { quotes[$0] }, system: row.system)
     }
 
     /// The messages `rows` reply to, by id, in one query (none without replies).

@@ -23,19 +23,28 @@ struct MessagingEvents: Sendable {
     /// The commands that publish a `message` event, for the caller's pipeline. `message` is the
     /// Message already encoded (as `messaging.send` answers it): it is spliced in.
     func messageCommands(_ message: RawJSON, to members: [Int64]) -> [[RedisArgument]] {
-        var event = Array(#"{"type":"message","message":"#.utf8)
-        event.reserveCapacity(event.count + message.bytes.count + 1)
-        event.append(contentsOf: message.bytes)
-        event.append(UInt8(ascii: "}"))
-        return hub.publishCommands(to: members, event: RawJSON(unchecked: event))
+        hub.publishCommands(to: members, event: Self.event("message", carrying: message))
+    }
+
+    /// A `message` event of its own (a group's system message).
+    func message(_ message: RawJSON, to members: [Int64]) async throws {
+        try await hub.publish(to: members, event: Self.event("message", carrying: message))
     }
 
     /// An `edited` event: `message` is the Message encoded as every member may see it.
     func edited(_ message: RawJSON, to members: [Int64]) async throws {
-        var event = Array(#"{"type":"edited","message":"#.utf8)
+        try await hub.publish(to: members, event: Self.event("edited", carrying: message))
+    }
+
+    /// `{"type":"<type>","message":<message>}`, the message spliced in as it was encoded.
+    private static func event(_ type: StaticString, carrying message: RawJSON) -> RawJSON {
+        var event = Array(#"{"type":""#.utf8)
+        event.reserveCapacity(event.count + 20 + message.bytes.count)
+        event.append(contentsOf: UnsafeBufferPointer(start: type.utf8Start, count: type.utf8CodeUnitCount))
+        event.append(contentsOf: Array(#"","message":"#.utf8))
         event.append(contentsOf: message.bytes)
         event.append(UInt8(ascii: "}"))
-        try await hub.publish(to: members, event: RawJSON(unchecked: event))
+        return RawJSON(unchecked: event)
     }
 
     private struct DeletedEvent: Encodable {
@@ -143,14 +152,6 @@ struct MessagingEvents: Sendable {
         try await hub.publish(to: audience + [presence.userId.value], event: RawJSON(encoding: PresenceEvent(presence: presence)))
     }
 
-    /// What changed in a conversation.
-    enum Change: String, Encodable {
-        case created
-        case membersAdded
-        case memberLeft
-        case renamed
-    }
-
     /// A conversation as its `conversation` events carry it: what every member sees alike.
     struct ConversationState: Encodable {
         var id: EntityID
@@ -158,6 +159,9 @@ struct MessagingEvents: Sendable {
         var title: String?
         var members: [UserSummary]
         var lastUpdated: Date
+        var ownerId: EntityID?
+        var adminIds: [EntityID]
+        var picture: Media?
 
         init(_ conversation: Conversation) {
             id = conversation.id
@@ -165,6 +169,9 @@ struct MessagingEvents: Sendable {
             title = conversation.title
             members = conversation.members
             lastUpdated = conversation.lastUpdated
+            ownerId = conversation.ownerId
+            adminIds = conversation.adminIds
+            picture = conversation.picture
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -174,23 +181,26 @@ struct MessagingEvents: Sendable {
             try container.encode(title, forKey: .title)
             try container.encode(members, forKey: .members)
             try container.encode(lastUpdated, forKey: .lastUpdated)
+            try container.encode(ownerId, forKey: .ownerId)
+            try container.encode(adminIds, forKey: .adminIds)
+            try container.encode(picture, forKey: .picture)
         }
 
         private enum CodingKeys: String, CodingKey {
-            case id, kind, title, members, lastUpdated
+            case id, kind, title, members, lastUpdated, ownerId, adminIds, picture
         }
     }
 
     private struct ConversationEvent: Encodable {
         var type = "conversation"
-        var change: Change
+        var change: ConversationChange
         var conversation: ConversationState
         var actorId: EntityID
-        /// The members added, or the one who left.
+        /// Whom the change concerns, as ``SystemChange/userIds``.
         var userIds: [EntityID]
     }
 
-    func conversation(_ change: Change, _ conversation: Conversation, actor: Int64, users: [Int64] = [], to recipients: [Int64])
+    func conversation(_ change: ConversationChange, _ conversation: Conversation, actor: Int64, users: [Int64] = [], to recipients: [Int64])
         async throws
     {
         let event = ConversationEvent(

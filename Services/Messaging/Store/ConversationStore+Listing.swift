@@ -6,6 +6,7 @@ import Postgres
 struct MemberMarker: Sendable {
     var userID: Int64
     var readSeq: Int64
+    var role: MemberRole = .member
 }
 
 /// Conversations as stored, with everything needed to hydrate them: fetched with a constant
@@ -20,13 +21,13 @@ struct ConversationSnapshot: Sendable {
 
 extension ConversationStore {
     private static let headerColumns =
-        "c.id, c.kind, c.title, c.activity_id, c.updated_at, c.last_seq, c.last_message_id"
+        "c.id, c.kind, c.title, c.activity_id, c.updated_at, c.last_seq, c.last_message_id, c.picture::text"
 
     /// A page of `user`'s current conversations, the last changed first, strictly after `cursor`
     /// (`key` the activity id, `id` the conversation id).
     func page(of user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> (ConversationSnapshot, next: KeysetCursor?) {
         let base = """
-            SELECT \(Self.headerColumns), m.read_seq, m.muted
+            SELECT \(Self.headerColumns), m.read_seq, m.muted, \(Self.unreadSystemMessages("m.read_seq"))
             FROM messaging.members m JOIN messaging.conversations c ON c.id = m.conversation_id
             WHERE m.user_id = $1 AND m.left_at IS NULL
             """
@@ -51,7 +52,8 @@ extension ConversationStore {
     func snapshot(of ids: [Int64], viewer: Int64) async throws -> ConversationSnapshot {
         let rows = try await postgres.query(
             """
-            SELECT \(Self.headerColumns), coalesce(m.read_seq, c.last_seq), coalesce(m.muted, false)
+            SELECT \(Self.headerColumns), coalesce(m.read_seq, c.last_seq), coalesce(m.muted, false),
+                \(Self.unreadSystemMessages("coalesce(m.read_seq, c.last_seq)"))
             FROM messaging.conversations c
             LEFT JOIN messaging.members m ON m.conversation_id = c.id AND m.user_id = $2 AND m.left_at IS NULL
             WHERE c.id = ANY($1)
@@ -65,7 +67,7 @@ extension ConversationStore {
         let ids = headers.map(\.id)
         async let memberRows = postgres.query(
             """
-            SELECT conversation_id, user_id, read_seq FROM messaging.members
+            SELECT conversation_id, user_id, read_seq, role FROM messaging.members
             WHERE conversation_id = ANY($1) AND left_at IS NULL
             ORDER BY conversation_id, joined_at, user_id
             """, [ids])
@@ -73,7 +75,9 @@ extension ConversationStore {
         var members: [Int64: [MemberMarker]] = [:]
         for row in try await memberRows {
             members[try row.decode(Int64.self, at: 0), default: []].append(
-                MemberMarker(userID: try row.decode(Int64.self, at: 1), readSeq: try row.decode(Int64.self, at: 2)))
+                MemberMarker(
+                    userID: try row.decode(Int64.self, at: 1), readSeq: try row.decode(Int64.self, at: 2),
+                    role: MemberRole(rawValue: try row.decode(String.self, at: 3)) ?? .member))
         }
         let lastMessages = Dictionary(try await messages.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         return ConversationSnapshot(headers: headers, members: members, lastMessages: lastMessages)
@@ -84,7 +88,16 @@ extension ConversationStore {
             id: try row.decode(Int64.self, at: 0), kind: try row.decode(ConversationKindValue.self, at: 1),
             title: try row.decode(String?.self, at: 2), activityID: try row.decode(Int64.self, at: 3),
             updatedAt: try row.decode(Date.self, at: 4), lastSeq: try row.decode(Int64.self, at: 5),
-            lastMessageID: try row.decode(Int64?.self, at: 6), readSeq: try row.decode(Int64.self, at: 7),
-            muted: try row.decode(Bool.self, at: 8))
+            lastMessageID: try row.decode(Int64?.self, at: 6), picture: try row.decode(String?.self, at: 7),
+            readSeq: try row.decode(Int64.self, at: 8), muted: try row.decode(Bool.self, at: 9),
+            unreadSystemMessages: try row.decode(Int64.self, at: 10))
+    }
+
+    /// How many system messages of `c` come after the marker `readSeq` (an SQL expression): they are
+    /// in the history, but not unread (the partial index `messages_system` finds them).
+    static func unreadSystemMessages(_ readSeq: String) -> String {
+        """
+        (SELECT count(*) FROM messaging.messages s WHERE s.conversation_id = c.id AND s.kind = 'system' AND s.seq > \(readSeq))
+        """
     }
 }

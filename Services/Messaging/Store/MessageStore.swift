@@ -21,6 +21,8 @@ struct MessageRow: Sendable {
     var reactions: [String: String] = [:]
     /// The message of the conversation this one replies to.
     var replyTo: Int64? = nil
+    /// For a system message, the change it records.
+    var system: SystemChange? = nil
 }
 
 /// Messages and read markers in Postgres (`messaging.messages`, `messaging.members`). A message's
@@ -30,9 +32,9 @@ struct MessageStore: Sendable {
     let postgres: PostgresClient
 
     static let columns =
-        "id, conversation_id, seq, sender_id, text, media::text, kind, created_at, edited_at, deleted_at, reactions::text, reply_to"
+        "id, conversation_id, seq, sender_id, text, media::text, kind, created_at, edited_at, deleted_at, reactions::text, reply_to, system::text"
     /// How many columns ``columns`` names: what a query selects after them starts there.
-    static let columnCount = 12
+    static let columnCount = 13
 
     static func row(_ row: PostgresRow) throws -> MessageRow {
         let reactions = try row.decode(String.self, at: 10)
@@ -43,7 +45,8 @@ struct MessageStore: Sendable {
             kind: try row.decode(String.self, at: 6), createdAt: try row.decode(Date.self, at: 7),
             editedAt: try row.decode(Date?.self, at: 8), deletedAt: try row.decode(Date?.self, at: 9),
             reactions: reactions == "{}" ? [:] : try RawJSON(unchecked: Array(reactions.utf8)).decode([String: String].self),
-            replyTo: try row.decode(Int64?.self, at: 11))
+            replyTo: try row.decode(Int64?.self, at: 11),
+            system: try row.decode(String?.self, at: 12).map { try RawJSON(unchecked: Array($0.utf8)).decode(SystemChange.self) })
     }
 
     /// The message `id`, nil unless `member` is a current member of its conversation.
@@ -267,13 +270,15 @@ struct MessageStore: Sendable {
                 WHERE m.conversation_id = $1 AND m.user_id = $2 AND m.left_at IS NULL AND m.read_seq < target.seq
                 RETURNING m.read_seq
             )
-            SELECT (SELECT read_seq FROM member), (SELECT seq FROM target), (SELECT count(*) FROM moved), c.last_seq
+            SELECT (SELECT read_seq FROM member), (SELECT seq FROM target), (SELECT count(*) FROM moved), c.last_seq,
+                \(ConversationStore.unreadSystemMessages("greatest((SELECT read_seq FROM member), (SELECT seq FROM target))"))
             FROM messaging.conversations c WHERE c.id = $1
             """, [conversation, user, messageID])
         guard let row = rows.first, let before = try row.decode(Int64?.self, at: 0) else { return .notMember }
         guard let target = try row.decode(Int64?.self, at: 1) else { return .unknownMessage }
         let moved = try row.decode(Int64.self, at: 2) > 0
         let read = max(before, target)
-        return .marked(unread: max(0, try row.decode(Int64.self, at: 3) - read), moved: moved, readSeq: read)
+        let unread = try row.decode(Int64.self, at: 3) - read - row.decode(Int64.self, at: 4)
+        return .marked(unread: max(0, unread), moved: moved, readSeq: read)
     }
 }

@@ -115,5 +115,24 @@ enum MessagingSchema {
                     PRIMARY KEY (user_id, message_id)
                 );
                 """),
+        PostgresMigration(
+            version: 7, name: "group roles, pictures and system messages",
+            sql: """
+                ALTER TABLE messaging.members ADD COLUMN role text NOT NULL DEFAULT 'member';
+                ALTER TABLE messaging.conversations ADD COLUMN picture jsonb;
+                -- A system message (kind system) records a change to its group: {change, actorId, userIds, …}.
+                ALTER TABLE messaging.messages ADD COLUMN system jsonb;
+                -- They are not unread: unread counts take away those after the reader's marker.
+                CREATE INDEX messages_system ON messaging.messages (conversation_id, seq) WHERE kind = 'system';
+                -- Each group's owner: its creator while a member, else whoever joined first.
+                UPDATE messaging.members m SET role = 'owner'
+                FROM (
+                    SELECT DISTINCT ON (b.conversation_id) b.conversation_id, b.user_id
+                    FROM messaging.members b JOIN messaging.conversations c ON c.id = b.conversation_id
+                    WHERE c.kind = 'group' AND b.left_at IS NULL
+                    ORDER BY b.conversation_id, b.user_id = c.created_by DESC, b.joined_at, b.user_id
+                ) AS heir
+                WHERE m.conversation_id = heir.conversation_id AND m.user_id = heir.user_id;
+                """),
     ]
 }

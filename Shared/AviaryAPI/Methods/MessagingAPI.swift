@@ -28,7 +28,30 @@ public enum MessagingAPI {
         "messaging.leave", access: .user,
         summary: """
             The caller leaves a group at once: no more messages, history or events of it. Returns the conversation \
-            as it is after. Direct conversations cannot be left.
+            as it is after. Direct conversations cannot be left. An owner who leaves hands the group to the admin, \
+            or else the member, who joined first.
+            """)
+
+    public static let removeMember = RPCMethod<MemberParams, Conversation>(
+        "messaging.removeMember", access: .user,
+        summary: """
+            Removes a member (userId) from a group: they lose its messages, history and events at once. The owner \
+            may remove anyone else, an admin only members; forbidden for others.
+            """)
+
+    public static let setRole = RPCMethod<SetRoleParams, Conversation>(
+        "messaging.setRole", access: .user,
+        summary: "The owner makes a member an admin (role admin) or an admin a member again (role member); forbidden for others.")
+
+    public static let transferOwnership = RPCMethod<MemberParams, Conversation>(
+        "messaging.transferOwnership", access: .user,
+        summary: "The owner hands the group to another member (userId), and stays in it as an admin; forbidden for others.")
+
+    public static let setPicture = RPCMethod<SetPictureParams, Conversation>(
+        "messaging.setPicture", access: .user,
+        summary: """
+            Sets a group's picture (mediaId: a finished upload of the caller's with purpose avatar), or removes it \
+            (mediaId null); any member may, as with its title.
             """)
 
     public static let rename = RPCMethod<RenameParams, Conversation>(
@@ -211,6 +234,42 @@ public struct RenameParams: Codable, Sendable {
     public init(conversationId: EntityID, title: String) {
         self.conversationId = conversationId
         self.title = title
+    }
+}
+
+/// Params naming a member of a group.
+public struct MemberParams: Codable, Sendable {
+    public var conversationId: EntityID
+    public var userId: EntityID
+
+    public init(conversationId: EntityID, userId: EntityID) {
+        self.conversationId = conversationId
+        self.userId = userId
+    }
+}
+
+/// Params of `messaging.setRole`: `admin` or `member` (a group has one owner, made by
+/// `messaging.transferOwnership`).
+public struct SetRoleParams: Codable, Sendable {
+    public var conversationId: EntityID
+    public var userId: EntityID
+    public var role: MemberRole
+
+    public init(conversationId: EntityID, userId: EntityID, role: MemberRole) {
+        self.conversationId = conversationId
+        self.userId = userId
+        self.role = role
+    }
+}
+
+/// Params of `messaging.setPicture`: `mediaId` null removes the picture.
+public struct SetPictureParams: Codable, Sendable {
+    public var conversationId: EntityID
+    public var mediaId: EntityID?
+
+    public init(conversationId: EntityID, mediaId: EntityID?) {
+        self.conversationId = conversationId
+        self.mediaId = mediaId
     }
 }
 
