@@ -74,8 +74,11 @@ extension MastodonAPI {
         }
         endpoint(router, .get, "api/v1/accounts/:id/statuses", access: .everyone, scope: "read:statuses") { call, context in
             let id = try call.pathID(context)
-            // Aviary pins nothing; it has no boosts to exclude.
-            if call.params.flag("pinned") == true { return EdgeResponses.json([]) }
+            // A profile pins one tweet at most; Aviary has no boosts to exclude.
+            if call.params.flag("pinned") == true {
+                let pinned = try await self.call(TweetsAPI.pinned, UserParams(userId: id), call)
+                return EdgeResponses.json(.array(pinned.tweet.map { [call.renderer.status($0, pinned: true)] } ?? []))
+            }
             let includeReplies = !(call.params.flag("exclude_replies") ?? false)
             let onlyMedia = call.params.flag("only_media") ?? false
             let tagged = try call.params.text("tagged", atMost: 100).map { $0.drop { $0 == "#" }.lowercased() }

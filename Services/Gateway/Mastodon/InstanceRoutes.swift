@@ -64,7 +64,7 @@ extension MastodonAPI {
     private func configuration() -> JSONValue {
         let types = MediaType.allCases.map { JSONValue.string($0.rawValue) }
         return [
-            "accounts": ["max_featured_tags": 0, "max_pinned_statuses": 0],
+            "accounts": ["max_featured_tags": 0, "max_pinned_statuses": 1],
             "statuses": [
                 "max_characters": .int(Int64(tweetLimit)), "max_media_attachments": 4,
                 "characters_reserved_per_url": .int(Int64(TextRules.linkWeight)),

@@ -78,6 +78,18 @@ extension MastodonAPI {
                 return EdgeResponses.json(call.renderer.status(try await liveStatus(id, call), bookmarked: state.bookmarked))
             }
         }
+        endpoint(router, .post, "api/v1/statuses/:id/pin", access: .user, scope: "write:accounts") { call, context in
+            let id = try call.pathID(context)
+            _ = try await self.call(TweetsAPI.pin, TweetParams(tweetId: id), call)
+            return EdgeResponses.json(call.renderer.status(try await liveStatus(id, call), pinned: true))
+        }
+        endpoint(router, .post, "api/v1/statuses/:id/unpin", access: .user, scope: "write:accounts") { call, context in
+            let id = try call.pathID(context)
+            // Aviary pins one tweet a profile: unpinning this one unpins the profile's only if it is this one.
+            let pinned = try await self.call(TweetsAPI.pinned, UserParams(userId: EntityID(call.userID)), call)
+            if pinned.tweet?.id == id { _ = try await self.call(TweetsAPI.unpin, Empty(), call) }
+            return EdgeResponses.json(call.renderer.status(try await liveStatus(id, call), pinned: false))
+        }
         for (path, method) in [("api/v1/statuses/:id/favourite", TweetsAPI.like), ("api/v1/statuses/:id/unfavourite", TweetsAPI.unlike)] {
             endpoint(router, .post, RouterPath(path), access: .user, scope: "write:favourites") { call, context in
                 let id = try call.pathID(context)

@@ -112,6 +112,37 @@ extension TweetsService {
         return BookmarkState(bookmarked: false)
     }
 
+    @Sendable func pin(_ params: TweetParams, _ context: RPCContext) async throws -> PinState {
+        let caller = try context.requireUser()
+        switch try await store.pin(params.tweetId.value, by: caller) {
+        case .unknown: throw Self.unknownTweet(params.tweetId)
+        case .notTheirs: throw RPCError.forbidden("only your own tweets can be pinned on your profile")
+        case .pinned: return PinState(pinnedTweetId: params.tweetId)
+        }
+    }
+
+    @Sendable func unpin(_ params: Empty, _ context: RPCContext) async throws -> PinState {
+        try await store.unpin(by: try context.requireUser())
+        return PinState(pinnedTweetId: nil)
+    }
+
+    /// `{"tweet": …}`: the pinned tweet as the caller sees it, or null when there is none to show
+    /// (none pinned, deleted, its author suspended or blocking the caller either way).
+    @Sendable func pinned(_ params: UserParams, _ context: RPCContext) async throws -> RawJSON {
+        let viewer = context.principal?.userID
+        let author = params.userId.value
+        var tweet: RawJSON?
+        if let id = try await store.pinned(by: author) {
+            var hidden = false
+            if let viewer { hidden = try await !resources.blocked(among: [author], with: viewer, context: context).isEmpty }
+            if !hidden { tweet = try await hydrator.json([id], viewer: viewer, omitDeleted: true, context: context).first }
+        }
+        var bytes = Array(#"{"tweet":"#.utf8)
+        bytes.append(contentsOf: (tweet ?? .null).bytes)
+        bytes.append(UInt8(ascii: "}"))
+        return RawJSON(unchecked: bytes)
+    }
+
     /// The page's tweets for the caller, as `{items, nextCursor}`, without those of users the
     /// caller blocked or who blocked the caller. The cursor follows the stored order, so a tweet
     /// deleted or left out between the two reads shifts nothing.

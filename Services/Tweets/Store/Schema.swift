@@ -65,5 +65,15 @@ enum TweetSchema {
                 -- A user's bookmarks, most recent first (tweets.bookmarks).
                 CREATE INDEX bookmarks_user_recent ON tweets.bookmarks (user_id, created_at DESC, tweet_id DESC);
                 """),
+        PostgresMigration(
+            version: 5, name: "pinned tweets",
+            sql: """
+                -- The one tweet each user pinned on their profile (tweets.pin).
+                CREATE TABLE tweets.pins (
+                    user_id bigint PRIMARY KEY,
+                    tweet_id bigint NOT NULL,
+                    pinned_at timestamptz NOT NULL DEFAULT now()
+                );
+                """),
     ]
 }

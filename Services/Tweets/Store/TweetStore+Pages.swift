@@ -90,6 +90,37 @@ extension TweetStore {
         _ = try await postgres.query("DELETE FROM tweets.bookmarks WHERE user_id = $1 AND tweet_id = $2", [user, tweet])
     }
 
+    /// What ``pin(_:by:)`` did.
+    enum PinOutcome: Sendable {
+        case pinned
+        case notTheirs
+        case unknown
+    }
+
+    /// Pins `tweet` on `user`'s profile, in place of any other, if it is their live tweet.
+    func pin(_ tweet: Int64, by user: Int64) async throws -> PinOutcome {
+        let rows = try await postgres.query(
+            """
+            WITH target AS (SELECT author_id FROM tweets.tweets WHERE id = $1 AND deleted_at IS NULL), pinned AS (
+                INSERT INTO tweets.pins (user_id, tweet_id) SELECT $2, $1 FROM target WHERE author_id = $2
+                ON CONFLICT (user_id) DO UPDATE SET tweet_id = EXCLUDED.tweet_id, pinned_at = now()
+            )
+            SELECT author_id FROM target
+            """, [tweet, user])
+        guard let author = try rows.first?.decode(Int64.self, at: 0) else { return .unknown }
+        return author == user ? .pinned : .notTheirs
+    }
+
+    /// Takes `user`'s pinned tweet off their profile.
+    func unpin(by user: Int64) async throws {
+        try await postgres.execute("DELETE FROM tweets.pins WHERE user_id = $1", [user])
+    }
+
+    /// The tweet `user` pinned, if any (it may have been deleted since).
+    func pinned(by user: Int64) async throws -> Int64? {
+        try await postgres.query("SELECT tweet_id FROM tweets.pins WHERE user_id = $1", [user]).first?.decode(Int64.self, at: 0)
+    }
+
     /// The live tweets `user` liked, most recent like first.
     func liked(by user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> TweetListPage {
         try await timedPage(of: "tweets.likes", user: user, after: cursor, limit: limit)

@@ -99,6 +99,24 @@ public enum TweetsAPI {
         "tweets.bookmarks", access: .user,
         summary: "Page of the caller's bookmarked tweets ({items: [Tweet], nextCursor}), most recent bookmark first. Private.")
 
+    public static let pin = RPCMethod<TweetParams, PinState>(
+        "tweets.pin", access: .user,
+        summary: """
+            Pins one of the caller's tweets (tweetId) on their profile, in place of the one pinned before. Returns \
+            {pinnedTweetId}; not_found for a deleted or unknown tweet, forbidden for someone else's.
+            """)
+
+    public static let unpin = RPCMethod<Empty, PinState>(
+        "tweets.unpin", access: .user,
+        summary: "Takes the caller's pinned tweet off their profile. Idempotent. Returns {pinnedTweetId: null}.")
+
+    public static let pinned = RPCMethod<UserParams, PinnedTweet>(
+        "tweets.pinned", access: .anonymous,
+        summary: """
+            The tweet userId pinned on their profile: {tweet}, null when none is pinned, or when it was deleted or \
+            the caller may not see it.
+            """)
+
     public static let getMany = RPCMethod<GetTweetsParams, [Tweet]>(
         "tweets.getMany", access: .internal,
         summary: """
@@ -214,6 +232,42 @@ public struct BookmarkState: Codable, Sendable {
 
     public init(bookmarked: Bool) {
         self.bookmarked = bookmarked
+    }
+}
+
+/// The result of `tweets.pin` and `tweets.unpin`: the caller's pinned tweet now.
+public struct PinState: Codable, Sendable {
+    public var pinnedTweetId: EntityID?
+
+    public init(pinnedTweetId: EntityID?) {
+        self.pinnedTweetId = pinnedTweetId
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(pinnedTweetId, forKey: .pinnedTweetId)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case pinnedTweetId
+    }
+}
+
+/// The result of `tweets.pinned`.
+public struct PinnedTweet: Codable, Sendable {
+    public var tweet: Tweet?
+
+    public init(tweet: Tweet?) {
+        self.tweet = tweet
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(tweet, forKey: .tweet)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case tweet
     }
 }
 

@@ -140,6 +140,13 @@ bob.status_favourite(own)
 hears(heard, own, BOB)
 stream.close()
 
+step("Alice pins a status on her profile")
+pinned = alice.status_pin(posted[1])
+assert pinned.pinned and pinned.id == posted[1].id, pinned
+assert [s.id for s in bob.account_statuses(me.id, pinned=True)] == [posted[1].id]
+alice.status_unpin(posted[1])
+assert bob.account_statuses(me.id, pinned=True) == []
+
 step("Bob reports one of Alice's statuses")
 report = bob.report(alice_account.id, status_ids=[posted[0].id], comment="numbers everywhere", category="spam")
 assert report.category == "spam" and report.status_ids == [posted[0].id], report

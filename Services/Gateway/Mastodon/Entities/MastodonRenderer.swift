@@ -74,8 +74,9 @@ struct MastodonRenderer: Sendable {
 
     /// A tweet as a public status; `source` adds `text`, as Mastodon answers a delete (so that a
     /// client can offer to redraft it).
-    /// `bookmarked` when the caller's bookmarks are what is listed (a Tweet does not say).
-    func status(_ tweet: Tweet, source: Bool = false, bookmarked: Bool = false) -> JSONValue {
+    /// `bookmarked` when the caller's bookmarks are what is listed, `pinned` when the author's
+    /// pinned tweet is (a Tweet says neither).
+    func status(_ tweet: Tweet, source: Bool = false, bookmarked: Bool = false, pinned: Bool = false) -> JSONValue {
         let url = "\(origin)/@\(tweet.author.username)/\(tweet.id)"
         var status: [String: JSONValue] = [
             "id": .string(tweet.id.description), "uri": .string(url), "url": .string(url),
@@ -91,7 +92,7 @@ struct MastodonRenderer: Sendable {
             "reblog": .null, "poll": .null, "card": .null, "language": .null, "edited_at": .null,
             "in_reply_to_id": tweet.replyTo.map { .string($0.description) } ?? .null,
             "in_reply_to_account_id": tweet.replyToUser.map { .string($0.id.description) } ?? .null,
-            "favourited": .bool(tweet.likedByMe), "reblogged": false, "muted": false, "bookmarked": .bool(bookmarked), "pinned": false,
+            "favourited": .bool(tweet.likedByMe), "reblogged": false, "muted": false, "bookmarked": .bool(bookmarked), "pinned": .bool(pinned),
             "filtered": [],
         ]
         if source { status["text"] = .string(tweet.text ?? "") }
