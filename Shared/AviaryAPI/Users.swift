@@ -99,9 +99,23 @@ public struct User: Codable, Sendable, Hashable {
 public struct Relationship: Codable, Sendable, Hashable {
     public var isFollowed: Bool
     public var followsYou: Bool
+    /// The caller blocks them.
+    public var blocking: Bool
+    /// They block the caller.
+    public var blockedBy: Bool
+    /// The caller mutes them (`mutingNotifications`: their notifications too).
+    public var muting: Bool
+    public var mutingNotifications: Bool
 
-    public init(isFollowed: Bool, followsYou: Bool) {
+    public init(
+        isFollowed: Bool, followsYou: Bool, blocking: Bool = false, blockedBy: Bool = false, muting: Bool = false,
+        mutingNotifications: Bool = false
+    ) {
         self.isFollowed = isFollowed
         self.followsYou = followsYou
+        self.blocking = blocking
+        self.blockedBy = blockedBy
+        self.muting = muting
+        self.mutingNotifications = mutingNotifications
     }
 }

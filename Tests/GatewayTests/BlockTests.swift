@@ -32,6 +32,9 @@ struct BlockTests {
 
         #expect(try await result("graph.block", ["userId": .string(ben.id)], as: ana)["blocking"] == true)
         #expect(try await result("graph.block", ["userId": .string(ben.id)], as: ana)["blocking"] == true)  // idempotent
+        let seenByAna = try await result("graph.relationship", ["userId": .string(ben.id)], as: ana)
+        #expect(seenByAna["blocking"] == true && seenByAna["blockedBy"] == false && seenByAna["isFollowed"] == false)
+        #expect(try await result("graph.relationship", ["userId": .string(ana.id)], as: ben)["blockedBy"] == true)
         // Both follows ended; neither may follow again.
         #expect(try await ids(result("graph.following", ["userId": .string(ana.id)], as: cat)).isEmpty)
         #expect(try await ids(result("graph.following", ["userId": .string(ben.id)], as: cat)).isEmpty)

@@ -531,6 +531,11 @@ struct MastodonAPITests {
         #expect(blocked.json["blocking"] == true && blocked.json["following"] == false, "\(blocked.text)")
         #expect(ids(try await app.get("/api/v1/blocks", token: riaToken)) == [sol.id])
         #expect(try await app.send("POST", "/api/v1/accounts/\(ria.id)/follow", token: solToken).status == 403)
+        // Relationships read later tell it too, from both sides.
+        let fromRia = try await app.get("/api/v1/accounts/relationships?id[]=\(sol.id)", token: riaToken).json.arrayValue?.first
+        #expect(fromRia?["blocking"] == true && fromRia?["blocked_by"] == false)
+        let fromSol = try await app.get("/api/v1/accounts/relationships?id[]=\(ria.id)", token: solToken).json.arrayValue?.first
+        #expect(fromSol?["blocked_by"] == true && fromSol?["blocking"] == false)
         let unblocked = try await app.send("POST", "/api/v1/accounts/\(sol.id)/unblock", token: riaToken)
         #expect(unblocked.json["blocking"] == false)
         #expect(ids(try await app.get("/api/v1/blocks", token: riaToken)).isEmpty)
@@ -538,6 +543,8 @@ struct MastodonAPITests {
         let muted = try await app.send("POST", "/api/v1/accounts/\(sol.id)/mute", ["notifications": "false", "duration": "3600"], token: riaToken)
         #expect(muted.json["muting"] == true && muted.json["muting_notifications"] == false, "\(muted.text)")
         #expect(ids(try await app.get("/api/v1/mutes", token: riaToken)) == [sol.id])
+        let mutedSeen = try await app.get("/api/v1/accounts/relationships?id[]=\(sol.id)", token: riaToken).json.arrayValue?.first
+        #expect(mutedSeen?["muting"] == true && mutedSeen?["muting_notifications"] == false)
         #expect(try await app.send("POST", "/api/v1/accounts/\(sol.id)/unmute", token: riaToken).json["muting"] == false)
         #expect(try await app.send("POST", "/api/v1/accounts/\(sol.id)/mute", ["duration": "-1"], token: riaToken).status == 422)
         let reader = try await app.signIn(ria, scope: "read")

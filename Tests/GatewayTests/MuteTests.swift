@@ -35,7 +35,9 @@ struct MuteTests {
         #expect(await eventually { (try? await home(cat).contains(second)) == true })
         #expect(try await !home(ana).contains(second))
         let seen = try await call("graph.relationship", ["userId": .string(ana.id)], as: ben)
-        #expect(seen["followsYou"] == true)
+        #expect(seen["followsYou"] == true && seen["muting"] == false)  // a mute is the muter's alone to see
+        let own = try await call("graph.relationship", ["userId": .string(ben.id)], as: ana)
+        #expect(own["muting"] == true && own["mutingNotifications"] == true)
         #expect(try await ids(call("graph.mutes", as: ana)) == [ben.id])
         #expect(try await ids(call("graph.mutes", as: ben)).isEmpty)
         // ben's mention notifies ana no more; cat's does.

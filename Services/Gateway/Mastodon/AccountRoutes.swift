@@ -147,28 +147,21 @@ extension MastodonAPI {
         return EdgeResponses.json(.array(page.items.map(render)), headers: link)
     }
 
-    /// The caller's Relationship to `id`, with `blocking` and `muting` as the call just left them.
-    private func relationship(
-        _ id: EntityID, _ call: Call, blocking: Bool = false, muting: Bool = false, mutingNotifications: Bool = false
-    ) async throws -> JSONValue {
-        if id.value == call.userID { return call.renderer.relationship(id, following: false, followedBy: false) }
-        let relation = try await self.call(GraphAPI.relationship, UserParams(userId: id), call)
-        return call.renderer.relationship(
-            id, following: relation.isFollowed, followedBy: relation.followsYou, blocking: blocking, muting: muting,
-            mutingNotifications: mutingNotifications)
+    /// The caller's Relationship to `id`, read after whatever the call changed.
+    private func relationship(_ id: EntityID, _ call: Call) async throws -> JSONValue {
+        if id.value == call.userID { return call.renderer.relationship(id, Relationship(isFollowed: false, followsYou: false)) }
+        return call.renderer.relationship(id, try await self.call(GraphAPI.relationship, UserParams(userId: id), call))
     }
 
     /// Blocks and mutes: `POST /api/v1/accounts/:id/block`, `/unblock`, `/mute` (`notifications`,
     /// default true; `duration` in seconds, 0 for good), `/unmute`, and the caller's lists
     /// `GET /api/v1/blocks` and `/api/v1/mutes` (social-graph's `graph.block` … `graph.mutes`).
     func addSafetyRoutes(to router: Router<EdgeContext>) {
-        for (path, method, blocking) in [
-            ("api/v1/accounts/:id/block", GraphAPI.block, true), ("api/v1/accounts/:id/unblock", GraphAPI.unblock, false),
-        ] {
+        for (path, method) in [("api/v1/accounts/:id/block", GraphAPI.block), ("api/v1/accounts/:id/unblock", GraphAPI.unblock)] {
             endpoint(router, .post, RouterPath(path), access: .user, scope: "write:blocks") { call, context in
                 let id = try call.pathID(context)
                 _ = try await self.call(method, UserParams(userId: id), call)
-                return EdgeResponses.json(try await relationship(id, call, blocking: blocking))
+                return EdgeResponses.json(try await relationship(id, call))
             }
         }
         endpoint(router, .post, "api/v1/accounts/:id/mute", access: .user, scope: "write:mutes") { call, context in
@@ -177,7 +170,7 @@ extension MastodonAPI {
             let duration = try call.params.integer("duration", in: 0...MuteParams.durations.upperBound)
             _ = try await self.call(
                 GraphAPI.mute, MuteParams(userId: id, notifications: notifications, durationSeconds: duration == 0 ? nil : duration), call)
-            return EdgeResponses.json(try await relationship(id, call, muting: true, mutingNotifications: notifications))
+            return EdgeResponses.json(try await relationship(id, call))
         }
         endpoint(router, .post, "api/v1/accounts/:id/unmute", access: .user, scope: "write:mutes") { call, context in
             let id = try call.pathID(context)

@@ -6,13 +6,14 @@ extension SocialGraphService {
         let caller = try context.requireUser()
         let other = params.userId.value
         let relation = try await store.relationship(of: caller, to: other)
-        // An edge either way proves the user exists; without one, ask (no such user is not_found,
+        // An edge (a follow, block or mute) either way proves the user exists; without one, ask (no such user is not_found,
         // as for graph.stats and graph.follow, rather than a relationship with nobody). Oneself
         // neither follows nor is followed.
-        if !relation.isFollowed, !relation.followsYou, other != caller, try await !directory.exists(other, context: context) {
+        let edge = relation.isFollowed || relation.followsYou || relation.blocking || relation.blockedBy || relation.muting
+        if !edge, other != caller, try await !directory.exists(other, context: context) {
             throw Self.unknownUser(params.userId)
         }
-        return Relationship(isFollowed: relation.isFollowed, followsYou: relation.followsYou)
+        return relation
     }
 
     @Sendable func stats(_ params: UserParams, _ context: RPCContext) async throws -> FollowStats {

@@ -1,3 +1,4 @@
+import AviaryAPI
 import Postgres
 
 /// A user's follower and following totals.
@@ -19,13 +20,24 @@ struct FollowSummary: Sendable, Hashable {
 
 extension FollowStore {
     /// Whether `viewer` follows `user`, and whether `user` follows `viewer`.
-    func relationship(of viewer: Int64, to user: Int64) async throws -> (isFollowed: Bool, followsYou: Bool) {
+    /// `viewer`'s relation to `user`: follows, blocks and a mute (one that is not yet over), each
+    /// a primary-key lookup, in one statement.
+    func relationship(of viewer: Int64, to user: Int64) async throws -> Relationship {
         let rows = try await postgres.query(
             """
             SELECT EXISTS (SELECT 1 FROM social_graph.follows WHERE follower_id = $1 AND followee_id = $2),
-                   EXISTS (SELECT 1 FROM social_graph.follows WHERE follower_id = $2 AND followee_id = $1)
+                   EXISTS (SELECT 1 FROM social_graph.follows WHERE follower_id = $2 AND followee_id = $1),
+                   EXISTS (SELECT 1 FROM social_graph.blocks WHERE blocker_id = $1 AND blocked_id = $2),
+                   EXISTS (SELECT 1 FROM social_graph.blocks WHERE blocker_id = $2 AND blocked_id = $1),
+                   (SELECT notifications FROM social_graph.mutes
+                    WHERE muter_id = $1 AND muted_id = $2 AND (until IS NULL OR until > now()))
             """, [viewer, user])
-        return (try rows[0].decode(Bool.self, at: 0), try rows[0].decode(Bool.self, at: 1))
+        let row = rows[0]
+        let mute = try row.decode(Bool?.self, at: 4)
+        return Relationship(
+            isFollowed: try row.decode(Bool.self, at: 0), followsYou: try row.decode(Bool.self, at: 1),
+            blocking: try row.decode(Bool.self, at: 2), blockedBy: try row.decode(Bool.self, at: 3), muting: mute != nil,
+            mutingNotifications: mute ?? false)
     }
 
     /// `viewer`'s relation to each of `users`: the ones `viewer` follows and the ones following `viewer`.

@@ -79,8 +79,9 @@ public enum GraphAPI {
     public static let relationship = RPCMethod<UserParams, Relationship>(
         "graph.relationship", access: .user,
         summary: """
-            The caller's relation to userId: isFollowed (the caller follows them) and followsYou (they follow the \
-            caller).
+            The caller's relation to userId: isFollowed (the caller follows them), followsYou (they follow the \
+            caller), blocking (the caller blocks them), blockedBy (they block the caller), muting and \
+            mutingNotifications (the caller mutes them, and their notifications too).
             """)
 
     public static let stats = RPCMethod<UserParams, FollowStats>(

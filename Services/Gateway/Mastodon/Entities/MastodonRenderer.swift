@@ -142,14 +142,12 @@ struct MastodonRenderer: Sendable {
 
     /// The caller's relation to `id`. Blocks and mutes are known where the call made or lifted one
     /// (social-graph's relationship does not tell them); Aviary has no notes or follow requests.
-    func relationship(
-        _ id: EntityID, following: Bool, followedBy: Bool, blocking: Bool = false, muting: Bool = false,
-        mutingNotifications: Bool = false
-    ) -> JSONValue {
+    func relationship(_ id: EntityID, _ relation: Relationship) -> JSONValue {
         [
-            "id": .string(id.description), "following": .bool(following), "showing_reblogs": .bool(following),
-            "notifying": false, "languages": .null, "followed_by": .bool(followedBy), "blocking": .bool(blocking),
-            "blocked_by": false, "muting": .bool(muting), "muting_notifications": .bool(mutingNotifications), "requested": false,
+            "id": .string(id.description), "following": .bool(relation.isFollowed), "showing_reblogs": .bool(relation.isFollowed),
+            "notifying": false, "languages": .null, "followed_by": .bool(relation.followsYou), "blocking": .bool(relation.blocking),
+            "blocked_by": .bool(relation.blockedBy), "muting": .bool(relation.muting),
+            "muting_notifications": .bool(relation.mutingNotifications), "requested": false,
             "requested_by": false, "domain_blocking": false, "endorsed": false, "note": "",
         ]
     }
