@@ -17,6 +17,7 @@ public struct MessagingService: Sendable {
 
     /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its methods.
     static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
+        resources.keepBlocksInMemory()
         let window = try resources.configuration.integer(
             "AVIARY_MESSAGING_PRESENCE_WINDOW_MS", default: 60_000, in: 1_000...86_400_000)
         let conversations = ConversationStore(postgres: resources.postgres)

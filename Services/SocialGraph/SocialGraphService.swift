@@ -29,7 +29,7 @@ public struct SocialGraphService: Sendable {
         let store = FollowStore(postgres: resources.postgres)
         let mutes = MuteStore(postgres: resources.postgres)
         SocialGraphService(
-            store: store, blocks: BlockStore(postgres: resources.postgres), mutes: mutes, records: FollowRecords(store: store, local: local),
+            store: store, blocks: BlockStore(postgres: resources.postgres, redis: resources.redis), mutes: mutes, records: FollowRecords(store: store, local: local),
             directory: UserDirectory(resources: resources),
             reads: resources.replicaReads
         ).registerMethods(with: &router)
@@ -54,7 +54,7 @@ public struct SocialGraphService: Sendable {
         router.register(GraphAPI.block, handler: block)
         router.register(GraphAPI.unblock, handler: unblock)
         router.register(GraphAPI.blocks, handler: blockList)
-        router.register(GraphAPI.blockedAmong, handler: blockedAmong)
+        router.register(GraphAPI.blockedWith, handler: blockedWith)
         router.register(GraphAPI.mute, handler: mute)
         router.register(GraphAPI.unmute, handler: unmute)
         router.register(GraphAPI.mutes, handler: muteList)

@@ -39,6 +39,7 @@ public struct TimelineService: Sendable {
     /// methods and its event consumers (which share it: their builds go through the same
     /// ``BuildGate``), and watches for changes of the follower lists it holds.
     static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
+        resources.keepBlocksInMemory()
         let timeline = try TimelineService(resources: resources)
         timeline.registerMethods(with: &router)
         for consumer in TimelineEvents.consumers(timeline) { resources.consume(consumer) }

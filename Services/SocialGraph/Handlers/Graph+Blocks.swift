@@ -14,6 +14,7 @@ extension SocialGraphService {
             await reads.recordWrite(
                 to: [FollowStore.Direction.following, .followers].flatMap { [$0.list(of: caller), $0.list(of: other)] })
         }
+        try await blocks.announce([caller, other])
         return BlockState(blocking: true)
     }
 
@@ -23,6 +24,7 @@ extension SocialGraphService {
         if try await !blocks.unblock(caller, other), try await !directory.exists(other, context: context) {
             throw Self.unknownUser(params.userId)
         }
+        try await blocks.announce([caller, other])
         return BlockState(blocking: false)
     }
 
@@ -40,8 +42,7 @@ extension SocialGraphService {
         return Page(items: users, nextCursor: page.next?.encoded)
     }
 
-    @Sendable func blockedAmong(_ params: BlockedAmongParams, _ context: RPCContext) async throws -> [String] {
-        let others = try params.ids.values(atMost: Self.batchLimit)
-        return try await blocks.blocked(among: others, with: params.userId.value).map { String($0) }
+    @Sendable func blockedWith(_ params: UserParams, _ context: RPCContext) async throws -> [String] {
+        try await blocks.blocked(with: params.userId.value).map { String($0) }
     }
 }

@@ -1,5 +1,7 @@
 import AviaryAPI
+import EventStreams
 import Postgres
+import Redis
 import ServiceKit
 
 /// Blocks in Postgres: `social_graph.blocks` holds one row per block. A block ends the follows
@@ -8,6 +10,14 @@ import ServiceKit
 /// inserts no edge while either blocked the other.
 struct BlockStore: Sendable {
     let postgres: PostgresClient
+    let redis: RedisClient
+
+    /// Tells every process that keeps who is blocked with whom (``ServiceResources/blocked(among:with:)``)
+    /// to forget `users`: call after a block or unblock of theirs commits and before it answers, so
+    /// that whatever either does next is checked against it, on any instance.
+    func announce(_ users: [Int64]) async throws {
+        _ = try await redis.send(LocalCopyKind.blocks(keptBy: .socialGraph).announcement(of: users, on: redis.configuration))
+    }
 
     /// The condition, on `$1` and `$2`, that either blocked the other.
     static let eitherWay = """
@@ -32,15 +42,14 @@ struct BlockStore: Sendable {
         try await !postgres.query(Self.eitherWay, [user, other]).isEmpty
     }
 
-    /// Those of `others` that `user` blocked or that blocked `user`.
-    func blocked(among others: [Int64], with user: Int64) async throws -> Set<Int64> {
-        guard !others.isEmpty else { return [] }
+    /// Every user `user` blocked or who blocked `user` (each half an index range).
+    func blocked(with user: Int64) async throws -> Set<Int64> {
         let rows = try await postgres.query(
             """
-            SELECT blocked_id FROM social_graph.blocks WHERE blocker_id = $1 AND blocked_id = ANY($2)
+            SELECT blocked_id FROM social_graph.blocks WHERE blocker_id = $1
             UNION
-            SELECT blocker_id FROM social_graph.blocks WHERE blocked_id = $1 AND blocker_id = ANY($2)
-            """, [user, others])
+            SELECT blocker_id FROM social_graph.blocks WHERE blocked_id = $1
+            """, [user])
         return Set(try rows.map { try $0.decode(Int64.self, at: 0) })
     }
 

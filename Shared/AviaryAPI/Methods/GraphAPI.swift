@@ -31,11 +31,12 @@ public enum GraphAPI {
         "graph.blocks", access: .user,
         summary: "Page of the users the caller blocked, most recent block first ({items: [User], nextCursor}). Only the caller sees it.")
 
-    public static let blockedAmong = RPCMethod<BlockedAmongParams, [String]>(
-        "graph.blockedAmong", access: .internal,
+    public static let blockedWith = RPCMethod<UserParams, [String]>(
+        "graph.blockedWith", access: .internal,
         summary: """
-            Internal. Those of ids (at most 1,000) that userId blocked or that blocked userId, as id strings in \
-            no particular order: what the other services leave out or refuse between the two.
+            Internal. Every user userId blocked or who blocked userId, as id strings in no particular order: what \
+            the other services leave out or refuse between the two (each process keeps them a while, told of \
+            changes before graph.block and graph.unblock answer).
             """)
 
     public static let mute = RPCMethod<MuteParams, MuteState>(
@@ -158,17 +159,6 @@ public struct BlockState: Codable, Sendable {
 
     public init(blocking: Bool) {
         self.blocking = blocking
-    }
-}
-
-/// Params of `graph.blockedAmong`.
-public struct BlockedAmongParams: Codable, Sendable {
-    public var userId: EntityID
-    public var ids: [EntityID]
-
-    public init(userId: EntityID, ids: [EntityID]) {
-        self.userId = userId
-        self.ids = ids
     }
 }
 

@@ -1,17 +1,22 @@
 import AviaryAPI
+import EventStreams
 import RPC
+import Synchronization
 
 extension ServiceResources {
-    /// Those of `others` that `user` blocked or that blocked `user` (`graph.blockedAmong`, a call
-    /// per thousand): what the services refuse or leave out between the two.
+    /// Those of `others` that `user` blocked or that blocked `user`: what the services refuse or
+    /// leave out between the two. Read from social-graph (`graph.blockedWith`: everyone blocked
+    /// either way with `user`), and kept by a process that keeps them (``keepBlocksInMemory()``)
+    /// until social-graph announces a block or unblock of `user`'s, which it does before answering.
     public func blocked(among others: some Collection<Int64>, with user: Int64, context: RPCContext?) async throws -> Set<Int64> {
-        let others = Array(Set(others).subtracting([user]))
-        var blocked = Set<Int64>()
-        for chunk in others.chunks(of: 1000) {
-            let ids = try await peers.graph.blockedAmong(BlockedAmongParams(userId: EntityID(user), ids: chunk.map { EntityID($0) }), context: context)
-            blocked.formUnion(ids.compactMap { Int64($0) })
-        }
-        return blocked
+        let others = Set(others).subtracting([user])
+        guard !others.isEmpty else { return [] }
+        let copy = blocksSlot.withLock { $0 }
+        let (held, epoch) = copy?.values([user]) ?? ([:], nil)
+        if let blocked = held[user] { return blocked.intersection(others) }
+        let blocked = Set(try await peers.graph.blockedWith(UserParams(userId: EntityID(user)), context: context).compactMap { Int64($0) })
+        copy?.keep([(key: user, value: blocked)], since: epoch)
+        return blocked.intersection(others)
     }
 
     /// Refuses (`forbidden`) what `user` does to `other` when either blocked the other: `action`
@@ -19,5 +24,23 @@ extension ServiceResources {
     public func refuseIfBlocked(_ user: Int64, _ other: Int64, _ action: String, context: RPCContext?) async throws {
         guard user != other, try await !blocked(among: [other], with: user, context: context).isEmpty else { return }
         throw RPCError.forbidden("you cannot \(action): one of you blocked the other")
+    }
+
+    /// Keeps who is blocked with the users this process asked about lately (up to 100,000 users,
+    /// each for a minute at most), forgetting the two of every block and unblock social-graph
+    /// announces. Call it from `register`: the copy's watch runs with the service.
+    public func keepBlocksInMemory() {
+        let copy = LocalCopy<Set<Int64>>(
+            .blocks(keptBy: configuration.service), redis: redis, capacity: 100_000, lifetime: .seconds(60), logger: logger)
+        blocksSlot.withLock { $0 = copy }
+        addBackgroundService(LocalCopyWatch(redis: redis, watches: [copy.watch(on:)], logger: logger))
+    }
+}
+
+extension LocalCopyKind {
+    /// Who is blocked with whom, kept by the services that refuse or hide across blocks;
+    /// social-graph announces the two users of each block and unblock.
+    public static func blocks(keptBy service: ServiceName) -> LocalCopyKind {
+        LocalCopyKind(service: service.rawValue, name: "blocks", channelPrefix: "aviary:graph:forget-blocks")
     }
 }

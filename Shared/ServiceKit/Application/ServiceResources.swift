@@ -1,4 +1,5 @@
 import AuthTokens
+import EventStreams
 import Logging
 import Postgres
 import RPC
@@ -28,6 +29,8 @@ public final class ServiceResources: Sendable {
     private let clients = Mutex<[ServiceName: RPCClient]>([:])
     /// The hub of ``liveHub``, once asked for.
     let liveHubSlot = Mutex<LiveHub?>(nil)
+    /// This process's copy of who is blocked with whom, once ``keepBlocksInMemory()`` made it.
+    let blocksSlot = Mutex<LocalCopy<Set<Int64>>?>(nil)
     /// Admin routes and background services `register` added (``addAdminRoutes(_:)``).
     let addedParts = Mutex(AddedParts())
 
