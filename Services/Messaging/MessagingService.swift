@@ -61,6 +61,7 @@ public struct MessagingService: Sendable {
             handler: subscribe)
         router.register(MessagingAPI.unsubscribe, handler: unsubscribe)
         router.register(MessagingAPI.isMember, handler: isMember)
+        router.register(MessagingAPI.reportable, handler: reportable)
     }
 
     /// What a caller who is not a member gets, whether or not the conversation exists.

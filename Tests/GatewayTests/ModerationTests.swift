@@ -47,6 +47,20 @@ struct ModerationTests {
         let reportID = try #require(receipt["reportId"]?.stringValue)
         // What was reported stays as it was when the author deletes it.
         _ = try await result("tweets.delete", ["tweetId": reported], as: ana)
+        // Messages too: hers, in a conversation of the reporter's.
+        let direct = try #require(try await result("messaging.openDirect", ["userId": .string(ben.id)], as: ana)["id"])
+        let pitch = try #require(try await result("messaging.send", ["conversationId": direct, "text": "buy now"], as: ana)["id"])
+        let reply = try #require(try await result("messaging.send", ["conversationId": direct, "text": "no"], as: ben)["id"])
+        let group = try #require(
+            try await result("messaging.createGroup", ["title": "private", "memberIds": [.string(admin.id)]], as: ana)["id"])
+        let elsewhere = try #require(try await result("messaging.send", ["conversationId": group, "text": "hidden"], as: ana)["id"])
+        for messages in [[reply], [elsewhere]] {
+            let refused = try await error("moderation.report", ["userId": user, "reason": "spam", "messageIds": .array(messages)], as: ben)
+            #expect(refused == ("validation", "messageIds"), "\(messages)")
+        }
+        let second = try await result("moderation.report", ["userId": user, "reason": "spam", "messageIds": [pitch]], as: ben)
+        let messageReportID = try #require(second["reportId"]?.stringValue)
+        _ = try await result("messaging.delete", ["messageId": pitch, "forEveryone": true], as: ana)
 
         // Only admins read reports and suspend; the tool makes one.
         #expect(try await error("moderation.reports", [:], as: ben).reason == "forbidden")
@@ -60,6 +74,8 @@ struct ModerationTests {
         #expect(report["reporter"]?["id"]?.stringValue == ben.id && report["user"]?["id"]?.stringValue == ana.id)
         #expect(report["reason"] == "spam" && report["comment"] == "selling things")
         #expect(report["tweets"]?.arrayValue?.first?["text"]?.stringValue == "ana spams \(word)")
+        let messageReport = try #require(open["items"]?.arrayValue?.first { $0["id"]?.stringValue == messageReportID })
+        #expect(messageReport["messages"]?.arrayValue?.first?["text"] == "buy now")
 
         // The suspension: sessions end at once, sign-in is refused with the reason, and her profile
         // and tweets leave every read (home timelines, search, her page, the tweet itself).

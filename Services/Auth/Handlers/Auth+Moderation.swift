@@ -13,6 +13,7 @@ extension AuthService {
         guard params.userId.value != caller else { throw RPCError.validation("you cannot report yourself", field: "userId") }
         let tweetIDs = try (params.tweetIds ?? []).values(atMost: ModerationAPI.reportedTweetsLimit, field: "tweetIds")
         let unique = Array(Set(tweetIDs))
+        let messageIDs = Array(Set(try (params.messageIds ?? []).values(atMost: ModerationAPI.reportedTweetsLimit, field: "messageIds")))
         let comment = try TextRules.text(params.comment ?? "", field: "comment", allowed: 0...ModerationAPI.commentLimit)
         try await limits.checkReport(userID: caller)
         guard try await users.find(id: params.userId.value) != nil else { throw RPCError.notFound("no such user") }
@@ -26,10 +27,22 @@ extension AuthService {
                 throw RPCError.validation("tweetIds must name tweets of userId that are not deleted", field: "tweetIds")
             }
         }
+        // The messages likewise, as the reporter may see them: sent by the reported user in a
+        // conversation of the reporter's.
+        var messages = RawJSON(unchecked: Array("[]".utf8))
+        if !messageIDs.isEmpty {
+            messages = try await resources.peers.messaging.reportable.encoded(
+                ReportableParams(reporterId: EntityID(caller), senderId: params.userId, messageIds: messageIDs.map(EntityID.init)),
+                context: context)
+            guard try messages.decode([Message].self).count == messageIDs.count else {
+                throw RPCError.validation(
+                    "messageIds must name messages of userId, not deleted, in conversations of yours", field: "messageIds")
+            }
+        }
         let id = resources.ids.next()
         try await moderation.insertReport(
             id: id, reporterID: caller, userID: params.userId.value, reason: params.reason, comment: comment,
-            tweets: String(decoding: tweets.bytes, as: UTF8.self))
+            tweets: String(decoding: tweets.bytes, as: UTF8.self), messages: String(decoding: messages.bytes, as: UTF8.self))
         context.logger.notice("a user was reported", metadata: ["report.id": "\(id)", "user.id": "\(params.userId.value)"])
         return ReportReceipt(reportId: EntityID(id))
     }
@@ -98,7 +111,7 @@ extension AuthService {
                 id: EntityID(row.id), reporter: byID[row.reporterID].map(profiles.summary),
                 user: byID[row.userID].map(profiles.summary), userSuspendedAt: byID[row.userID]?.suspension?.at,
                 reason: row.reason, comment: row.comment, tweets: try RawJSON(unchecked: Array(row.tweets.utf8)).decode([Tweet].self),
-                createdAt: row.createdAt, resolvedAt: row.resolvedAt, resolvedBy: row.resolvedBy.map(EntityID.init))
+                messages: try RawJSON(unchecked: Array(row.messages.utf8)).decode([Message].self), createdAt: row.createdAt, resolvedAt: row.resolvedAt, resolvedBy: row.resolvedBy.map(EntityID.init))
         }
     }
 }

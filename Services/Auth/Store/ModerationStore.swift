@@ -15,11 +15,13 @@ struct ModerationStore: Sendable {
         var reason: ReportReason
         var comment: String
         var tweets: String
+        var messages: String
         var createdAt: Date
         var resolvedAt: Date?
         var resolvedBy: Int64?
 
-        static let columns = "id, reporter_id, user_id, reason, comment, tweets::text, created_at, resolved_at, resolved_by"
+        static let columns =
+            "id, reporter_id, user_id, reason, comment, tweets::text, messages::text, created_at, resolved_at, resolved_by"
 
         init(row: PostgresRow) throws {
             id = try row.decode(at: 0)
@@ -28,9 +30,10 @@ struct ModerationStore: Sendable {
             reason = ReportReason(rawValue: try row.decode(String.self, at: 3)) ?? .other
             comment = try row.decode(at: 4)
             tweets = try row.decode(at: 5)
-            createdAt = try row.decode(at: 6)
-            resolvedAt = try row.decode(at: 7)
-            resolvedBy = try row.decode(at: 8)
+            messages = try row.decode(at: 6)
+            createdAt = try row.decode(at: 7)
+            resolvedAt = try row.decode(at: 8)
+            resolvedBy = try row.decode(at: 9)
         }
     }
 
@@ -54,13 +57,13 @@ struct ModerationStore: Sendable {
     }
 
     func insertReport(
-        id: Int64, reporterID: Int64, userID: Int64, reason: ReportReason, comment: String, tweets: String
+        id: Int64, reporterID: Int64, userID: Int64, reason: ReportReason, comment: String, tweets: String, messages: String
     ) async throws {
         try await postgres.execute(
             """
-            INSERT INTO auth.reports (id, reporter_id, user_id, reason, comment, tweets)
-            VALUES ($1, $2, $3, $4, $5, $6::jsonb)
-            """, [id, reporterID, userID, reason.rawValue, comment, tweets])
+            INSERT INTO auth.reports (id, reporter_id, user_id, reason, comment, tweets, messages)
+            VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb)
+            """, [id, reporterID, userID, reason.rawValue, comment, tweets, messages])
     }
 
     /// Up to `limit` reports of `status`, newest first, older than the report `before` when given.

@@ -82,7 +82,7 @@ enum AuthSchema {
                     ADD COLUMN role text NOT NULL DEFAULT 'member' CHECK (role IN ('member', 'admin')),
                     ADD COLUMN suspended_at timestamptz,
                     ADD COLUMN suspension_reason text;
-                -- A report keeps the reported tweets as they were (tweets, a JSON array of Tweets).
+                -- A report keeps the reported tweets and messages as they were (JSON arrays of Tweets and Messages).
                 CREATE TABLE auth.reports (
                     id bigint PRIMARY KEY,
                     reporter_id bigint NOT NULL,
@@ -90,6 +90,7 @@ enum AuthSchema {
                     reason text NOT NULL CHECK (reason IN ('spam', 'legal', 'violation', 'other')),
                     comment text NOT NULL,
                     tweets jsonb NOT NULL,
+                    messages jsonb NOT NULL DEFAULT '[]',
                     created_at timestamptz NOT NULL DEFAULT now(),
                     resolved_at timestamptz,
                     resolved_by bigint

@@ -60,6 +60,19 @@ struct MessageStore: Sendable {
         ).first.map(Self.row)
     }
 
+    /// Those of `ids` that `sender` sent and did not delete, in conversations `reporter` is a
+    /// current member of.
+    func reportable(_ ids: [Int64], sender: Int64, reporter: Int64) async throws -> [MessageRow] {
+        guard !ids.isEmpty else { return [] }
+        return try await postgres.query(
+            """
+            SELECT \(Self.columns) FROM messaging.messages m
+            WHERE m.id = ANY($1) AND m.sender_id = $2 AND m.deleted_at IS NULL AND EXISTS (
+                SELECT 1 FROM messaging.members b WHERE b.conversation_id = m.conversation_id AND b.user_id = $3 AND b.left_at IS NULL)
+            """, [ids, sender, reporter]
+        ).map(Self.row)
+    }
+
     /// Replaces the text of `id` if `sender` sent it, it is not deleted and it was sent after
     /// `sentAfter`; the message as it is now, or nil when one of those no longer holds.
     func edit(_ id: Int64, sender: Int64, text: String?, sentAfter: Date) async throws -> MessageRow? {

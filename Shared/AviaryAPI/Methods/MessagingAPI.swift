@@ -165,6 +165,26 @@ public enum MessagingAPI {
     public static let isMember = RPCMethod<IsMemberParams, MembershipResult>(
         "messaging.isMember", access: .internal,
         summary: "Internal. Whether userId is a current member of conversationId: {member: bool}.")
+
+    public static let reportable = RPCMethod<ReportableParams, [Message]>(
+        "messaging.reportable", access: .internal,
+        summary: """
+            Internal. Those of messageIds (at most 20) that senderId sent, not deleted, in conversations reporterId \
+            is a current member of: the Messages a report of theirs may keep.
+            """)
+}
+
+/// Params of `messaging.reportable`.
+public struct ReportableParams: Codable, Sendable {
+    public var reporterId: EntityID
+    public var senderId: EntityID
+    public var messageIds: [EntityID]
+
+    public init(reporterId: EntityID, senderId: EntityID, messageIds: [EntityID]) {
+        self.reporterId = reporterId
+        self.senderId = senderId
+        self.messageIds = messageIds
+    }
 }
 
 /// The order of `messaging.history`.

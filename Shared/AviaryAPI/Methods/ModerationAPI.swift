@@ -13,9 +13,10 @@ public enum ModerationAPI {
     public static let report = RPCMethod<ReportParams, ReportReceipt>(
         "moderation.report", access: .user,
         summary: """
-            Reports a user (userId) to the admins, with up to 20 of their tweets (tweetIds, kept as they are now, \
-            so that deleting them does not hide what was reported), a reason (spam, legal, violation or other) and \
-            an optional comment (at most 1,000 characters). At most 10 reports an hour per caller.
+            Reports a user (userId) to the admins, with up to 20 of their tweets (tweetIds) and up to 20 of their \
+            messages in the caller's conversations (messageIds), kept as they are now so that deleting them does \
+            not hide what was reported; a reason (spam, legal, violation or other) and an optional comment (at \
+            most 1,000 characters). At most 10 reports an hour per caller.
             """)
 
     public static let reports = RPCMethod<ReportsParams, Page<Report>>(
@@ -51,12 +52,16 @@ public enum ReportReason: String, JSONSchemaEnum, Codable, Sendable {
 public struct ReportParams: Codable, Sendable {
     public var userId: EntityID
     public var tweetIds: [EntityID]?
+    public var messageIds: [EntityID]?
     public var reason: ReportReason
     public var comment: String?
 
-    public init(userId: EntityID, tweetIds: [EntityID]? = nil, reason: ReportReason, comment: String? = nil) {
+    public init(
+        userId: EntityID, tweetIds: [EntityID]? = nil, messageIds: [EntityID]? = nil, reason: ReportReason, comment: String? = nil
+    ) {
         self.userId = userId
         self.tweetIds = tweetIds
+        self.messageIds = messageIds
         self.reason = reason
         self.comment = comment
     }
@@ -98,7 +103,8 @@ public struct ReportIDParams: Codable, Sendable {
     }
 }
 
-/// A report as admins see it: who reported whom, why, and the tweets as they were when reported.
+/// A report as admins see it: who reported whom, why, and the tweets and messages as they were
+/// when reported.
 public struct Report: Codable, Sendable {
     public var id: EntityID
     /// Nil once the account is gone.
@@ -109,13 +115,14 @@ public struct Report: Codable, Sendable {
     public var reason: ReportReason
     public var comment: String
     public var tweets: [Tweet]
+    public var messages: [Message]
     public var createdAt: Date
     public var resolvedAt: Date?
     public var resolvedBy: EntityID?
 
     public init(
         id: EntityID, reporter: UserSummary?, user: UserSummary?, userSuspendedAt: Date?, reason: ReportReason,
-        comment: String, tweets: [Tweet], createdAt: Date, resolvedAt: Date?, resolvedBy: EntityID?
+        comment: String, tweets: [Tweet], messages: [Message], createdAt: Date, resolvedAt: Date?, resolvedBy: EntityID?
     ) {
         self.id = id
         self.reporter = reporter
@@ -124,6 +131,7 @@ public struct Report: Codable, Sendable {
         self.reason = reason
         self.comment = comment
         self.tweets = tweets
+        self.messages = messages
         self.createdAt = createdAt
         self.resolvedAt = resolvedAt
         self.resolvedBy = resolvedBy
