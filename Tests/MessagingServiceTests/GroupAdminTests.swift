@@ -32,7 +32,7 @@ struct GroupAdminTests {
         #expect(await refusal("transferOwnership", member, as: member)?.reason == "forbidden")
         #expect(await refusal("removeMember", other, as: outsider)?.reason == "not_found")
         #expect(await refusal("setRole", outsider, as: owner, ["role": "admin"])?.field == "userId")
-        #expect(await refusal("setRole", admin, as: owner, ["role": "owner"])?.field == "userId")
+        #expect(await refusal("setRole", admin, as: owner, ["role": "owner"])?.field == "role")
         #expect(await refusal("setRole", admin, as: owner, ["role": "boss"])?.field == "role")
 
         let promoted = try await call("setRole", admin, as: owner, ["role": "admin"])

@@ -44,7 +44,11 @@ struct Admin: AsyncParsableCommand {
             throw error
         }
         await postgres.shutdown()
-        guard changed else { throw ValidationError("no account is named @\(name)") }
+        guard changed else {
+            // Not a usage mistake: the error alone, without the usage text ValidationError adds.
+            FileHandle.standardError.write(Data("Error: no account is named @\(name)\n".utf8))
+            throw ExitCode.failure
+        }
         print(change == .grant ? "@\(name) is now an admin" : "@\(name) is no longer an admin")
     }
 }

@@ -11,9 +11,9 @@ extension AuthService {
     func report(_ params: ReportParams, context: RPCContext) async throws -> ReportReceipt {
         let caller = try context.requireUser()
         guard params.userId.value != caller else { throw RPCError.validation("you cannot report yourself", field: "userId") }
-        let tweetIDs = try (params.tweetIds ?? []).values(atMost: ModerationAPI.reportedTweetsLimit, field: "tweetIds")
+        let tweetIDs = try (params.tweetIds ?? []).values(atMost: ModerationAPI.reportedItemsLimit, field: "tweetIds")
         let unique = Array(Set(tweetIDs))
-        let messageIDs = Array(Set(try (params.messageIds ?? []).values(atMost: ModerationAPI.reportedTweetsLimit, field: "messageIds")))
+        let messageIDs = Array(Set(try (params.messageIds ?? []).values(atMost: ModerationAPI.reportedItemsLimit, field: "messageIds")))
         let comment = try TextRules.text(params.comment ?? "", field: "comment", allowed: 0...ModerationAPI.commentLimit)
         try await limits.checkReport(userID: caller)
         guard try await users.find(id: params.userId.value) != nil else { throw RPCError.notFound("no such user") }

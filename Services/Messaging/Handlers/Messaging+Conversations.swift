@@ -102,6 +102,9 @@ extension MessagingService {
 
     @Sendable func setRole(_ params: SetRoleParams, _ context: RPCContext) async throws -> Conversation {
         let caller = try context.requireUser()
+        guard params.role != .owner else {
+            throw RPCError.validation("role must be admin or member: to hand the group over, use messaging.transferOwnership", field: "role")
+        }
         await recordCall(caller, context)
         return try await groupChange(params.conversationId, .roleChanged, caller: caller, context: context) {
             try await conversations.setRole(

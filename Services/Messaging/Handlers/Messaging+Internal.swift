@@ -8,7 +8,7 @@ extension MessagingService {
     }
 
     @Sendable func reportable(_ params: ReportableParams, _ context: RPCContext) async throws -> [Message] {
-        let ids = try params.messageIds.values(atMost: ModerationAPI.reportedTweetsLimit, field: "messageIds")
+        let ids = try params.messageIds.values(atMost: ModerationAPI.reportedItemsLimit, field: "messageIds")
         let rows = try await messages.reportable(ids, sender: params.senderId.value, reporter: params.reporterId.value)
         let summaries = try await directory.summaries([params.senderId.value], context: context)
         return rows.map { Self.message($0, summaries: summaries, markers: [], viewer: nil) }

@@ -197,13 +197,12 @@ struct ConversationStore: Sendable {
         }
     }
 
-    /// Makes `user` an admin or a member again, as the owner `caller`.
+    /// Makes `user` an admin or a member again (`role` is not `owner`), as the owner `caller`.
     func setRole(_ role: MemberRole, of user: Int64, in conversation: Int64, caller: Int64, ids: SnowflakeGenerator) async throws
         -> Result<ChangeRecord, ChangeRefusal>
     {
         try await change(conversation, caller: caller, ids: ids) { connection, callerRole in
             guard callerRole == .owner else { return .failure(.notAllowed("only the group's owner may change roles")) }
-            guard role != .owner else { return .failure(.invalidUser("to hand the group over, use messaging.transferOwnership")) }
             guard user != caller else { return .failure(.invalidUser("the owner's role changes only by handing the group over")) }
             guard let target = try await Self.currentMembers(conversation, on: connection).first(where: { $0.user == user }) else {
                 return .failure(.notAMember)

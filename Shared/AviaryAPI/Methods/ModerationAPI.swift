@@ -5,8 +5,8 @@ import RPC
 /// Reports and suspensions, answered by auth. Anyone signed in may report; the rest is for
 /// admins, whose role an operator gives with `aviary admin grant <username>`.
 public enum ModerationAPI {
-    /// The most tweets one report names.
-    public static let reportedTweetsLimit = 20
+    /// The most tweets, and the most messages, one report names.
+    public static let reportedItemsLimit = 20
     /// The longest comment of a report, and the longest reason of a suspension.
     public static let commentLimit = 1000
 
