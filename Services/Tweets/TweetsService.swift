@@ -35,6 +35,7 @@ public struct TweetsService: Sendable {
         suspended = SuspendedAuthors(redis: resources.redis, logger: resources.logger)
         hydrator = TweetHydrator(
             store: store, states: self.states, cache: cache, accounts: accounts, media: media, suspended: suspended,
+            blocks: { others, viewer, context in try await resources.blocked(among: others, with: viewer, context: context) },
             logger: resources.logger)
         authorCounts = AuthorTweetCounts(store: store, redis: resources.redis, local: copies?.counts)
         trends = TrendingHashtags(redis: resources.redis, logger: resources.logger)
@@ -72,6 +73,9 @@ public struct TweetsService: Sendable {
         router.register(TweetsAPI.delete, handler: delete)
         router.register(TweetsAPI.like, handler: like)
         router.register(TweetsAPI.unlike, handler: unlike)
+        router.register(TweetsAPI.repost, handler: repost)
+        router.register(TweetsAPI.unrepost, handler: unrepost)
+        router.register(TweetsAPI.reposters, handler: reposters)
         router.register(TweetsAPI.replies, encoded: replies)
         router.register(TweetsAPI.likers, handler: likers)
         router.register(TweetsAPI.byUser, encoded: byUser)

@@ -25,7 +25,7 @@ struct InternalTests {
         }
     }
 
-    @Test("getMany answers in the order asked, leaves unknown ids out and hydrates likedByMe for viewerId")
+    @Test("getMany answers in the order asked, each tweet once, leaves unknown ids out and hydrates likedByMe for viewerId")
     func getMany() async throws {
         let stack = try await TweetsStack.shared()
         let (alice, bob) = (try await stack.makeUser("many1"), try await stack.makeUser("many2"))
@@ -35,8 +35,8 @@ struct InternalTests {
         let result = try await stack.callInternal(
             "tweets", "tweets.getMany", ["ids": .ids([two.id, EntityID(31_337), one.id, two.id]), "viewerId": .id(bob.id)],
             decoding: [Tweet].self)
-        #expect(result.map(\.id) == [two.id, one.id, two.id])
-        #expect(result.map(\.likedByMe) == [false, true, false])
+        #expect(result.map(\.id) == [two.id, one.id])
+        #expect(result.map(\.likedByMe) == [false, true])
         #expect(result[1].mentions.map(\.id) == [bob.id])
         #expect(result[1].likes == 1)
         let tooMany = await rpcError {

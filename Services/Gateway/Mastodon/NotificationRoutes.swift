@@ -4,8 +4,8 @@ import Hummingbird
 import RPC
 
 /// `/api/v1/notifications`: the caller's notifications (the notifications service). Aviary's
-/// kinds read as Mastodon's: a like is a `favourite`, a reply or a mention a `mention`, a follow a
-/// `follow`. Notifications of direct messages stay in Aviary's messaging and are not listed.
+/// kinds read as Mastodon's: a like is a `favourite`, a repost a `reblog`, a quote a `quote`, a
+/// reply or a mention a `mention`, a follow a `follow`. Notifications of direct messages stay in Aviary's messaging and are not listed.
 extension MastodonAPI {
     func addNotificationRoutes(to router: Router<EdgeContext>) {
         endpoint(router, .get, "api/v1/notifications", access: .user, scope: "read:notifications") { call, _ in
@@ -53,7 +53,7 @@ extension MastodonAPI {
     }
 
     /// The kinds Aviary lists as Mastodon notifications.
-    static let listedKinds: [NotificationKind] = [.follow, .like, .reply, .mention]
+    static let listedKinds: [NotificationKind] = [.follow, .like, .repost, .quote, .reply, .mention]
 
     /// The Aviary kinds a list asks for: `types[]` (all by default) less `exclude_types[]`.
     static func kinds(_ params: MastodonParams) throws(MastodonError) -> [NotificationKind] {
@@ -63,9 +63,11 @@ extension MastodonAPI {
                 switch name {
                 case "favourite": kinds.insert(.like)
                 case "follow": kinds.insert(.follow)
+                case "reblog": kinds.insert(.repost)
+                case "quote": kinds.insert(.quote)
                 case "mention": kinds.formUnion([.mention, .reply])
-                case "status", "reblog", "follow_request", "poll", "update", "admin.sign_up", "admin.report", "severed_relationships",
-                    "moderation_warning", "quote", "quoted_update":
+                case "status", "follow_request", "poll", "update", "admin.sign_up", "admin.report", "severed_relationships",
+                    "moderation_warning", "quoted_update":
                     continue
                 default: throw MastodonError.validation(field, "holds an unknown notification type")
                 }
@@ -78,7 +80,7 @@ extension MastodonAPI {
         return listedKinds.filter { wanted.contains($0) && !excluded.contains($0) }
     }
 
-    /// Grouped notifications (`/api/v2/notifications`): Aviary groups likes of one status and
+    /// Grouped notifications (`/api/v2/notifications`): Aviary groups likes and reposts of one status and
     /// follows of one window (`AVIARY_NOTIFICATIONS_GROUP_WINDOW_SECONDS`); each group names its
     /// newest notification and up to three of its accounts, whose entities come once beside the
     /// groups, as do the statuses'.

@@ -32,7 +32,7 @@ extension MastodonAPI {
             }
             let create = CreateTweetParams(
                 text: text, replyTo: try params.id("in_reply_to_id").map(EntityID.init), mediaIds: media.isEmpty ? nil : media,
-                idempotencyKey: idempotency)
+                quoteOf: try params.id("quoted_status_id").map(EntityID.init), idempotencyKey: idempotency)
             return EdgeResponses.json(call.renderer.status(try await self.call(TweetsAPI.create, create, call)))
         }
         endpoint(router, .get, "api/v1/statuses/:id", access: .everyone, scope: "read:statuses") { call, context in
@@ -70,6 +70,25 @@ extension MastodonAPI {
             return try await cursorPage(call, render: { call.renderer.account($0) }) { cursor, limit in
                 try await self.call(TweetsAPI.likers, RepliesParams(tweetId: id, limit: limit, cursor: cursor), call)
             }
+        }
+        endpoint(router, .get, "api/v1/statuses/:id/reblogged_by", access: .everyone, scope: "read:accounts") { call, context in
+            let id = try call.pathID(context)
+            return try await cursorPage(call, render: { call.renderer.account($0) }) { cursor, limit in
+                try await self.call(TweetsAPI.reposters, RepliesParams(tweetId: id, limit: limit, cursor: cursor), call)
+            }
+        }
+        endpoint(router, .post, "api/v1/statuses/:id/reblog", access: .user, scope: "write:statuses") { call, context in
+            let id = try call.pathID(context)
+            let state = try await self.call(TweetsAPI.repost, TweetParams(tweetId: id), call)
+            // Mastodon answers the reblog: the caller's repost, with the original inside.
+            return EdgeResponses.json(call.renderer.status(try await liveStatus(state.repostId ?? id, call)))
+        }
+        endpoint(router, .post, "api/v1/statuses/:id/unreblog", access: .user, scope: "write:statuses") { call, context in
+            let id = try call.pathID(context)
+            _ = try await self.call(TweetsAPI.unrepost, TweetParams(tweetId: id), call)
+            var original = try await liveStatus(id, call)
+            (original.repostedBy, original.repostId) = (nil, nil)
+            return EdgeResponses.json(call.renderer.status(original))
         }
         for (path, method) in [("api/v1/statuses/:id/bookmark", TweetsAPI.bookmark), ("api/v1/statuses/:id/unbookmark", TweetsAPI.unbookmark)] {
             endpoint(router, .post, RouterPath(path), access: .user, scope: "write:bookmarks") { call, context in
@@ -114,9 +133,10 @@ extension MastodonAPI {
     func statusPage(
         _ call: Call, _ fetch: (_ cursor: String?, _ limit: PageLimit) async throws -> Page<Tweet>
     ) async throws -> Response {
-        let tweets = try await MastodonPaging(call.params).items(id: \.id.value, fetch)
+        let tweets = try await MastodonPaging(call.params).items(id: \.entryId.value, fetch)
         let link = MastodonPaging.link(
-            call.request, origin: call.renderer.origin, next: tweets.last?.id.description, prev: tweets.first?.id.description)
+            call.request, origin: call.renderer.origin, next: tweets.last?.entryId.description,
+            prev: tweets.first?.entryId.description)
         return EdgeResponses.json(.array(tweets.map { call.renderer.status($0) }), headers: link)
     }
 }

@@ -40,17 +40,27 @@ enum EventIntake {
         return []
     }
 
-    /// A reply notifies the author replied to; a mention notifies each user mentioned, except that
-    /// author (the reply says it already).
+    /// A repost notifies the original's author; a quote the quoted author; a reply the author
+    /// replied to; a mention each user mentioned, except those (the reply or quote says it already).
     private static func created(_ event: TweetCreated) -> [NotificationStore.Change] {
         let (tweet, author) = (event.tweetId.value, event.authorId.value)
+        if let original = event.repostOf?.value, let originalAuthor = event.repostOfAuthorId?.value {
+            return add(
+                to: originalAuthor, .repost, actor: author, tweet: original,
+                key: NotificationKey.repost(tweet: original, actor: author), at: event.createdAt)
+        }
         let repliedTo = event.replyToAuthorId?.value
+        let quoted = event.quoteOfAuthorId?.value
         var changes: [NotificationStore.Change] = []
+        if let quoted, quoted != repliedTo {
+            changes += add(
+                to: quoted, .quote, actor: author, tweet: tweet, key: NotificationKey.quote(tweet: tweet), at: event.createdAt)
+        }
         if let repliedTo {
             changes += add(
                 to: repliedTo, .reply, actor: author, tweet: tweet, key: NotificationKey.reply(tweet: tweet), at: event.createdAt)
         }
-        for mentioned in Set(event.mentionIds.map(\.value)).sorted() where mentioned != repliedTo {
+        for mentioned in Set(event.mentionIds.map(\.value)).sorted() where mentioned != repliedTo && mentioned != quoted {
             changes += add(
                 to: mentioned, .mention, actor: author, tweet: tweet, key: NotificationKey.mention(tweet: tweet),
                 at: event.createdAt)
@@ -58,12 +68,20 @@ enum EventIntake {
         return changes
     }
 
-    /// A deleted tweet takes back its reply and mention notifications, and the likes it had.
+    /// A deleted tweet takes back its reply, quote and mention notifications, and the likes and
+    /// reposts it had; a repost taken back, its own notification.
     private static func deleted(_ event: TweetDeleted) -> [NotificationStore.Change] {
         let (tweet, author) = (event.tweetId.value, event.authorId.value)
+        if let original = event.repostOf?.value, let originalAuthor = event.repostOfAuthorId?.value {
+            return [.withdraw(recipient: originalAuthor, keys: [NotificationKey.repost(tweet: original, actor: author)])]
+        }
         var changes: [NotificationStore.Change] = [
-            .withdrawPrefix(recipient: author, prefix: NotificationKey.likes(tweet: tweet))
+            .withdrawPrefix(recipient: author, prefix: NotificationKey.likes(tweet: tweet)),
+            .withdrawPrefix(recipient: author, prefix: NotificationKey.reposts(tweet: tweet)),
         ]
+        if let quoted = event.quoteOfAuthorId?.value {
+            changes.append(.withdraw(recipient: quoted, keys: [NotificationKey.quote(tweet: tweet)]))
+        }
         if let repliedTo = event.replyToAuthorId?.value {
             changes.append(.withdraw(recipient: repliedTo, keys: [NotificationKey.reply(tweet: tweet)]))
         }

@@ -50,6 +50,10 @@ enum NotificationKey {
     static func like(tweet: Int64, actor: Int64) -> String { "l:\(tweet):\(actor)" }
     /// Every like of `tweet`, for a prefix match.
     static func likes(tweet: Int64) -> String { "l:\(tweet):" }
+    static func repost(tweet: Int64, actor: Int64) -> String { "p:\(tweet):\(actor)" }
+    /// Every repost of `tweet`, for a prefix match.
+    static func reposts(tweet: Int64) -> String { "p:\(tweet):" }
+    static func quote(tweet: Int64) -> String { "q:\(tweet)" }
     static func reply(tweet: Int64) -> String { "r:\(tweet)" }
     static func mention(tweet: Int64) -> String { "m:\(tweet)" }
     static func message(_ message: Int64) -> String { "d:\(message)" }

@@ -37,6 +37,13 @@ enum NotificationSchema {
                     consumed_at timestamptz NOT NULL DEFAULT now()
                 );
                 CREATE INDEX consumed_events_age ON notifications.consumed_events (consumed_at);
-                """)
+                """),
+        PostgresMigration(
+            version: 2, name: "repost and quote notifications",
+            sql: """
+                ALTER TABLE notifications.notifications DROP CONSTRAINT notifications_type_check,
+                    ADD CONSTRAINT notifications_type_check
+                    CHECK (type IN ('follow', 'like', 'reply', 'mention', 'message', 'repost', 'quote'));
+                """),
     ]
 }

@@ -20,9 +20,11 @@ extension TweetsService {
         async let mentioned = accounts.users(named: parsed.mentions, context: context)
         async let attached = media.media(mediaIDs, ownedBy: author, context: context)
         async let replyAllowed: Void = refuseBlockedReply(by: author, to: params.replyTo, context: context)
+        async let quoted = quotable(params.quoteOf, by: author, context: context)
         // Everything that can fail is asked before the tweet is stored: once stored, the call must
         // not fail, or a client told "unavailable, safe to retry" would post it twice.
-        let (mentions, found, (authorUser, authorEpoch), _) = try await (mentioned, attached, authorSummary, replyAllowed)
+        let (mentions, found, (authorUser, authorEpoch), _, quoteOf) = try await (
+            mentioned, attached, authorSummary, replyAllowed, quoted)
         if let index = mediaIDs.firstIndex(where: { found[$0] == nil }) {
             throw RPCError.validation(
                 "mediaIds[\(index)] is not a finished tweet upload of yours: \(mediaIDs[index])", field: "mediaIds")
@@ -31,10 +33,13 @@ extension TweetsService {
         let creation = try await store.create(
             TweetStore.NewTweet(
                 id: resources.ids.next(), authorID: author, text: text, replyTo: params.replyTo?.value,
-                mentionIDs: mentions.map(\.id.value), hashtags: parsed.hashtags, mediaIDs: mediaIDs, idempotencyKey: key))
+                mentionIDs: mentions.map(\.id.value), hashtags: parsed.hashtags, mediaIDs: mediaIDs, quoteOf: quoteOf,
+                idempotencyKey: key))
         switch creation {
         case .unknownParent:
             throw RPCError.notFound("replyTo: no tweet has the id \(params.replyTo?.description ?? "")")
+        case .unknownQuote:
+            throw RPCError.notFound("quoteOf: no tweet has the id \(params.quoteOf?.description ?? "")")
         case .existing(let id):
             guard let tweet = try await hydrator.json(id, viewer: author, context: context) else {
                 throw RPCError.notFound("the tweet of this idempotencyKey no longer exists")
@@ -65,7 +70,7 @@ extension TweetsService {
             let body = try TweetBody(
                 id: EntityID(id), author: summary(author), text: text, createdAt: createdAt,
                 replyTo: params.replyTo, replyToUser: replyToUserID.map(summary), mentions: mentions,
-                hashtags: parsed.hashtags, media: mediaIDs.compactMap { found[$0] }
+                hashtags: parsed.hashtags, media: mediaIDs.compactMap { found[$0] }, quoteOf: quoteOf.map(EntityID.init)
             ).open()
             // Followers' timelines read it next: have it cached already, unless the author's profile
             // changed meanwhile (its consumer may have looked for the tweets to forget before this one).
@@ -77,7 +82,17 @@ extension TweetsService {
                 let trends = self.trends
                 Task(executorPreference: EventLoopTaskExecutor.current) { await trends.count(parsed.hashtags) }
             }
-            return TweetJSON.finish(body, likes: 0, replies: 0, likedByMe: false, deleted: false)
+            var quote: RawJSON?
+            if let quoteOf {
+                do {
+                    quote = try await hydrator.json(quoteOf, viewer: author, context: context)
+                } catch {
+                    context.logger.warning(
+                        "the tweet is stored, but the tweet it quotes could not be read for the answer",
+                        metadata: ["tweet.id": "\(id)", "error": "\(error)"])
+                }
+            }
+            return TweetJSON.new(body, quote: quote)
         }
     }
 
@@ -86,6 +101,12 @@ extension TweetsService {
     private func refuseBlockedReply(by author: Int64, to parent: EntityID?, context: RPCContext) async throws {
         guard let parent, let parentAuthor = try await store.authors(of: [parent.value])[parent.value] else { return }
         try await resources.refuseIfBlocked(author, parentAuthor, "reply to this tweet", context: context)
+    }
+
+    /// The tweet `quoteOf` means (``shareable(_:by:_:context:)``), or nil without one.
+    private func quotable(_ quoteOf: EntityID?, by author: Int64, context: RPCContext) async throws -> Int64? {
+        guard let quoteOf else { return nil }
+        return try await shareable(quoteOf, by: author, "quote this tweet", context: context)
     }
 
     /// The `mediaIds` param: at most four, none twice.

@@ -13,9 +13,9 @@ extension TweetsService {
             throw RPCError.forbidden("only its author can delete a tweet")
         case .alreadyDeleted:
             return DeleteResult(deleted: true)
-        case .deleted(let parent):
+        case .deleted(let parent, let original):
             OutboxRelay.nudge()
-            states.changedHere([params.tweetId.value] + (parent.map { [$0] } ?? []))
+            states.changedHere([params.tweetId.value] + [parent, original].compactMap { $0 })
             authorCounts.changedHere([caller])
             await recordWrite(by: caller, parent: parent)
             do {

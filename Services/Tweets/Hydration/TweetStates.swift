@@ -29,6 +29,7 @@ struct TweetStates: Sendable {
         let asked = found.isEmpty ? ids : ids.filter { found[$0] == nil }
         var unreached: [Int64] = []
         var likedWidely: Set<Int64> = []
+        var repostedWidely: Set<Int64> = []
         // One budget for both reads: a read waits for Postgres ``patience`` in all.
         try await PostgresClient.waiting(atMost: Self.patience) {
             if !asked.isEmpty {
@@ -42,18 +43,24 @@ struct TweetStates: Sendable {
             }
             if let viewer {
                 let unlisted = found.values.filter { $0.likers == nil }.map(\.id)
+                let unlistedReposts = found.values.filter { $0.reposters == nil }.map(\.id)
                 do {
-                    likedWidely = try await store.liked(unlisted, by: viewer)
+                    async let liked = store.liked(unlisted, by: viewer)
+                    async let reposted = store.reposted(unlistedReposts, by: viewer)
+                    (likedWidely, repostedWidely) = try await (liked, reposted)
                 } catch let error as PostgresError where error.isUnreachable {
-                    // Shown as not liked by the viewer until Postgres answers again.
+                    // Shown as not liked or reposted by the viewer until Postgres answers again.
                 }
             }
         }
         let states = found.mapValues { state in
             let likedByMe = viewer.map { viewer in state.likers?.contains(viewer) ?? likedWidely.contains(state.id) } ?? false
+            let repostedByMe =
+                viewer.map { viewer in state.reposters?.contains(viewer) ?? repostedWidely.contains(state.id) } ?? false
             return StoredTweet(
                 id: state.id, likes: state.likes, replies: state.replies, deleted: state.deleted, likedByMe: likedByMe,
-                authorID: state.authorID)
+                authorID: state.authorID, reposts: state.reposts, repostedByMe: repostedByMe, repostOf: state.repostOf,
+                quoteOf: state.quoteOf)
         }
         return (states, unreached)
     }
@@ -63,9 +70,12 @@ struct TweetStates: Sendable {
     static let patience = Duration.milliseconds(500)
 
     /// The state shown for a tweet whose state Postgres could not give but whose body is cached:
-    /// live (a delete drops the cached body), its counts not known (shown as none).
+    /// live (a delete drops the cached body), its counts not known (shown as none), and not a repost
+    /// (a repost's cached body is its reposter's summary, which is not shown without its original).
     static func unknown(_ id: Int64) -> StoredTweet {
-        StoredTweet(id: id, likes: 0, replies: 0, deleted: false, likedByMe: false, authorID: nil)
+        StoredTweet(
+            id: id, likes: 0, replies: 0, deleted: false, likedByMe: false, authorID: nil, reposts: 0, repostedByMe: false,
+            repostOf: nil, quoteOf: nil)
     }
 
     /// Drops the states of `ids` from this process: call after a write that changes them commits,
@@ -75,8 +85,10 @@ struct TweetStates: Sendable {
     }
 
     /// The payload fields of the tweets' events that name tweets whose states they change: a like
-    /// or unlike its tweet, a reply its parent, a delete its tweet and parent.
+    /// or unlike its tweet, a reply its parent, a repost its original, a delete its tweet, parent
+    /// and original.
     static let changedBy = [
-        "liked": ["tweetId"], "unliked": ["tweetId"], "created": ["replyTo"], "deleted": ["tweetId", "replyTo"],
+        "liked": ["tweetId"], "unliked": ["tweetId"], "created": ["replyTo", "repostOf"],
+        "deleted": ["tweetId", "replyTo", "repostOf"],
     ]
 }

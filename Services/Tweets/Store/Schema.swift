@@ -75,5 +75,20 @@ enum TweetSchema {
                     pinned_at timestamptz NOT NULL DEFAULT now()
                 );
                 """),
+        PostgresMigration(
+            version: 6, name: "reposts and quotes",
+            sql: """
+                -- A repost is a row of its reposter's, without text, whose repost_of names the original
+                -- (never itself a repost): fan-out, rebuilds and user pages take it as any tweet, and
+                -- reads show the original in its place. quote_of names the tweet a tweet quotes.
+                ALTER TABLE tweets.tweets ADD COLUMN repost_of bigint, ADD COLUMN quote_of bigint,
+                    ADD COLUMN reposts bigint NOT NULL DEFAULT 0 CHECK (reposts >= 0);
+                -- One live repost per user and original (tweets.repost is idempotent), most recent
+                -- first (tweets.reposters), and whether a viewer reposted a tweet.
+                CREATE UNIQUE INDEX tweets_reposts ON tweets.tweets (repost_of, author_id)
+                    WHERE repost_of IS NOT NULL AND deleted_at IS NULL;
+                CREATE INDEX tweets_reposts_recent ON tweets.tweets (repost_of, id DESC)
+                    WHERE repost_of IS NOT NULL AND deleted_at IS NULL;
+                """),
     ]
 }

@@ -149,6 +149,16 @@ extension TweetStore {
             [tweet, before ?? Int64.max], limit: limit)
     }
 
+    /// The live reposts of `tweet`, most recent first, strictly before the repost `before`: each
+    /// repost's id with its reposter.
+    func reposters(of tweet: Int64, before: Int64?, limit: Int) async throws -> TweetListPage {
+        try await tweetPage(
+            """
+            SELECT id, author_id FROM tweets.tweets
+            WHERE repost_of = $1 AND deleted_at IS NULL AND id < $2 ORDER BY id DESC LIMIT $3
+            """, [tweet, before ?? Int64.max], limit: limit, using: postgres)
+    }
+
     /// Up to `limit` live tweets of `authors`, newest first across them, strictly before `before`:
     /// each author's newest from its index, then merged.
     func recent(of authors: [Int64], before: Int64?, limit: Int) async throws -> [(id: Int64, author: Int64)] {

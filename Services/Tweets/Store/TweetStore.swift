@@ -22,6 +22,8 @@ struct TweetStore: Sendable {
         var mentionIDs: [Int64]
         var hashtags: [String]
         var mediaIDs: [Int64]
+        /// The tweet it quotes (an original: ``original(of:)``).
+        var quoteOf: Int64?
         var idempotencyKey: String?
     }
 
@@ -33,6 +35,8 @@ struct TweetStore: Sendable {
         case existing(Int64)
         /// `replyTo` names no live tweet.
         case unknownParent
+        /// `quoteOf` names no live tweet.
+        case unknownQuote
     }
 
     /// Stores `tweet` with its `created` event and counts the reply on its parent; with an
@@ -42,7 +46,7 @@ struct TweetStore: Sendable {
             Self.insertTweet,
             [
                 tweet.id, tweet.authorID, tweet.text, tweet.replyTo, tweet.mentionIDs, tweet.hashtags, tweet.mediaIDs,
-                tweet.idempotencyKey,
+                tweet.idempotencyKey, tweet.quoteOf,
             ])
         let row = rows[0]
         if let id = try row.decode(Int64?.self, at: 0) {
@@ -50,6 +54,7 @@ struct TweetStore: Sendable {
         }
         if let existing = try row.decode(Int64?.self, at: 2) { return .existing(existing) }
         if tweet.replyTo != nil, try !row.decode(Bool.self, at: 1) { return .unknownParent }
+        if tweet.quoteOf != nil, try !row.decode(Bool.self, at: 5) { return .unknownQuote }
         // A concurrent create with the same key committed after this statement's snapshot.
         let again = try await postgres.query(
             "SELECT id FROM tweets.tweets WHERE author_id = $1 AND idempotency_key = $2", [tweet.authorID, tweet.idempotencyKey])
@@ -60,6 +65,18 @@ struct TweetStore: Sendable {
     /// The stored tweets among `ids` (any order), with `likedByMe` for `viewer`.
     func tweets(_ ids: [Int64], viewer: Int64?) async throws -> [Int64: TweetRow] {
         try await rows(TweetRow.columns, of: ids, viewer, id: \.id, TweetRow.init(row:))
+    }
+
+    /// The live tweet that reposting or quoting `id` means, with its author: `id` itself, or its
+    /// original when `id` is a repost. Nil when there is none, or it was deleted.
+    func original(of id: Int64) async throws -> (id: Int64, author: Int64)? {
+        let rows = try await postgres.query(
+            """
+            SELECT o.id, o.author_id FROM tweets.tweets AS t JOIN tweets.tweets AS o ON o.id = coalesce(t.repost_of, t.id)
+            WHERE t.id = $1 AND o.deleted_at IS NULL
+            """, [id])
+        guard let row = rows.first else { return nil }
+        return (try row.decode(Int64.self, at: 0), try row.decode(Int64.self, at: 1))
     }
 
     /// The authors of the stored tweets among `ids`, deleted ones included.
@@ -106,8 +123,9 @@ struct TweetStore: Sendable {
 
     /// What `delete` did.
     enum Deletion: Sendable, Equatable {
-        /// Deleted now; it replied to `parent`, whose reply count fell.
-        case deleted(parent: Int64?)
+        /// Deleted now; it replied to `parent`, whose reply count fell, or reposted `original`,
+        /// whose repost count fell.
+        case deleted(parent: Int64?, original: Int64?)
         /// It was deleted before: nothing changed.
         case alreadyDeleted
         case notFound
@@ -116,23 +134,44 @@ struct TweetStore: Sendable {
     }
 
     /// Deletes `tweet` if `author` wrote it: clears its text, takes it off its parent's reply count
-    /// and records the `deleted` event.
+    /// (a repost off its original's repost count) and records the `deleted` event.
     func delete(_ tweet: Int64, by author: Int64) async throws -> Deletion {
         let rows = try await postgres.query(Self.deleteTweet, [tweet, author])
         guard let row = rows.first else { return .notFound }
         guard try row.decode(Int64.self, at: 0) == author else { return .notAuthor }
-        return try row.decode(Int64.self, at: 2) > 0 ? .deleted(parent: try row.decode(Int64?.self, at: 3)) : .alreadyDeleted
+        guard try row.decode(Int64.self, at: 2) > 0 else { return .alreadyDeleted }
+        return .deleted(parent: try row.decode(Int64?.self, at: 3), original: try row.decode(Int64?.self, at: 4))
     }
 
-    /// The event payload fields every `tweets` event about `source` shares.
+    /// The statement that records the `created` event of the tweet `source` (a CTE returning
+    /// ``returnedColumns``).
+    static func createdEvent(of source: String) -> String {
+        """
+        INSERT INTO tweets.outbox (topic, type, payload)
+            SELECT \(TweetsTopic.created.outboxColumns), jsonb_build_object(
+                \(tweetFields(source)),
+                'createdAt', to_char(\(source).created_at AT TIME ZONE 'UTC', \(rfc3339)))
+            FROM \(source)
+        """
+    }
+
+    /// The event payload fields every `tweets` event about `source` shares (its columns: those of
+    /// ``returnedColumns``).
     private static func tweetFields(_ source: String) -> String {
         """
         'tweetId', \(source).id::text, 'authorId', \(source).author_id::text,
         'replyTo', \(source).reply_to::text, 'replyToAuthorId', \(source).reply_to_user_id::text,
         'mentionIds', (SELECT coalesce(jsonb_agg(m::text ORDER BY o), '[]'::jsonb)
-            FROM unnest(\(source).mention_ids) WITH ORDINALITY AS u(m, o) WHERE m <> \(source).author_id)
+            FROM unnest(\(source).mention_ids) WITH ORDINALITY AS u(m, o) WHERE m <> \(source).author_id),
+        'repostOf', \(source).repost_of::text,
+        'repostOfAuthorId', (SELECT author_id::text FROM tweets.tweets WHERE id = \(source).repost_of),
+        'quoteOf', \(source).quote_of::text,
+        'quoteOfAuthorId', (SELECT author_id::text FROM tweets.tweets WHERE id = \(source).quote_of)
         """
     }
+
+    /// What a statement writing a tweet returns for ``tweetFields(_:)``.
+    static let returnedColumns = "id, author_id, reply_to, reply_to_user_id, mention_ids, repost_of, quote_of, created_at"
 
     static let rfc3339 = "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'"
 
@@ -141,44 +180,45 @@ struct TweetStore: Sendable {
     private static let insertTweet = """
         WITH parent AS (
             SELECT id, author_id FROM tweets.tweets WHERE id = $4::bigint AND deleted_at IS NULL
+        ), quoted AS (
+            SELECT id FROM tweets.tweets WHERE id = $9::bigint AND deleted_at IS NULL
         ), inserted AS (
             INSERT INTO tweets.tweets
-                (id, author_id, text, reply_to, reply_to_user_id, mention_ids, hashtags, media_ids, idempotency_key)
-            SELECT $1, $2, $3, $4::bigint, (SELECT author_id FROM parent), $5, $6, $7, $8::text
-            WHERE $4::bigint IS NULL OR EXISTS (SELECT 1 FROM parent)
+                (id, author_id, text, reply_to, reply_to_user_id, mention_ids, hashtags, media_ids, idempotency_key, quote_of)
+            SELECT $1, $2, $3, $4::bigint, (SELECT author_id FROM parent), $5, $6, $7, $8::text, $9::bigint
+            WHERE ($4::bigint IS NULL OR EXISTS (SELECT 1 FROM parent)) AND ($9::bigint IS NULL OR EXISTS (SELECT 1 FROM quoted))
             ON CONFLICT (author_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-            RETURNING id, author_id, reply_to, reply_to_user_id, mention_ids, created_at
+            RETURNING \(returnedColumns)
         ), counted AS (
             UPDATE tweets.tweets SET replies = replies + 1 WHERE id = (SELECT reply_to FROM inserted)
         ), event AS (
-            INSERT INTO tweets.outbox (topic, type, payload)
-            SELECT \(TweetsTopic.created.outboxColumns), jsonb_build_object(
-                \(tweetFields("inserted")),
-                'createdAt', to_char(inserted.created_at AT TIME ZONE 'UTC', \(rfc3339)))
-            FROM inserted
+            \(createdEvent(of: "inserted"))
         )
         SELECT (SELECT id FROM inserted), EXISTS (SELECT 1 FROM parent),
             (SELECT id FROM tweets.tweets WHERE author_id = $2 AND idempotency_key = $8::text),
-            (SELECT created_at FROM inserted), (SELECT reply_to_user_id FROM inserted)
+            (SELECT created_at FROM inserted), (SELECT reply_to_user_id FROM inserted), EXISTS (SELECT 1 FROM quoted)
         """
 
     // The row lock orders a delete after likes and replies in flight on the same tweet.
-    private static let deleteTweet = """
+    static let deleteTweet = """
         WITH target AS (
             SELECT id, author_id, deleted_at FROM tweets.tweets WHERE id = $1 FOR UPDATE
         ), deleted AS (
             UPDATE tweets.tweets AS t SET text = NULL, deleted_at = now()
             FROM target
             WHERE t.id = target.id AND target.author_id = $2 AND target.deleted_at IS NULL
-            RETURNING t.id, t.author_id, t.reply_to, t.reply_to_user_id, t.mention_ids
+            RETURNING t.id, t.author_id, t.reply_to, t.reply_to_user_id, t.mention_ids, t.repost_of, t.quote_of
         ), counted AS (
             UPDATE tweets.tweets SET replies = replies - 1 WHERE id = (SELECT reply_to FROM deleted) AND replies > 0
+        ), uncounted AS (
+            UPDATE tweets.tweets SET reposts = reposts - 1 WHERE id = (SELECT repost_of FROM deleted) AND reposts > 0
         ), event AS (
             INSERT INTO tweets.outbox (topic, type, payload)
             SELECT \(TweetsTopic.deleted.outboxColumns), jsonb_build_object(\(tweetFields("deleted")))
             FROM deleted
         )
-        SELECT target.author_id, target.deleted_at IS NOT NULL, (SELECT count(*) FROM deleted), (SELECT reply_to FROM deleted)
+        SELECT target.author_id, target.deleted_at IS NOT NULL, (SELECT count(*) FROM deleted), (SELECT reply_to FROM deleted),
+            (SELECT repost_of FROM deleted)
         FROM target
         """
 }

@@ -61,23 +61,33 @@ public enum TweetsTopic {
     public static let unliked = EventKind<Unliked>(topic: name, type: "unliked")
 }
 
-/// A tweet posted: who it replies to and who it mentions (its author left out).
+/// A tweet posted: who it replies to and who it mentions (its author left out); for a repost, the
+/// original and its author; for a quote, the quoted tweet and its author.
 public struct TweetCreated: Codable, Sendable, Hashable {
     public var tweetId: EntityID
     public var authorId: EntityID
     public var replyTo: EntityID?
     public var replyToAuthorId: EntityID?
     public var mentionIds: [EntityID]
+    public var repostOf: EntityID?
+    public var repostOfAuthorId: EntityID?
+    public var quoteOf: EntityID?
+    public var quoteOfAuthorId: EntityID?
     public var createdAt: Date
 }
 
-/// A tweet deleted, with what it replied to and mentioned, so that what it caused is taken back.
+/// A tweet deleted (a repost taken back), with what it replied to, mentioned, reposted and quoted,
+/// so that what it caused is taken back.
 public struct TweetDeleted: Codable, Sendable, Hashable {
     public var tweetId: EntityID
     public var authorId: EntityID
     public var replyTo: EntityID?
     public var replyToAuthorId: EntityID?
     public var mentionIds: [EntityID]
+    public var repostOf: EntityID?
+    public var repostOfAuthorId: EntityID?
+    public var quoteOf: EntityID?
+    public var quoteOfAuthorId: EntityID?
 }
 
 /// `userId` liked `tweetId` (written by `authorId`) at `at`.

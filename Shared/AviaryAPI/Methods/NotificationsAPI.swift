@@ -62,9 +62,13 @@ public enum NotificationKind: String, Codable, Sendable, Hashable, JSONSchemaEnu
     case reply
     case mention
     case message
+    /// Someone reposted the recipient's tweet (`tweet` is the original).
+    case repost
+    /// Someone quoted the recipient's tweet (`tweet` is the quoting one).
+    case quote
 
-    /// Likes of one tweet and follows of the recipient may be grouped by `notifications.list`.
-    public var isGroupable: Bool { self == .like || self == .follow }
+    /// Likes and reposts of one tweet, and follows of the recipient, may be grouped by `notifications.list`.
+    public var isGroupable: Bool { self == .like || self == .repost || self == .follow }
 }
 
 /// Params of `notifications.list`.

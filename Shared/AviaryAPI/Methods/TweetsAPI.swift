@@ -12,7 +12,8 @@ public enum TweetsAPI {
         Posts a tweet: text of 1 to \(maxLength) characters (Unicode scalars after trimming white space; each \
         http:// or https:// link counts as \(TextRules.linkWeight)), replyTo (a tweet \
         id to reply to; not_found when it does not exist or was deleted), mediaIds (at most 4 of the caller's \
-        finished tweet uploads) and idempotencyKey (at most 100 characters: a retried create with the same key \
+        finished tweet uploads), quoteOf (a tweet id to quote, shown in the Tweet's quote; a repost's id quotes its \
+        original; not_found when it does not exist or was deleted, forbidden across a block) and idempotencyKey (at most 100 characters: a retried create with the same key \
         returns the first tweet instead of posting a second). @usernames of existing users become mentions and \
         #words hashtags. Returns the Tweet.
         """
@@ -38,6 +39,29 @@ public enum TweetsAPI {
         summary: """
             Takes back the caller's like of tweetId. Idempotent. Returns {likes, likedByMe}; not_found for a deleted \
             or unknown tweet.
+            """)
+
+    public static let repost = RPCMethod<TweetParams, RepostState>(
+        "tweets.repost", access: .user,
+        summary: """
+            Reposts tweetId (a repost's id reposts its original) to the caller's followers, who see the original \
+            with repostedBy, once however many of those they follow repost it. Idempotent. Returns {reposts, \
+            repostedByMe, repostId} (tweets.get of repostId shows the entry); not_found for a deleted or unknown \
+            tweet, forbidden across a block.
+            """)
+
+    public static let unrepost = RPCMethod<TweetParams, RepostState>(
+        "tweets.unrepost", access: .user,
+        summary: """
+            Takes back the caller's repost of tweetId (the original's id or the repost's): it leaves every \
+            timeline. Idempotent. Returns {reposts, repostedByMe, repostId: null}; not_found for an unknown tweet.
+            """)
+
+    public static let reposters = RPCMethod<RepliesParams, Page<UserSummary>>(
+        "tweets.reposters", access: .anonymous,
+        summary: """
+            Page of the users who repost tweetId ({items: [UserSummary], nextCursor}), most recent repost first; \
+            not_found for an unknown or deleted tweet.
             """)
 
     public static let replies = RPCMethod<RepliesParams, Page<Tweet>>(
@@ -121,13 +145,15 @@ public enum TweetsAPI {
         "tweets.getMany", access: .internal,
         summary: """
             Internal. The Tweets of ids (at most 1,000), in the order asked, relative to viewerId; unknown ids are \
-            left out, deleted tweets are marked deleted without their text, or left out when omitDeleted is true.
+            left out, deleted tweets are marked deleted without their text, or left out when omitDeleted is true. \
+            A tweet is shown once however many of ids are it or reposts of it (first come), and a repost not at all \
+            once taken back or its original deleted, or when the original's author and viewerId blocked one another.
             """)
 
     public static let recentIds = RPCMethod<RecentIDsParams, [RecentTweet]>(
         "tweets.recentIds", access: .internal,
         summary: """
-            Internal. The newest live tweets (replies included) of authorIds (at most 5,000), newest first across \
+            Internal. The newest live tweets (replies and reposts included) of authorIds (at most 5,000), newest first across \
             them, at most limit (1-800), older than the tweet id before when given: [{id, authorId}].
             """)
 
@@ -144,13 +170,19 @@ public struct CreateTweetParams: Codable, Sendable {
     public var text: String
     public var replyTo: EntityID?
     public var mediaIds: [EntityID]?
+    /// The tweet this one quotes.
+    public var quoteOf: EntityID?
     /// The same key from the same author returns the first tweet instead of making a second.
     public var idempotencyKey: String?
 
-    public init(text: String, replyTo: EntityID? = nil, mediaIds: [EntityID]? = nil, idempotencyKey: String? = nil) {
+    public init(
+        text: String, replyTo: EntityID? = nil, mediaIds: [EntityID]? = nil, quoteOf: EntityID? = nil,
+        idempotencyKey: String? = nil
+    ) {
         self.text = text
         self.replyTo = replyTo
         self.mediaIds = mediaIds
+        self.quoteOf = quoteOf
         self.idempotencyKey = idempotencyKey
     }
 }

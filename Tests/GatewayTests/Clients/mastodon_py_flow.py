@@ -75,12 +75,20 @@ assert favourited.favourited and favourited.favourites_count == 1, favourited
 context = alice.status_context(first)
 assert [s.id for s in context.descendants] == [reply.id], context
 
+step("Bob reblogs")
+reblogged = bob.status_reblog(first)
+assert reblogged.account.username == BOB and reblogged.reblog.id == first.id, reblogged
+assert reblogged.reblog.reblogged and reblogged.reblog.reblogs_count == 1, reblogged
+assert [a.username for a in alice.status_reblogged_by(first)] == [BOB]
+
 step("Alice reads her notifications")
 notified = eventually(
-    "Bob's follow, favourite and reply among Alice's notifications",
-    lambda: {n.type for n in alice.notifications()} >= {"follow", "favourite", "mention"} and alice.notifications())
+    "Bob's follow, favourite, reblog and reply among Alice's notifications",
+    lambda: {n.type for n in alice.notifications()} >= {"follow", "favourite", "reblog", "mention"} and alice.notifications())
 assert all(n.account.username == BOB for n in notified), notified
 assert [n.type for n in alice.notifications(types=["favourite"])] == ["favourite"]
+unreblogged = bob.status_unreblog(first)
+assert not unreblogged.reblogged and unreblogged.reblogs_count == 0 and unreblogged.id == first.id, unreblogged
 
 step("Bob searches")
 found = bob.search(ALICE, result_type="accounts")

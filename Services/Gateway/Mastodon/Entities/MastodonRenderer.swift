@@ -75,10 +75,29 @@ struct MastodonRenderer: Sendable {
     /// A tweet as a public status; `source` adds `text`, as Mastodon answers a delete (so that a
     /// client can offer to redraft it).
     /// `bookmarked` when the caller's bookmarks are what is listed, `pinned` when the author's
-    /// pinned tweet is (a Tweet says neither).
+    /// pinned tweet is (a Tweet says neither). A repost entry is Mastodon's reblog: a status of the
+    /// reposter's, with the repost's id and time, whose `reblog` is the original.
     func status(_ tweet: Tweet, source: Bool = false, bookmarked: Bool = false, pinned: Bool = false) -> JSONValue {
+        if let reposter = tweet.repostedBy, let repostID = tweet.repostId {
+            var original = tweet
+            (original.repostedBy, original.repostId) = (nil, nil)
+            let reblog = status(original, bookmarked: bookmarked, pinned: pinned)
+            guard case .object(var wrapper) = reblog else { return reblog }
+            let url = "\(origin)/@\(reposter.username)/\(repostID)"
+            wrapper["id"] = .string(repostID.description)
+            wrapper["uri"] = .string(url)
+            wrapper["url"] = .string(url)
+            wrapper["account"] = account(reposter)
+            wrapper["created_at"] = .string(RFC3339.format(SnowflakeGenerator.timestamp(of: repostID.value)))
+            wrapper["content"] = ""
+            wrapper["reblog"] = reblog
+            wrapper["quote"] = .null
+            (wrapper["media_attachments"], wrapper["mentions"], wrapper["tags"]) = ([], [], [])
+            (wrapper["in_reply_to_id"], wrapper["in_reply_to_account_id"]) = (.null, .null)
+            return .object(wrapper)
+        }
         let url = "\(origin)/@\(tweet.author.username)/\(tweet.id)"
-        var status: [String: JSONValue] = [
+        var fields: [String: JSONValue] = [
             "id": .string(tweet.id.description), "uri": .string(url), "url": .string(url),
             "created_at": .string(RFC3339.format(tweet.createdAt)), "account": account(tweet.author),
             "content": .string(StatusHTML(renderer: self).content(of: tweet)), "visibility": "public", "sensitive": false,
@@ -88,24 +107,28 @@ struct MastodonRenderer: Sendable {
                  "url": .string(profileURL(user.username))]
             }),
             "tags": .array(tweet.hashtags.map { ["name": .string($0), "url": .string(tagURL($0))] }),
-            "emojis": [], "reblogs_count": 0, "favourites_count": .int(tweet.likes), "replies_count": .int(tweet.replies),
+            "emojis": [], "reblogs_count": .int(tweet.reposts), "favourites_count": .int(tweet.likes), "replies_count": .int(tweet.replies),
             "reblog": .null, "poll": .null, "card": .null, "language": .null, "edited_at": .null,
             "in_reply_to_id": tweet.replyTo.map { .string($0.description) } ?? .null,
             "in_reply_to_account_id": tweet.replyToUser.map { .string($0.id.description) } ?? .null,
-            "favourited": .bool(tweet.likedByMe), "reblogged": false, "muted": false, "bookmarked": .bool(bookmarked), "pinned": .bool(pinned),
+            "favourited": .bool(tweet.likedByMe), "reblogged": .bool(tweet.repostedByMe), "muted": false, "bookmarked": .bool(bookmarked), "pinned": .bool(pinned),
             "filtered": [],
+            // Mastodon 4.5's quote: the quoted status, always accepted (Aviary asks no consent).
+            "quote": tweet.quote.map { quoted in .object(["state": "accepted", "quoted_status": status(quoted)]) } ?? .null,
         ]
-        if source { status["text"] = .string(tweet.text ?? "") }
-        return .object(status)
+        if source { fields["text"] = .string(tweet.text ?? "") }
+        return .object(fields)
     }
 
     // MARK: Notification
 
-    /// A notification: a like reads as a favourite, a reply as a mention.
+    /// A notification: a like reads as a favourite, a repost as a reblog, a reply as a mention.
     func notification(_ item: NotificationItem) throws -> JSONValue {
         let type =
             switch item.type {
             case .like: "favourite"
+            case .repost: "reblog"
+            case .quote: "quote"
             case .follow: "follow"
             case .reply, .mention, .message: "mention"
             }
