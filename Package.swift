@@ -16,6 +16,8 @@ let services: [(executable: String, target: String, folder: String, extra: [Targ
     ("aviary-auth", "AuthService", "Auth", [
         "CArgon2", "AuthTokens", .product(name: "JWTKit", package: "jwt-kit"),
         .product(name: "Crypto", package: "swift-crypto"), .product(name: "Metrics", package: "swift-metrics"),
+        .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "NIOExtras", package: "swift-nio-extras"),
     ]),
     ("aviary-tweets", "TweetsService", "Tweets", [.product(name: "Logging", package: "swift-log")]),
     ("aviary-social-graph", "SocialGraphService", "SocialGraph", []),

@@ -13,6 +13,8 @@ public struct AuthService: Sendable {
     let identities: IdentityStore
     let sessions: SessionStore
     let moderation: ModerationStore
+    let emailTokens: EmailTokenStore
+    let mail: MailQueue
     let issuer: SessionIssuer
     let passwords: PasswordHasher
     /// Checked against for logins that name no account, so that they take as long as real ones.
@@ -29,7 +31,9 @@ public struct AuthService: Sendable {
     /// 19,456 KiB and 2 passes by default; raising them re-hashes each password at its next sign-in) and
     /// `AVIARY_MEDIA_PUBLIC_URL` (where profile images are served, default `http://127.0.0.1:7207`),
     /// `AVIARY_AUTH_SESSION_IDLE_DAYS` and `AVIARY_AUTH_SESSION_MAX_DAYS` (``SessionLifetime``) and
-    /// `AVIARY_AUTH_SESSION_SWEEP_SECONDS` (how often ended sessions are deleted, default hourly).
+    /// `AVIARY_AUTH_SESSION_SWEEP_SECONDS` (how often ended sessions, and mail tokens expired a day
+    /// ago, are deleted, default hourly), `AVIARY_SMTP_URL` (``SMTPServer``: none sends no mail) and
+    /// `AVIARY_MAIL_FROM` (default `Aviary <no-reply@localhost>`).
     static func make(resources: ServiceResources) async throws -> AuthService {
         let configuration = resources.configuration
         let threads = try configuration.integer(
@@ -49,10 +53,18 @@ public struct AuthService: Sendable {
         lifetime.idle = try days("AVIARY_AUTH_SESSION_IDLE_DAYS", default: lifetime.idle)
         lifetime.maximum = try days("AVIARY_AUTH_SESSION_MAX_DAYS", default: lifetime.maximum)
         let sessions = SessionStore(postgres: resources.postgres, lifetime: lifetime)
+        let emailTokens = EmailTokenStore(postgres: resources.postgres)
         let sweepInterval = try configuration.integer("AVIARY_AUTH_SESSION_SWEEP_SECONDS", default: 3600, in: 1...86_400)
         resources.addBackgroundService(PeriodicJob(every: .seconds(sweepInterval)) { [logger = resources.logger] in
             await sweepEndedSessions(sessions, logger: logger)
+            do {
+                _ = try await emailTokens.deleteExpired()
+            } catch {
+                logger.warning("deleting expired mail tokens failed; retrying later", metadata: ["error": "\(error)"])
+            }
         })
+        let mail = try mailQueue(resources)
+        resources.addBackgroundService(PeriodicJob(every: .seconds(1)) { await mail.deliver() })
         let mediaBaseURL = configuration.value("AVIARY_MEDIA_PUBLIC_URL") ?? "http://127.0.0.1:7207"
         return AuthService(
             resources: resources,
@@ -60,6 +72,8 @@ public struct AuthService: Sendable {
             identities: IdentityStore(postgres: resources.postgres),
             sessions: sessions,
             moderation: ModerationStore(postgres: resources.postgres),
+            emailTokens: emailTokens,
+            mail: mail,
             issuer: SessionIssuer(
                 accessTokens: try await AccessTokenIssuer(keys: resources.tokenKeys, lifetime: resources.tokenLifetime),
                 sessions: sessions, ids: resources.ids),
@@ -71,6 +85,22 @@ public struct AuthService: Sendable {
                 resources: resources, mediaBaseURL: mediaBaseURL.hasSuffix("/") ? String(mediaBaseURL.dropLast()) : mediaBaseURL,
                 graphTimeout: .seconds(2)),
             profileImages: ProfileImages(resources: resources))
+    }
+
+    /// The mail queue of `AVIARY_SMTP_URL` and `AVIARY_MAIL_FROM`.
+    private static func mailQueue(_ resources: ServiceResources) throws -> MailQueue {
+        let configuration = resources.configuration
+        var smtp: SMTPClient?
+        if let url = configuration.value("AVIARY_SMTP_URL"), !url.isEmpty {
+            guard let server = SMTPServer(url: url) else {
+                throw ConfigurationError(
+                    variable: "AVIARY_SMTP_URL", message: "AVIARY_SMTP_URL must be smtp://[user:password@]host[:port], got \(url)")
+            }
+            smtp = SMTPClient(server: server, heloName: ProcessInfo.processInfo.hostName)
+        }
+        return MailQueue(
+            postgres: resources.postgres, smtp: smtp, from: configuration.value("AVIARY_MAIL_FROM") ?? "Aviary <no-reply@localhost>",
+            logger: resources.logger)
     }
 
     /// Deletes the sessions that ended long enough ago, and refresh tokens spent long ago, a

@@ -42,7 +42,8 @@ public struct UserStats: Codable, Sendable, Hashable {
 }
 
 /// A user as clients see one (contract §2): `isFollowed`, `followsYou` and `isCurrentUser` are
-/// relative to the caller (false when anonymous); `email` only for the user themself.
+/// relative to the caller (false when anonymous); `email` and `emailVerified` only for the user
+/// themself.
 public struct User: Codable, Sendable, Hashable {
     public var id: EntityID
     public var username: String
@@ -55,10 +56,13 @@ public struct User: Codable, Sendable, Hashable {
     public var followsYou: Bool
     public var isCurrentUser: Bool
     public var email: String?
+    /// Whether the user proved `email` is theirs (`auth.verifyEmail`, or a password reset by mail).
+    public var emailVerified: Bool?
 
     public init(
         id: EntityID, username: String, fullname: String, bio: String, profileImageUrl: String?, createdAt: Date,
-        stats: UserStats, isFollowed: Bool, followsYou: Bool, isCurrentUser: Bool, email: String? = nil
+        stats: UserStats, isFollowed: Bool, followsYou: Bool, isCurrentUser: Bool, email: String? = nil,
+        emailVerified: Bool? = nil
     ) {
         self.id = id
         self.username = username
@@ -71,6 +75,7 @@ public struct User: Codable, Sendable, Hashable {
         self.followsYou = followsYou
         self.isCurrentUser = isCurrentUser
         self.email = email
+        self.emailVerified = emailVerified
     }
 
     /// `profileImageUrl` is written as `null` when there is none; `email` only appears for the
@@ -88,6 +93,7 @@ public struct User: Codable, Sendable, Hashable {
         try container.encode(followsYou, forKey: .followsYou)
         try container.encode(isCurrentUser, forKey: .isCurrentUser)
         try container.encodeIfPresent(email, forKey: .email)
+        try container.encodeIfPresent(emailVerified, forKey: .emailVerified)
     }
 
     public var summary: UserSummary {

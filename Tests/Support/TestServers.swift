@@ -14,6 +14,11 @@ public enum TestServers {
         try await SharedServers.instance.redis()
     }
 
+    /// One SMTP server per test process, shared: tests tell their mail apart by its recipient.
+    public static func smtp() async throws -> TestSMTP {
+        try await SharedServers.instance.smtp()
+    }
+
     /// A private Postgres server, for tests that stop or restart it. It stops when the last reference
     /// to it goes away.
     public static func startPrivatePostgres() async throws -> TestPostgres {
@@ -34,6 +39,7 @@ private actor SharedServers {
 
     private var postgresStart: Task<TestPostgres, any Error>?
     private var redisStart: Task<TestRedis, any Error>?
+    private var smtpStart: Task<TestSMTP, any Error>?
 
     func postgres() async throws -> TestPostgres {
         let start = postgresStart ?? Task { try await TestPostgres.launch() }
@@ -44,6 +50,12 @@ private actor SharedServers {
     func redis() async throws -> TestRedis {
         let start = redisStart ?? Task { try await TestRedis.launch() }
         redisStart = start
+        return try await start.value
+    }
+
+    func smtp() async throws -> TestSMTP {
+        let start = smtpStart ?? Task { try await TestSMTP.launch() }
+        smtpStart = start
         return try await start.value
     }
 }

@@ -26,6 +26,9 @@
 #   AVIARY_EVENT_LOOPS       event-loop threads of each service (a quarter of the cores, at least 1)
 #   AVIARY_GATEWAY_PORT      the gateway's public HTTP/WebSocket port (8080; the next free one when
 #                            another program has it)
+#   AVIARY_SMTP_URL          hand auth's mail to this SMTP server instead of the local one, which
+#                            listens on 127.0.0.1:2525 (or the next free port) and keeps each
+#                            mail in .aviary-local/mail (a Maildir: new/ holds one file a mail)
 #   AVIARY_LOCAL_PGBOUNCER   1: the services reach our Postgres through PgBouncer in transaction
 #                            mode (127.0.0.1:6432 or the next free port, AVIARY_LOCAL_PGBOUNCER_POOL
 #                            server connections, 20), with AVIARY_POSTGRES_PREPARED=off
@@ -267,6 +270,45 @@ stop_redis() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# Mail: an SMTP server that keeps what auth sends (verification and password reset tokens) in a
+# Maildir, where the developer reads it.
+
+MAIL_DIR="$STATE/mail"
+
+mail_pid() { live_pid "$RUN/smtp.pid" aiosmtpd; }
+
+start_mail() {
+    if [ -n "${AVIARY_SMTP_URL:-}" ]; then
+        say "Mail: sent through AVIARY_SMTP_URL ($AVIARY_SMTP_URL)"
+        return
+    fi
+    local pid port
+    if pid="$(mail_pid)"; then
+        port="$(cat "$RUN/smtp.port")"
+        say "Mail: ours already runs (pid $pid, port $port)"
+    else
+        ensure_apt_packages python3-aiosmtpd
+        port="$(free_port_from 2525)"
+        # A Maildir: aiosmtpd makes its folders only where the whole path is missing.
+        mkdir -p "$MAIL_DIR/new" "$MAIL_DIR/cur" "$MAIL_DIR/tmp"
+        launch_service "$LOGS/smtp.log" stack.sh aiosmtpd -n -c aiosmtpd.handlers.Mailbox -l "127.0.0.1:$port" "$MAIL_DIR"
+        echo "$LAUNCHED_PID" >"$RUN/smtp.pid"
+        echo "$port" >"$RUN/smtp.port"
+        wait_for 15 port_in_use "$port" || die "the SMTP server did not start, see $(short "$LOGS/smtp.log")"
+        say "Mail: an SMTP server on 127.0.0.1:$port keeps auth's mail in $(short "$MAIL_DIR")/new"
+    fi
+    export AVIARY_SMTP_URL="smtp://127.0.0.1:$port"
+}
+
+stop_mail() {
+    local pid
+    pid="$(mail_pid)" || return 0
+    end_process "$pid" TERM 15
+    rm -f "$RUN/smtp.pid" "$RUN/smtp.port"
+    say "Mail: stopped (pid $pid)"
+}
+
+# ---------------------------------------------------------------------------------------------
 # The services.
 
 BIN=""
@@ -357,6 +399,7 @@ up() {
     start_postgres
     start_pgbouncer
     start_redis
+    start_mail
     build
     # Uploaded media live with the rest of the local data unless told otherwise.
     export AVIARY_MEDIA_ROOT="${AVIARY_MEDIA_ROOT:-$STATE/media}"
@@ -378,6 +421,7 @@ down() {
     for ((index = ${#SERVICES[@]} - 1; index >= 0; index--)); do
         stop_service "${SERVICES[index]}"
     done
+    stop_mail
     stop_redis
     stop_pgbouncer
     stop_postgres
@@ -402,6 +446,9 @@ status() {
         say "Redis: not ours ($(cat "$RUN/redis.url"))"
     else
         say "Redis: not running"
+    fi
+    if pid="$(mail_pid)"; then
+        say "Mail: ours runs (pid $pid, port $(cat "$RUN/smtp.port"), kept in $(short "$MAIL_DIR"))"
     fi
     for name in "${SERVICES[@]}"; do
         if pid="$(service_pid "$name")"; then

@@ -55,6 +55,21 @@ struct AuthRateLimits: Sendable {
             message: "too many reports from this account in the last hour; retry later")
     }
 
+    /// Mail asked for one account or address (`key`: `user:<id>` or `email:<address>`): five an hour.
+    func checkMail(key: String) async throws(RPCError) {
+        try await limiter.check(
+            key: "auth:mail:\(key)", limit: 5, per: .seconds(3600),
+            message: "too many mails were asked for this account in the last hour; retry later")
+    }
+
+    /// Password reset mails asked from one network address, whatever addresses they name: twenty an hour.
+    func checkMail(address: String?) async throws(RPCError) {
+        guard let address else { return }
+        try await limiter.check(
+            key: "auth:mail:address:\(address)", limit: 20, per: .seconds(3600),
+            message: "too many password resets were asked from this address; retry later")
+    }
+
     func checkRegistration(address: String?) async throws(RPCError) {
         guard let address else { return }
         try await limiter.check(

@@ -78,7 +78,7 @@ struct UserHydrator: Sendable {
                     followers: counts?.followers ?? 0, following: counts?.following ?? 0,
                     tweets: details.tweets[record.id] ?? 0),
                 isFollowed: !isSelf && (relation?.isFollowed ?? false), followsYou: !isSelf && (relation?.followsYou ?? false),
-                isCurrentUser: isSelf, email: isSelf ? record.email : nil)
+                isCurrentUser: isSelf, email: isSelf ? record.email : nil, emailVerified: isSelf ? record.emailVerified : nil)
         }
     }
 

@@ -99,5 +99,35 @@ enum AuthSchema {
                 CREATE INDEX reports_resolved ON auth.reports (id DESC) WHERE resolved_at IS NOT NULL;
                 CREATE INDEX reports_reporter_created ON auth.reports (reporter_id, created_at);
                 """),
+        PostgresMigration(
+            version: 8, name: "email verification and password reset",
+            sql: """
+                ALTER TABLE auth.users ADD COLUMN email_verified_at timestamptz;
+                -- Single-use tokens sent by mail, by their SHA-256: a copy of the table holds none anyone
+                -- could present. A new token of a purpose ends the account's earlier ones.
+                CREATE TABLE auth.email_tokens (
+                    token_hash bytea PRIMARY KEY,
+                    user_id bigint NOT NULL REFERENCES auth.users (id),
+                    purpose text NOT NULL CHECK (purpose IN ('verify', 'reset')),
+                    email text NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    expires_at timestamptz NOT NULL,
+                    used_at timestamptz
+                );
+                CREATE INDEX email_tokens_open ON auth.email_tokens (user_id, purpose) WHERE used_at IS NULL;
+                CREATE INDEX email_tokens_expires_at ON auth.email_tokens (expires_at);
+                -- Mail written with what asks for it, in the same statement, and deleted once an SMTP
+                -- server took it (MailQueue): a crash loses none, and no request waits for SMTP.
+                CREATE TABLE auth.mail_outbox (
+                    id bigint PRIMARY KEY,
+                    recipient text NOT NULL,
+                    subject text NOT NULL,
+                    body text NOT NULL,
+                    attempts int NOT NULL DEFAULT 0,
+                    next_attempt_at timestamptz NOT NULL DEFAULT now(),
+                    created_at timestamptz NOT NULL DEFAULT now()
+                );
+                CREATE INDEX mail_outbox_due ON auth.mail_outbox (next_attempt_at);
+                """),
     ]
 }

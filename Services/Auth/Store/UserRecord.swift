@@ -12,6 +12,8 @@ struct UserRecord: Sendable, Hashable {
     var createdAt: Date
     /// When an admin suspended the account and why, while it is suspended.
     var suspension: Suspension?
+    /// Whether the account's owner proved the email is theirs (``EmailTokenStore``).
+    var emailVerified = false
 
     struct Suspension: Sendable, Hashable {
         var at: Date
@@ -19,9 +21,10 @@ struct UserRecord: Sendable, Hashable {
     }
 
     /// The columns `init(row:)` reads, in order, for `SELECT \(UserRecord.columns) FROM auth.users`.
-    static let columns = "id, email, username, fullname, bio, profile_image_id, created_at, suspended_at, suspension_reason"
+    static let columns =
+        "id, email, username, fullname, bio, profile_image_id, created_at, suspended_at, suspension_reason, email_verified_at"
     /// How many columns ``columns`` names: what a query selects after them starts there.
-    static let columnCount = 9
+    static let columnCount = 10
 
     init(
         id: Int64, email: String, username: String, fullname: String, bio: String, profileImageID: Int64?, createdAt: Date
@@ -45,5 +48,6 @@ struct UserRecord: Sendable, Hashable {
         createdAt = try row.decode(at: offset + 6)
         let suspendedAt: Date? = try row.decode(at: offset + 7)
         suspension = try suspendedAt.map { Suspension(at: $0, reason: try row.decode(String?.self, at: offset + 8) ?? "") }
+        emailVerified = try row.decode(Date?.self, at: offset + 9) != nil
     }
 }

@@ -89,6 +89,20 @@ struct UserStore: Sendable {
         }
     }
 
+    /// Redeems the password reset token `token` and, in the same transaction, sets the account's
+    /// password to `hash` and ends all its sessions; nil when the token is not good.
+    func resetPassword(
+        with hash: String, redeeming token: [UInt8], announce: @Sendable ([Int64]) async throws -> Void
+    ) async throws -> [Int64]? {
+        try await postgres.transaction { connection in
+            guard let userID = try await EmailTokenStore.redeemReset(token, on: connection) else { return nil }
+            try await Self.setPasswordHash(hash, userID: userID, on: connection)
+            let ended = try await SessionStore.revokeAll(userID: userID, keeping: nil, on: connection)
+            try await announce(ended)
+            return ended
+        }
+    }
+
     /// With `database`, read there (a replica's client, ``AuthService/profile(_:)``).
     func find(id: Int64, using database: PostgresClient? = nil) async throws -> UserRecord? {
         try await (database ?? postgres).query("SELECT \(UserRecord.columns) FROM auth.users WHERE id = $1", [id]).first
