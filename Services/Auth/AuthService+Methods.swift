@@ -25,6 +25,7 @@ extension AuthService {
         router.register(AccountAPI.getUser, handler: getUser)
         router.register(AccountAPI.updateProfile, handler: updateProfile)
         router.register(AccountAPI.changePassword, handler: changePassword)
+        router.register(AccountAPI.deleteAccount, handler: deleteAccount)
         router.register(EmailAPI.requestEmailVerification, handler: requestEmailVerification)
         router.register(EmailAPI.verifyEmail, handler: verifyEmail)
         router.register(EmailAPI.requestPasswordReset, handler: requestPasswordReset)

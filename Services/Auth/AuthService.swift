@@ -31,8 +31,8 @@ public struct AuthService: Sendable {
     /// 19,456 KiB and 2 passes by default; raising them re-hashes each password at its next sign-in) and
     /// `AVIARY_MEDIA_PUBLIC_URL` (where profile images are served, default `http://127.0.0.1:7207`),
     /// `AVIARY_AUTH_SESSION_IDLE_DAYS` and `AVIARY_AUTH_SESSION_MAX_DAYS` (``SessionLifetime``) and
-    /// `AVIARY_AUTH_SESSION_SWEEP_SECONDS` (how often ended sessions, and mail tokens expired a day
-    /// ago, are deleted, default hourly), `AVIARY_SMTP_URL` (``SMTPServer``: none sends no mail) and
+    /// `AVIARY_AUTH_SESSION_SWEEP_SECONDS` (how often ended sessions, mail tokens expired a day ago
+    /// and the rows of accounts deleted 30 days ago are deleted, default hourly), `AVIARY_SMTP_URL` (``SMTPServer``: none sends no mail) and
     /// `AVIARY_MAIL_FROM` (default `Aviary <no-reply@localhost>`).
     static func make(resources: ServiceResources) async throws -> AuthService {
         let configuration = resources.configuration
@@ -55,12 +55,15 @@ public struct AuthService: Sendable {
         let sessions = SessionStore(postgres: resources.postgres, lifetime: lifetime)
         let emailTokens = EmailTokenStore(postgres: resources.postgres)
         let sweepInterval = try configuration.integer("AVIARY_AUTH_SESSION_SWEEP_SECONDS", default: 3600, in: 1...86_400)
+        let users = UserStore(postgres: resources.postgres)
         resources.addBackgroundService(PeriodicJob(every: .seconds(sweepInterval)) { [logger = resources.logger] in
             await sweepEndedSessions(sessions, logger: logger)
             do {
                 _ = try await emailTokens.deleteExpired()
+                let purged = try await users.purgeDeleted()
+                if purged > 0 { logger.info("purged accounts deleted 30 days ago", metadata: ["auth.accounts_purged": "\(purged)"]) }
             } catch {
-                logger.warning("deleting expired mail tokens failed; retrying later", metadata: ["error": "\(error)"])
+                logger.warning("deleting expired mail tokens or old deleted accounts failed; retrying later", metadata: ["error": "\(error)"])
             }
         })
         let mail = try mailQueue(resources)
@@ -68,7 +71,7 @@ public struct AuthService: Sendable {
         let mediaBaseURL = configuration.value("AVIARY_MEDIA_PUBLIC_URL") ?? "http://127.0.0.1:7207"
         return AuthService(
             resources: resources,
-            users: UserStore(postgres: resources.postgres),
+            users: users,
             identities: IdentityStore(postgres: resources.postgres),
             sessions: sessions,
             moderation: ModerationStore(postgres: resources.postgres),

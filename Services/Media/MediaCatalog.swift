@@ -1,15 +1,17 @@
-import Synchronization
+import EventStreams
+import Logging
+import Redis
 
-/// Finished media by id, from Postgres through a cache: a finished medium never changes, so a
-/// cached record is never stale. The cache is emptied when full, which keeps it simple and bounded.
-final class MediaCatalog: Sendable {
-    private let store: MediaStore
-    private let cache = Mutex<[Int64: MediaRecord]>([:])
-    private let capacity: Int
+/// Finished media by id, from Postgres through this process's copy (``LocalCopy``): a finished
+/// medium never changes, so a copy is good until the medium is erased with its owner's account,
+/// which announces it to every process (``MediaStore/erase(owner:)``); an hour at most otherwise.
+struct MediaCatalog: Sendable {
+    let store: MediaStore
+    let copy: LocalCopy<MediaRecord>
 
-    init(store: MediaStore, capacity: Int = 100_000) {
+    init(store: MediaStore, redis: RedisClient, logger: Logger, capacity: Int = 100_000) {
         self.store = store
-        self.capacity = capacity
+        copy = LocalCopy(.media, redis: redis, capacity: capacity, lifetime: .seconds(3600), logger: logger)
     }
 
     func record(_ id: Int64) async throws -> MediaRecord? {
@@ -18,27 +20,23 @@ final class MediaCatalog: Sendable {
 
     /// The finished media among `ids`, by id.
     func records(_ ids: [Int64]) async throws -> [Int64: MediaRecord] {
-        let (cached, missing) = cache.withLock { cache in
-            var found: [Int64: MediaRecord] = [:]
-            var missing: [Int64] = []
-            for id in ids {
-                if let record = cache[id] { found[id] = record } else { missing.append(id) }
-            }
-            return (found, missing)
-        }
-        guard !missing.isEmpty else { return cached }
-        var found = cached
+        var (found, epoch) = copy.values(ids)
+        let missing = ids.filter { found[$0] == nil }
+        guard !missing.isEmpty else { return found }
         let loaded = try await store.find(missing)
-        for (id, record) in loaded { found[id] = record }
-        remember(Array(loaded.values))
+        copy.keep(loaded.lazy.map { (key: $0.key, value: $0.value) }, since: epoch)
+        found.merge(loaded) { _, new in new }
         return found
     }
 
+    /// Keeps `records`, just finished.
     func remember(_ records: [MediaRecord]) {
-        guard !records.isEmpty else { return }
-        cache.withLock { cache in
-            if cache.count + records.count > capacity { cache.removeAll(keepingCapacity: true) }
-            for record in records { cache[record.id] = record }
-        }
+        let (_, epoch) = copy.values([])
+        copy.keep(records.map { (key: $0.id, value: $0) }, since: epoch)
     }
+}
+
+extension LocalCopyKind {
+    /// Finished media (``MediaCatalog``): the erasure of an account's media announces their ids.
+    static let media = LocalCopyKind(service: "media", name: "items", channelPrefix: "aviary:media:forget")
 }

@@ -1,6 +1,8 @@
 import AviaryAPI
+import EventStreams
 import Foundation
 import Logging
+import Redis
 import RPC
 import ServiceKit
 
@@ -21,15 +23,18 @@ public struct MediaService: Sendable {
         let settings = try MediaSettings(configuration: resources.configuration)
         let storage = try await LocalMediaStorage(root: settings.root)
         let items = MediaStore(postgres: resources.postgres)
+        let catalog = MediaCatalog(store: items, redis: resources.redis, logger: resources.logger)
+        resources.addBackgroundService(LocalCopyWatch(redis: resources.redis, watches: [catalog.copy.watch(on:)], logger: resources.logger))
         let media = MediaService(
             settings: settings, uploads: UploadStore(postgres: resources.postgres), items: items,
-            catalog: MediaCatalog(store: items), storage: storage,
+            catalog: catalog, storage: storage,
             signer: URLSigner(serviceCredentials: resources.acceptedServiceCredentials, lifetime: settings.signedURLLifetime),
             membership: Membership(resources: resources), ids: resources.ids)
         media.registerMethods(with: &router)
         resources.addAdminRoutes(MediaHTTPRoute(media: media).add(to:))
         let sweeper = UploadSweeper(uploads: media.uploads, storage: storage, settings: settings, logger: resources.logger)
         resources.addBackgroundService(PeriodicJob(every: settings.sweepInterval, sweeper.sweep))
+        resources.eraseDeletedAccounts { [redis = resources.redis] owner in try await media.erase(owner: owner, redis: redis) }
         resources.logger.info("media storage", metadata: ["media.root": "\(settings.root)"])
     }
 
@@ -40,6 +45,18 @@ public struct MediaService: Sendable {
         router.register(MediaAPI.get, handler: get)
         router.register(MediaAPI.read, handler: read)
         router.register(MediaAPI.getMany, handler: getMany)
+    }
+
+    /// Erases `owner`'s media once their account is deleted: the rows, the files no other medium
+    /// holds, the parts of unfinished uploads; every process forgets the media. Idempotent.
+    func erase(owner: Int64, redis: RedisClient) async throws {
+        let erased = try await items.erase(owner: owner)
+        for start in stride(from: 0, to: erased.media.count, by: 1000) {
+            let chunk = erased.media[start..<min(start + 1000, erased.media.count)]
+            _ = try await redis.send(LocalCopyKind.media.announcement(of: chunk, on: redis.configuration))
+        }
+        for sha256 in erased.unheld { try await storage.removeObject(sha256: sha256) }
+        for upload in erased.uploads { try await storage.removePart(upload: upload) }
     }
 
     /// The client's view of `record`; a private medium's URL carries a fresh signature.

@@ -28,11 +28,12 @@ public struct MessagingService: Sendable {
             logger: resources.logger)
         resources.addBackgroundService(presence)
         resources.prepareOutboxEvents { events in try await nameOfflineRecipients(events, presence: presence) }
-        MessagingService(
+        let service = MessagingService(
             resources: resources, conversations: conversations, messages: MessageStore(postgres: resources.postgres),
             directory: UserDirectory(resources: resources), events: events, presence: presence,
-            typingState: TypingState(redis: resources.redis), hub: hub
-        ).registerMethods(with: &router)
+            typingState: TypingState(redis: resources.redis), hub: hub)
+        service.registerMethods(with: &router)
+        resources.eraseDeletedAccounts(service.erase(user:))
     }
 
     func registerMethods(with router: inout RPCRouter) {

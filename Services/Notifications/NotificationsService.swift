@@ -40,6 +40,7 @@ public struct NotificationsService: Sendable {
         for consumer in NotificationConsumers.definitions(service, partitions: partitions, membership: membership) {
             resources.consume(consumer)
         }
+        resources.eraseDeletedAccounts(service.store.erase(user:))
     }
 
     func registerMethods(with router: inout RPCRouter) {

@@ -28,11 +28,12 @@ public struct SocialGraphService: Sendable {
         resources.prepareOutboxEvents(with: LocalCopyKind.announcer([(.follows, FollowRecords.changedBy)], redis: resources.redis))
         let store = FollowStore(postgres: resources.postgres)
         let mutes = MuteStore(postgres: resources.postgres)
-        SocialGraphService(
+        let service = SocialGraphService(
             store: store, blocks: BlockStore(postgres: resources.postgres, redis: resources.redis), mutes: mutes, records: FollowRecords(store: store, local: local),
             directory: UserDirectory(resources: resources),
-            reads: resources.replicaReads
-        ).registerMethods(with: &router)
+            reads: resources.replicaReads)
+        service.registerMethods(with: &router)
+        resources.eraseDeletedAccounts(service.erase(user:))
         resources.addBackgroundService(CountCompactor(postgres: resources.postgres, logger: resources.logger))
         resources.addBackgroundService(PeriodicJob(every: muteExpiryInterval) { [logger = resources.logger] in
             await expireMutes(mutes, logger: logger)

@@ -43,6 +43,7 @@ public struct TimelineService: Sendable {
         let timeline = try TimelineService(resources: resources)
         timeline.registerMethods(with: &router)
         for consumer in TimelineEvents.consumers(timeline) { resources.consume(consumer) }
+        resources.eraseDeletedAccounts(timeline.erase(user:))
         if let lists = timeline.followerLists.local {
             resources.addBackgroundService(LocalCopyWatch(redis: resources.redis, watches: [lists.watch(on:)], logger: resources.logger))
         }

@@ -39,7 +39,8 @@ struct EmailTokenStore: Sendable {
         let rows = try await postgres.query(
             """
             WITH target AS (
-                SELECT id, email FROM auth.users WHERE id = $1::bigint OR lower(email) = lower($2::text) LIMIT 1
+                SELECT id, email FROM auth.users
+                WHERE (id = $1::bigint OR lower(email) = lower($2::text)) AND deleted_at IS NULL LIMIT 1
             ), ended AS (
                 UPDATE auth.email_tokens AS e SET used_at = now() FROM target
                 WHERE e.user_id = target.id AND e.purpose = $3 AND e.used_at IS NULL

@@ -129,5 +129,13 @@ enum AuthSchema {
                 );
                 CREATE INDEX mail_outbox_due ON auth.mail_outbox (next_attempt_at);
                 """),
+        PostgresMigration(
+            version: 9, name: "deleted accounts",
+            sql: """
+                -- A deleted account keeps its row, emptied, until the sweep deletes it 30 days later:
+                -- meanwhile its username stays taken, so nobody passes for its owner at once.
+                ALTER TABLE auth.users ADD COLUMN deleted_at timestamptz;
+                CREATE INDEX users_deleted_at ON auth.users (deleted_at) WHERE deleted_at IS NOT NULL;
+                """),
     ]
 }

@@ -33,7 +33,7 @@ struct SessionStore: Sendable {
         try await postgres.execute(
             """
             INSERT INTO auth.sessions (id, user_id, refresh_hash)
-            SELECT $1, id, $3 FROM auth.users WHERE id = $2 AND suspended_at IS NULL FOR SHARE
+            SELECT $1, id, $3 FROM auth.users WHERE id = $2 AND suspended_at IS NULL AND deleted_at IS NULL FOR SHARE
             """, [sessionID, userID, refreshHash]) == 1
     }
 

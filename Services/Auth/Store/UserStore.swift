@@ -52,8 +52,8 @@ struct UserStore: Sendable {
     func credentials(login: String) async throws -> (user: UserRecord, passwordHash: String?)? {
         let sql =
             login.contains("@")
-            ? "SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE lower(email) = lower($1)"
-            : "SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE username = lower($1)"
+            ? "SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE lower(email) = lower($1) AND deleted_at IS NULL"
+            : "SELECT \(UserRecord.columns), password_hash FROM auth.users WHERE username = lower($1) AND deleted_at IS NULL"
         guard let row = try await postgres.query(sql, [login]).first else { return nil }
         return (try UserRecord(row: row), try row.decode(String?.self, at: UserRecord.columnCount))
     }
@@ -103,28 +103,73 @@ struct UserStore: Sendable {
         }
     }
 
+    /// Deletes `userID`'s account: in one transaction its sessions end (announced before the
+    /// commit), its row is emptied and marked deleted (its email freed at once: an address of its
+    /// own, `deleted-<id>@invalid`, takes its place), its Google links and mail tokens go, and the
+    /// `users`/`deleted` event is written for the other services to erase theirs. False when it was
+    /// gone already.
+    func delete(userID: Int64, announce: @Sendable ([Int64]) async throws -> Void) async throws -> Bool {
+        try await postgres.transaction { connection in
+            let deleted = try await connection.query(
+                """
+                WITH deleted AS (
+                    UPDATE auth.users SET deleted_at = now(), email = 'deleted-' || id || '@invalid', fullname = '', bio = '',
+                        profile_image_id = NULL, password_hash = NULL, role = 'member', email_verified_at = NULL,
+                        updated_at = now()
+                    WHERE id = $1 AND deleted_at IS NULL
+                    RETURNING id
+                ), identities AS (
+                    DELETE FROM auth.identities WHERE user_id IN (SELECT id FROM deleted)
+                ), tokens AS (
+                    DELETE FROM auth.email_tokens WHERE user_id IN (SELECT id FROM deleted)
+                ), event AS (
+                    INSERT INTO auth.outbox (topic, type, payload)
+                    SELECT \(UsersTopic.deleted.outboxColumns), jsonb_build_object('userId', id::text) FROM deleted
+                )
+                SELECT 1 FROM deleted
+                """, [userID])
+            guard !deleted.isEmpty else { return false }
+            try await announce(try await SessionStore.revokeAll(userID: userID, keeping: nil, on: connection))
+            return true
+        }
+    }
+
+    /// Deletes the rows of accounts deleted 30 days ago or more, with their sessions: their
+    /// usernames are free again. Returns how many went.
+    func purgeDeleted() async throws -> Int {
+        try await postgres.transaction { connection in
+            let ids = try await connection.query(
+                "SELECT id FROM auth.users WHERE deleted_at < now() - interval '30 days' LIMIT 1000 FOR UPDATE"
+            ).map { try $0.decode(Int64.self, at: 0) }
+            guard !ids.isEmpty else { return 0 }
+            try await connection.execute("DELETE FROM auth.sessions WHERE user_id = ANY($1)", [ids])
+            try await connection.execute("DELETE FROM auth.users WHERE id = ANY($1)", [ids])
+            return ids.count
+        }
+    }
+
     /// With `database`, read there (a replica's client, ``AuthService/profile(_:)``).
     func find(id: Int64, using database: PostgresClient? = nil) async throws -> UserRecord? {
-        try await (database ?? postgres).query("SELECT \(UserRecord.columns) FROM auth.users WHERE id = $1", [id]).first
+        try await (database ?? postgres).query("SELECT \(UserRecord.columns) FROM auth.users WHERE id = $1 AND deleted_at IS NULL", [id]).first
             .map { try UserRecord(row: $0) }
     }
 
     func find(username: String) async throws -> UserRecord? {
-        try await postgres.query("SELECT \(UserRecord.columns) FROM auth.users WHERE username = lower($1)", [username])
+        try await postgres.query("SELECT \(UserRecord.columns) FROM auth.users WHERE username = lower($1) AND deleted_at IS NULL", [username])
             .first.map { try UserRecord(row: $0) }
     }
 
     /// The accounts among `ids` that exist, in no particular order.
     func find(ids: [Int64]) async throws -> [UserRecord] {
         guard !ids.isEmpty else { return [] }
-        return try await postgres.query("SELECT \(UserRecord.columns) FROM auth.users WHERE id = ANY($1)", [ids])
+        return try await postgres.query("SELECT \(UserRecord.columns) FROM auth.users WHERE id = ANY($1) AND deleted_at IS NULL", [ids])
             .map { try UserRecord(row: $0) }
     }
 
     /// The accounts with these (lower-case) usernames that exist, in no particular order.
     func find(usernames: [String]) async throws -> [UserRecord] {
         guard !usernames.isEmpty else { return [] }
-        return try await postgres.query("SELECT \(UserRecord.columns) FROM auth.users WHERE username = ANY($1)", [usernames])
+        return try await postgres.query("SELECT \(UserRecord.columns) FROM auth.users WHERE username = ANY($1) AND deleted_at IS NULL", [usernames])
             .map { try UserRecord(row: $0) }
     }
 
@@ -179,7 +224,7 @@ struct UserStore: Sendable {
                      + greatest(similarity(username, $1), word_similarity($1, lower(fullname))))::float8
                 FROM auth.users
                 WHERE (username LIKE $2 OR lower(fullname) LIKE $2 OR lower(fullname) LIKE $3
-                    OR username % $1 OR $1 <% lower(fullname)) AND suspended_at IS NULL
+                    OR username % $1 OR $1 <% lower(fullname)) AND suspended_at IS NULL AND deleted_at IS NULL
                 ORDER BY \(UserRecord.columnCount + 1) DESC, id
                 LIMIT $4
                 """, [query, escaped + "%", "% " + escaped + "%", limit]

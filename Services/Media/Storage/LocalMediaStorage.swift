@@ -81,6 +81,13 @@ struct LocalMediaStorage: MediaStorage {
         }
     }
 
+    func removeObject(sha256: String) async throws {
+        let path = objectPath(sha256)
+        try await threadPool.runIfActive {
+            guard unlink(path) == 0 || errno == ENOENT else { throw PosixError(operation: "unlink", path: path) }
+        }
+    }
+
     func removePart(upload: Int64) async throws {
         let path = partPath(upload)
         try await threadPool.runIfActive {

@@ -19,6 +19,9 @@ protocol MediaStorage: Sendable {
     /// With content `sha256` stored already, only makes sure its name is durable.
     func commitPart(upload: Int64, sha256: String) async throws
 
+    /// Removes content `sha256`, if it is there (no medium holds it any more).
+    func removeObject(sha256: String) async throws
+
     /// Removes the part of `upload`, if there is one.
     func removePart(upload: Int64) async throws
 

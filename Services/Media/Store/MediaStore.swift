@@ -23,6 +23,26 @@ struct MediaStore: Sendable {
         }
     }
 
+    /// Deletes `owner`'s media and unfinished uploads, whose account was deleted: returns the
+    /// media's ids, the uploads' ids (whose parts go), and the content no medium holds any more.
+    func erase(owner: Int64) async throws -> (media: [Int64], uploads: [Int64], unheld: [String]) {
+        try await postgres.transaction { connection in
+            let media = try await connection.query(
+                "DELETE FROM media.items WHERE owner_id = $1 RETURNING id, sha256", [owner])
+            let ids = try media.map { try $0.decode(Int64.self, at: 0) }
+            let contents = Array(Set(try media.map { try $0.decode(String.self, at: 1) }))
+            let unheld = try await connection.query(
+                """
+                SELECT c.sha256 FROM unnest($1::text[]) AS c(sha256)
+                WHERE NOT EXISTS (SELECT 1 FROM media.items AS i WHERE i.sha256 = c.sha256)
+                """, [contents]
+            ).map { try $0.decode(String.self, at: 0) }
+            let uploads = try await connection.query("DELETE FROM media.uploads WHERE owner_id = $1 RETURNING id", [owner])
+                .map { try $0.decode(Int64.self, at: 0) }
+            return (ids, uploads, unheld)
+        }
+    }
+
     /// The finished media among `ids`, by id.
     func find(_ ids: [Int64]) async throws -> [Int64: MediaRecord] {
         let rows = try await postgres.query("SELECT \(MediaRecord.columns) FROM media.items WHERE id = ANY($1)", [ids])

@@ -57,5 +57,12 @@ enum MediaSchema {
                 -- a crash between that move and the recording of the medium finishes from the content.
                 ALTER TABLE media.uploads ADD COLUMN stored_sha256 text;
                 """),
+        PostgresMigration(
+            version: 5, name: "media by owner and content",
+            sql: """
+                -- A deleted account's media (MediaStore.erase), and whether any medium still holds some content.
+                CREATE INDEX items_owner ON media.items (owner_id);
+                CREATE INDEX items_sha256 ON media.items (sha256);
+                """),
     ]
 }

@@ -149,4 +149,10 @@ struct NotificationStore: Sendable {
         WHERE recipient_id = $1 AND key >= $2::text AND key < $2::text || '~'
         RETURNING id
         """
+
+    /// Deletes every notification `user` received or caused, whose account was deleted.
+    func erase(user: Int64) async throws {
+        try await postgres.execute(
+            "DELETE FROM notifications.notifications WHERE recipient_id = $1 OR actor_id = $1", [user])
+    }
 }

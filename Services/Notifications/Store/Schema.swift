@@ -45,5 +45,11 @@ enum NotificationSchema {
                     ADD CONSTRAINT notifications_type_check
                     CHECK (type IN ('follow', 'like', 'reply', 'mention', 'message', 'repost', 'quote'));
                 """),
+        PostgresMigration(
+            version: 3, name: "notifications by actor",
+            sql: """
+                -- What a deleted account made for others (NotificationStore.erase).
+                CREATE INDEX notifications_actor ON notifications.notifications (actor_id);
+                """),
     ]
 }

@@ -8,7 +8,9 @@ import ServiceKit
 /// every process forgets its copy of their summary, and the cached bodies of every tweet that shows
 /// it (theirs, replies to them, mentions of them) get tombstones, so the next read builds them with
 /// the new name and picture. When an admin suspends an account (`suspended`) or lifts the
-/// suspension (`reinstated`), ``SuspendedAuthors`` hears it, in the order they came.
+/// suspension (`reinstated`), ``SuspendedAuthors`` hears it, in the order they came. When a user
+/// deletes their account (`deleted`), their tweets, likes, bookmarks and pin are erased
+/// (``TweetStore/erase(user:)``) and every process forgets the states that changed.
 enum ProfileUpdates {
     static func consumer(_ resources: ServiceResources, suspended: SuspendedAuthors) -> EventConsumerDefinition {
         EventConsumerDefinition(topic: UsersTopic.name) { batch in
@@ -19,7 +21,21 @@ enum ProfileUpdates {
                     try await suspended.record(change.userId.value, suspended: false)
                 }
             }
+            try await erase(DeletedAccounts.users(in: batch), resources)
             try await forget(batch, resources)
+        }
+    }
+
+    private static func erase(_ users: [Int64], _ resources: ServiceResources) async throws {
+        let store = TweetStore(postgres: resources.postgres)
+        let configuration = resources.redis.configuration
+        for user in users {
+            let changed = try await store.erase(user: user)
+            _ = try await resources.redis.send(LocalCopyKind.counts.announcement(of: [user], on: configuration))
+            for start in stride(from: 0, to: changed.count, by: 1000) {
+                let chunk = changed[start..<min(start + 1000, changed.count)]
+                _ = try await resources.redis.send(LocalCopyKind.states.announcement(of: chunk, on: configuration))
+            }
         }
     }
 

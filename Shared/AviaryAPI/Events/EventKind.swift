@@ -130,10 +130,12 @@ public enum UsersTopic {
     public static let suspended = EventKind<ProfileChanged>(topic: name, type: "suspended")
     /// The suspension was lifted: its tweets are shown again.
     public static let reinstated = EventKind<ProfileChanged>(topic: name, type: "reinstated")
+    /// The user deleted their account: every service erases what it keeps of them.
+    public static let deleted = EventKind<ProfileChanged>(topic: name, type: "deleted")
 }
 
-/// A user's name, username or picture changed, or their account was suspended or reinstated:
-/// what shows them must be built again.
+/// A user's name, username or picture changed, or their account was suspended, reinstated or
+/// deleted: what shows them must be built again, or erased.
 public struct ProfileChanged: Codable, Sendable, Hashable {
     public var userId: EntityID
 }

@@ -41,6 +41,16 @@ public enum AccountAPI {
             session of the account; the calling session stays signed in.
             """)
 
+    public static let deleteAccount = RPCMethod<DeleteAccountParams, DeleteResult>(
+        "auth.deleteAccount", access: .user,
+        summary: """
+            Deletes the caller's account for good (password: the account's password; an account that signs in \
+            only with Google sets one by auth.requestPasswordReset first). Its sessions end at once and its \
+            profile is gone; every service then erases its tweets, likes, reposts, bookmarks, follows, blocks, \
+            mutes, messages' text and media, reactions, group memberships and notifications. The email is free at \
+            once, the username after 30 days. Returns {deleted: true}.
+            """)
+
     public static let searchUsers = RPCMethod<SearchParams, Page<User>>(
         "auth.searchUsers", access: .anonymous,
         summary: """
@@ -128,6 +138,15 @@ public struct ChangePasswordParams: Codable, Sendable {
     public init(currentPassword: String, newPassword: String) {
         self.currentPassword = currentPassword
         self.newPassword = newPassword
+    }
+}
+
+/// Params of `auth.deleteAccount`.
+public struct DeleteAccountParams: Codable, Sendable {
+    public var password: String
+
+    public init(password: String) {
+        self.password = password
     }
 }
 
