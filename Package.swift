@@ -17,7 +17,7 @@ let services: [(executable: String, target: String, folder: String, extra: [Targ
         "CArgon2", "AuthTokens", .product(name: "JWTKit", package: "jwt-kit"),
         .product(name: "Crypto", package: "swift-crypto"), .product(name: "Metrics", package: "swift-metrics"),
         .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
-        .product(name: "NIOExtras", package: "swift-nio-extras"),
+        .product(name: "NIOExtras", package: "swift-nio-extras"), .product(name: "ZIPFoundation", package: "ZIPFoundation"),
     ]),
     ("aviary-tweets", "TweetsService", "Tweets", [.product(name: "Logging", package: "swift-log")]),
     ("aviary-social-graph", "SocialGraphService", "SocialGraph", []),
@@ -85,6 +85,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation.git", from: "0.9.20"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
@@ -256,7 +257,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "AviaryJSON", "RPC", "AviaryAPI", "AviaryClient", "Postgres", "Redis", "TestSupport", logging,
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -26,6 +26,8 @@ extension AuthService {
         router.register(AccountAPI.updateProfile, handler: updateProfile)
         router.register(AccountAPI.changePassword, handler: changePassword)
         router.register(AccountAPI.deleteAccount, handler: deleteAccount)
+        router.register(ExportAPI.requestExport, handler: requestExport)
+        router.register(ExportAPI.exports, handler: exportList)
         router.register(EmailAPI.requestEmailVerification, handler: requestEmailVerification)
         router.register(EmailAPI.verifyEmail, handler: verifyEmail)
         router.register(EmailAPI.requestPasswordReset, handler: requestPasswordReset)

@@ -15,6 +15,7 @@ public struct AuthService: Sendable {
     let moderation: ModerationStore
     let emailTokens: EmailTokenStore
     let mail: MailQueue
+    let exports: DataExportStore
     let issuer: SessionIssuer
     let passwords: PasswordHasher
     /// Checked against for logins that name no account, so that they take as long as real ones.
@@ -68,6 +69,12 @@ public struct AuthService: Sendable {
         })
         let mail = try mailQueue(resources)
         resources.addBackgroundService(PeriodicJob(every: .seconds(1)) { await mail.deliver() })
+        let issuer = SessionIssuer(
+            accessTokens: try await AccessTokenIssuer(keys: resources.tokenKeys, lifetime: resources.tokenLifetime),
+            sessions: sessions, ids: resources.ids)
+        let exports = DataExportStore(postgres: resources.postgres)
+        let exporter = DataExporter(store: exports, issuer: issuer, sessions: sessions, resources: resources, logger: resources.logger)
+        resources.addBackgroundService(PeriodicJob(every: .seconds(1)) { await exporter.prepareNext() })
         let mediaBaseURL = configuration.value("AVIARY_MEDIA_PUBLIC_URL") ?? "http://127.0.0.1:7207"
         return AuthService(
             resources: resources,
@@ -77,9 +84,8 @@ public struct AuthService: Sendable {
             moderation: ModerationStore(postgres: resources.postgres),
             emailTokens: emailTokens,
             mail: mail,
-            issuer: SessionIssuer(
-                accessTokens: try await AccessTokenIssuer(keys: resources.tokenKeys, lifetime: resources.tokenLifetime),
-                sessions: sessions, ids: resources.ids),
+            exports: exports,
+            issuer: issuer,
             passwords: passwords,
             dummyHash: dummyHash,
             limits: try AuthRateLimits(configuration: configuration, limiter: RateLimiter(redis: resources.redis, logger: resources.logger)),

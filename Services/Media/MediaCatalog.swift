@@ -8,9 +8,11 @@ import Redis
 struct MediaCatalog: Sendable {
     let store: MediaStore
     let copy: LocalCopy<MediaRecord>
+    private let redis: RedisClient
 
     init(store: MediaStore, redis: RedisClient, logger: Logger, capacity: Int = 100_000) {
         self.store = store
+        self.redis = redis
         copy = LocalCopy(.media, redis: redis, capacity: capacity, lifetime: .seconds(3600), logger: logger)
     }
 
@@ -27,6 +29,12 @@ struct MediaCatalog: Sendable {
         copy.keep(loaded.lazy.map { (key: $0.key, value: $0.value) }, since: epoch)
         found.merge(loaded) { _, new in new }
         return found
+    }
+
+    /// Forgets `ids` in every process (a medium taken or erased).
+    func forget(_ ids: [Int64]) async throws {
+        copy.forget(ids)
+        _ = try await redis.send(LocalCopyKind.media.announcement(of: ids, on: redis.configuration))
     }
 
     /// Keeps `records`, just finished.

@@ -34,12 +34,13 @@ public struct MediaService: Sendable {
         resources.addAdminRoutes(MediaHTTPRoute(media: media).add(to:))
         let sweeper = UploadSweeper(uploads: media.uploads, storage: storage, settings: settings, logger: resources.logger)
         resources.addBackgroundService(PeriodicJob(every: settings.sweepInterval, sweeper.sweep))
-        resources.eraseDeletedAccounts { [redis = resources.redis] owner in try await media.erase(owner: owner, redis: redis) }
+        resources.eraseDeletedAccounts(media.erase(owner:))
         resources.logger.info("media storage", metadata: ["media.root": "\(settings.root)"])
     }
 
     func registerMethods(with router: inout RPCRouter) {
         router.register(MediaAPI.beginUpload, handler: beginUpload)
+        router.register(MediaAPI.beginExportUpload, handler: beginExportUpload)
         router.register(MediaAPI.uploadChunk, handler: uploadChunk)
         router.register(MediaAPI.finishUpload, handler: finishUpload)
         router.register(MediaAPI.get, handler: get)
@@ -49,11 +50,10 @@ public struct MediaService: Sendable {
 
     /// Erases `owner`'s media once their account is deleted: the rows, the files no other medium
     /// holds, the parts of unfinished uploads; every process forgets the media. Idempotent.
-    func erase(owner: Int64, redis: RedisClient) async throws {
+    func erase(owner: Int64) async throws {
         let erased = try await items.erase(owner: owner)
         for start in stride(from: 0, to: erased.media.count, by: 1000) {
-            let chunk = erased.media[start..<min(start + 1000, erased.media.count)]
-            _ = try await redis.send(LocalCopyKind.media.announcement(of: chunk, on: redis.configuration))
+            try await catalog.forget(Array(erased.media[start..<min(start + 1000, erased.media.count)]))
         }
         for sha256 in erased.unheld { try await storage.removeObject(sha256: sha256) }
         for upload in erased.uploads { try await storage.removePart(upload: upload) }

@@ -53,8 +53,9 @@ struct MediaSettings: Sendable {
             try configuration.integer("AVIARY_MEDIA_URL_LIFETIME_SECONDS", default: 3600, in: 60...(30 * 86_400)))
     }
 
+    /// The largest upload of `type`; a data export may be as large as 1 GiB.
     func maxBytes(of type: MediaType) -> Int64 {
-        type.isVideo ? maxVideoBytes : maxImageBytes
+        type == .zip ? 1 << 30 : type.isVideo ? maxVideoBytes : maxImageBytes
     }
 
     private static func defaultRoot() -> String {

@@ -137,5 +137,26 @@ enum AuthSchema {
                 ALTER TABLE auth.users ADD COLUMN deleted_at timestamptz;
                 CREATE INDEX users_deleted_at ON auth.users (deleted_at) WHERE deleted_at IS NOT NULL;
                 """),
+        PostgresMigration(
+            version: 10, name: "data exports",
+            sql: """
+                -- A user's copy of their data (DataExporter): prepared in the background, then kept
+                -- by media (media_id) until its one download.
+                CREATE TABLE auth.exports (
+                    id bigint PRIMARY KEY,
+                    user_id bigint NOT NULL,
+                    status text NOT NULL DEFAULT 'preparing' CHECK (status IN ('preparing', 'ready', 'downloaded', 'failed')),
+                    media_id bigint,
+                    byte_size bigint,
+                    attempts int NOT NULL DEFAULT 0,
+                    -- Set while an instance prepares it: another takes it over once this is old.
+                    started_at timestamptz,
+                    error text,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    ready_at timestamptz
+                );
+                CREATE INDEX exports_user ON auth.exports (user_id, id DESC);
+                CREATE INDEX exports_preparing ON auth.exports (id) WHERE status = 'preparing';
+                """),
     ]
 }

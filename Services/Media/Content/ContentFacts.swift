@@ -23,6 +23,10 @@ struct ContentFacts: Sendable, Equatable {
         if head.ascii(at: 0, count: 4) == "RIFF" && head.ascii(at: 8, count: 4) == "WEBP" {
             return try ImageHeaders.webp(source)
         }
+        // A ZIP archive's first local file header (data exports).
+        if head.starts(with: [0x50, 0x4B, 0x03, 0x04]) {
+            return ContentFacts(type: .zip)
+        }
         if let type = MovieHeaders.type(head) {
             return try MovieHeaders.facts(source, type: type)
         }

@@ -10,7 +10,8 @@ import ServiceKit
 /// `Content-Type`, `Content-Length`, a strong `ETag` (its SHA-256), `If-None-Match` (304),
 /// single `Range`s (206, 416; `If-Range` honoured) and cache headers: a year for public media,
 /// private and no longer than the signature for message media, which needs a valid `exp`/`sig`
-/// (without one it is not found, like an id that does not exist).
+/// (without one it is not found, like an id that does not exist). A data export (purpose `export`)
+/// is served once: its `GET` takes it, whole, and it is gone afterwards.
 struct MediaHTTPRoute: Sendable {
     let media: MediaService
 
@@ -49,6 +50,21 @@ struct MediaHTTPRoute: Sendable {
             headers[.cacheControl] = "public, max-age=31536000, immutable"
         }
 
+        if record.purpose == .export {
+            headers[.cacheControl] = "no-store"
+            headers[.contentLength] = String(record.byteSize)
+            headers[HTTPField.Name("Content-Disposition")!] = "attachment; filename=\"aviary-export-\(record.id).zip\""
+            if request.method == .head { return Response(status: .ok, headers: headers) }
+            // Taken before a byte goes out: a second download finds nothing.
+            guard try await media.items.take(record.id) else { return notFound }
+            _ = try await media.catalog.forget([record.id])
+            let (storage, items) = (media.storage, media.items)
+            return Response(
+                status: .ok, headers: headers,
+                body: body(record.sha256, 0...(record.byteSize - 1), logger: logger) {
+                    if try await items.holders(of: record.sha256) == 0 { try await storage.removeObject(sha256: record.sha256) }
+                })
+        }
         if let candidates = request.headers[.ifNoneMatch], Self.matches(candidates, record.sha256) {
             // A 304 may carry Content-Length only as the full representation's (RFC 9110 §8.6).
             headers[.contentLength] = String(record.byteSize)
@@ -75,7 +91,10 @@ struct MediaHTTPRoute: Sendable {
 
     /// `bytes` of the stored file, streamed: never more than a piece in memory, and nothing read
     /// for HEAD, whose response drops the body. A file that cannot be read cuts the body short.
-    private func body(_ sha256: String, _ bytes: ClosedRange<Int64>, logger: Logger) -> ResponseBody {
+    /// `then` runs once the whole of it is out.
+    private func body(
+        _ sha256: String, _ bytes: ClosedRange<Int64>, logger: Logger, then: @escaping @Sendable () async throws -> Void = {}
+    ) -> ResponseBody {
         let storage = media.storage
         return ResponseBody(contentLength: bytes.count) { writer in
             var offset = bytes.lowerBound
@@ -93,6 +112,7 @@ struct MediaHTTPRoute: Sendable {
                 offset += Int64(count)
             }
             try await writer.finish(nil)
+            try await then()
         }
     }
 

@@ -14,6 +14,9 @@ extension MediaService {
             throw RPCError.tooLarge(
                 "byteSize \(params.byteSize) is over the limit for \(params.contentType.rawValue): \(limit) bytes")
         }
+        guard params.purpose != .export, params.contentType != .zip else {
+            throw RPCError.forbidden("data exports (application/zip) are begun by the accounts service alone")
+        }
         if params.purpose == .avatar && params.contentType.isVideo {
             throw RPCError.validation(
                 "an avatar must be an image (image/jpeg, image/png, image/gif or image/webp)", field: "contentType")
@@ -30,11 +33,28 @@ extension MediaService {
         case (_, nil):
             break
         }
-        let upload = UploadRecord(
-            head: MediaHead(
+        return try await begin(
+            MediaHead(
                 id: ids.next(), ownerID: owner, purpose: params.purpose, conversationID: params.conversationId?.value,
                 type: params.contentType, byteSize: params.byteSize),
-            declaredSHA256: params.sha256?.value,
+            sha256: params.sha256)
+    }
+
+    /// `media.beginExportUpload`: an upload of a data export for its owner, which they then send and
+    /// finish as any upload of theirs.
+    @Sendable func beginExportUpload(_ params: BeginExportUploadParams, _ context: RPCContext) async throws -> UploadStarted {
+        let limit = settings.maxBytes(of: .zip)
+        guard (1...limit).contains(params.byteSize) else {
+            throw RPCError.validation("byteSize must be 1 to \(limit), got \(params.byteSize)", field: "byteSize")
+        }
+        return try await begin(
+            MediaHead(id: ids.next(), ownerID: params.ownerId.value, purpose: .export, conversationID: nil, type: .zip, byteSize: params.byteSize),
+            sha256: params.sha256)
+    }
+
+    private func begin(_ head: MediaHead, sha256: SHA256Hex?) async throws -> UploadStarted {
+        let upload = UploadRecord(
+            head: head, declaredSHA256: sha256?.value,
             chunkBytes: settings.chunkBytes, received: 0, expiresAt: Date().addingTimeInterval(settings.uploadLifetime.timeInterval))
         if let freed = try await uploads.create(upload, openLimit: settings.openUploadsPerUser) {
             throw RPCError.rateLimited(

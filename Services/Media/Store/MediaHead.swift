@@ -11,7 +11,7 @@ struct MediaHead: Sendable {
     var type: MediaType
     var byteSize: Int64
 
-    var isPrivate: Bool { purpose == .message }
+    var isPrivate: Bool { purpose == .message || purpose == .export }
 
     static let columns = "id, owner_id, purpose, conversation_id, content_type, byte_size"
     /// How many columns ``columns`` names: a record's own columns follow.

@@ -43,6 +43,17 @@ struct MediaStore: Sendable {
         }
     }
 
+    /// Takes the data export `id` out of the catalog for its one download; false when it was taken
+    /// already (or is no export).
+    func take(_ id: Int64) async throws -> Bool {
+        try await !postgres.query("DELETE FROM media.items WHERE id = $1 AND purpose = 'export' RETURNING 1", [id]).isEmpty
+    }
+
+    /// How many media hold content `sha256`.
+    func holders(of sha256: String) async throws -> Int {
+        try await Int(postgres.query("SELECT count(*) FROM media.items WHERE sha256 = $1", [sha256])[0].decode(Int64.self, at: 0))
+    }
+
     /// The finished media among `ids`, by id.
     func find(_ ids: [Int64]) async throws -> [Int64: MediaRecord] {
         let rows = try await postgres.query("SELECT \(MediaRecord.columns) FROM media.items WHERE id = ANY($1)", [ids])

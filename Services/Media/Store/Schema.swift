@@ -63,6 +63,11 @@ enum MediaSchema {
                 -- A deleted account's media (MediaStore.erase), and whether any medium still holds some content.
                 CREATE INDEX items_owner ON media.items (owner_id);
                 CREATE INDEX items_sha256 ON media.items (sha256);
+                -- Data exports: ZIPs auth uploads for their owner, served once.
+                ALTER TABLE media.uploads DROP CONSTRAINT uploads_purpose_check,
+                    ADD CONSTRAINT uploads_purpose_check CHECK (purpose IN ('avatar', 'tweet', 'message', 'export'));
+                ALTER TABLE media.items DROP CONSTRAINT items_purpose_check,
+                    ADD CONSTRAINT items_purpose_check CHECK (purpose IN ('avatar', 'tweet', 'message', 'export'));
                 """),
     ]
 }

@@ -46,6 +46,13 @@ public enum MediaAPI {
             end). Message media needs a token of a member of its conversation.
             """)
 
+    public static let beginExportUpload = RPCMethod<BeginExportUploadParams, UploadStarted>(
+        "media.beginExportUpload", access: .internal,
+        summary: """
+            Internal. Begins the upload of a data export (application/zip, purpose export, up to 1 GiB) for ownerId, \
+            who then sends and finishes it as any upload of theirs (auth does, in a session of theirs).
+            """)
+
     public static let getMany = RPCMethod<GetMediaParams, [Media]>(
         "media.getMany", access: .internal,
         summary: """
@@ -78,17 +85,20 @@ public enum MediaPurpose: String, CaseIterable, Codable, Sendable, JSONSchemaDes
     case tweet
     /// Private to a conversation: signed URLs, membership checked.
     case message
+    /// A user's data export (a ZIP auth prepares for them): private to its owner, its signed URL
+    /// served once. Only auth may upload one.
+    case export
 
     public init(from decoder: any Decoder) throws {
         let field = decoder.codingPath.fieldName
         let text = try? decoder.singleValueContainer().decode(String.self)
         guard let text, let purpose = MediaPurpose(rawValue: text) else {
-            throw RPCError.validation("\(field) must be one of avatar, tweet, message", field: field)
+            throw RPCError.validation("\(field) must be one of avatar, tweet, message, export", field: field)
         }
         self = purpose
     }
 
-    public static var jsonSchema: JSONValue { ["type": "string", "enum": ["avatar", "tweet", "message"]] }
+    public static var jsonSchema: JSONValue { ["type": "string", "enum": ["avatar", "tweet", "message", "export"]] }
 }
 
 /// The content types media accepts, as declared by the uploader and confirmed by magic bytes.
@@ -99,6 +109,8 @@ public enum MediaType: String, CaseIterable, Codable, Sendable, JSONSchemaDescri
     case webp = "image/webp"
     case mp4 = "video/mp4"
     case quicktime = "video/quicktime"
+    /// Data exports only (purpose export).
+    case zip = "application/zip"
 
     public var isVideo: Bool { self == .mp4 || self == .quicktime }
 
@@ -172,6 +184,19 @@ public struct Base64Bytes: Codable, Sendable, JSONSchemaDescribing {
     }
 
     public static var jsonSchema: JSONValue { ["type": "string", "contentEncoding": "base64"] }
+}
+
+/// Params of `media.beginExportUpload`.
+public struct BeginExportUploadParams: Codable, Sendable {
+    public var ownerId: EntityID
+    public var byteSize: Int64
+    public var sha256: SHA256Hex?
+
+    public init(ownerId: EntityID, byteSize: Int64, sha256: SHA256Hex? = nil) {
+        self.ownerId = ownerId
+        self.byteSize = byteSize
+        self.sha256 = sha256
+    }
 }
 
 /// Params of `media.beginUpload`.
