@@ -41,6 +41,8 @@ public struct MediaService: Sendable {
     func registerMethods(with router: inout RPCRouter) {
         router.register(MediaAPI.beginUpload, handler: beginUpload)
         router.register(MediaAPI.beginExportUpload, handler: beginExportUpload)
+        router.register(MediaAPI.describe, handler: describe)
+        router.register(MediaAPI.discard, handler: discard)
         router.register(MediaAPI.uploadChunk, handler: uploadChunk)
         router.register(MediaAPI.finishUpload, handler: finishUpload)
         router.register(MediaAPI.get, handler: get)
@@ -51,12 +53,16 @@ public struct MediaService: Sendable {
     /// Erases `owner`'s media once their account is deleted: the rows, the files no other medium
     /// holds, the parts of unfinished uploads; every process forgets the media. Idempotent.
     func erase(owner: Int64) async throws {
-        let erased = try await items.erase(owner: owner)
-        for start in stride(from: 0, to: erased.media.count, by: 1000) {
-            try await catalog.forget(Array(erased.media[start..<min(start + 1000, erased.media.count)]))
+        try await clear(try await items.erase(owner: owner))
+    }
+
+    /// After media are deleted: every process forgets them, and the files nothing holds go.
+    func clear(_ deletion: MediaStore.Deletion) async throws {
+        for start in stride(from: 0, to: deletion.media.count, by: 1000) {
+            try await catalog.forget(Array(deletion.media[start..<min(start + 1000, deletion.media.count)]))
         }
-        for sha256 in erased.unheld { try await storage.removeObject(sha256: sha256) }
-        for upload in erased.uploads { try await storage.removePart(upload: upload) }
+        for sha256 in deletion.unheld { try await storage.removeObject(sha256: sha256) }
+        for upload in deletion.uploads { try await storage.removePart(upload: upload) }
     }
 
     /// The client's view of `record`; a private medium's URL carries a fresh signature.
@@ -65,6 +71,7 @@ public struct MediaService: Sendable {
         if record.isPrivate { url += "?" + signer.query(for: record.id) }
         return Media(
             id: EntityID(record.id), url: url, contentType: record.type.rawValue, byteSize: record.byteSize,
-            width: record.width, height: record.height, durationMs: record.durationMs)
+            width: record.width, height: record.height, durationMs: record.durationMs, description: record.description,
+            focus: record.focus)
     }
 }

@@ -2,7 +2,8 @@ import RPC
 
 /// An uploaded image or video as clients see it (contract §2). `url` serves the bytes (signed and
 /// expiring for message media); `width`, `height` and `durationMs` are null when not known or not
-/// meaningful (no duration for an image).
+/// meaningful (no duration for an image). `description` (alt text) and `focus` are the uploader's
+/// (`media.describe`).
 public struct Media: Codable, Sendable, Hashable {
     /// The most media `media.getMany` looks up in one call.
     public static let lookupLimit = 1000
@@ -13,10 +14,12 @@ public struct Media: Codable, Sendable, Hashable {
     public var width: Int?
     public var height: Int?
     public var durationMs: Int64?
+    public var description: String?
+    public var focus: MediaFocus?
 
     public init(
         id: EntityID, url: String, contentType: String, byteSize: Int64, width: Int? = nil, height: Int? = nil,
-        durationMs: Int64? = nil
+        durationMs: Int64? = nil, description: String? = nil, focus: MediaFocus? = nil
     ) {
         self.id = id
         self.url = url
@@ -25,10 +28,12 @@ public struct Media: Codable, Sendable, Hashable {
         self.width = width
         self.height = height
         self.durationMs = durationMs
+        self.description = description
+        self.focus = focus
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, url, contentType, byteSize, width, height, durationMs
+        case id, url, contentType, byteSize, width, height, durationMs, description, focus
     }
 
     public init(from decoder: any Decoder) throws {
@@ -40,6 +45,8 @@ public struct Media: Codable, Sendable, Hashable {
         width = try container.decodeIfPresent(Int.self, forKey: .width)
         height = try container.decodeIfPresent(Int.self, forKey: .height)
         durationMs = try container.decodeIfPresent(Int64.self, forKey: .durationMs)
+        description = try container.decodeIfPresent(String.self, forKey: .description)
+        focus = try container.decodeIfPresent(MediaFocus.self, forKey: .focus)
     }
 
     /// Absent values are written as `null`, as the contract shows them.
@@ -52,5 +59,19 @@ public struct Media: Codable, Sendable, Hashable {
         try container.encode(width, forKey: .width)
         try container.encode(height, forKey: .height)
         try container.encode(durationMs, forKey: .durationMs)
+        try container.encode(description, forKey: .description)
+        try container.encode(focus, forKey: .focus)
+    }
+}
+
+/// The point of a picture to keep in view when it is cropped: x from -1 (left) to 1 (right), y from
+/// -1 (bottom) to 1 (top), as Mastodon's focal points.
+public struct MediaFocus: Codable, Sendable, Hashable {
+    public var x: Double
+    public var y: Double
+
+    public init(x: Double, y: Double) {
+        self.x = x
+        self.y = y
     }
 }

@@ -590,9 +590,17 @@ struct MastodonAPITests {
         #expect(uploaded.status == 200, "\(uploaded.text)")
         #expect(uploaded.json["type"] == "image" && uploaded.json["meta"]?["original"]?["width"] == 4)
         let mediaID = try #require(uploaded.json["id"]?.stringValue)
+        #expect(uploaded.json["description"] == "a dot")
         #expect(try await app.get("/api/v1/media/\(mediaID)", token: token).json["id"]?.stringValue == mediaID)
+        // The description and focal point change until the status is posted (media.describe).
+        let described = try await app.send("PUT", "/api/v1/media/\(mediaID)", ["description": "a red dot", "focus": "0.5,-0.25"], token: token)
+        #expect(described.json["description"] == "a red dot" && described.json["meta"]?["focus"]?["x"] == .double(0.5), "\(described.text)")
+        let strangerToken = try await app.signIn(try await edge.register("jay"))
+        #expect(try await app.send("PUT", "/api/v1/media/\(mediaID)", ["description": "mine now"], token: strangerToken).status == 404)
+        #expect(try await app.send("PUT", "/api/v1/media/\(mediaID)", ["focus": "2,0"], token: token).status == 422)
         let posted = try await app.send("POST", "/api/v1/statuses", ["status": "with a dot", "media_ids[]": mediaID], token: token)
         #expect(posted.json["media_attachments"]?.arrayValue?.first?["id"]?.stringValue == mediaID, "\(posted.text)")
+        #expect(posted.json["media_attachments"]?.arrayValue?.first?["description"] == "a red dot")
         let notMultipart = try await app.send("POST", "/api/v2/media", ["file": "x"], token: token)
         #expect(notMultipart.status == 422)
 

@@ -4,7 +4,8 @@ import Foundation
 import Hummingbird
 
 /// `POST /api/v2/media` (and v1): a `multipart/form-data` upload through the gateway's own upload
-/// path into the media service, as a tweet's medium; `GET /api/v1/media/:id`.
+/// path into the media service, as a tweet's medium, with its `description` and `focus` fields;
+/// `GET /api/v1/media/:id`; `PUT /api/v1/media/:id` (description, focus: `media.describe`).
 extension MastodonAPI {
     func addMediaRoutes(to router: Router<EdgeContext>) {
         for path in ["api/v2/media", "api/v1/media"] {
@@ -18,9 +19,10 @@ extension MastodonAPI {
             return EdgeResponses.json(call.renderer.media(media))
         }
         endpoint(router, .put, "api/v1/media/:id", access: .user, scope: "write:media") { call, context in
-            // Aviary keeps no description or focal point: the attachment is answered as it is.
-            let media = try await self.call(MediaAPI.get, MediaParams(mediaId: try call.pathID(context)), call)
-            return EdgeResponses.json(call.renderer.media(media))
+            let id = try call.pathID(context)
+            let described = try await describe(id, description: call.params["description"], focus: call.params["focus"], call)
+            if let described { return EdgeResponses.json(call.renderer.media(described)) }
+            return EdgeResponses.json(call.renderer.media(try await self.call(MediaAPI.get, MediaParams(mediaId: id), call)))
         }
     }
 
@@ -29,15 +31,34 @@ extension MastodonAPI {
         guard MediaUpload.mediaType(header) == "multipart/form-data" else {
             throw MastodonError.validation("file", "must be sent as multipart/form-data")
         }
-        let spooled: MediaUpload.SpooledFile
-        switch await MediaUpload.spoolFilePart(of: call.request, contentType: header, limit: gateway.settings.maxUploadBytes) {
+        let form: MediaUpload.MultipartForm
+        switch await MediaUpload.readMultipart(
+            of: call.request, contentType: header, limit: gateway.settings.maxUploadBytes, filePart: "file")
+        {
         case .failure(let refusal): return refusal.response
-        case .success(let file): spooled = file
+        case .success(let read): form = read
         }
+        guard let spooled = form.file else { throw MastodonError.validation("file", "must be a complete part of the form") }
         defer { try? FileManager.default.removeItem(at: spooled.url) }
+        func field(_ name: String) -> String? { form.fields.first { $0.name == name }?.value }
         let begin = GatewayService.BeginUpload(
             contentType: spooled.contentType, byteSize: spooled.byteSize, purpose: MediaPurpose.tweet.rawValue, conversationId: nil)
-        return EdgeResponses.json(call.renderer.media(try await store(begin, from: spooled, call)))
+        let media = try await store(begin, from: spooled, call)
+        let described = try await describe(media.id, description: field("description"), focus: field("focus"), call)
+        return EdgeResponses.json(call.renderer.media(described ?? media))
+    }
+
+    /// Sets what Mastodon's `description` and `focus` (`"x,y"`) give of a medium; nil when neither is given.
+    private func describe(_ id: EntityID, description: String?, focus: String?, _ call: Call) async throws -> Media? {
+        guard description != nil || focus != nil else { return nil }
+        var params = DescribeMediaParams(mediaId: id)
+        if let description { params.description = .some(description) }
+        if let focus {
+            let parts = focus.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+            guard parts.count == 2 else { throw MastodonError.validation("focus", "must be two numbers x,y from -1 to 1") }
+            params.focus = .some(MediaFocus(x: parts[0], y: parts[1]))
+        }
+        return try await self.call(MediaAPI.describe, params, call)
     }
 
     /// Uploads a spooled file through the gateway's upload path, for the caller: the Media.

@@ -80,14 +80,18 @@ extension MastodonAPI {
         endpoint(router, .post, "api/v1/statuses/:id/reblog", access: .user, scope: "write:statuses") { call, context in
             let id = try call.pathID(context)
             let state = try await self.call(TweetsAPI.repost, TweetParams(tweetId: id), call)
-            // Mastodon answers the reblog: the caller's repost, with the original inside.
-            return EdgeResponses.json(call.renderer.status(try await liveStatus(state.repostId ?? id, call)))
+            // Mastodon answers the reblog: the caller's repost, with the original inside. Its counts
+            // are the call's: another tweets instance may not have heard of it yet, as with likes.
+            var entry = try await liveStatus(state.repostId ?? id, call)
+            (entry.reposts, entry.repostedByMe) = (state.reposts, state.repostedByMe)
+            return EdgeResponses.json(call.renderer.status(entry))
         }
         endpoint(router, .post, "api/v1/statuses/:id/unreblog", access: .user, scope: "write:statuses") { call, context in
             let id = try call.pathID(context)
-            _ = try await self.call(TweetsAPI.unrepost, TweetParams(tweetId: id), call)
+            let state = try await self.call(TweetsAPI.unrepost, TweetParams(tweetId: id), call)
             var original = try await liveStatus(id, call)
             (original.repostedBy, original.repostId) = (nil, nil)
+            (original.reposts, original.repostedByMe) = (state.reposts, state.repostedByMe)
             return EdgeResponses.json(call.renderer.status(original))
         }
         for (path, method) in [("api/v1/statuses/:id/bookmark", TweetsAPI.bookmark), ("api/v1/statuses/:id/unbookmark", TweetsAPI.unbookmark)] {

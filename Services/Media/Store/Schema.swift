@@ -69,5 +69,11 @@ enum MediaSchema {
                 ALTER TABLE media.items DROP CONSTRAINT items_purpose_check,
                     ADD CONSTRAINT items_purpose_check CHECK (purpose IN ('avatar', 'tweet', 'message', 'export'));
                 """),
+        PostgresMigration(
+            version: 6, name: "descriptions and focal points",
+            sql: """
+                -- Alt text and the point kept in view when cropped (media.describe).
+                ALTER TABLE media.items ADD COLUMN description text, ADD COLUMN focus_x float8, ADD COLUMN focus_y float8;
+                """),
     ]
 }

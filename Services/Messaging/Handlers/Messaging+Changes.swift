@@ -1,6 +1,7 @@
 import AviaryAPI
 import AviaryJSON
 import Foundation
+import Logging
 import RPC
 import ServiceKit
 
@@ -34,6 +35,14 @@ extension MessagingService {
             guard row.senderID == caller else { throw RPCError.forbidden("only its sender may delete a message for everyone") }
             if try await messages.deleteForEveryone(row.id, sender: caller) {
                 await resources.replicaReads.recordWrite(to: [Self.historyName(row.conversationID)])
+                if let media = row.media.flatMap({ try? WireDecoding.decode(Media.self, from: Data($0.utf8)) }) {
+                    // Its file goes too; a failure leaves it behind (logged), never the delete undone.
+                    do {
+                        _ = try await resources.peers.media.discard(DiscardMediaParams(ownerId: EntityID(caller), mediaIds: [media.id]), context: context)
+                    } catch {
+                        context.logger.warning("the deleted message's media could not be discarded", metadata: ["error": "\(error)"])
+                    }
+                }
                 await publish(context) {
                     let members = try await messages.markers(of: row.conversationID).map(\.userID)
                     try await events.deleted(row.conversationID, message: row.id, forEveryone: true, to: members)

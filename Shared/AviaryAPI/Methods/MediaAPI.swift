@@ -46,6 +46,22 @@ public enum MediaAPI {
             end). Message media needs a token of a member of its conversation.
             """)
 
+    public static let describe = RPCMethod<DescribeMediaParams, Media>(
+        "media.describe", access: .user,
+        summary: """
+            Sets the description (alt text, at most 1,500 characters; empty or null removes it) and the focal point \
+            (focus {x, y}, each -1 to 1; null removes it) of one of the caller's finished media (not_found for \
+            anyone else's). Omitted fields stay. A tweet shows its media as they were when it was posted, for as \
+            long as it is cached: describe media before posting. Returns the Media.
+            """)
+
+    public static let discard = RPCMethod<DiscardMediaParams, DiscardedMedia>(
+        "media.discard", access: .internal,
+        summary: """
+            Internal. Deletes the tweet and message media among mediaIds (at most 1,000) that ownerId uploaded, \
+            and the files no other medium holds: what a message deleted for everyone leaves. Returns {discarded}.
+            """)
+
     public static let beginExportUpload = RPCMethod<BeginExportUploadParams, UploadStarted>(
         "media.beginExportUpload", access: .internal,
         summary: """
@@ -184,6 +200,58 @@ public struct Base64Bytes: Codable, Sendable, JSONSchemaDescribing {
     }
 
     public static var jsonSchema: JSONValue { ["type": "string", "contentEncoding": "base64"] }
+}
+
+/// Params of `media.describe`: a field left out stays as it is; one given as null is removed.
+public struct DescribeMediaParams: Codable, Sendable {
+    public var mediaId: EntityID
+    /// Given (a text, or null to remove it) or not.
+    public var description: String??
+    public var focus: MediaFocus??
+
+    public init(mediaId: EntityID, description: String?? = .none, focus: MediaFocus?? = .none) {
+        self.mediaId = mediaId
+        self.description = description
+        self.focus = focus
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case mediaId, description, focus
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        mediaId = try container.decode(EntityID.self, forKey: .mediaId)
+        if container.contains(.description) { description = .some(try container.decodeIfPresent(String.self, forKey: .description)) }
+        if container.contains(.focus) { focus = .some(try container.decodeIfPresent(MediaFocus.self, forKey: .focus)) }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(mediaId, forKey: .mediaId)
+        if let description { try container.encode(description, forKey: .description) }
+        if let focus { try container.encode(focus, forKey: .focus) }
+    }
+}
+
+/// Params of `media.discard`.
+public struct DiscardMediaParams: Codable, Sendable {
+    public var ownerId: EntityID
+    public var mediaIds: [EntityID]
+
+    public init(ownerId: EntityID, mediaIds: [EntityID]) {
+        self.ownerId = ownerId
+        self.mediaIds = mediaIds
+    }
+}
+
+/// The result of `media.discard`: how many media went.
+public struct DiscardedMedia: Codable, Sendable {
+    public var discarded: Int
+
+    public init(discarded: Int) {
+        self.discarded = discarded
+    }
 }
 
 /// Params of `media.beginExportUpload`.

@@ -154,10 +154,12 @@ struct MastodonRenderer: Sendable {
                         "aspect": .double(Double(width) / Double(height))]
         }
         if let duration = media.durationMs { original["duration"] = .double(Double(duration) / 1000) }
+        var meta: [String: JSONValue] = original.isEmpty ? [:] : ["original": .object(original)]
+        if let focus = media.focus { meta["focus"] = ["x": .double(focus.x), "y": .double(focus.y)] }
         return [
             "id": .string(media.id.description), "type": .string(kind), "url": .string(media.url),
             "preview_url": .string(media.url), "remote_url": .null, "text_url": .null,
-            "meta": original.isEmpty ? [:] : ["original": .object(original)], "description": .null, "blurhash": .null,
+            "meta": .object(meta), "description": media.description.map(JSONValue.string) ?? .null, "blurhash": .null,
         ]
     }
 
