@@ -72,6 +72,11 @@ struct MessageChangeTests {
         #expect(!theirs.items.contains { $0.id == second.id })
         let senders: Page<Message> = try await fixture.call("history", ["conversationId": group.idValue], as: users[0])
         #expect(senders.items.first { $0.id == second.id }?.text == "second")
+        // Nor is it their conversation's last message any more; the sender's still is.
+        let listed: Page<Conversation> = try await fixture.call("conversations", [:], as: users[1])
+        #expect(listed.items.first { $0.id == group.id }?.lastMessage?.id == first.id)
+        let sendersList: Page<Conversation> = try await fixture.call("conversations", [:], as: users[0])
+        #expect(sendersList.items.first { $0.id == group.id }?.lastMessage?.id == second.id)
         #expect(listener.events { $0["type"] == "deleted" && $0["messageId"] == secondID }.count <= 2)
     }
 

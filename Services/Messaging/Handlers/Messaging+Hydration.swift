@@ -19,7 +19,7 @@ extension MessagingService {
         let media = await fresh
         return snapshot.headers.map { header in
             let markers = snapshot.members[header.id] ?? []
-            let last = header.lastMessageID.flatMap { snapshot.lastMessages[$0] }
+            let last = snapshot.lastMessages[header.id]
             return Conversation(
                 id: EntityID(header.id), kind: header.kind == .direct ? .direct : .group, title: header.title,
                 members: markers.map { summaries[$0.userID] ?? UserDirectory.placeholder($0.userID) },

@@ -15,7 +15,8 @@ struct ConversationSnapshot: Sendable {
     var headers: [ConversationStore.Header]
     /// Current members of each conversation, in the order they joined.
     var members: [Int64: [MemberMarker]]
-    /// The last message of each conversation that has one, by message id.
+    /// The last message of each conversation that the viewer has not deleted for themselves, by
+    /// conversation id.
     var lastMessages: [Int64: MessageRow]
 }
 
@@ -45,7 +46,7 @@ extension ConversationStore {
             headers.removeLast(headers.count - limit)
             next = headers.last.map { KeysetCursor(key: $0.activityID, id: $0.id) }
         }
-        return (try await complete(headers), next)
+        return (try await complete(headers, viewer: user), next)
     }
 
     /// The conversations `ids` as `viewer` sees them (a viewer who is not a member has nothing unread).
@@ -59,10 +60,10 @@ extension ConversationStore {
             WHERE c.id = ANY($1)
             """, [ids, viewer])
         let byID = Dictionary(try rows.map(Self.header).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        return try await complete(ids.compactMap { byID[$0] })
+        return try await complete(ids.compactMap { byID[$0] }, viewer: viewer)
     }
 
-    private func complete(_ headers: [Header]) async throws -> ConversationSnapshot {
+    private func complete(_ headers: [Header], viewer: Int64) async throws -> ConversationSnapshot {
         guard !headers.isEmpty else { return ConversationSnapshot(headers: [], members: [:], lastMessages: [:]) }
         let ids = headers.map(\.id)
         async let memberRows = postgres.query(
@@ -71,7 +72,18 @@ extension ConversationStore {
             WHERE conversation_id = ANY($1) AND left_at IS NULL
             ORDER BY conversation_id, joined_at, user_id
             """, [ids])
-        async let messages = MessageStore(postgres: postgres).messages(headers.compactMap(\.lastMessageID))
+        // Each one's newest by seq (its last_message_id while the viewer hid none), walking back
+        // past what the viewer deleted for themselves.
+        async let messages = postgres.query(
+            """
+            SELECT l.* FROM unnest($1::bigint[]) AS c(id) CROSS JOIN LATERAL (
+                SELECT \(MessageStore.columns) FROM messaging.messages AS m
+                WHERE m.conversation_id = c.id
+                    AND NOT EXISTS (SELECT 1 FROM messaging.hidden_messages AS h WHERE h.user_id = $2 AND h.message_id = m.id)
+                ORDER BY m.seq DESC LIMIT 1
+            ) AS l
+            """, [headers.filter { $0.lastMessageID != nil }.map(\.id), viewer]
+        ).map(MessageStore.row)
         var members: [Int64: [MemberMarker]] = [:]
         for row in try await memberRows {
             members[try row.decode(Int64.self, at: 0), default: []].append(
@@ -79,7 +91,7 @@ extension ConversationStore {
                     userID: try row.decode(Int64.self, at: 1), readSeq: try row.decode(Int64.self, at: 2),
                     role: MemberRole(rawValue: try row.decode(String.self, at: 3)) ?? .member))
         }
-        let lastMessages = Dictionary(try await messages.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let lastMessages = Dictionary(try await messages.map { ($0.conversationID, $0) }, uniquingKeysWith: { first, _ in first })
         return ConversationSnapshot(headers: headers, members: members, lastMessages: lastMessages)
     }
 
