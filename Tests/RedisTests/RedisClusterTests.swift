@@ -116,7 +116,18 @@ import TestSupport
                 try await cluster.cli(port: port, ["CLUSTER", "SETSLOT", String(slot), "NODE", nodes[source]!])
             }
             #expect(try await client.get(key).map { String(decoding: $0, as: UTF8.self) } == "after")
+            try await Self.settle(slotsOf: source, cluster)
         }
+    }
+
+    /// After a slot was moved back to `owner` by `SETSLOT NODE` on the masters: the replicas hear of
+    /// it by gossip only, and believe the claim only of a node whose config epoch is the highest,
+    /// or they keep the old map (and a replica promoted later would not claim the slot, leaving the
+    /// cluster down). The owner's epoch is raised, and every node's map must agree, before another
+    /// test kills one.
+    private static func settle(slotsOf owner: Int, _ cluster: TestRedisGroup) async throws {
+        _ = try await cluster.cli(port: owner, ["CLUSTER", "BUMPEPOCH"])
+        try await cluster.waitUntilClusterIsOK()
     }
 
     /// Sharded pub/sub: each channel is heard on the master of its slot only, and a subscription
@@ -157,6 +168,7 @@ import TestSupport
             try await events.wait(for: 4)
             for messages in heard { messages.cancel() }
             await subscriber.shutdown()
+            try await Self.settle(slotsOf: source, cluster)
         }
     }
 
@@ -170,6 +182,7 @@ import TestSupport
     /// while it does, and every write its replica had, and every write after, is there afterwards.
     @Test func aMastersReplicaTakesOver() async throws {
         try await withClusterClient { client, cluster in
+            try await cluster.waitUntilClusterIsOK()
             let prefix = uniqueName("failover")
             let (victim, replica) = try #require(try await Self.masterWithReplica(cluster))
             let acknowledged = Mutex<[String]>([])
@@ -238,6 +251,7 @@ import TestSupport
     /// client's slot map says so, fails on the dead node and is sent again to the new master.
     @Test func aReadFindsTheNewMasterAfterAFailover() async throws {
         try await withClusterClient { client, cluster in
+            try await cluster.waitUntilClusterIsOK()
             let (victim, replica) = try #require(try await Self.masterWithReplica(cluster))
             // A key of the victim's: written through the client, found on the victim.
             // With its replica's copy (WAIT goes to the node the SET went to): Redis replicates

@@ -164,16 +164,33 @@ public final class TestRedisGroup: Sendable {
         throw TestSupportError(report)
     }
 
-    /// A running node that does not say `cluster_state:ok`, or a replica whose link to its master
-    /// is down.
+    /// A running node that does not say `cluster_state:ok`, a replica whose link to its master is
+    /// down, or a node whose map of the slots differs from the first's: a slot just moved (a test
+    /// of migration moves one and back) reaches the replicas by gossip, and a replica promoted
+    /// before it heard would not claim that slot, leaving the cluster down.
     private func firstNodeNotOK() async -> Node? {
+        var agreed: String?
         for node in nodes where await node.lifecycle.isRunning {
             let info = (try? await cli(port: node.port, ["CLUSTER", "INFO"])) ?? ""
             guard info.contains("cluster_state:ok") else { return node }
             let replication = (try? await cli(port: node.port, ["INFO", "replication"])) ?? ""
             if replication.contains("role:slave"), !replication.contains("master_link_status:up") { return node }
+            let map = Self.slotMap((try? await cli(port: node.port, ["CLUSTER", "NODES"])) ?? "")
+            if let agreed, map != agreed { return node }
+            agreed = map
         }
         return nil
+    }
+
+    /// The masters and their slot ranges in a `CLUSTER NODES` answer, in a stable order (slots in
+    /// migration, in brackets, left out).
+    private static func slotMap(_ nodes: String) -> String {
+        nodes.split(separator: "\n").compactMap { line -> String? in
+            let fields = line.split(separator: " ")
+            guard fields.count > 8, fields[2].contains("master") else { return nil }
+            let ranges = fields[8...].filter { !$0.hasPrefix("[") }
+            return ranges.isEmpty ? nil : "\(fields[0]) \(ranges.joined(separator: ","))"
+        }.sorted().joined(separator: "; ")
     }
 
     private static func node(port: Int, _ options: [String]) async throws -> Node {

@@ -50,6 +50,7 @@ import Testing
             }
         }
         try await Task.sleep(for: .seconds(1))
+        try await cluster.waitUntilClusterIsOK()
         let victim = try await cluster.masters()[0]
         let killed = ContinuousClock.now
         try await cluster.kill(port: victim)
