@@ -44,11 +44,13 @@ BUILD_APT_PACKAGES=(libpq-dev libhiredis-dev libargon2-dev libjemalloc-dev libcu
 #     wraps; libjemalloc: the services' allocator;
 #   libcurl: only in aviary-auth, through the static FoundationNetworking (URLSession), which Swift
 #     ships without curl.
+#   libz (zlib): aviary-auth and the aviary tool, through ZIPFoundation (data exports); Debian's
+#     zlib1g is of required priority, in every base image.
 # Crypto needs nothing: swift-crypto builds its own BoringSSL into the binary.
 ALLOWED_NEEDED=(
     linux-vdso.so.1 'ld-linux-*.so.*' libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1 libutil.so.1
     libstdc++.so.6 libgcc_s.so.1
-    libpq.so.5 libhiredis.so.0.14 libargon2.so.1 libjemalloc.so.2 libcurl.so.4
+    libpq.so.5 libhiredis.so.0.14 libargon2.so.1 libjemalloc.so.2 libcurl.so.4 libz.so.1
 )
 # Allowed libraries whose own dependencies may appear in ldd's (transitive) output: libpq brings
 # OpenSSL, Kerberos and LDAP, libcurl brings more of the same. The Debian packages libpq5 and
