@@ -34,7 +34,7 @@ struct MediaCatalog: Sendable {
     /// Forgets `ids` in every process (a medium taken or erased).
     func forget(_ ids: [Int64]) async throws {
         copy.forget(ids)
-        _ = try await redis.send(LocalCopyKind.media.announcement(of: ids, on: redis.configuration))
+        try await LocalCopyKind.media.announce(ids, on: redis)
     }
 
     /// Keeps `records`, just finished.

@@ -58,9 +58,7 @@ public struct MediaService: Sendable {
 
     /// After media are deleted: every process forgets them, and the files nothing holds go.
     func clear(_ deletion: MediaStore.Deletion) async throws {
-        for start in stride(from: 0, to: deletion.media.count, by: 1000) {
-            try await catalog.forget(Array(deletion.media[start..<min(start + 1000, deletion.media.count)]))
-        }
+        try await catalog.forget(deletion.media)
         for sha256 in deletion.unheld { try await storage.removeObject(sha256: sha256) }
         for upload in deletion.uploads { try await storage.removePart(upload: upload) }
     }

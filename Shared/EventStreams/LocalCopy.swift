@@ -241,6 +241,14 @@ public struct LocalCopyKind: Sendable {
 
     public func channel(database: Int) -> String { "\(channelPrefix):\(database)" }
 
+    /// Tells every process's copy that `ids` changed, a thousand ids a `PUBLISH` (an account's
+    /// erasure can name hundreds of thousands).
+    public func announce(_ ids: [Int64], on redis: RedisClient) async throws {
+        for start in stride(from: 0, to: ids.count, by: 1000) {
+            _ = try await redis.send(announcement(of: ids[start..<min(start + 1000, ids.count)], on: redis.configuration))
+        }
+    }
+
     /// The `PUBLISH` that tells every process's copy that `ids` changed.
     public func announcement(of ids: some Sequence<Int64>, on redis: RedisConfiguration) -> [RedisArgument] {
         redis.publish(RedisArgument(ids.map { String($0) }.joined(separator: " ")), to: channel(database: redis.database))

@@ -17,28 +17,40 @@ extension AuthService {
 
     func exportList(_ params: Empty, context: RPCContext) async throws -> [DataExport] {
         let caller = try context.requireUser()
-        var shownExports: [DataExport] = []
-        for row in try await exports.recent(of: caller) { shownExports.append(try await shown(row, context: context)) }
-        return shownExports
+        return try await shown(try await exports.recent(of: caller), owner: caller, context: context)
     }
 
-    /// `row` as its owner sees it: a ready export with a fresh signed URL from media, or, once media
-    /// no longer has it (downloaded, or erased), downloaded.
     private func shown(_ row: DataExportStore.Row, context: RPCContext) async throws -> DataExport {
-        var export = DataExport(id: EntityID(row.id), status: row.status, createdAt: row.createdAt, readyAt: row.readyAt, byteSize: row.byteSize)
-        guard row.status == .ready, let mediaID = row.mediaID else { return export }
-        do {
-            // Asked as the caller: media shows a private medium to its owner alone.
-            let media = try await resources.client(for: .media).call(
-                MediaAPI.get.name, params: MediaParams(mediaId: EntityID(mediaID)),
-                meta: context.downstreamMeta(token: context.meta.token), idempotent: true, as: Media.self)
-            export.url = media.url
-            export.expiresAt = URLComponents(string: media.url)?.queryItems?.first { $0.name == "exp" }?.value
-                .flatMap(TimeInterval.init).map(Date.init(timeIntervalSince1970:))
-        } catch let error as RPCError where error.reason == "not_found" {
-            try await exports.downloaded(row.id)
-            export.status = .downloaded
+        try await shown([row], owner: row.userID, context: context)[0]
+    }
+
+    /// `rows` as their owner sees them: a ready export with a fresh signed URL from media (one
+    /// `media.getMany` for all), or, once media no longer has it (downloaded, or erased), downloaded.
+    private func shown(_ rows: [DataExportStore.Row], owner: Int64, context: RPCContext) async throws -> [DataExport] {
+        let ready = rows.filter { $0.status == .ready }.compactMap(\.mediaID)
+        let media =
+            ready.isEmpty
+            ? [:]
+            : Dictionary(
+                try await resources.peers.media.getMany(
+                    GetMediaParams(ids: ready.map { EntityID($0) }, ownerId: EntityID(owner), purpose: .export), context: context
+                ).map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
+        var shownExports: [DataExport] = []
+        for row in rows {
+            var export = DataExport(
+                id: EntityID(row.id), status: row.status, createdAt: row.createdAt, readyAt: row.readyAt, byteSize: row.byteSize)
+            if row.status == .ready, let mediaID = row.mediaID {
+                if let medium = media[mediaID] {
+                    export.url = medium.url
+                    export.expiresAt = URLComponents(string: medium.url)?.queryItems?.first { $0.name == "exp" }?.value
+                        .flatMap(TimeInterval.init).map(Date.init(timeIntervalSince1970:))
+                } else {
+                    try await exports.downloaded(row.id)
+                    export.status = .downloaded
+                }
+            }
+            shownExports.append(export)
         }
-        return export
+        return shownExports
     }
 }

@@ -32,10 +32,7 @@ enum ProfileUpdates {
         for user in users {
             let changed = try await store.erase(user: user)
             _ = try await resources.redis.send(LocalCopyKind.counts.announcement(of: [user], on: configuration))
-            for start in stride(from: 0, to: changed.count, by: 1000) {
-                let chunk = changed[start..<min(start + 1000, changed.count)]
-                _ = try await resources.redis.send(LocalCopyKind.states.announcement(of: chunk, on: configuration))
-            }
+            try await LocalCopyKind.states.announce(changed, on: resources.redis)
         }
     }
 
