@@ -205,6 +205,11 @@ let package = Package(
         .testTarget(
             name: "SystemTests", dependencies: ["AviaryJSON", "ChannelSupport", "RPC", "AviaryAPI", "Postgres", "Redis", "EventStreams", "ServiceKit", "TestSupport"],
             swiftSettings: strict),
+        // The stack under load while its Redis or Postgres is down or stalled: apart from
+        // SystemTests, whose other suites run beside one another, because these measure how many
+        // calls succeed and how soon, which ten other stacks on a small machine would decide.
+        .testTarget(
+            name: "FaultTests", dependencies: ["AviaryJSON", "AviaryAPI", "RPC", "TestSupport"], swiftSettings: strict),
         // Tests of whole topologies (a Redis Cluster, replicas, several instances of a service):
         // apart from SystemTests, as each test runs many servers and test.sh runs targets in turn.
         .testTarget(

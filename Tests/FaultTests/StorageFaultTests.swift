@@ -164,7 +164,7 @@ import Testing
                 if let id = tweet["id"]?.stringValue { ledger.posts.withLock { $0.append((index, id)) } }
             }
         } catch let error as RPCError {
-            failure = "\(error.code) \(error.reason ?? error.message)"
+            failure = "\(error.code) \(error.reason ?? "-"): \(error.message)"
         } catch {
             failure = "\(type(of: error))"
         }
