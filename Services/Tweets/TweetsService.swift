@@ -82,6 +82,7 @@ public struct TweetsService: Sendable {
         router.register(TweetsAPI.likedBy, encoded: likedBy)
         router.register(TweetsAPI.search, encoded: search)
         router.register(TweetsAPI.byHashtag, encoded: byHashtag)
+        router.register(TweetsAPI.latest, encoded: latest)
         router.register(TweetsAPI.trending, handler: trending)
         router.register(TweetsAPI.bookmark, handler: bookmark)
         router.register(TweetsAPI.unbookmark, handler: unbookmark)

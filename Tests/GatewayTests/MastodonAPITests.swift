@@ -223,7 +223,7 @@ struct MastodonAPITests {
         #expect(try await app.get("/api/v1/statuses/\(id)").status == 404)
     }
 
-    @Test("timelines: home and tag pages with max_id, since_id, min_id, limit and Link headers")
+    @Test("timelines: home, tag and public pages with max_id, since_id, min_id, limit and Link headers")
     func timelines() async throws {
         let (edge, app, people) = try await MastodonClient.signedIn("dora", "eve")
         let ((dora, doraToken), (_, eveToken)) = (people[0], people[1])
@@ -261,6 +261,19 @@ struct MastodonAPITests {
         }
         #expect(tagged.json.arrayValue?.compactMap { $0["id"]?.stringValue } == Array(newest[0..<3]), "\(tagged.text)")
         #expect(tagged.header("Link")?.contains("max_id=\(newest[2])") == true)
+
+        // The public timeline, anonymously too: every status, newest first; the suite's other tests
+        // post meanwhile, so the five are found in order below a page's top. No status is remote.
+        func publicIDs(_ query: String) async throws -> [String] {
+            let reply = try await app.get("/api/v1/timelines/public?" + query)
+            #expect(reply.status == 200, "\(reply.text)")
+            return reply.json.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+        }
+        #expect(await eventually { (try? await publicIDs("limit=40&local=true").filter(ids.contains)) == newest })
+        #expect(try await publicIDs("limit=2&max_id=\(newest[1])").first == newest[2])
+        #expect(try await publicIDs("remote=true").isEmpty)
+        #expect(try await publicIDs("only_media=true&limit=40").allSatisfy { !ids.contains($0) })
+        #expect(try await app.get("/api/v1/timelines/public?limit=41").status == 422)
     }
 
     @Test("accounts: lookup, profile, statuses, followers with Link, follow and relationships, update with an avatar, search")
@@ -446,7 +459,7 @@ struct MastodonAPITests {
         #expect(try await there.get("/api/v1/instance").json["registrations"] == true)
     }
 
-    @Test("streaming: stream=user brings new home statuses and notifications; a hashtag stream by message; refusals")
+    @Test("streaming: stream=user brings new home statuses and notifications; hashtag and public streams by message; refusals")
     func streaming() async throws {
         let (edge, app, people) = try await MastodonClient.signedIn("nia", "oz")
         try await SubscriptionTurns.exclusive(edge) { try await stream(edge, app, people) }
@@ -462,12 +475,13 @@ struct MastodonAPITests {
             _ = try await TestSocket.open(edge.url, path: "/api/v1/streaming?stream=user&access_token=not-a-token")
         }
         await #expect(throws: (any Error).self) {
-            _ = try await TestSocket.open(edge.url, token: ozToken, path: "/api/v1/streaming?stream=public")
+            _ = try await TestSocket.open(edge.url, token: ozToken, path: "/api/v1/streaming?stream=public:remote:elsewhere")
         }
         let socket = try await TestSocket.open(edge.url, path: "/api/v1/streaming?stream=user&access_token=\(ozToken)")
         defer { Task { await socket.close() } }
         let tag = "s" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
         try await socket.send(#"{"type":"subscribe","stream":"hashtag","tag":"\#(tag)"}"#)
+        try await socket.send(#"{"type":"subscribe","stream":"public:local"}"#)
         try await Task.sleep(for: .milliseconds(500))
 
         let posted = try await app.send("POST", "/api/v1/statuses", ["status": "for my followers #\(tag)"], token: niaToken)
@@ -479,12 +493,21 @@ struct MastodonAPITests {
         }
         #expect(await eventually(timeout: .seconds(15)) { event("update", ["user"])?["id"]?.stringValue == postedID }, "\(socket.messages)")
         #expect(await eventually(timeout: .seconds(15)) { event("update", ["hashtag", .string(tag)])?["id"]?.stringValue == postedID })
+        // Everyone's new statuses come on the public stream: the one looked for among them.
+        #expect(await eventually(timeout: .seconds(15)) {
+            socket.messages.contains {
+                $0["event"] == "update" && $0["stream"] == ["public:local"]
+                    && $0["payload"]?.stringValue.map { $0.contains(#""id":"\#(postedID)""#) } == true
+            }
+        })
         // Deleted: both streams say so, with the status's id as the payload.
         _ = try await app.send("DELETE", "/api/v1/statuses/\(postedID)", token: niaToken)
         func deleted(_ stream: JSONValue) -> Bool {
             socket.messages.contains { $0["event"] == "delete" && $0["stream"] == stream && $0["payload"]?.stringValue == postedID }
         }
-        #expect(await eventually(timeout: .seconds(15)) { deleted(["user"]) && deleted(["hashtag", .string(tag)]) }, "\(socket.messages)")
+        #expect(
+            await eventually(timeout: .seconds(15)) { deleted(["user"]) && deleted(["hashtag", .string(tag)]) && deleted(["public:local"]) },
+            "\(socket.messages)")
         #expect(await eventually(timeout: .seconds(15)) {
             let notification = event("notification", ["user"])
             return notification?["type"] == "favourite" && notification?["account"]?["id"]?.stringValue == nia.id

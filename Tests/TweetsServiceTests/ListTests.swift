@@ -7,7 +7,7 @@ import Redis
 import TestSupport
 import Testing
 
-@Suite("tweets.replies, tweets.byUser, tweets.likedBy and tweets.search")
+@Suite("tweets.replies, tweets.byUser, tweets.likedBy, tweets.search and tweets.latest")
 struct ListTests {
     /// Every page of `method` with `params`, following the cursors.
     func allPages(_ stack: ServiceStack, _ method: String, _ params: [String: JSONValue], limit: Int) async throws -> [Tweet] {
@@ -148,5 +148,49 @@ struct ListTests {
             let error = await rpcError { _ = try await stack.call("tweets", "tweets.search", ["query": .string(query)], decoding: TweetPage.self) }
             #expect(error?.field == "query")
         }
+    }
+
+    @Test("latest lists the network's tweets newest first, without reposts, deleted tweets or replies to others; blocks hide")
+    func latest() async throws {
+        let stack = try await TweetsStack.shared()
+        let (ann, ben, cal) = (try await stack.makeUser("latest1"), try await stack.makeUser("latest2"), try await stack.makeUser("latest3"))
+        let root = try await stack.tweet(ann, "root")
+        let thread = try await stack.tweet(ann, "and a thread of it", replyTo: root.id)
+        _ = try await stack.tweet(ben, "a reply to someone else", replyTo: root.id)
+        _ = try await stack.call("tweets", "tweets.repost", ["tweetId": .id(root.id)], as: ben, decoding: JSONValue.self)
+        let gone = try await stack.tweet(ben, "soon deleted")
+        _ = try await stack.call("tweets", "tweets.delete", ["tweetId": .id(gone.id)], as: ben, decoding: JSONValue.self)
+        let bens = try await stack.tweet(ben, "ben's own")
+        let newest = try await stack.tweet(cal, "cal's own")
+        // The suite's other tests post meanwhile: pages are read down to the first tweet, and only
+        // the three users' tweets are compared.
+        let ours = Set([ann.id, ben.id, cal.id])
+        func listed(as viewer: StackUser?) async throws -> [EntityID] {
+            var items: [Tweet] = []
+            var cursor: String?
+            repeat {
+                var params: [String: JSONValue] = ["limit": 3]
+                if let cursor { params["cursor"] = .string(cursor) }
+                let page = try await stack.call("tweets", "tweets.latest", params, as: viewer, decoding: TweetPage.self)
+                #expect(page.items.count <= 3 && page.items.map(\.id.value) == page.items.map(\.id.value).sorted(by: >))
+                items += page.items
+                cursor = page.items.last.map { $0.id.value > root.id.value } == true ? page.nextCursor : nil
+            } while cursor != nil
+            return items.filter { ours.contains($0.author.id) && $0.id.value >= root.id.value }.map(\.id)
+        }
+        #expect(try await listed(as: nil) == [newest.id, bens.id, thread.id, root.id])
+        _ = try await stack.call("social-graph", "graph.block", ["userId": .id(ben.id)], as: cal, decoding: JSONValue.self)
+        #expect(try await listed(as: cal) == [newest.id, thread.id, root.id])
+        #expect(try await listed(as: ben) == [bens.id, thread.id, root.id])
+        #expect(try await listed(as: ann) == [newest.id, bens.id, thread.id, root.id])
+        // None of theirs carries media.
+        let media = try await stack.call("tweets", "tweets.latest", ["mediaOnly": true, "limit": 100], decoding: TweetPage.self)
+        #expect(media.items.allSatisfy { !$0.media.isEmpty } && !media.items.contains { ours.contains($0.author.id) })
+        let forged = await rpcError { _ = try await stack.call("tweets", "tweets.latest", ["cursor": "nonsense!"], decoding: TweetPage.self) }
+        #expect(forged?.field == "cursor")
+        let limit = await rpcError { _ = try await stack.call("tweets", "tweets.latest", ["limit": 101], decoding: TweetPage.self) }
+        #expect(limit?.field == "limit")
+        let flag = await rpcError { _ = try await stack.call("tweets", "tweets.latest", ["mediaOnly": "yes"], decoding: TweetPage.self) }
+        #expect(flag?.field == "mediaOnly")
     }
 }

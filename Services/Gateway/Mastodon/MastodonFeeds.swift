@@ -24,6 +24,9 @@ final class MastodonFeeds: Sendable {
         case user
         case notifications
         case hashtag(String)
+        /// The public timeline (`public`, `public:media`) or, the same on one instance, the local
+        /// one (`public:local`, `public:local:media`).
+        case everyone(local: Bool, mediaOnly: Bool)
 
         init?(name: String, tag: String?) {
             switch name {
@@ -32,6 +35,8 @@ final class MastodonFeeds: Sendable {
             case "hashtag":
                 guard let tag, (1...100).contains(tag.count), tag.unicodeScalars.allSatisfy(TextRules.isNameScalar) else { return nil }
                 self = .hashtag(tag.lowercased())
+            case "public", "public:media", "public:local", "public:local:media":
+                self = .everyone(local: name.hasPrefix("public:local"), mediaOnly: name.hasSuffix(":media"))
             default: return nil
             }
         }
@@ -42,6 +47,15 @@ final class MastodonFeeds: Sendable {
             case .user: ["user"]
             case .notifications: ["user:notification"]
             case .hashtag(let tag): ["hashtag", .string(tag)]
+            case .everyone(let local, let mediaOnly): [.string("public" + (local ? ":local" : "") + (mediaOnly ? ":media" : ""))]
+            }
+        }
+
+        /// Whether the user's notifications come with it (the user's own streams).
+        var carriesNotifications: Bool {
+            switch self {
+            case .user, .notifications: true
+            case .hashtag, .everyone: false
             }
         }
     }
@@ -100,8 +114,7 @@ final class MastodonFeeds: Sendable {
             polls.withLock { $0[stream] = task }
         }
         // Notifications come with the user's streams, from one subscription however many ask.
-        if case .hashtag = stream { return }
-        guard grant.scopes.allows("read:notifications"), !subscribed.exchange(true, ordering: .relaxed) else { return }
+        guard stream.carriesNotifications, grant.scopes.allows("read:notifications"), !subscribed.exchange(true, ordering: .relaxed) else { return }
         let (forwarder, caller, live) = (gateway.forwarder, EdgeCaller(token: grant.accessToken, address: address), live)
         Task {
             guard let params = try? RawJSON(encoding: NotificationSubscribeParams()) else { return }
@@ -127,7 +140,9 @@ final class MastodonFeeds: Sendable {
     /// Reads `stream`'s newest statuses every ``pollInterval`` and sends those newer than the
     /// newest of the first read, oldest first (`update`), and the id of each status of the last
     /// read that is gone from the span the new read covers (`delete`: deleted, or no longer
-    /// for this timeline, as after an unfollow).
+    /// for this timeline, as after an unfollow). A read goes on to older pages until it meets the
+    /// newest status sent, up to ``catchUpLimit`` statuses: a busy public timeline may bring more
+    /// than a page between two reads.
     private func poll(_ stream: Stream) -> Task<Void, Never> {
         let (gateway, token, address, renderer, sink) = (gateway, token, address, renderer, sink)
         return Task {
@@ -137,23 +152,26 @@ final class MastodonFeeds: Sendable {
                 do {
                     // The grant's access token, renewed when it is about to expire.
                     let caller = EdgeCaller(token: try await gateway.mastodonTokens.grant(for: token).accessToken, address: address)
-                    let page: Page<Tweet> =
-                        switch stream {
-                        case .hashtag(let tag): try await gateway.forwarder.call(TweetsAPI.byHashtag, HashtagPageParams(hashtag: tag), for: caller)
-                        default: try await gateway.forwarder.call(TimelineAPI.home, PageParams(), for: caller)
-                        }
-                    let ids = Set(page.items.map(\.id.value))
-                    // A full page covers down to its oldest; a shorter one, everything.
-                    let covered = page.nextCursor == nil ? Int64.min : (ids.min() ?? Int64.min)
+                    var items: [Tweet] = []
+                    var cursor: String?
+                    repeat {
+                        let page = try await Self.read(stream, cursor: cursor, gateway: gateway, caller: caller)
+                        items += page.items
+                        cursor = page.nextCursor
+                    } while cursor != nil && items.count < Self.catchUpLimit
+                        && newest.map { (items.last?.entryId.value ?? .min) > $0 } == true
+                    let ids = Set(items.map(\.entryId.value))
+                    // A read with more to come covers down to its oldest; a whole one, everything.
+                    let covered = cursor == nil ? Int64.min : (ids.min() ?? Int64.min)
                     for gone in shown.subtracting(ids).sorted() where gone >= covered {
                         sink.send("delete", stream: stream, payload: String(gone))
                     }
                     if let seen = newest {
-                        for tweet in page.items.reversed() where tweet.id.value > seen {
+                        for tweet in items.reversed() where tweet.entryId.value > seen {
                             sink.send("update", stream: stream, payload: Self.text(renderer.status(tweet)))
                         }
                     }
-                    newest = max(newest ?? 0, page.items.first?.id.value ?? 0)
+                    newest = max(newest ?? 0, items.first?.entryId.value ?? 0)
                     shown = ids
                 } catch is MastodonError {
                     return sink.close(.sessionEnded)
@@ -162,6 +180,22 @@ final class MastodonFeeds: Sendable {
                 }
                 try? await Task.sleep(for: Self.pollInterval)
             }
+        }
+    }
+
+    /// The most statuses one read of a stream takes in, over as many pages as that needs.
+    static let catchUpLimit = 200
+
+    /// A page of `stream`'s statuses, newest first.
+    private static func read(_ stream: Stream, cursor: String?, gateway: GatewayService, caller: EdgeCaller) async throws -> Page<Tweet> {
+        let limit = PageLimit()
+        return switch stream {
+        case .hashtag(let tag):
+            try await gateway.forwarder.call(TweetsAPI.byHashtag, HashtagPageParams(hashtag: tag, limit: limit, cursor: cursor), for: caller)
+        case .everyone(_, let mediaOnly):
+            try await gateway.forwarder.call(TweetsAPI.latest, LatestParams(limit: limit, cursor: cursor, mediaOnly: mediaOnly), for: caller)
+        case .user, .notifications:
+            try await gateway.forwarder.call(TimelineAPI.home, PageParams(limit: limit, cursor: cursor), for: caller)
         }
     }
 

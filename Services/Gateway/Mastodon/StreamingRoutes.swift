@@ -3,8 +3,8 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 
-/// Mastodon's streaming over HTTP: `GET /api/v1/streaming/user`, `/user/notification` and
-/// `/hashtag?tag=`, as server-sent events (`event: update`, `data: <the entity as JSON>`), the
+/// Mastodon's streaming over HTTP: `GET /api/v1/streaming/user`, `/user/notification`,
+/// `/hashtag?tag=`, `/public` and `/public/local` (with `only_media`), as server-sent events (`event: update`, `data: <the entity as JSON>`), the
 /// same ``MastodonFeeds`` as the WebSocket's. A comment line every ``heartbeat`` keeps proxies
 /// from closing a quiet response.
 extension MastodonAPI {
@@ -13,11 +13,13 @@ extension MastodonAPI {
     func addStreamingRoutes(to router: Router<EdgeContext>) {
         let paths = [
             ("api/v1/streaming/user", "user"), ("api/v1/streaming/user/notification", "user:notification"),
-            ("api/v1/streaming/hashtag", "hashtag"),
+            ("api/v1/streaming/hashtag", "hashtag"), ("api/v1/streaming/public", "public"),
+            ("api/v1/streaming/public/local", "public:local"),
         ]
         for (path, name) in paths {
             endpoint(router, .get, RouterPath(path), access: .user, scope: "read:statuses") { call, context in
-                guard let stream = MastodonFeeds.Stream(name: name, tag: call.params["tag"]) else {
+                let media = name.hasPrefix("public") && call.params.flag("only_media") == true ? ":media" : ""
+                guard let stream = MastodonFeeds.Stream(name: name + media, tag: call.params["tag"]) else {
                     throw MastodonError.validation("tag", "must be a hashtag of 1 to 100 letters, digits or _")
                 }
                 return try events(call, stream, closed: context.channel.closeFuture)

@@ -2,13 +2,22 @@ import AviaryAPI
 import AviaryJSON
 import Hummingbird
 
-/// `/api/v1/timelines/...`: the home timeline (timeline) and a hashtag's (tweets' byHashtag); the
-/// caller's favourites (tweets' likedBy) and bookmarks; trending hashtags (tweets' trending).
+/// `/api/v1/timelines/...`: the home timeline (timeline), the public one (tweets' latest) and a
+/// hashtag's (tweets' byHashtag); the caller's favourites (tweets' likedBy) and bookmarks; trending
+/// hashtags (tweets' trending).
 extension MastodonAPI {
     func addTimelineRoutes(to router: Router<EdgeContext>) {
         endpoint(router, .get, "api/v1/timelines/home", access: .user, scope: "read:statuses") { call, _ in
             try await statusPage(call) { cursor, limit in
                 try await self.call(TimelineAPI.home, PageParams(limit: limit, cursor: cursor), call)
+            }
+        }
+        endpoint(router, .get, "api/v1/timelines/public", access: .everyone, scope: "read:statuses") { call, _ in
+            // One instance, no federation: every status is local, and none is remote.
+            if call.params.flag("remote") == true, call.params.flag("local") != true { return EdgeResponses.json([]) }
+            let mediaOnly = call.params.flag("only_media") ?? false
+            return try await statusPage(call) { cursor, limit in
+                try await self.call(TweetsAPI.latest, LatestParams(limit: limit, cursor: cursor, mediaOnly: mediaOnly), call)
             }
         }
         endpoint(router, .get, "api/v1/favourites", access: .user, scope: "read:favourites") { call, _ in

@@ -90,6 +90,14 @@ extension TweetsService {
         return try await hydrated(page, context)
     }
 
+    @Sendable func latest(_ params: LatestParams, _ context: RPCContext) async throws -> RawJSON {
+        let page = try await store.latest(
+            mediaOnly: params.mediaOnly ?? false, before: try KeysetCursor.decodeID(params.cursor),
+            limit: (params.limit ?? PageLimit()).value,
+            using: await reads.client(reading: context.principal.map { Self.authorsTweets($0.userID) }))
+        return try await hydrated(page, context)
+    }
+
     @Sendable func trending(_ params: TrendingParams, _ context: RPCContext) async throws -> [TrendingHashtag] {
         try await trends.top((params.limit ?? PageLimit()).value).map { TrendingHashtag(hashtag: $0.hashtag, uses: $0.uses) }
     }

@@ -90,5 +90,13 @@ enum TweetSchema {
                 CREATE INDEX tweets_reposts_recent ON tweets.tweets (repost_of, id DESC)
                     WHERE repost_of IS NOT NULL AND deleted_at IS NULL;
                 """),
+        PostgresMigration(
+            version: 7, name: "latest tweets with media",
+            sql: """
+                -- tweets.latest with mediaOnly: few tweets carry media, so a read of the primary key
+                -- backwards could pass many rows for each one it keeps.
+                CREATE INDEX tweets_latest_media ON tweets.tweets (id DESC)
+                    WHERE media_ids <> '{}' AND deleted_at IS NULL AND repost_of IS NULL;
+                """),
     ]
 }

@@ -67,6 +67,20 @@ extension TweetStore {
             """, [words, hashtags, before], limit: limit, using: database)
     }
 
+    /// The network's live tweets newest first, strictly before the tweet id `before`: no reposts,
+    /// and no replies but those to their own author; with `mediaOnly`, those with media alone.
+    func latest(mediaOnly: Bool, before: Int64?, limit: Int, using database: PostgresClient) async throws -> TweetListPage {
+        // The primary key read backwards, or the partial index of tweets with media.
+        let media = mediaOnly ? " AND media_ids <> '{}'" : ""
+        return try await tweetPage(
+            """
+            SELECT id, author_id FROM tweets.tweets
+            WHERE deleted_at IS NULL AND repost_of IS NULL AND (reply_to IS NULL OR reply_to_user_id = author_id)\(media)
+                AND id < $1
+            ORDER BY id DESC LIMIT $2
+            """, [before ?? Int64.max], limit: limit, using: database)
+    }
+
     /// The live tweets `user` bookmarked, most recent bookmark first.
     func bookmarked(by user: Int64, after cursor: KeysetCursor?, limit: Int) async throws -> TweetListPage {
         try await timedPage(of: "tweets.bookmarks", user: user, after: cursor, limit: limit)

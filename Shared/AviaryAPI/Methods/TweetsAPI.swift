@@ -100,6 +100,14 @@ public enum TweetsAPI {
             hashtag: 1-100 letters, digits or underscores, with or without its #, any case.
             """)
 
+    public static let latest = RPCMethod<LatestParams, Page<Tweet>>(
+        "tweets.latest", access: .anonymous,
+        summary: """
+            Page of the network's latest tweets ({items: [Tweet], nextCursor}), newest first: the public timeline. \
+            Reposts are left out, and replies but those to their own author (threads); mediaOnly (default false) \
+            keeps the tweets with media. Tweets of users blocking the caller or blocked by them are left out.
+            """)
+
     public static let trending = RPCMethod<TrendingParams, [TrendingHashtag]>(
         "tweets.trending", access: .anonymous,
         summary: """
@@ -235,6 +243,20 @@ public struct HashtagPageParams: Codable, Sendable {
         self.hashtag = hashtag
         self.limit = limit
         self.cursor = cursor
+    }
+}
+
+/// Params of `tweets.latest`.
+public struct LatestParams: Codable, Sendable {
+    public var limit: PageLimit?
+    public var cursor: String?
+    /// Whether only tweets with media are listed (default false).
+    public var mediaOnly: Bool?
+
+    public init(limit: PageLimit? = nil, cursor: String? = nil, mediaOnly: Bool? = nil) {
+        self.limit = limit
+        self.cursor = cursor
+        self.mediaOnly = mediaOnly
     }
 }
 

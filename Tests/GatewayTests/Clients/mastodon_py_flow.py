@@ -107,6 +107,15 @@ assert ids == sorted(ids, reverse=True) and len(set(ids)) == 6, ids
 older = bob.timeline_home(max_id=page1[-1].id, limit=3)
 assert [s.id for s in older] == [s.id for s in page2], (older, page2)
 
+step("Bob reads the local and public timelines")
+# Read from a streaming replica on the clustered topology, up to its window behind.
+newest_first = [s.id for s in reversed(posted)]
+local = eventually("the five statuses on the local timeline, newest first", lambda: (lambda ids: ids if [
+    i for i in ids if i in newest_first] == newest_first else None)([s.id for s in bob.timeline_local(limit=40)]))
+assert reply.id not in local, "a reply to someone else is not on the public timeline"
+with_media = [s.id for s in bob.timeline_public(only_media=True, limit=40)]
+assert first.id in with_media and posted[-1].id not in with_media, with_media
+
 step("Bob streams his home timeline and notifications over the WebSocket")
 
 
@@ -146,6 +155,14 @@ time.sleep(1)
 own = alice.status_post("Heard on my own stream")
 bob.status_favourite(own)
 hears(heard, own, BOB)
+stream.close()
+
+step("Bob streams the local timeline over HTTP")
+local_stream = Collected()
+stream = bob.stream_local(local_stream, run_async=True)
+time.sleep(1)
+shared = alice.status_post("For everyone on this server")
+eventually("Alice's status on the local stream", lambda: any(s.id == shared.id for s in local_stream.updates))
 stream.close()
 
 step("Alice pins a status on her profile")
