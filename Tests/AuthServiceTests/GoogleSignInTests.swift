@@ -22,6 +22,9 @@ import Testing
         #expect(first.user.email == claims.email && first.user.fullname == "Grace Hopper")
         #expect(first.user.username.hasPrefix("gracehopper"))
         #expect(try await auth.me(first.accessToken).id == first.user.id)
+        // Google vouches for the address.
+        let firstMe = try await auth.me(first.accessToken)
+        #expect(first.user.emailVerified == true && firstMe.emailVerified == true)
 
         let again = try await signIn(auth, try await google.idToken(claims))
         #expect(again.created == false && again.user.id == first.user.id)
@@ -44,11 +47,14 @@ import Testing
         let google = try await GoogleTestIssuer.shared()
         let account = try await auth.register()
         let otherSession = try await auth.login(account.username, account.password)
+        #expect(try await auth.me(otherSession.accessToken).emailVerified == false)
         let claims = GoogleTestIssuer.Claims(email: account.email.uppercased())
         let result = try await signIn(auth, try await google.idToken(claims))
         #expect(result.created == false)
         #expect(result.user.id == account.signIn.user.id && result.user.username == account.username)
         #expect(try await auth.me(result.accessToken).id == result.user.id)
+        let linkedMe = try await auth.me(result.accessToken)
+        #expect(result.user.emailVerified == true && linkedMe.emailVerified == true)
 
         await expectRPCError(Code.unauthenticated) { _ = try await auth.login(account.email, account.password) }
         for tokens in [account.signIn, otherSession] {

@@ -59,11 +59,15 @@ struct IdentityStore: Sendable {
             SELECT \(prefixed(UserRecord.columns)) FROM auth.identities i JOIN auth.users u ON u.id = i.user_id
             WHERE i.provider = $1 AND i.subject = $2
             """, [identity.provider, identity.subject])
-        if let row = linked.first { return (try UserRecord(row: row), false) }
+        if let row = linked.first {
+            var user = try UserRecord(row: row)
+            try await markVerified(&user, vouching: identity.email, on: connection)
+            return (user, false)
+        }
 
         let byEmail = try await connection.query(
             "SELECT \(UserRecord.columns) FROM auth.users WHERE lower(email) = lower($1)", [identity.email])
-        let user: UserRecord
+        var user: UserRecord
         let created: Bool
         if let row = byEmail.first {
             user = try UserRecord(row: row)
@@ -92,7 +96,17 @@ struct IdentityStore: Sendable {
         try await connection.execute(
             "INSERT INTO auth.identities (provider, subject, user_id, email) VALUES ($1, $2, $3, $4)",
             [identity.provider, identity.subject, user.id, identity.email])
+        try await markVerified(&user, vouching: identity.email, on: connection)
         return (user, created)
+    }
+
+    /// The provider vouches for `email`: the account's address, when it is that one, is verified
+    /// from now on (an account whose address changed since it was linked keeps its own state).
+    private static func markVerified(_ user: inout UserRecord, vouching email: String, on connection: PostgresConnection) async throws {
+        guard !user.emailVerified, user.email.lowercased() == email.lowercased() else { return }
+        try await connection.execute(
+            "UPDATE auth.users SET email_verified_at = coalesce(email_verified_at, now()) WHERE id = $1", [user.id])
+        user.emailVerified = true
     }
 
     private static func prefixed(_ columns: String) -> String {
