@@ -57,14 +57,19 @@ public struct AuthService: Sendable {
         let emailTokens = EmailTokenStore(postgres: resources.postgres)
         let sweepInterval = try configuration.integer("AVIARY_AUTH_SESSION_SWEEP_SECONDS", default: 3600, in: 1...86_400)
         let users = UserStore(postgres: resources.postgres)
+        let exports = DataExportStore(postgres: resources.postgres)
         resources.addBackgroundService(PeriodicJob(every: .seconds(sweepInterval)) { [logger = resources.logger] in
             await sweepEndedSessions(sessions, logger: logger)
             do {
                 _ = try await emailTokens.deleteExpired()
                 let purged = try await users.purgeDeleted()
                 if purged > 0 { logger.info("purged accounts deleted 30 days ago", metadata: ["auth.accounts_purged": "\(purged)"]) }
+                let expired = try await expireOverdueExports(exports, media: resources.peers.media)
+                if expired > 0 { logger.info("deleted exports never downloaded", metadata: ["auth.exports_expired": "\(expired)"]) }
             } catch {
-                logger.warning("deleting expired mail tokens or old deleted accounts failed; retrying later", metadata: ["error": "\(error)"])
+                logger.warning(
+                    "deleting expired mail tokens, old deleted accounts or overdue exports failed; retrying later",
+                    metadata: ["error": "\(error)"])
             }
         })
         let mail = try mailQueue(resources)
@@ -72,7 +77,6 @@ public struct AuthService: Sendable {
         let issuer = SessionIssuer(
             accessTokens: try await AccessTokenIssuer(keys: resources.tokenKeys, lifetime: resources.tokenLifetime),
             sessions: sessions, ids: resources.ids)
-        let exports = DataExportStore(postgres: resources.postgres)
         let exporter = DataExporter(store: exports, issuer: issuer, sessions: sessions, resources: resources, logger: resources.logger)
         resources.addBackgroundService(PeriodicJob(every: .seconds(1)) { await exporter.prepareNext() })
         let mediaBaseURL = configuration.value("AVIARY_MEDIA_PUBLIC_URL") ?? "http://127.0.0.1:7207"
@@ -110,6 +114,23 @@ public struct AuthService: Sendable {
         return MailQueue(
             postgres: resources.postgres, smtp: smtp, from: configuration.value("AVIARY_MAIL_FROM") ?? "Aviary <no-reply@localhost>",
             logger: resources.logger)
+    }
+
+    /// Has media delete the exports ready for longer than ``DataExportStore/retention``, then marks
+    /// them expired, a hundred at a time: how many expired. A failure leaves them ready, for the
+    /// next sweep (a second discard of the same media deletes nothing).
+    private static func expireOverdueExports(_ exports: DataExportStore, media: Peer<MediaAPI>) async throws -> Int {
+        var expired = 0
+        while true {
+            let overdue = try await exports.overdue(limit: 100)
+            for (user, items) in Dictionary(grouping: overdue, by: \.user) {
+                _ = try await media.discard(
+                    DiscardMediaParams(ownerId: EntityID(user), mediaIds: items.map { EntityID($0.media) }), context: nil)
+            }
+            try await exports.expired(overdue.map(\.id))
+            expired += overdue.count
+            if overdue.count < 100 { return expired }
+        }
     }
 
     /// Deletes the sessions that ended long enough ago, and refresh tokens spent long ago, a

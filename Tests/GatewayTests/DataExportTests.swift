@@ -1,5 +1,6 @@
 import AviaryJSON
 import Foundation
+import Postgres
 import Testing
 import TestSupport
 import ZIPFoundation
@@ -71,5 +72,31 @@ struct DataExportTests {
         #expect(forged["error"]?["data"]?["reason"] == "forbidden")
         let internalBegin = try await call("media.beginExportUpload", ["ownerId": .string(fay.id), "byteSize": 100], as: fay)
         #expect(internalBegin["result"] == nil && internalBegin["error"] != nil, "\(internalBegin)")
+    }
+
+    @Test("an export not downloaded within 7 days is deleted from media and listed as expired")
+    func expiry() async throws {
+        let edge = try await GatewayStack.shared()
+        let ivy = try await edge.register("ivy")
+        func exports() async throws -> JSONValue {
+            try #require(try await EdgeHTTP.rpc(edge.url, "auth.exports", [:], token: ivy.token)["result"]?.arrayValue?.first)
+        }
+        let requested = try #require(try await EdgeHTTP.rpc(edge.url, "auth.requestExport", [:], token: ivy.token)["result"])
+        var ready: JSONValue?
+        _ = await eventually(timeout: .seconds(30), interval: .milliseconds(200)) {
+            ready = try? await exports()
+            return ready?["status"] == "ready"
+        }
+        let url = try #require(ready?["url"]?.stringValue, "the export did not become ready: \(String(describing: ready))")
+        // Eight days on, as far as auth's sweep (every second here) can tell.
+        try await edge.stack.database.execute(
+            "UPDATE auth.exports SET ready_at = now() - interval '8 days' WHERE id = $1", [Int64(try #require(requested["id"]?.stringValue))!])
+        var listed: JSONValue?
+        #expect(await eventually(timeout: .seconds(15)) {
+            listed = try? await exports()
+            return listed?["status"] == "expired"
+        }, "\(String(describing: listed))")
+        #expect(listed?["url"] == nil)
+        #expect(try await EdgeHTTP.send("GET", url).status == 404)
     }
 }

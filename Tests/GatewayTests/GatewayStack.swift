@@ -20,7 +20,8 @@ final class GatewayStack: Sendable {
     /// DeathStarBench's posts (256 characters, six mentions, six links) need more than 280. Every
     /// test calls from 127.0.0.1, hundreds of calls each and the suites at once: the limit per
     /// address is raised past them, and the limits test sets its own on gateways of its own. auth
-    /// sends its mail to the test process's SMTP server (``TestServers/smtp()``).
+    /// sends its mail to the test process's SMTP server (``TestServers/smtp()``), and sweeps (ended
+    /// sessions, overdue exports) every second.
     private static let started = Task {
         try await GatewayStack(
             stack: ServiceStack.startOnTestTopology(
@@ -28,6 +29,7 @@ final class GatewayStack: Sendable {
                 environment: [
                     "AVIARY_TWEETS_MAX_LENGTH": "600", "AVIARY_GATEWAY_CALLS_PER_ADDRESS_PER_MINUTE": "1000000",
                     "AVIARY_SMTP_URL": try await TestServers.smtp().url, "AVIARY_MAIL_FROM": "Aviary tests <aviary@example.com>",
+                    "AVIARY_AUTH_SESSION_SWEEP_SECONDS": "1",
                 ]))
     }
 

@@ -94,6 +94,24 @@ struct DataExportStore: Sendable {
         try await postgres.execute("UPDATE auth.exports SET status = 'downloaded' WHERE id = $1 AND status = 'ready'", [id])
     }
 
+    /// How long a ready export waits for its download (`ExportAPI.exports` says so).
+    static let retention = "7 days"
+
+    /// Up to `limit` exports ready for longer than ``retention``: their ids, owners and media.
+    func overdue(limit: Int) async throws -> [(id: Int64, user: Int64, media: Int64)] {
+        try await postgres.query(
+            """
+            SELECT id, user_id, media_id FROM auth.exports
+            WHERE status = 'ready' AND ready_at < now() - interval '\(Self.retention)' ORDER BY ready_at LIMIT $1
+            """, [limit]
+        ).map { (try $0.decode(Int64.self, at: 0), try $0.decode(Int64.self, at: 1), try $0.decode(Int64.self, at: 2)) }
+    }
+
+    /// Marks the exports `ids` expired (media deleted them).
+    func expired(_ ids: [Int64]) async throws {
+        try await postgres.execute("UPDATE auth.exports SET status = 'expired' WHERE id = ANY($1) AND status = 'ready'", [ids])
+    }
+
     /// How many exports `user` asked for in the last day.
     func countToday(of user: Int64) async throws -> Int {
         try await Int(postgres.query(

@@ -158,5 +158,14 @@ enum AuthSchema {
                 CREATE INDEX exports_user ON auth.exports (user_id, id DESC);
                 CREATE INDEX exports_preparing ON auth.exports (id) WHERE status = 'preparing';
                 """),
+        PostgresMigration(
+            version: 11, name: "expired data exports",
+            sql: """
+                -- An export left ready for DataExportStore.retention is deleted from media.
+                ALTER TABLE auth.exports DROP CONSTRAINT exports_status_check,
+                    ADD CONSTRAINT exports_status_check
+                        CHECK (status IN ('preparing', 'ready', 'downloaded', 'failed', 'expired'));
+                CREATE INDEX exports_ready ON auth.exports (ready_at) WHERE status = 'ready';
+                """),
     ]
 }

@@ -42,11 +42,11 @@ struct MediaStore: Sendable {
         }
     }
 
-    /// Deletes the media among `ids` that `owner` uploaded for tweets or messages (what deleting a
-    /// message for everyone leaves behind).
+    /// Deletes the media among `ids` that `owner` uploaded for tweets, messages or an export (what
+    /// deleting a message for everyone leaves behind, or an export never downloaded).
     func discard(_ ids: [Int64], owner: Int64) async throws -> Deletion {
         try await postgres.transaction { connection in
-            try await Self.delete(where: "id = ANY($1) AND owner_id = $2 AND purpose IN ('tweet', 'message')", [ids, owner], on: connection)
+            try await Self.delete(where: "id = ANY($1) AND owner_id = $2 AND purpose IN ('tweet', 'message', 'export')", [ids, owner], on: connection)
         }
     }
 

@@ -18,7 +18,8 @@ public enum ExportAPI {
         "auth.exports", access: .user,
         summary: """
             The caller's last 10 exports, newest first. A ready one has url: signed, it expires (expiresAt) and \
-            serves the ZIP once; a fresh url comes with each call until then. Afterwards the export is gone.
+            serves the ZIP once; a fresh url comes with each call until then. Afterwards the export is gone. An \
+            export not downloaded within 7 days of being ready is deleted (expired).
             """)
 }
 
@@ -59,4 +60,6 @@ public enum DataExportStatus: String, Codable, Sendable, Hashable, JSONSchemaEnu
     case downloaded
     /// Could not be prepared after three tries.
     case failed
+    /// Not downloaded within 7 days of being ready: deleted.
+    case expired
 }

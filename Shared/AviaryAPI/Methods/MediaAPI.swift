@@ -58,8 +58,9 @@ public enum MediaAPI {
     public static let discard = RPCMethod<DiscardMediaParams, DiscardedMedia>(
         "media.discard", access: .internal,
         summary: """
-            Internal. Deletes the tweet and message media among mediaIds (at most 1,000) that ownerId uploaded, \
-            and the files no other medium holds: what a message deleted for everyone leaves. Returns {discarded}.
+            Internal. Deletes the tweet, message and export media among mediaIds (at most 1,000) that ownerId \
+            uploaded, and the files no other medium holds: what a message deleted for everyone leaves, or an export \
+            left undownloaded. Returns {discarded}.
             """)
 
     public static let beginExportUpload = RPCMethod<BeginExportUploadParams, UploadStarted>(
