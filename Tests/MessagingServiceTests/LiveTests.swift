@@ -216,6 +216,42 @@ struct LiveTests {
         #expect(stayer.events(where: typing).map { $0["typing"]?.boolValue } == [true, false])
         #expect(leaver.events(where: typing).map { $0["typing"]?.boolValue } == [true])
     }
+    @Test("in a group, two who blocked one another hear nothing live of each other; the others hear both")
+    func blockedMembersHearNothingOfEachOther() async throws {
+        let fixture = try await MessagingStack.shared()
+        let users = try await fixture.users(3, "gblock")
+        let (ana, ben, cat) = (users[0], users[1], users[2])
+        let group = try await fixture.group("blocked within", by: ana, with: [ben, cat])
+        _ = try await fixture.stack.call("social-graph", "graph.block", ["userId": ben.idValue], as: ana, decoding: JSONValue.self)
+        let (anaLive, benLive, catLive) = (try await fixture.subscribe(ana), try await fixture.subscribe(ben), try await fixture.subscribe(cat))
+        defer { Task { await anaLive.close(); await benLive.close(); await catLive.close() } }
+        let fromBen = try await fixture.send("from ben", to: group, as: ben)
+        _ = try await fixture.send("from ana", to: group, as: ana)
+        _ = try await fixture.call("typing", ["conversationId": group.idValue, "typing": true], as: ben, decoding: JSONValue.self)
+        _ = try await fixture.call(
+            "react", ["messageId": .string(fromBen.id.description), "emoji": "👍"], as: cat, decoding: JSONValue.self)
+        _ = try await fixture.call(
+            "edit", ["messageId": .string(fromBen.id.description), "text": "from ben, edited"], as: ben, decoding: JSONValue.self)
+        func texts(_ live: LiveStream) -> [String] {
+            live.events(where: { $0.isEvent("message", in: group) }).compactMap { $0["message"]?["text"]?.stringValue }
+        }
+        let typing: @Sendable (JSONValue) -> Bool = { $0.isEvent("typing", in: group) }
+        let edited: @Sendable (JSONValue) -> Bool = { $0.isEvent("edited", in: group) }
+        // Cat hears everything; by the time she has, Ana and Ben would have heard too.
+        try await catLive.wait(for: 2, where: { $0.isEvent("message", in: group) })
+        try await catLive.wait(for: 1, where: edited)
+        try await catLive.wait(for: 1, where: typing)
+        try await anaLive.wait(for: 1, where: { $0.isEvent("reaction", in: group) })
+        try await benLive.wait(for: 1, where: { $0.isEvent("reaction", in: group) })
+        #expect(Set(texts(catLive)) == ["from ben", "from ana"])
+        #expect(texts(anaLive) == ["from ana"] && texts(benLive) == ["from ben"])
+        #expect(anaLive.events(where: typing).isEmpty && anaLive.events(where: edited).isEmpty)
+        // The history still holds both for both.
+        let history = try await fixture.call("history", ["conversationId": group.idValue], as: ana, decoding: JSONValue.self)
+        let held = history["items"]?.arrayValue?.compactMap { $0["text"]?.stringValue } ?? []
+        #expect(held.contains("from ben, edited") && held.contains("from ana"), "\(held)")
+    }
+
     @Test("new conversations, added members and renames reach every member")
     func conversationEvents() async throws {
         let fixture = try await MessagingStack.shared()

@@ -24,7 +24,10 @@ extension MessagingService {
             throw RPCError.conflict("the message was deleted, or its 15 minutes ran out, meanwhile", field: "messageId")
         }
         let (message, members) = try await changed(edited, context: context)
-        await publish(context) { try await events.edited(try RawJSON(encoding: Self.everyones(message)), to: members) }
+        await publish(context) {
+            try await events.edited(
+                try RawJSON(encoding: Self.everyones(message)), to: try await audience(of: caller, among: members, context: context))
+        }
         return message
     }
 
@@ -65,7 +68,9 @@ extension MessagingService {
         guard let updated = try await messages.react(row.id, user: caller, emoji: emoji) else { throw Self.deletedMessage }
         let (message, members) = try await changed(updated, context: context)
         let now = updated.reactions[String(caller)]
-        await publish(context) { try await events.reaction(message, user: caller, emoji: now, to: members) }
+        await publish(context) {
+            try await events.reaction(message, user: caller, emoji: now, to: try await audience(of: caller, among: members, context: context))
+        }
         return message
     }
 

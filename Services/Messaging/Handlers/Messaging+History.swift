@@ -51,7 +51,9 @@ extension MessagingService {
             if moved {
                 await publish(context) {
                     let members = try await messages.markers(of: conversation).map(\.userID)
-                    try await events.read(conversation, user: caller, upTo: params.upTo.value, to: members)
+                    try await events.read(
+                        conversation, user: caller, upTo: params.upTo.value,
+                        to: try await audience(of: caller, among: members, context: context))
                 }
             }
             return UnreadState(unreadCount: unread)

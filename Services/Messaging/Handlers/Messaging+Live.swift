@@ -8,28 +8,28 @@ extension MessagingService {
     @Sendable func typing(_ params: TypingParams, _ context: RPCContext) async throws -> Empty {
         let caller = try context.requireUser()
         let conversation = params.conversationId.value
-        guard let members = try await conversations.members(of: conversation, ifIncluding: caller) else {
+        guard let everyone = try await conversations.members(of: conversation, ifIncluding: caller) else {
             throw Self.unknownConversation(params.conversationId)
         }
         await recordCall(caller, context)
+        let members = try await audience(of: caller, among: everyone, context: context)
         if params.typing {
             guard let token = try await typingState.start(conversation, user: caller) else { return Empty() }
             try await events.typing(
                 conversation, user: caller, typing: true, expiresAt: Date().addingTimeInterval(6), to: members)
-            let state = typingState
-            let events = self.events
-            let conversations = self.conversations
             let logger = context.logger
             // The instance that announced "typing" announces its lapse, unless something newer came,
             // to the members as they are then: one who left meanwhile hears nothing more of it (and
             // when the typist left, the others see the lapse at expiresAt).
-            Task(executorPreference: EventLoopTaskExecutor.current) {
+            Task(executorPreference: EventLoopTaskExecutor.current) { [self] in
                 try? await Task.sleep(for: TypingState.lifetime + .milliseconds(50))
                 do {
-                    if try await state.expire(conversation, user: caller, token: token),
+                    if try await typingState.expire(conversation, user: caller, token: token),
                         let members = try await conversations.members(of: conversation, ifIncluding: caller)
                     {
-                        try await events.typing(conversation, user: caller, typing: false, expiresAt: nil, to: members)
+                        try await events.typing(
+                            conversation, user: caller, typing: false, expiresAt: nil,
+                            to: try await audience(of: caller, among: members, context: nil))
                     }
                 } catch {
                     logger.warning("could not announce a typing lapse", metadata: ["error": "\(error)"])

@@ -24,7 +24,10 @@ extension MessagingService {
         // stored, the call must not fail, or a client told "unavailable, safe to retry" would send
         // the message twice.
         async let senderSummary = directory.summaries([caller], context: context)
-        async let allowed: Void = refuseBlockedDirect(conversation, sender: caller, context: context)
+        // Who is blocked either way with the sender: a direct message to one is refused, and in a
+        // group they hear nothing of it live (its history still holds it).
+        async let blockedWithCaller = resources.blocked(with: caller, context: context)
+        async let directPeer = conversations.directPeer(of: conversation, for: caller)
         var quotes: [Int64: QuotedMessage] = [:]
         if let replyTo = params.replyTo {
             // Read as the caller may see it: a message of another conversation is not theirs to quote.
@@ -43,7 +46,8 @@ extension MessagingService {
             media = try await messageMedia(mediaId, conversation: conversation, sender: caller, context: context)
         }
         let sender = try await senderSummary
-        try await allowed
+        let hidden = try await blockedWithCaller
+        if let peer = try await directPeer, hidden.contains(peer) { throw ServiceResources.blockRefusal(Self.messageAction) }
         let stored = NewMessageInput(text: text, media: media, clientMessageID: clientMessageID)
         let outcome = try await messages.send(
             MessageStore.NewMessage(
@@ -56,7 +60,8 @@ extension MessagingService {
         case .duplicate(let row):
             await recordCall(caller, context)
             return try RawJSON(encoding: try await hydrate([row], markers: try await messages.markers(of: conversation), context: context)[0])
-        case .sent(let row, let members):
+        case .sent(let row, let everyone):
+            let members = hidden.isEmpty ? everyone : everyone.filter { !hidden.contains($0) }
             OutboxRelay.nudge()
             // Before the members hear of it: whoever opens the history then reads the primary.
             await resources.replicaReads.recordWrite(to: [Self.historyName(conversation)])
@@ -131,7 +136,18 @@ extension MessagingService {
     /// blocked one another.
     func refuseBlockedDirect(_ conversation: Int64, sender: Int64, context: RPCContext) async throws {
         guard let peer = try await conversations.directPeer(of: conversation, for: sender) else { return }
-        try await resources.refuseIfBlocked(sender, peer, "message this user", context: context)
+        try await resources.refuseIfBlocked(sender, peer, Self.messageAction, context: context)
+    }
+
+    /// What a block refuses in a direct conversation: "you cannot message this user".
+    static let messageAction = "message this user"
+
+    /// `members` but those blocked either way with `actor`: who hears live of what `actor` does in a
+    /// conversation (in a group, neither of two who blocked one another hears the other's messages,
+    /// edits, reactions, typing or receipts).
+    func audience(of actor: Int64, among members: [Int64], context: RPCContext?) async throws -> [Int64] {
+        let hidden = try await resources.blocked(among: members, with: actor, context: context)
+        return hidden.isEmpty ? members : members.filter { !hidden.contains($0) }
     }
 }
 

@@ -16,6 +16,9 @@ import ServiceKit
 /// - `{type: "read", conversationId, userId, upTo, readAt}` to every member;
 /// - `{type: "presence", userId, online, lastSeen}` to everyone sharing a conversation with the user;
 /// - `{type: "conversation", change, conversation, actorId, userIds}` to the members before and after.
+///
+/// A member's message, edit, reaction, typing and receipt events skip the members blocked either
+/// way with them (``MessagingService/audience(of:among:context:)``).
 struct MessagingEvents: Sendable {
     let hub: LiveHub
     let conversations: ConversationStore

@@ -157,8 +157,9 @@ public enum MessagingAPI {
         event.type one of message, edited, deleted, reaction, typing, read, presence, conversation (and resync: \
         events may have been missed, \
         reload; unsubscribed, reason unauthenticated, last when the session that subscribed ends: logout, password \
-        change). A user holds at most \(subscriptionsPerConnection) subscriptions on one connection (conflict \
-        beyond).
+        change). In a group, the message, edited, reaction, typing and read events of a member blocked either way \
+        with the subscriber do not come (the history still holds the messages). A user holds at most \
+        \(subscriptionsPerConnection) subscriptions on one connection (conflict beyond).
         """
     }
 

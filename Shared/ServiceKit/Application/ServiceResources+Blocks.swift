@@ -11,19 +11,29 @@ extension ServiceResources {
     public func blocked(among others: some Collection<Int64>, with user: Int64, context: RPCContext?) async throws -> Set<Int64> {
         let others = Set(others).subtracting([user])
         guard !others.isEmpty else { return [] }
+        return try await blocked(with: user, context: context).intersection(others)
+    }
+
+    /// Everyone `user` blocked or who blocked `user`, as ``blocked(among:with:context:)`` reads it.
+    public func blocked(with user: Int64, context: RPCContext?) async throws -> Set<Int64> {
         let copy = blocksSlot.withLock { $0 }
         let (held, epoch) = copy?.values([user]) ?? ([:], nil)
-        if let blocked = held[user] { return blocked.intersection(others) }
+        if let blocked = held[user] { return blocked }
         let blocked = Set(try await peers.graph.blockedWith(UserParams(userId: EntityID(user)), context: context).compactMap { Int64($0) })
         copy?.keep([(key: user, value: blocked)], since: epoch)
-        return blocked.intersection(others)
+        return blocked
     }
 
     /// Refuses (`forbidden`) what `user` does to `other` when either blocked the other: `action`
     /// completes "you cannot …".
     public func refuseIfBlocked(_ user: Int64, _ other: Int64, _ action: String, context: RPCContext?) async throws {
         guard user != other, try await !blocked(among: [other], with: user, context: context).isEmpty else { return }
-        throw RPCError.forbidden("you cannot \(action): one of you blocked the other")
+        throw Self.blockRefusal(action)
+    }
+
+    /// The refusal of what a block forbids: `action` completes "you cannot …".
+    public static func blockRefusal(_ action: String) -> RPCError {
+        RPCError.forbidden("you cannot \(action): one of you blocked the other")
     }
 
     /// Keeps who is blocked with the users this process asked about lately (up to 100,000 users,
