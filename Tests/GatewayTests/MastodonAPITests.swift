@@ -543,6 +543,39 @@ struct MastodonAPITests {
         #expect(try await app.get("/api/v1/conversations", token: pamToken).status == 404, "direct messages stay in messaging")
     }
 
+    @Test("markers: home and notifications kept per user with versions; the notifications marker reads them")
+    func markers() async throws {
+        let (_, app, people) = try await MastodonClient.signedIn("uma", "vic")
+        let ((_, umaToken), (_, vicToken)) = (people[0], people[1])
+        let posted = try await app.send("POST", "/api/v1/statuses", ["status": "mark my words"], token: umaToken)
+        let status = try #require(posted.json["id"]?.stringValue)
+        _ = try await app.send("POST", "/api/v1/statuses/\(status)/favourite", token: vicToken)
+        var newest: String?
+        _ = await eventually {
+            newest = try? await app.get("/api/v1/notifications", token: umaToken).json.arrayValue?.first?["id"]?.stringValue
+            return newest != nil
+        }
+        let notification = try #require(newest)
+        #expect(try await app.get("/api/v1/notifications/unread_count", token: umaToken).json["count"] == 1)
+        #expect(try await app.get("/api/v1/markers?timeline[]=home&timeline[]=notifications", token: umaToken).json == [:])
+
+        let set = try await app.send(
+            "POST", "/api/v1/markers", ["home[last_read_id]": status, "notifications[last_read_id]": notification], token: umaToken)
+        #expect(set.status == 200 && set.json["home"]?["last_read_id"]?.stringValue == status, "\(set.text)")
+        #expect(set.json["notifications"]?["version"] == 0 && set.json["home"]?["updated_at"]?.stringValue != nil)
+        #expect(try await app.get("/api/v1/notifications/unread_count", token: umaToken).json["count"] == 0)
+        let again = try await app.send("POST", "/api/v1/markers", ["home[last_read_id]": status], token: umaToken)
+        #expect(again.json["home"]?["version"] == 1 && again.json["notifications"] == nil)
+        let read = try await app.get("/api/v1/markers?timeline[]=home&timeline[]=notifications", token: umaToken)
+        #expect(read.json["home"]?["version"] == 1 && read.json["notifications"]?["last_read_id"]?.stringValue == notification)
+        #expect(try await app.get("/api/v1/markers?timeline[]=notifications", token: umaToken).json["home"] == nil)
+        // Each user's own; refusals.
+        #expect(try await app.get("/api/v1/markers?timeline[]=home", token: vicToken).json == [:])
+        let bad = try await app.send("POST", "/api/v1/markers", ["home[last_read_id]": "soon"], token: umaToken)
+        #expect(bad.status == 422 && bad.json["error"]?.stringValue?.contains("home[last_read_id]") == true, "\(bad.text)")
+        #expect(try await app.get("/api/v1/markers?timeline[]=home").status == 401)
+    }
+
     @Test("blocks and mutes with their lists, bookmarks, trending tags and a tag's timeline")
     func safetyAndEngagement() async throws {
         let (_, app, people) = try await MastodonClient.signedIn("ria", "sol")

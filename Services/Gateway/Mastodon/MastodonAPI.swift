@@ -15,6 +15,7 @@ import ServiceKit
 struct MastodonAPI: Sendable {
     let gateway: GatewayService
     let tokens: MastodonTokens
+    let markers: MarkerStore
     /// The limits the instance endpoints announce, as the tweets and media services read them.
     let tweetLimit: Int
     let maxImageBytes: Int
@@ -23,6 +24,7 @@ struct MastodonAPI: Sendable {
     init(gateway: GatewayService) throws {
         self.gateway = gateway
         tokens = gateway.mastodonTokens
+        markers = MarkerStore(postgres: gateway.resources.postgres)
         let configuration = gateway.resources.configuration
         tweetLimit = try configuration.integer("AVIARY_TWEETS_MAX_LENGTH", default: TextRules.tweetLimit, in: 1...10_000)
         maxImageBytes = try configuration.integer("AVIARY_MEDIA_MAX_IMAGE_BYTES", default: 16 << 20, in: 1...(1 << 40))
@@ -68,6 +70,7 @@ struct MastodonAPI: Sendable {
         addTimelineRoutes(to: router)
         addMediaRoutes(to: router)
         addNotificationRoutes(to: router)
+        addMarkerRoutes(to: router)
         addSearchRoutes(to: router)
         addNeutralRoutes(to: router)
         addStreamingRoutes(to: router)

@@ -20,7 +20,6 @@ extension MastodonAPI {
         for (path, access, scope) in empty {
             endpoint(router, .get, path, access: access, scope: scope) { _, _ in EdgeResponses.json([]) }
         }
-        endpoint(router, .get, "api/v1/markers", access: .user, scope: "read:statuses") { _, _ in EdgeResponses.json([:]) }
         endpoint(router, .get, "api/v1/preferences", access: .user, scope: "read:accounts") { _, _ in
             EdgeResponses.json([
                 "posting:default:visibility": "public", "posting:default:sensitive": false, "posting:default:language": .null,

@@ -1,7 +1,7 @@
 import Postgres
 
 /// The gateway's own tables (schema `gateway`): the DeathStarBench adapter's accounts, and the
-/// Mastodon API's apps, tokens and authorization codes.
+/// Mastodon API's apps, tokens, authorization codes and read markers.
 enum GatewaySchema {
     static let migrations: [PostgresMigration] = [
         PostgresMigration(
@@ -59,6 +59,20 @@ enum GatewaySchema {
                     access_expires timestamptz NOT NULL,
                     refresh_token text NOT NULL,
                     expires_at timestamptz NOT NULL
+                );
+                """),
+        PostgresMigration(
+            version: 3, name: "mastodon_markers",
+            sql: """
+                -- Where a user stopped reading their home timeline and notifications (Mastodon's
+                -- /api/v1/markers); version counts the updates.
+                CREATE TABLE gateway.markers (
+                    user_id bigint NOT NULL,
+                    timeline text NOT NULL CHECK (timeline IN ('home', 'notifications')),
+                    last_read_id bigint NOT NULL,
+                    version bigint NOT NULL DEFAULT 0,
+                    updated_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (user_id, timeline)
                 );
                 """),
     ]

@@ -107,6 +107,10 @@ assert ids == sorted(ids, reverse=True) and len(set(ids)) == 6, ids
 older = bob.timeline_home(max_id=page1[-1].id, limit=3)
 assert [s.id for s in older] == [s.id for s in page2], (older, page2)
 
+step("Bob keeps his place in the home timeline")
+bob.markers_set(["home"], [posted[-1].id])
+assert bob.markers_get(["home"])["home"].last_read_id == posted[-1].id
+
 step("Bob reads the local and public timelines")
 # Read from a streaming replica on the clustered topology, up to its window behind.
 newest_first = [s.id for s in reversed(posted)]
