@@ -27,7 +27,7 @@ public struct SocialGraphService: Sendable {
         }
         resources.prepareOutboxEvents(with: LocalCopyKind.announcer([(.follows, FollowRecords.changedBy)], redis: resources.redis))
         let store = FollowStore(postgres: resources.postgres)
-        let mutes = MuteStore(postgres: resources.postgres)
+        let mutes = MuteStore(postgres: resources.postgres, redis: resources.redis)
         let service = SocialGraphService(
             store: store, blocks: BlockStore(postgres: resources.postgres, redis: resources.redis), mutes: mutes, records: FollowRecords(store: store, local: local),
             directory: UserDirectory(resources: resources),
@@ -57,6 +57,7 @@ public struct SocialGraphService: Sendable {
         router.register(GraphAPI.blocks, handler: blockList)
         router.register(GraphAPI.blockedWith, handler: blockedWith)
         router.register(GraphAPI.mute, handler: mute)
+        router.register(GraphAPI.mutedBy, handler: mutedBy)
         router.register(GraphAPI.unmute, handler: unmute)
         router.register(GraphAPI.mutes, handler: muteList)
         router.register(GraphAPI.silencedPairs, handler: silencedPairs)

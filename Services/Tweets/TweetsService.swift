@@ -48,6 +48,7 @@ public struct TweetsService: Sendable {
     /// every author asked of auth).
     static func register(_ router: inout RPCRouter, _ resources: ServiceResources) async throws {
         resources.keepBlocksInMemory()
+        resources.keepMutesInMemory()
         let capacity = try resources.configuration.integer("AVIARY_TWEETS_LOCAL_BODIES", default: 20_000, in: 0...1_000_000)
         let copies = capacity == 0 ? nil : LocalCopies(capacity: capacity, redis: resources.redis, logger: resources.logger)
         if let copies {

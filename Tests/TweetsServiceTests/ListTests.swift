@@ -150,7 +150,7 @@ struct ListTests {
         }
     }
 
-    @Test("latest lists the network's tweets newest first, without reposts, deleted tweets or replies to others; blocks hide")
+    @Test("latest lists the network's tweets newest first, without reposts, deleted tweets or replies to others; blocks and mutes hide")
     func latest() async throws {
         let stack = try await TweetsStack.shared()
         let (ann, ben, cal) = (try await stack.makeUser("latest1"), try await stack.makeUser("latest2"), try await stack.makeUser("latest3"))
@@ -183,6 +183,16 @@ struct ListTests {
         #expect(try await listed(as: cal) == [newest.id, thread.id, root.id])
         #expect(try await listed(as: ben) == [bens.id, thread.id, root.id])
         #expect(try await listed(as: ann) == [newest.id, bens.id, thread.id, root.id])
+        // A mute hides for the muter alone, until it is lifted or its time is up (the sweep, every 5 s).
+        _ = try await stack.call("social-graph", "graph.mute", ["userId": .id(cal.id)], as: ann, decoding: JSONValue.self)
+        #expect(try await listed(as: ann) == [bens.id, thread.id, root.id])
+        #expect(try await listed(as: ben) == [bens.id, thread.id, root.id])
+        _ = try await stack.call("social-graph", "graph.unmute", ["userId": .id(cal.id)], as: ann, decoding: JSONValue.self)
+        #expect(try await listed(as: ann) == [newest.id, bens.id, thread.id, root.id])
+        _ = try await stack.call(
+            "social-graph", "graph.mute", ["userId": .id(ben.id), "durationSeconds": 1], as: ann, decoding: JSONValue.self)
+        #expect(try await listed(as: ann) == [newest.id, thread.id, root.id])
+        #expect(await eventually(timeout: .seconds(10)) { (try? await listed(as: ann)) == [newest.id, bens.id, thread.id, root.id] })
         // None of theirs carries media.
         let media = try await stack.call("tweets", "tweets.latest", ["mediaOnly": true, "limit": 100], decoding: TweetPage.self)
         #expect(media.items.allSatisfy { !$0.media.isEmpty } && !media.items.contains { ours.contains($0.author.id) })

@@ -20,6 +20,7 @@ extension SocialGraphService {
         guard try await directory.exists(other, context: context) else { throw Self.unknownUser(params.userId) }
         try await mutes.mute(caller, other, notifications: params.notifications ?? true, until: until)
         OutboxRelay.nudge()
+        try await mutes.announce([caller])
         return MuteState(muting: true)
     }
 
@@ -28,6 +29,7 @@ extension SocialGraphService {
         let other = try Self.otherUser(params.userId, caller: caller, verb: "unmute")
         if try await mutes.unmute(caller, other) {
             OutboxRelay.nudge()
+            try await mutes.announce([caller])
         } else if try await !directory.exists(other, context: context) {
             throw Self.unknownUser(params.userId)
         }
@@ -36,6 +38,10 @@ extension SocialGraphService {
 
     @Sendable func muteList(_ params: PageParams, _ context: RPCContext) async throws -> Page<User> {
         try await ownList(params, context, read: mutes.page)
+    }
+
+    @Sendable func mutedBy(_ params: UserParams, _ context: RPCContext) async throws -> [String] {
+        try await mutes.muted(by: params.userId.value).map { String($0) }
     }
 
     @Sendable func silencedPairs(_ params: UserPairsParams, _ context: RPCContext) async throws -> [Bool] {
@@ -48,7 +54,11 @@ extension SocialGraphService {
     /// Lifts the mutes whose time is up (a background job, every ``muteExpiryInterval``).
     static func expireMutes(_ mutes: MuteStore, logger: Logger) async {
         do {
-            if try await mutes.expire() > 0 { OutboxRelay.nudge() }
+            let muters = try await mutes.expire()
+            if !muters.isEmpty {
+                OutboxRelay.nudge()
+                try await mutes.announce(muters)
+            }
         } catch {
             logger.warning("could not lift the mutes whose time is up; trying again", metadata: ["error": "\(error)"])
         }

@@ -2,6 +2,7 @@ import AviaryAPI
 import EventStreams
 import Foundation
 import Postgres
+import Redis
 import ServiceKit
 
 /// Mutes in Postgres: `social_graph.mutes` holds one row per mute while it lasts. Making or
@@ -11,6 +12,21 @@ import ServiceKit
 /// (``FollowStore/page(_:of:after:limit:using:unmuted:)``).
 struct MuteStore: Sendable {
     let postgres: PostgresClient
+    let redis: RedisClient
+
+    /// Tells every process that keeps whom users mute (``ServiceResources/muted(by:context:)``) to
+    /// forget `muters`: call after their mutes changed and before the change is answered.
+    func announce(_ muters: [Int64]) async throws {
+        guard !muters.isEmpty else { return }
+        _ = try await redis.send(LocalCopyKind.mutes(keptBy: .socialGraph).announcement(of: muters, on: redis.configuration))
+    }
+
+    /// Everyone `muter` mutes now.
+    func muted(by muter: Int64) async throws -> Set<Int64> {
+        Set(
+            try await postgres.query("SELECT muted_id FROM social_graph.mutes WHERE muter_id = $1", [muter])
+                .map { try $0.decode(Int64.self, at: 0) })
+    }
 
     /// `muter` mutes `muted` (notifications too when `notifications`) until `until`, or for good.
     func mute(_ muter: Int64, _ muted: Int64, notifications: Bool, until: Date?) async throws {
@@ -22,9 +38,9 @@ struct MuteStore: Sendable {
         try await !postgres.query(Self.lift(where: "muter_id = $1 AND muted_id = $2"), [muter, muted]).isEmpty
     }
 
-    /// Lifts the mutes whose time is up; how many.
-    func expire() async throws -> Int {
-        try await postgres.query(Self.lift(where: "until <= now()"), []).count
+    /// Lifts the mutes whose time is up; their muters, once each.
+    func expire() async throws -> [Int64] {
+        Array(Set(try await postgres.query(Self.lift(where: "until <= now()"), []).map { try $0.decode(Int64.self, at: 0) }))
     }
 
     /// For each pair (user, other): whether `other`'s actions notify `user` no more (a block either
@@ -72,7 +88,7 @@ struct MuteStore: Sendable {
         """
 
     /// Deletes the mutes matching `condition`, with an `unmute` event for each whose muter follows
-    /// the muted user; one row per mute lifted.
+    /// the muted user; one row per mute lifted, its muter's id.
     private static func lift(where condition: String) -> String {
         """
         WITH mute AS (
@@ -83,7 +99,7 @@ struct MuteStore: Sendable {
             WHERE EXISTS (
                 SELECT 1 FROM social_graph.follows AS f WHERE f.follower_id = mute.muter_id AND f.followee_id = mute.muted_id)
         )
-        SELECT 1 FROM mute
+        SELECT muter_id FROM mute
         """
     }
 }

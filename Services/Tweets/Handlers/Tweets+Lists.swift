@@ -87,7 +87,7 @@ extension TweetsService {
         let page = try await store.search(
             words: "", hashtags: tags, before: try KeysetCursor.decodeID(params.cursor), limit: (params.limit ?? PageLimit()).value,
             using: await reads.client(reading: context.principal.map { Self.authorsTweets($0.userID) }))
-        return try await hydrated(page, context)
+        return try await hydrated(page, context, hidingMuted: true)
     }
 
     @Sendable func latest(_ params: LatestParams, _ context: RPCContext) async throws -> RawJSON {
@@ -95,7 +95,7 @@ extension TweetsService {
             mediaOnly: params.mediaOnly ?? false, before: try KeysetCursor.decodeID(params.cursor),
             limit: (params.limit ?? PageLimit()).value,
             using: await reads.client(reading: context.principal.map { Self.authorsTweets($0.userID) }))
-        return try await hydrated(page, context)
+        return try await hydrated(page, context, hidingMuted: true)
     }
 
     @Sendable func trending(_ params: TrendingParams, _ context: RPCContext) async throws -> [TrendingHashtag] {
@@ -154,11 +154,14 @@ extension TweetsService {
     /// The page's tweets for the caller, as `{items, nextCursor}`, without those of users the
     /// caller blocked or who blocked the caller. The cursor follows the stored order, so a tweet
     /// deleted or left out between the two reads shifts nothing.
-    private func hydrated(_ page: TweetListPage, _ context: RPCContext) async throws -> RawJSON {
+    /// The page's tweets as `viewer` sees them: without those of users blocked either way with
+    /// them and, in the timelines of everyone's tweets (`hidingMuted`), of users they mute.
+    private func hydrated(_ page: TweetListPage, _ context: RPCContext, hidingMuted: Bool = false) async throws -> RawJSON {
         let viewer = context.principal?.userID
         var ids = page.ids
         if let viewer, !ids.isEmpty {
-            let hidden = try await resources.blocked(among: page.authors.values, with: viewer, context: context)
+            var hidden = try await resources.blocked(among: page.authors.values, with: viewer, context: context)
+            if hidingMuted { hidden.formUnion(try await resources.muted(by: viewer, context: context)) }
             if !hidden.isEmpty { ids.removeAll { page.authors[$0].map(hidden.contains) ?? false } }
         }
         let items = try await hydrator.json(ids, viewer: viewer, omitDeleted: true, context: context)

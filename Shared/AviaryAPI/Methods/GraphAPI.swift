@@ -56,6 +56,14 @@ public enum GraphAPI {
         "graph.mutes", access: .user,
         summary: "Page of the users the caller muted, most recent mute first ({items: [User], nextCursor}). Only the caller sees it.")
 
+    public static let mutedBy = RPCMethod<UserParams, [String]>(
+        "graph.mutedBy", access: .internal,
+        summary: """
+            Internal. Every user userId mutes now, as id strings in no particular order: whose tweets the timelines \
+            of everyone's tweets leave out for userId (each process keeps them a while, told of changes before \
+            graph.mute and graph.unmute answer, and when a mute's time is up).
+            """)
+
     public static let silencedPairs = RPCMethod<UserPairsParams, [Bool]>(
         "graph.silencedPairs", access: .internal,
         summary: """

@@ -97,7 +97,8 @@ public enum TweetsAPI {
         "tweets.byHashtag", access: .anonymous,
         summary: """
             Page of the tweets holding hashtag ({items: [Tweet], nextCursor}), newest first: the hashtag's page. \
-            hashtag: 1-100 letters, digits or underscores, with or without its #, any case.
+            hashtag: 1-100 letters, digits or underscores, with or without its #, any case. Tweets of users the caller \
+            blocked, who blocked them or whom they mute are left out.
             """)
 
     public static let latest = RPCMethod<LatestParams, Page<Tweet>>(
@@ -105,7 +106,8 @@ public enum TweetsAPI {
         summary: """
             Page of the network's latest tweets ({items: [Tweet], nextCursor}), newest first: the public timeline. \
             Reposts are left out, and replies but those to their own author (threads); mediaOnly (default false) \
-            keeps the tweets with media. Tweets of users blocking the caller or blocked by them are left out.
+            keeps the tweets with media. Tweets of users blocking the caller or blocked by them, or muted by \
+            them, are left out.
             """)
 
     public static let trending = RPCMethod<TrendingParams, [TrendingHashtag]>(

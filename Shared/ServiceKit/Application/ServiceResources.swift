@@ -31,6 +31,8 @@ public final class ServiceResources: Sendable {
     let liveHubSlot = Mutex<LiveHub?>(nil)
     /// This process's copy of who is blocked with whom, once ``keepBlocksInMemory()`` made it.
     let blocksSlot = Mutex<LocalCopy<Set<Int64>>?>(nil)
+    /// This process's copy of whom users mute, once ``keepMutesInMemory()`` made it.
+    let mutesSlot = Mutex<LocalCopy<Set<Int64>>?>(nil)
     /// Admin routes and background services `register` added (``addAdminRoutes(_:)``).
     let addedParts = Mutex(AddedParts())
 
