@@ -162,23 +162,28 @@ struct ListTests {
         _ = try await stack.call("tweets", "tweets.delete", ["tweetId": .id(gone.id)], as: ben, decoding: JSONValue.self)
         let bens = try await stack.tweet(ben, "ben's own")
         let newest = try await stack.tweet(cal, "cal's own")
-        // The suite's other tests post meanwhile: pages are read down to the first tweet, and only
-        // the three users' tweets are compared.
+        // The suite's other tests post meanwhile (and one stores tweets with ids far ahead): pages
+        // are read from just above the newest of these down to the first, and only the three users'
+        // tweets are compared.
         let ours = Set([ann.id, ben.id, cal.id])
-        func listed(as viewer: StackUser?) async throws -> [EntityID] {
+        func listed(as viewer: StackUser?, limit: Int = 100) async throws -> [EntityID] {
             var items: [Tweet] = []
-            var cursor: String?
+            var cursor: String? = KeysetCursor.encodeID(newest.id.value + 1)
             repeat {
-                var params: [String: JSONValue] = ["limit": 3]
+                var params: [String: JSONValue] = ["limit": .int(Int64(limit))]
                 if let cursor { params["cursor"] = .string(cursor) }
                 let page = try await stack.call("tweets", "tweets.latest", params, as: viewer, decoding: TweetPage.self)
-                #expect(page.items.count <= 3 && page.items.map(\.id.value) == page.items.map(\.id.value).sorted(by: >))
+                #expect(page.items.count <= limit && page.items.map(\.id.value) == page.items.map(\.id.value).sorted(by: >))
                 items += page.items
                 cursor = page.items.last.map { $0.id.value > root.id.value } == true ? page.nextCursor : nil
             } while cursor != nil
             return items.filter { ours.contains($0.author.id) && $0.id.value >= root.id.value }.map(\.id)
         }
         #expect(try await listed(as: nil) == [newest.id, bens.id, thread.id, root.id])
+        #expect(try await listed(as: nil, limit: 3) == [newest.id, bens.id, thread.id, root.id])
+        // From the top, the newest come first.
+        let top = try await stack.call("tweets", "tweets.latest", ["limit": 100], decoding: TweetPage.self).items.map(\.id.value)
+        #expect(top == top.sorted(by: >) && !top.isEmpty)
         _ = try await stack.call("social-graph", "graph.block", ["userId": .id(ben.id)], as: cal, decoding: JSONValue.self)
         #expect(try await listed(as: cal) == [newest.id, thread.id, root.id])
         #expect(try await listed(as: ben) == [bens.id, thread.id, root.id])
@@ -190,7 +195,7 @@ struct ListTests {
         _ = try await stack.call("social-graph", "graph.unmute", ["userId": .id(cal.id)], as: ann, decoding: JSONValue.self)
         #expect(try await listed(as: ann) == [newest.id, bens.id, thread.id, root.id])
         _ = try await stack.call(
-            "social-graph", "graph.mute", ["userId": .id(ben.id), "durationSeconds": 1], as: ann, decoding: JSONValue.self)
+            "social-graph", "graph.mute", ["userId": .id(ben.id), "durationSeconds": 3], as: ann, decoding: JSONValue.self)
         #expect(try await listed(as: ann) == [newest.id, thread.id, root.id])
         #expect(await eventually(timeout: .seconds(10)) { (try? await listed(as: ann)) == [newest.id, bens.id, thread.id, root.id] })
         // None of theirs carries media.
