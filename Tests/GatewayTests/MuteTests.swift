@@ -8,7 +8,7 @@ import TestSupport
 /// mute is lifted or runs out.
 @Suite("Mutes", .serialized)
 struct MuteTests {
-    @Test("a mute hides tweets and notifications until lifted or over; the muted user sees no change")
+    @Test("a mute hides tweets, others' reposts of them and notifications until lifted or over; the muted user sees no change")
     func muteAndLift() async throws {
         let edge = try await GatewayStack.shared()
         let (ana, ben, cat) = (try await edge.register("ana"), try await edge.register("ben"), try await edge.register("cat"))
@@ -34,6 +34,14 @@ struct MuteTests {
         let second = try await post("ben, while muted", as: ben)
         #expect(await eventually { (try? await home(cat).contains(second)) == true })
         #expect(try await !home(ana).contains(second))
+        // Nor as the repost of someone ana follows: cat reposts it, then posts; once cat's post has
+        // reached ana's home, so has the repost, which is not shown.
+        _ = try await call("tweets.repost", ["tweetId": .string(second)], as: cat)
+        let after = try await post("cat, after reposting", as: cat)
+        #expect(await eventually { (try? await home(ana).contains(after)) == true })
+        #expect(try await !home(ana).contains(second))
+        let reposts = try await call("timeline.user", ["userId": .string(cat.id)], as: ben)["items"]?.arrayValue ?? []
+        #expect(reposts.contains { $0["id"]?.stringValue == second && $0["repostedBy"]?["id"]?.stringValue == cat.id })
         let seen = try await call("graph.relationship", ["userId": .string(ana.id)], as: ben)
         #expect(seen["followsYou"] == true && seen["muting"] == false)  // a mute is the muter's alone to see
         let own = try await call("graph.relationship", ["userId": .string(ben.id)], as: ana)

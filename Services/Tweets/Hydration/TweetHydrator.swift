@@ -20,6 +20,9 @@ struct TweetHydrator: Sendable {
     /// Which of some authors and a viewer blocked one another
     /// (``ServiceKit/ServiceResources/blocked(among:with:context:)``).
     let blocks: @Sendable ([Int64], Int64, RPCContext?) async throws -> Set<Int64>
+    /// Whom a viewer mutes (``ServiceKit/ServiceResources/muted(by:context:)``): their tweets are not
+    /// shown as others' reposts.
+    let mutes: @Sendable (Int64, RPCContext?) async throws -> Set<Int64>
     let logger: Logger
 
     /// The tweets of `ids` as JSON, in that order, relative to `viewer`. Ids of no tweet, and
@@ -104,11 +107,14 @@ struct TweetHydrator: Sendable {
         try await load(originals.filter { loaded.states[$0] == nil }, viewer: viewer, keepDeleted: false, into: &loaded, context: context)
         let quotes = Set((unique + originals).compactMap { loaded.states[$0]?.quoteOf })
         try await load(quotes.filter { loaded.states[$0] == nil }, viewer: viewer, keepDeleted: true, into: &loaded, context: context)
-        // Reposts and quotes bring other authors' tweets in: those blocked with the viewer stay out.
+        // Reposts and quotes bring other authors' tweets in: those blocked with the viewer stay out,
+        // and reposts of those the viewer mutes.
         var hidden: Set<Int64> = []
+        var muted: Set<Int64> = []
         if let viewer, !originals.isEmpty || !quotes.isEmpty {
             let others = originals.union(quotes).compactMap { loaded.states[$0]?.authorID }
             hidden = try await blocks(others, viewer, context)
+            if !originals.isEmpty { muted = try await mutes(viewer, context) }
         }
         func visible(_ tweet: (body: [UInt8], row: StoredTweet)) -> Bool {
             guard let author = tweet.row.authorID else { return true }
@@ -125,6 +131,7 @@ struct TweetHydrator: Sendable {
             var shown: Entry?
             if let original = state.repostOf {
                 guard !state.deleted, !(state.authorID.map(suspended.contains) ?? false),
+                    !(loaded.states[original]?.authorID.map(muted.contains) ?? false),
                     let reposter = loaded.bodies[id].flatMap(TweetJSON.reposter(in:))
                 else { return nil }
                 shown = entry(original, repost: (reposter, id))

@@ -157,7 +157,8 @@ public enum TweetsAPI {
             Internal. The Tweets of ids (at most 1,000), in the order asked, relative to viewerId; unknown ids are \
             left out, deleted tweets are marked deleted without their text, or left out when omitDeleted is true. \
             A tweet is shown once however many of ids are it or reposts of it (first come), and a repost not at all \
-            once taken back or its original deleted, or when the original's author and viewerId blocked one another.
+            once taken back or its original deleted, when the original's author and viewerId blocked one another, or \
+            when viewerId mutes the original's author.
             """)
 
     public static let recentIds = RPCMethod<RecentIDsParams, [RecentTweet]>(
