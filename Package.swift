@@ -18,6 +18,7 @@ let services: [(executable: String, target: String, folder: String, extra: [Targ
         .product(name: "Crypto", package: "swift-crypto"), .product(name: "Metrics", package: "swift-metrics"),
         .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOExtras", package: "swift-nio-extras"), .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+        .product(name: "NIOSSL", package: "swift-nio-ssl"),
     ]),
     ("aviary-tweets", "TweetsService", "Tweets", [.product(name: "Logging", package: "swift-log")]),
     ("aviary-social-graph", "SocialGraphService", "SocialGraph", []),

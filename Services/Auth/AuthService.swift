@@ -32,9 +32,11 @@ public struct AuthService: Sendable {
     /// 19,456 KiB and 2 passes by default; raising them re-hashes each password at its next sign-in) and
     /// `AVIARY_MEDIA_PUBLIC_URL` (where profile images are served, default `http://127.0.0.1:7207`),
     /// `AVIARY_AUTH_SESSION_IDLE_DAYS` and `AVIARY_AUTH_SESSION_MAX_DAYS` (``SessionLifetime``) and
-    /// `AVIARY_AUTH_SESSION_SWEEP_SECONDS` (how often ended sessions, mail tokens expired a day ago
-    /// and the rows of accounts deleted 30 days ago are deleted, default hourly), `AVIARY_SMTP_URL` (``SMTPServer``: none sends no mail) and
-    /// `AVIARY_MAIL_FROM` (default `Aviary <no-reply@localhost>`).
+    /// `AVIARY_AUTH_SESSION_SWEEP_SECONDS` (how often ended sessions, mail tokens expired a day ago,
+    /// the rows of accounts deleted 30 days ago and exports never downloaded are deleted, default
+    /// hourly), `AVIARY_SMTP_URL` (``SMTPServer``: none sends no mail), `AVIARY_SMTP_TLS_CA_FILE` (the
+    /// certificates to trust instead of the system's) and `AVIARY_MAIL_FROM` (default
+    /// `Aviary <no-reply@localhost>`).
     static func make(resources: ServiceResources) async throws -> AuthService {
         let configuration = resources.configuration
         let threads = try configuration.integer(
@@ -107,9 +109,16 @@ public struct AuthService: Sendable {
         if let url = configuration.value("AVIARY_SMTP_URL"), !url.isEmpty {
             guard let server = SMTPServer(url: url) else {
                 throw ConfigurationError(
-                    variable: "AVIARY_SMTP_URL", message: "AVIARY_SMTP_URL must be smtp://[user:password@]host[:port], got \(url)")
+                    variable: "AVIARY_SMTP_URL",
+                    message: "AVIARY_SMTP_URL must be smtp://[user:password@]host[:port] or smtps://…, got \(url)")
             }
-            smtp = SMTPClient(server: server, heloName: ProcessInfo.processInfo.hostName)
+            let roots = configuration.value("AVIARY_SMTP_TLS_CA_FILE").flatMap { $0.isEmpty ? nil : $0 }
+            do {
+                smtp = try SMTPClient(server: server, heloName: ProcessInfo.processInfo.hostName, trustedRootsFile: roots)
+            } catch {
+                throw ConfigurationError(
+                    variable: "AVIARY_SMTP_TLS_CA_FILE", message: "AVIARY_SMTP_TLS_CA_FILE must be a PEM file of certificates: \(error)")
+            }
         }
         return MailQueue(
             postgres: resources.postgres, smtp: smtp, from: configuration.value("AVIARY_MAIL_FROM") ?? "Aviary <no-reply@localhost>",

@@ -19,6 +19,11 @@ public enum TestServers {
         try await SharedServers.instance.smtp()
     }
 
+    /// An SMTP server of the caller's own, speaking TLS as `tls` says.
+    public static func startPrivateSMTP(tls: TestSMTP.TLS) async throws -> TestSMTP {
+        try await TestSMTP.launch(tls: tls)
+    }
+
     /// A private Postgres server, for tests that stop or restart it. It stops when the last reference
     /// to it goes away.
     public static func startPrivatePostgres() async throws -> TestPostgres {

@@ -2,25 +2,40 @@ import Foundation
 import NIOCore
 import NIOExtras
 import NIOPosix
+import NIOSSL
 
-/// Where mail is handed over: `AVIARY_SMTP_URL`, `smtp://[user:password@]host[:port]` (port 25 by
-/// default; with a user, `AUTH PLAIN` after `EHLO`). Plain SMTP: the relay is expected on the same
-/// host or network (a local Postfix, the provider's relay through a tunnel).
+/// Where mail is handed over: `AVIARY_SMTP_URL`, `smtps://[user:password@]host[:port]` (TLS from
+/// the first byte, port 465 by default) or `smtp://[user:password@]host[:port]` (port 25 by
+/// default; TLS through `STARTTLS` whenever the server offers it). With a user, `AUTH PLAIN`
+/// follows, over TLS: credentials go in the clear only to a loopback address.
 struct SMTPServer: Sendable, Equatable {
     var host: String
     var port: Int
     var user: String?
     var password: String?
+    /// `smtps://`: TLS from the first byte.
+    var implicitTLS: Bool
 
-    /// The server of `url`; nil when it is not an `smtp://` URL with a host.
+    /// The server of `url`; nil when it is not an `smtp://` or `smtps://` URL with a host.
     init?(url: String) {
-        guard let components = URLComponents(string: url), components.scheme == "smtp", let host = components.host,
-            !host.isEmpty
+        guard let components = URLComponents(string: url), let scheme = components.scheme, ["smtp", "smtps"].contains(scheme),
+            let host = components.host, !host.isEmpty
         else { return nil }
         self.host = host
-        port = components.port ?? 25
+        implicitTLS = scheme == "smtps"
+        port = components.port ?? (implicitTLS ? 465 : 25)
         user = components.user?.removingPercentEncoding
         password = components.password?.removingPercentEncoding
+    }
+
+    /// Whether `host` is this machine (`localhost`, 127.0.0.0/8, `::1`), where nothing travels a network.
+    var isLoopback: Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+    }
+
+    /// Whether `host` is an IP address (no name to give or check in TLS).
+    var isAddress: Bool {
+        (try? SocketAddress(ipAddress: host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port: 0)) != nil
     }
 }
 
@@ -32,15 +47,28 @@ struct Mail: Sendable, Equatable {
     var body: String
 }
 
-/// Hands mail to an SMTP server (RFC 5321): one connection for a batch, `EHLO`, `AUTH PLAIN` when
-/// the server has credentials, then `MAIL FROM`, `RCPT TO` and `DATA` per mail, and `QUIT`. The
-/// whole conversation must end within ``patience`` (a server that stops answering is left); a mail
-/// the server refuses is reported and the next one goes on.
+/// Hands mail to an SMTP server (RFC 5321): one connection for a batch, `EHLO`, TLS (from the
+/// start, or by `STARTTLS` and `EHLO` again), `AUTH PLAIN` when the server has credentials, then
+/// `MAIL FROM`, `RCPT TO` and `DATA` per mail, and `QUIT`. The whole conversation must end within
+/// ``patience`` (a server that stops answering is left); a mail the server refuses is reported and
+/// the next one goes on.
 struct SMTPClient: Sendable {
     let server: SMTPServer
     /// The name given in `EHLO`.
     let heloName: String
+    /// Verifies the server's certificate: against the system's roots, or those of
+    /// `AVIARY_SMTP_TLS_CA_FILE`; its name too, unless the server is named by an address.
+    let tls: NIOSSLContext
     static let patience = Duration.seconds(30)
+
+    init(server: SMTPServer, heloName: String, trustedRootsFile: String? = nil) throws {
+        self.server = server
+        self.heloName = heloName
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        if let trustedRootsFile { configuration.trustRoots = .file(trustedRootsFile) }
+        if server.isAddress { configuration.certificateVerification = .noHostnameVerification }
+        tls = try NIOSSLContext(configuration: configuration)
+    }
 
     /// What became of each of `mails`, in order: nil when the server took it, else its refusal.
     /// Throws when the server cannot be reached or fails mid-conversation (none was taken then
@@ -58,18 +86,33 @@ struct SMTPClient: Sendable {
     }
 
     private func converse(_ mails: [Mail]) async throws -> [SMTPError?] {
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let (server, tls) = (server, tls)
+        let (raw, channel) = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.seconds(5))
             .connect(host: server.host, port: server.port) { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if server.implicitTLS { try channel.pipeline.syncOperations.addHandler(try Self.tlsHandler(tls, for: server)) }
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineBasedFrameDecoder()))
-                    return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    return (channel, try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel))
                 }
             }
         return try await channel.executeThenClose { inbound, outbound in
             var conversation = Conversation(lines: inbound.makeAsyncIterator(), outbound: outbound)
             try await conversation.expect(220, after: nil)
-            try await conversation.expect(250, after: "EHLO \(heloName)")
+            let extensions = try await conversation.expect(250, after: "EHLO \(heloName)")
+            if !server.implicitTLS {
+                if extensions.contains(where: { $0.uppercased().hasPrefix("STARTTLS") }) {
+                    try await conversation.expect(220, after: "STARTTLS")
+                    try await raw.eventLoop.submit {
+                        try raw.pipeline.syncOperations.addHandler(try Self.tlsHandler(tls, for: server), position: .first)
+                    }.get()
+                    try await conversation.expect(250, after: "EHLO \(heloName)")
+                } else if server.user != nil, !server.isLoopback {
+                    throw SMTPError(
+                        command: "EHLO", code: nil,
+                        reply: "the server offers no STARTTLS, and credentials go in the clear only to a loopback address")
+                }
+            }
             if let user = server.user {
                 let credentials = Data("\0\(user)\0\(server.password ?? "")".utf8).base64EncodedString()
                 try await conversation.expect(235, after: "AUTH PLAIN \(credentials)", shown: "AUTH PLAIN")
@@ -87,9 +130,15 @@ struct SMTPClient: Sendable {
                     try await conversation.expect(250, after: "RSET")
                 }
             }
-            try? await conversation.expect(221, after: "QUIT")
+            _ = try? await conversation.expect(221, after: "QUIT")
             return outcomes
         }
+    }
+
+    /// The TLS handler of a conversation with `server`: its name given (SNI) and checked unless it
+    /// is named by an address.
+    private static func tlsHandler(_ context: NIOSSLContext, for server: SMTPServer) throws -> NIOSSLClientHandler {
+        try NIOSSLClientHandler(context: context, serverHostname: server.isAddress ? nil : server.host)
     }
 
     /// The address inside `mailbox` (`Name <address>` or a bare address), without line breaks.
@@ -137,7 +186,9 @@ struct SMTPError: Error, CustomStringConvertible {
 
     /// A refusal of the mail itself (5xx after `MAIL FROM`, `RCPT TO` or the message), as opposed to
     /// a conversation that broke.
-    var isRefusal: Bool { (code ?? 0) >= 500 && !["the greeting", "EHLO", "AUTH PLAIN"].contains(where: command.hasPrefix) }
+    var isRefusal: Bool {
+        (code ?? 0) >= 500 && !["the greeting", "EHLO", "STARTTLS", "AUTH PLAIN"].contains(where: command.hasPrefix)
+    }
 
     var description: String {
         code.map { "SMTP \(command) answered \($0) \(reply)" } ?? "SMTP \(command): \(reply)"
@@ -149,8 +200,10 @@ private struct Conversation {
     var lines: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
     let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
 
-    /// Sends `command` (nil: none, for the greeting) and checks that the reply's code is `code`.
-    mutating func expect(_ code: Int, after command: String?, shown: String? = nil) async throws {
+    /// Sends `command` (nil: none, for the greeting) and checks that the reply's code is `code`;
+    /// the reply's lines, without their codes.
+    @discardableResult
+    mutating func expect(_ code: Int, after command: String?, shown: String? = nil) async throws -> [String] {
         let name = shown ?? command.map { String($0.prefix(while: { $0 != ":" && $0 != " " })) } ?? "the greeting"
         if let command { try await outbound.write(ByteBuffer(string: command + "\r\n")) }
         var text: [String] = []
@@ -162,7 +215,7 @@ private struct Conversation {
             text.append(String(line.dropFirst(4)))
             if line.count > 3, line[line.index(line.startIndex, offsetBy: 3)] == "-" { continue }
             guard replyCode == code else { throw SMTPError(command: name, code: replyCode, reply: text.joined(separator: " ")) }
-            return
+            return text
         }
     }
 }
