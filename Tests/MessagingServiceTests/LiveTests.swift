@@ -1,6 +1,7 @@
 import AviaryAPI
 import AviaryJSON
 import Foundation
+import Logging
 import Postgres
 import RPC
 import Testing
@@ -250,6 +251,29 @@ struct LiveTests {
         let history = try await fixture.call("history", ["conversationId": group.idValue], as: ana, decoding: JSONValue.self)
         let held = history["items"]?.arrayValue?.compactMap { $0["text"]?.stringValue } ?? []
         #expect(held.contains("from ben, edited") && held.contains("from ana"), "\(held)")
+    }
+
+    @Test("with social-graph unreachable, a group's messages still go out live to every member; a direct one is not sent")
+    func groupsStayUpWithoutSocialGraph() async throws {
+        let fixture = try await MessagingStack.shared()
+        let users = try await fixture.users(3, "nograph")
+        let group = try await fixture.group("no graph", by: users[0], with: [users[1], users[2]])
+        let direct = try await fixture.direct(users[0], users[1])
+        let cut = try await fixture.stack.startExtraInstance(
+            "messaging", environment: ["AVIARY_SOCIAL_GRAPH_ADDRESSES": "127.0.0.1:\(try freePort())"])
+        let client = RPCClient(configuration: .init(addresses: [cut.rpcAddress]), logger: Logger(label: "no-graph"))
+        func send(_ text: String, to conversation: Conversation) async throws -> JSONValue {
+            try await client.call(
+                "messaging.send", params: ["conversationId": JSONValue.string(conversation.id.description), "text": .string(text)],
+                meta: RequestMeta(token: users[0].token), as: JSONValue.self)
+        }
+        let live = try await fixture.subscribe(users[2])
+        defer { Task { await live.close() } }
+        _ = try await send("still here", to: group)
+        try await live.wait(where: { $0.isEvent("message", in: group) })
+        #expect(live.events(where: { $0.isEvent("message", in: group) }).first?["message"]?["text"] == "still here")
+        let refused = await rpcError { _ = try await send("not without knowing", to: direct) }
+        #expect(refused?.reason == "unavailable", "\(String(describing: refused))")
     }
 
     @Test("new conversations, added members and renames reach every member")

@@ -26,7 +26,7 @@ extension MessagingService {
         let (message, members) = try await changed(edited, context: context)
         await publish(context) {
             try await events.edited(
-                try RawJSON(encoding: Self.everyones(message)), to: try await audience(of: caller, among: members, context: context))
+                try RawJSON(encoding: Self.everyones(message)), to: await audience(of: caller, among: members, context: context))
         }
         return message
     }
@@ -69,7 +69,7 @@ extension MessagingService {
         let (message, members) = try await changed(updated, context: context)
         let now = updated.reactions[String(caller)]
         await publish(context) {
-            try await events.reaction(message, user: caller, emoji: now, to: try await audience(of: caller, among: members, context: context))
+            try await events.reaction(message, user: caller, emoji: now, to: await audience(of: caller, among: members, context: context))
         }
         return message
     }

@@ -53,7 +53,7 @@ extension MessagingService {
                     let members = try await messages.markers(of: conversation).map(\.userID)
                     try await events.read(
                         conversation, user: caller, upTo: params.upTo.value,
-                        to: try await audience(of: caller, among: members, context: context))
+                        to: await audience(of: caller, among: members, context: context))
                 }
             }
             return UnreadState(unreadCount: unread)

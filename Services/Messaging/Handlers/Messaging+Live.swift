@@ -12,7 +12,7 @@ extension MessagingService {
             throw Self.unknownConversation(params.conversationId)
         }
         await recordCall(caller, context)
-        let members = try await audience(of: caller, among: everyone, context: context)
+        let members = await audience(of: caller, among: everyone, context: context)
         if params.typing {
             guard let token = try await typingState.start(conversation, user: caller) else { return Empty() }
             try await events.typing(
@@ -29,7 +29,7 @@ extension MessagingService {
                     {
                         try await events.typing(
                             conversation, user: caller, typing: false, expiresAt: nil,
-                            to: try await audience(of: caller, among: members, context: nil))
+                            to: await audience(of: caller, among: members, context: nil))
                     }
                 } catch {
                     logger.warning("could not announce a typing lapse", metadata: ["error": "\(error)"])

@@ -46,8 +46,19 @@ extension MessagingService {
             media = try await messageMedia(mediaId, conversation: conversation, sender: caller, context: context)
         }
         let sender = try await senderSummary
-        let hidden = try await blockedWithCaller
-        if let peer = try await directPeer, hidden.contains(peer) { throw ServiceResources.blockRefusal(Self.messageAction) }
+        let hidden: Set<Int64>
+        if let peer = try await directPeer {
+            // A direct message waits for the answer: unknown, it is not sent.
+            hidden = try await blockedWithCaller
+            if hidden.contains(peer) { throw ServiceResources.blockRefusal(Self.messageAction) }
+        } else {
+            do {
+                hidden = try await blockedWithCaller
+            } catch {
+                Self.blocksUnknown(error, logger: context.logger)
+                hidden = []
+            }
+        }
         let stored = NewMessageInput(text: text, media: media, clientMessageID: clientMessageID)
         let outcome = try await messages.send(
             MessageStore.NewMessage(
@@ -144,10 +155,21 @@ extension MessagingService {
 
     /// `members` but those blocked either way with `actor`: who hears live of what `actor` does in a
     /// conversation (in a group, neither of two who blocked one another hears the other's messages,
-    /// edits, reactions, typing or receipts).
-    func audience(of actor: Int64, among members: [Int64], context: RPCContext?) async throws -> [Int64] {
-        let hidden = try await resources.blocked(among: members, with: actor, context: context)
-        return hidden.isEmpty ? members : members.filter { !hidden.contains($0) }
+    /// edits, reactions, typing or receipts). While social-graph cannot say, every member hears it:
+    /// the history shows it to them all anyway.
+    func audience(of actor: Int64, among members: [Int64], context: RPCContext?) async -> [Int64] {
+        do {
+            let hidden = try await resources.blocked(among: members, with: actor, context: context)
+            return hidden.isEmpty ? members : members.filter { !hidden.contains($0) }
+        } catch {
+            Self.blocksUnknown(error, logger: context?.logger ?? resources.logger)
+            return members
+        }
+    }
+
+    /// Logs that social-graph could not say who is blocked, so a group's live event goes to all.
+    private static func blocksUnknown(_ error: any Error, logger: Logger) {
+        logger.warning("blocks unknown: a group's live event goes to every member", metadata: ["error": "\(error)"])
     }
 }
 
