@@ -36,7 +36,7 @@ public struct TweetsService: Sendable {
         hydrator = TweetHydrator(
             store: store, states: self.states, cache: cache, accounts: accounts, media: media, suspended: suspended,
             blocks: { others, viewer, context in try await resources.blocked(among: others, with: viewer, context: context) },
-            mutes: { viewer, context in try await resources.muted(by: viewer, context: context) },
+            mutes: { viewer, context in await TweetsService.mutedOrNone(by: viewer, resources: resources, context: context) },
             logger: resources.logger)
         authorCounts = AuthorTweetCounts(store: store, redis: resources.redis, local: copies?.counts)
         trends = TrendingHashtags(redis: resources.redis, logger: resources.logger)

@@ -1,5 +1,6 @@
 import AviaryAPI
 import AviaryJSON
+import Logging
 import RPC
 import ServiceKit
 
@@ -161,11 +162,22 @@ extension TweetsService {
         var ids = page.ids
         if let viewer, !ids.isEmpty {
             var hidden = try await resources.blocked(among: page.authors.values, with: viewer, context: context)
-            if hidingMuted { hidden.formUnion(try await resources.muted(by: viewer, context: context)) }
+            if hidingMuted { hidden.formUnion(await Self.mutedOrNone(by: viewer, resources: resources, context: context)) }
             if !hidden.isEmpty { ids.removeAll { page.authors[$0].map(hidden.contains) ?? false } }
         }
         let items = try await hydrator.json(ids, viewer: viewer, omitDeleted: true, context: context)
         return PageJSON.page(items, nextCursor: page.next?.encoded)
+    }
+
+    /// Whom `viewer` mutes, or no one (logged) while social-graph cannot say: a mute only hides,
+    /// so a read goes on showing what it would hide rather than failing.
+    static func mutedOrNone(by viewer: Int64, resources: ServiceResources, context: RPCContext?) async -> Set<Int64> {
+        do {
+            return try await resources.muted(by: viewer, context: context)
+        } catch {
+            (context?.logger ?? resources.logger).warning("mutes unknown: muted users' tweets are shown", metadata: ["error": "\(error)"])
+            return []
+        }
     }
 
     /// Tells an empty list of a real user from a list of no one: `not_found` for an unknown user.

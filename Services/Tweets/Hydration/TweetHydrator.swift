@@ -22,7 +22,7 @@ struct TweetHydrator: Sendable {
     let blocks: @Sendable ([Int64], Int64, RPCContext?) async throws -> Set<Int64>
     /// Whom a viewer mutes (``ServiceKit/ServiceResources/muted(by:context:)``): their tweets are not
     /// shown as others' reposts.
-    let mutes: @Sendable (Int64, RPCContext?) async throws -> Set<Int64>
+    let mutes: @Sendable (Int64, RPCContext?) async -> Set<Int64>
     let logger: Logger
 
     /// The tweets of `ids` as JSON, in that order, relative to `viewer`. Ids of no tweet, and
@@ -114,7 +114,7 @@ struct TweetHydrator: Sendable {
         if let viewer, !originals.isEmpty || !quotes.isEmpty {
             let others = originals.union(quotes).compactMap { loaded.states[$0]?.authorID }
             hidden = try await blocks(others, viewer, context)
-            if !originals.isEmpty { muted = try await mutes(viewer, context) }
+            if !originals.isEmpty { muted = await mutes(viewer, context) }
         }
         func visible(_ tweet: (body: [UInt8], row: StoredTweet)) -> Bool {
             guard let author = tweet.row.authorID else { return true }
