@@ -227,7 +227,7 @@ let package = Package(
         .testTarget(
             name: "AuthServiceTests",
             dependencies: [
-                "AviaryJSON", "RPC", "AviaryAPI", "TestSupport", "AuthTokens", "Postgres", "CArgon2", logging,
+                "AviaryJSON", "RPC", "AviaryAPI", "TestSupport", "AuthTokens", "AuthService", "Postgres", "CArgon2", logging,
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),

@@ -89,9 +89,10 @@ struct DataExportStore: Sendable {
             """, [id, error])
     }
 
-    /// Marks the export taken (media no longer has it).
-    func downloaded(_ id: Int64) async throws {
-        try await postgres.execute("UPDATE auth.exports SET status = 'downloaded' WHERE id = $1 AND status = 'ready'", [id])
+    /// Marks the exports `ids` taken (media no longer has them).
+    func downloaded(_ ids: [Int64]) async throws {
+        guard !ids.isEmpty else { return }
+        try await postgres.execute("UPDATE auth.exports SET status = 'downloaded' WHERE id = ANY($1) AND status = 'ready'", [ids])
     }
 
     /// How long a ready export waits for its download (`ExportAPI.exports` says so).

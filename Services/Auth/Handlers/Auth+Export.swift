@@ -35,8 +35,8 @@ extension AuthService {
                 try await resources.peers.media.getMany(
                     GetMediaParams(ids: ready.map { EntityID($0) }, ownerId: EntityID(owner), purpose: .export), context: context
                 ).map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
-        var shownExports: [DataExport] = []
-        for row in rows {
+        var gone: [Int64] = []
+        let shownExports = rows.map { row in
             var export = DataExport(
                 id: EntityID(row.id), status: row.status, createdAt: row.createdAt, readyAt: row.readyAt, byteSize: row.byteSize)
             if row.status == .ready, let mediaID = row.mediaID {
@@ -45,12 +45,13 @@ extension AuthService {
                     export.expiresAt = URLComponents(string: medium.url)?.queryItems?.first { $0.name == "exp" }?.value
                         .flatMap(TimeInterval.init).map(Date.init(timeIntervalSince1970:))
                 } else {
-                    try await exports.downloaded(row.id)
+                    gone.append(row.id)
                     export.status = .downloaded
                 }
             }
-            shownExports.append(export)
+            return export
         }
+        try await exports.downloaded(gone)
         return shownExports
     }
 }

@@ -28,15 +28,19 @@ struct SMTPServer: Sendable, Equatable {
         password = components.password?.removingPercentEncoding
     }
 
-    /// Whether `host` is this machine (`localhost`, 127.0.0.0/8, `::1`), where nothing travels a network.
+    /// Whether `host` is this machine (`localhost`, an address of 127.0.0.0/8, `::1`), where nothing
+    /// travels a network. A name that merely starts with `127.` is not.
     var isLoopback: Bool {
-        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        host == "localhost" || (isAddress && (address.hasPrefix("127.") || address == "::1"))
     }
 
     /// Whether `host` is an IP address (no name to give or check in TLS).
     var isAddress: Bool {
-        (try? SocketAddress(ipAddress: host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port: 0)) != nil
+        (try? SocketAddress(ipAddress: address, port: 0)) != nil
     }
+
+    /// `host` without the brackets of an IPv6 address in a URL.
+    private var address: String { host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")) }
 }
 
 /// One plain-text mail.

@@ -11,11 +11,7 @@ extension MediaService {
         let caller = try context.requireUser()
         var description = params.description
         if case .some(.some(let text)) = description {
-            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard trimmed.unicodeScalars.count <= Self.descriptionLimit, !trimmed.unicodeScalars.contains(where: { $0.value == 0 }) else {
-                throw RPCError.validation(
-                    "description must be at most \(Self.descriptionLimit) characters without NUL", field: "description")
-            }
+            let trimmed = try TextRules.text(text, field: "description", allowed: 0...Self.descriptionLimit)
             description = .some(trimmed.isEmpty ? nil : trimmed)
         }
         if case .some(.some(let focus)) = params.focus {

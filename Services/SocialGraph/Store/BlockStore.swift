@@ -16,7 +16,7 @@ struct BlockStore: Sendable {
     /// to forget `users`: call after a block or unblock of theirs commits and before it answers, so
     /// that whatever either does next is checked against it, on any instance.
     func announce(_ users: [Int64]) async throws {
-        _ = try await redis.send(LocalCopyKind.blocks(keptBy: .socialGraph).announcement(of: users, on: redis.configuration))
+        try await LocalCopyKind.blocks(keptBy: .socialGraph).announce(users, on: redis)
     }
 
     /// The condition, on `$1` and `$2`, that either blocked the other.

@@ -17,8 +17,7 @@ struct MuteStore: Sendable {
     /// Tells every process that keeps whom users mute (``ServiceResources/muted(by:context:)``) to
     /// forget `muters`: call after their mutes changed and before the change is answered.
     func announce(_ muters: [Int64]) async throws {
-        guard !muters.isEmpty else { return }
-        _ = try await redis.send(LocalCopyKind.mutes(keptBy: .socialGraph).announcement(of: muters, on: redis.configuration))
+        try await LocalCopyKind.mutes(keptBy: .socialGraph).announce(muters, on: redis)
     }
 
     /// Everyone `muter` mutes now.

@@ -28,10 +28,9 @@ enum ProfileUpdates {
 
     private static func erase(_ users: [Int64], _ resources: ServiceResources) async throws {
         let store = TweetStore(postgres: resources.postgres)
-        let configuration = resources.redis.configuration
         for user in users {
             let changed = try await store.erase(user: user)
-            _ = try await resources.redis.send(LocalCopyKind.counts.announcement(of: [user], on: configuration))
+            try await LocalCopyKind.counts.announce([user], on: resources.redis)
             try await LocalCopyKind.states.announce(changed, on: resources.redis)
         }
     }
