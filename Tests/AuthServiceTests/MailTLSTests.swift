@@ -19,7 +19,8 @@ struct MailTLSTests {
     @Test("a password reset mail reaches an SMTPS server, and a server that requires STARTTLS", arguments: [TestSMTP.TLS.implicit, .startTLS])
     func mailGoesOverTLS(_ tls: TestSMTP.TLS) async throws {
         let smtp = try await TestServers.startPrivateSMTP(tls: tls)
-        let instance = try await auth(sendingTo: smtp, trusting: try #require(smtp.certificateFile))
+        let roots = try #require(smtp.certificateFile)
+        let instance = try await auth(sendingTo: smtp, trusting: roots)
         let auth = instance.api
         let account = try await auth.register()
         _ = try await auth.call("auth.requestPasswordReset", ["email": .string(account.email)])

@@ -95,7 +95,8 @@ struct SMTPClient: Sendable {
             .connectTimeout(.seconds(5))
             .connect(host: server.host, port: server.port) { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    if server.implicitTLS { try channel.pipeline.syncOperations.addHandler(try Self.tlsHandler(tls, for: server)) }
+                    try channel.pipeline.syncOperations.addHandler(
+                        server.implicitTLS ? try Self.tlsHandler(tls, for: server) : PlaintextAfterSTARTTLSGuard())
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineBasedFrameDecoder()))
                     return (channel, try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel))
                 }
@@ -106,9 +107,14 @@ struct SMTPClient: Sendable {
             let extensions = try await conversation.expect(250, after: "EHLO \(heloName)")
             if !server.implicitTLS {
                 if extensions.contains(where: { $0.uppercased().hasPrefix("STARTTLS") }) {
+                    try await raw.eventLoop.submit {
+                        try raw.pipeline.syncOperations.handler(type: PlaintextAfterSTARTTLSGuard.self).arm()
+                    }.get()
                     try await conversation.expect(220, after: "STARTTLS")
                     try await raw.eventLoop.submit {
+                        let guarding = try raw.pipeline.syncOperations.handler(type: PlaintextAfterSTARTTLSGuard.self)
                         try raw.pipeline.syncOperations.addHandler(try Self.tlsHandler(tls, for: server), position: .first)
+                        raw.pipeline.syncOperations.removeHandler(guarding, promise: nil)
                     }.get()
                     try await conversation.expect(250, after: "EHLO \(heloName)")
                 } else if server.user != nil, !server.isLoopback {
@@ -196,6 +202,59 @@ struct SMTPError: Error, CustomStringConvertible {
 
     var description: String {
         code.map { "SMTP \(command) answered \($0) \(reply)" } ?? "SMTP \(command): \(reply)"
+    }
+}
+
+/// Closes the connection when the server sends anything after its reply to `STARTTLS` and before
+/// TLS begins. Such bytes would sit in the line buffer and be read after the handshake as if they
+/// had come over TLS: a man in the middle's way to inject replies (the STARTTLS injection of
+/// CVE-2011-0411, from the server's side). It sits before the line decoder, so it sees the bytes
+/// as they arrive, and is removed in the same event-loop turn that adds TLS.
+private final class PlaintextAfterSTARTTLSGuard: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private enum State {
+        /// Before `STARTTLS`: everything passes.
+        case open
+        /// `STARTTLS` sent: the start of the reply line being read (its code, and whether a space
+        /// says it is the last).
+        case readingReply(lineStart: [UInt8])
+        /// The reply's last line arrived: nothing more may until TLS is in place.
+        case closedUntilTLS
+    }
+
+    private var state = State.open
+
+    func arm() { state = .readingReply(lineStart: []) }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = unwrapInboundIn(data).readableBytesView
+        switch state {
+        case .open:
+            context.fireChannelRead(data)
+        case .closedUntilTLS:
+            refuse(context: context)
+        case .readingReply(var lineStart):
+            for index in bytes.indices {
+                if lineStart.count < 4 { lineStart.append(bytes[index]) }
+                guard bytes[index] == UInt8(ascii: "\n") else { continue }
+                if lineStart.count == 4, lineStart[3] == UInt8(ascii: " ") {
+                    guard index == bytes.index(before: bytes.endIndex) else { return refuse(context: context) }
+                    state = .closedUntilTLS
+                    return context.fireChannelRead(data)
+                }
+                lineStart = []
+            }
+            state = .readingReply(lineStart: lineStart)
+            context.fireChannelRead(data)
+        }
+    }
+
+    private func refuse(context: ChannelHandlerContext) {
+        context.fireErrorCaught(
+            SMTPError(command: "STARTTLS", code: nil, reply: "the server sent more before TLS began; it may be tampered with"))
+        context.close(promise: nil)
     }
 }
 
