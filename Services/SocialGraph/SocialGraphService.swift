@@ -8,10 +8,13 @@ public struct SocialGraphService: Sendable {
     let store: FollowStore
     let blocks: BlockStore
     let mutes: MuteStore
+    let lists: ListStore
     let records: FollowRecords
     let directory: UserDirectory
     /// Where the follower and following pages of apps are read (fan-out's id pages stay on the primary).
     let reads: ReplicaReads
+    /// The ids of new lists.
+    let ids: SnowflakeGenerator
 
     /// `ServiceDefinition.register`: builds the service from the runtime's resources and registers its
     /// methods. The process keeps in memory up to `AVIARY_GRAPH_LOCAL_USERS` users' totals and
@@ -29,9 +32,9 @@ public struct SocialGraphService: Sendable {
         let store = FollowStore(postgres: resources.postgres)
         let mutes = MuteStore(postgres: resources.postgres, redis: resources.redis)
         let service = SocialGraphService(
-            store: store, blocks: BlockStore(postgres: resources.postgres, redis: resources.redis), mutes: mutes, records: FollowRecords(store: store, local: local),
-            directory: UserDirectory(resources: resources),
-            reads: resources.replicaReads)
+            store: store, blocks: BlockStore(postgres: resources.postgres, redis: resources.redis), mutes: mutes,
+            lists: ListStore(postgres: resources.postgres), records: FollowRecords(store: store, local: local),
+            directory: UserDirectory(resources: resources), reads: resources.replicaReads, ids: resources.ids)
         service.registerMethods(with: &router)
         resources.eraseDeletedAccounts(service.erase(user:))
         resources.addBackgroundService(CountCompactor(postgres: resources.postgres, logger: resources.logger))
@@ -61,5 +64,15 @@ public struct SocialGraphService: Sendable {
         router.register(GraphAPI.unmute, handler: unmute)
         router.register(GraphAPI.mutes, handler: muteList)
         router.register(GraphAPI.silencedPairs, handler: silencedPairs)
+        router.register(GraphAPI.createList, handler: createList)
+        router.register(GraphAPI.updateList, handler: updateList)
+        router.register(GraphAPI.deleteList, handler: deleteList)
+        router.register(GraphAPI.list, handler: userList)
+        router.register(GraphAPI.lists, handler: userLists)
+        router.register(GraphAPI.listsWith, handler: listsWith)
+        router.register(GraphAPI.addToList, handler: addToList)
+        router.register(GraphAPI.removeFromList, handler: removeFromList)
+        router.register(GraphAPI.listMembers, handler: listMemberPage)
+        router.register(GraphAPI.listFeed, handler: listFeed)
     }
 }

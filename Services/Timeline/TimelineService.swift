@@ -52,6 +52,7 @@ public struct TimelineService: Sendable {
     func registerMethods(with router: inout RPCRouter) {
         router.register(TimelineAPI.home, encoded: home)
         router.register(TimelineAPI.user, encoded: user)
+        router.register(TimelineAPI.list, encoded: list)
     }
 
     /// How many ids a read takes from each source for a page of `limit`: one more tells whether

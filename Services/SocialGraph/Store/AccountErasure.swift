@@ -31,12 +31,13 @@ extension MuteStore {
 }
 
 extension SocialGraphService {
-    /// Erases `user`'s follows both ways, blocks and mutes, once their account is deleted; the
+    /// Erases `user`'s follows both ways, blocks, mutes and lists (and their places on others'), once their account is deleted; the
     /// services that keep blocks in memory forget both sides of each block. Idempotent.
     func erase(user: Int64) async throws {
         _ = try await store.erase(user: user)
         let others = try await blocks.erase(user: user)
         try await blocks.announce([user] + others)
         try await mutes.erase(user: user)
+        try await lists.erase(user: user)
     }
 }

@@ -60,14 +60,18 @@ struct FollowStore: Sendable {
 
     private static let deleteEdge = deletion(of: "follower_id = $1 AND followee_id = $2", prefix: "")
 
-    /// Deletes the edges matching `condition` with their deltas and events, after the CTEs in
-    /// `prefix` (each followed by a comma); selects one row per edge deleted.
+    /// Deletes the edges matching `condition` with their deltas and events, and takes each followee
+    /// off the follower's lists (``ListStore``), after the CTEs in `prefix` (each followed by a
+    /// comma); selects one row per edge deleted.
     static func deletion(of condition: String, prefix: String) -> String {
         """
         WITH \(prefix) edge AS (
             DELETE FROM social_graph.follows
             WHERE \(condition)
             RETURNING follower_id, followee_id, now() AS created_at
+        ), unlisted AS (
+            DELETE FROM social_graph.list_members AS m USING edge
+            WHERE m.owner_id = edge.follower_id AND m.member_id = edge.followee_id
         ), counted AS (
             INSERT INTO social_graph.count_deltas (user_id, followers, following)
             SELECT follower_id, 0, -1 FROM edge

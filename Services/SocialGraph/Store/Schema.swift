@@ -77,5 +77,30 @@ enum GraphSchema {
                 CREATE INDEX mutes_muter_recent ON social_graph.mutes (muter_id, created_at DESC, muted_id);
                 CREATE INDEX mutes_until ON social_graph.mutes (until) WHERE until IS NOT NULL;
                 """),
+        PostgresMigration(
+            version: 7, name: "lists",
+            sql: """
+                CREATE TABLE social_graph.lists (
+                    id bigint PRIMARY KEY,
+                    owner_id bigint NOT NULL,
+                    title text NOT NULL,
+                    replies_policy text NOT NULL CHECK (replies_policy IN ('followed', 'list', 'none')),
+                    created_at timestamptz NOT NULL DEFAULT now()
+                );
+                CREATE INDEX lists_owner ON social_graph.lists (owner_id, id);
+                CREATE TABLE social_graph.list_members (
+                    list_id bigint NOT NULL REFERENCES social_graph.lists ON DELETE CASCADE,
+                    member_id bigint NOT NULL,
+                    -- The list's owner again: an unfollow takes the followee off the follower's
+                    -- lists by it (FollowStore.deletion).
+                    owner_id bigint NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (list_id, member_id)
+                );
+                -- A list's members newest first (graph.listMembers), as index-only scans.
+                CREATE INDEX list_members_recent ON social_graph.list_members (list_id, created_at DESC, member_id);
+                CREATE INDEX list_members_owner ON social_graph.list_members (owner_id, member_id);
+                CREATE INDEX list_members_member ON social_graph.list_members (member_id);
+                """),
     ]
 }

@@ -6,15 +6,20 @@ import RPC
 extension TimelineService {
     /// A page of hydrated tweets from `candidates` (newest first): asks `tweets.getMany` for the
     /// first `limit`, then for as many more as it left out (deleted since), a few times at most.
-    /// `more` says whether older candidates exist beyond the list.
-    func page(of candidates: [Int64], more: Bool, limit: Int, viewer: Int64?, context: RPCContext) async throws -> RawJSON {
+    /// `more` says whether older candidates exist beyond the list. `keep`, when given, picks which
+    /// of each answer's tweets (the array's bytes, each element's range) the page shows.
+    func page(
+        of candidates: [Int64], more: Bool, limit: Int, viewer: Int64?, context: RPCContext,
+        keep: (([UInt8], [Range<Int>]) async throws -> [Range<Int>])? = nil
+    ) async throws -> RawJSON {
         var page = PageJSON()
         var consumed = 0
         var rounds = 0
         while page.count < limit, consumed < candidates.count, rounds < 3 {
             let asked = Array(candidates[consumed..<min(consumed + limit - page.count, candidates.count)])
             let array = try await tweets.tweets(asked, viewer: viewer, context: context)
-            let elements = try JSONSplice.elements(ofAnswer: array, to: TweetsAPI.getMany.name, logger: context.logger)
+            var elements = try JSONSplice.elements(ofAnswer: array, to: TweetsAPI.getMany.name, logger: context.logger)
+            if let keep { elements = try await keep(array, elements) }
             page.reserve(array.count)
             for range in elements { page.append(array[range]) }
             consumed += asked.count

@@ -132,6 +132,58 @@ public enum GraphAPI {
             Internal. viewerId's relation to each of ids (at most 1,000), in the order asked: isFollowed (viewerId \
             follows them), followsYou (they follow viewerId).
             """)
+
+    // Lists: named sets of the users the caller follows, private to the caller, each read as a
+    // timeline of its own (`timeline.list`); their types are in ListsAPI.swift. Declared here, in
+    // the enum itself: a peer's key path to a static member declared in an extension of it
+    // (`peers.graph.listFeed`) crashed in `_swift_getKeyPath` at run time (Swift 6.3.1).
+
+    public static let createList = RPCMethod<NewListParams, UserList>(
+        "graph.createList", access: .user,
+        summary: """
+            Makes a list of the caller's: title (1-100 characters), repliesPolicy (default followed). A user has at \
+            most 100 lists. Lists are private: nobody else sees them, or is told they are on one.
+            """)
+
+    public static let updateList = RPCMethod<ListUpdateParams, UserList>(
+        "graph.updateList", access: .user,
+        summary: "Renames the caller's list listId, or changes its repliesPolicy; what is left out stays. not_found for another's list.")
+
+    public static let deleteList = RPCMethod<ListParams, DeleteResult>(
+        "graph.deleteList", access: .user,
+        summary: "Deletes the caller's list listId and its members. Idempotent for the caller's own: {deleted: false} when it is gone.")
+
+    public static let list = RPCMethod<ListParams, UserList>(
+        "graph.list", access: .user, summary: "The caller's list listId; not_found for another's list, or none.")
+
+    public static let lists = RPCMethod<Empty, [UserList]>(
+        "graph.lists", access: .user, summary: "Every list of the caller's, oldest first.")
+
+    public static let listsWith = RPCMethod<UserParams, [UserList]>(
+        "graph.listsWith", access: .user, summary: "The caller's lists that hold userId, oldest first.")
+
+    public static let addToList = RPCMethod<ListMembersParams, UserList>(
+        "graph.addToList", access: .user,
+        summary: """
+            Adds userIds (1-100) to the caller's list listId; the list as it is then. Only users the caller \
+            follows may be added (a validation error names the first who is not), up to 1,000 a list; adding a \
+            member again changes nothing. Unfollowing, or a block either way, takes a user off the follower's lists.
+            """)
+
+    public static let removeFromList = RPCMethod<ListMembersParams, UserList>(
+        "graph.removeFromList", access: .user,
+        summary: "Takes userIds (1-100) off the caller's list listId; the list as it is then. Idempotent.")
+
+    public static let listMembers = RPCMethod<ListPageParams, Page<User>>(
+        "graph.listMembers", access: .user,
+        summary: "Page of the users on the caller's list listId, most recently added first ({items: [User], nextCursor}).")
+
+    public static let listFeed = RPCMethod<ListOwnerParams, ListFeed>(
+        "graph.listFeed", access: .internal,
+        summary: """
+            Internal. What timeline reads of userId's list listId: the ids of its members userId does not mute, \
+            and its repliesPolicy; not_found when the list is not userId's.
+            """)
 }
 
 /// Params naming one other user.

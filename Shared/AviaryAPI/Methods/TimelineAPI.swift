@@ -17,4 +17,12 @@ public enum TimelineAPI {
             limit default 20, at most 100); likedByMe is relative to the caller when a token is given. An unknown \
             user is not_found.
             """)
+
+    public static let list = RPCMethod<ListPageParams, Page<Tweet>>(
+        "timeline.list", access: .user,
+        summary: """
+            Page of the Tweets of the users on the caller's list listId, newest first, fully hydrated ({items: \
+            [Tweet], nextCursor}; limit default 20, at most 100), replies as the list's repliesPolicy says. \
+            not_found for another's list.
+            """)
 }
