@@ -521,6 +521,62 @@ struct MastodonAPITests {
         #expect(await eventually { socket.messages.contains { $0["error"] == "Unknown stream type" } })
     }
 
+    @Test("lists: create, members, an account's lists, the list timeline and stream, update, delete; another's list is 404")
+    func lists() async throws {
+        let (edge, app, people) = try await MastodonClient.signedIn("lia", "max")
+        try await SubscriptionTurns.exclusive(edge) { try await list(edge, app, people) }
+    }
+
+    private func list(_ edge: GatewayStack, _ app: MastodonClient, _ people: [(EdgeUser, String)]) async throws {
+        let ((_, liaToken), (max, maxToken)) = (people[0], people[1])
+        func ids(_ reply: EdgeHTTP.Reply) -> [String] { reply.json.arrayValue?.compactMap { $0["id"]?.stringValue } ?? [] }
+        _ = try await app.send("POST", "/api/v1/accounts/\(max.id)/follow", token: liaToken)
+        let made = try await app.send("POST", "/api/v1/lists", ["title": "Friends"], token: liaToken)
+        #expect(made.status == 200 && made.json["replies_policy"] == "followed" && made.json["exclusive"] == false, "\(made.text)")
+        let list = try #require(made.json["id"]?.stringValue)
+        #expect(try await app.send("POST", "/api/v1/lists", ["title": "Only", "exclusive": "true"], token: liaToken).status == 422)
+        #expect(try await app.send("POST", "/api/v1/lists", ["replies_policy": "list"], token: liaToken).status == 422)
+        // Only whom lia follows: lia herself is refused.
+        #expect(try await app.send("POST", "/api/v1/lists/\(list)/accounts", ["account_ids[]": max.id], token: liaToken).json == [:])
+        #expect(try await app.send("POST", "/api/v1/lists/\(list)/accounts", ["account_ids[]": people[0].0.id], token: liaToken).status == 422)
+        #expect(ids(try await app.get("/api/v1/lists/\(list)/accounts", token: liaToken)) == [max.id])
+        #expect(ids(try await app.get("/api/v1/lists/\(list)/accounts?limit=0", token: liaToken)) == [max.id])
+        #expect(ids(try await app.get("/api/v1/accounts/\(max.id)/lists", token: liaToken)) == [list])
+        #expect(ids(try await app.get("/api/v1/lists", token: liaToken)) == [list])
+
+        let socket = try await TestSocket.open(edge.url, path: "/api/v1/streaming?access_token=\(liaToken)")
+        defer { Task { await socket.close() } }
+        try await socket.send(#"{"type":"subscribe","stream":"list","list":"\#(list)"}"#)
+        try await Task.sleep(for: .milliseconds(500))
+        let posted = try await app.send("POST", "/api/v1/statuses", ["status": "for the list"], token: maxToken)
+        let status = try #require(posted.json["id"]?.stringValue)
+        #expect(
+            await eventually(timeout: .seconds(15)) {
+                socket.messages.contains {
+                    $0["event"] == "update" && $0["stream"] == ["list", .string(list)]
+                        && $0["payload"]?.stringValue?.contains(#""id":"\#(status)""#) == true
+                }
+            }, "\(socket.messages)")
+        #expect(ids(try await app.get("/api/v1/timelines/list/\(list)", token: liaToken)).contains(status))
+        let renamed = try await app.send("PUT", "/api/v1/lists/\(list)", ["title": "Close", "replies_policy": "none"], token: liaToken)
+        #expect(renamed.json["title"] == "Close" && renamed.json["replies_policy"] == "none", "\(renamed.text)")
+
+        // max reaches none of it; his socket may not follow it.
+        for path in ["/api/v1/lists/\(list)", "/api/v1/lists/\(list)/accounts", "/api/v1/timelines/list/\(list)", "/api/v1/streaming/list?list=\(list)"] {
+            #expect(try await app.get(path, token: maxToken).status == 404, "\(path)")
+        }
+        let other = try await TestSocket.open(edge.url, path: "/api/v1/streaming?access_token=\(maxToken)")
+        defer { Task { await other.close() } }
+        try await other.send(#"{"type":"subscribe","stream":"list","list":"\#(list)"}"#)
+        #expect(await eventually { other.messages.contains { $0["error"] == "Invalid list" } })
+        #expect(try await app.send("DELETE", "/api/v1/lists/\(list)", token: maxToken).status == 404)
+        #expect(try await app.send("DELETE", "/api/v1/lists/\(list)/accounts", ["account_ids[]": max.id], token: liaToken).json == [:])
+        #expect(ids(try await app.get("/api/v1/lists/\(list)/accounts", token: liaToken)).isEmpty)
+        #expect(try await app.send("DELETE", "/api/v1/lists/\(list)", token: liaToken).json == [:])
+        #expect(try await app.get("/api/v1/lists/\(list)", token: liaToken).status == 404)
+        #expect(try await app.get("/api/v1/lists", token: liaToken).json == [])
+    }
+
     @Test("favourites page in like order; lists of what Aviary lacks answer Mastodon's neutral values")
     func favouritesAndNeutralLists() async throws {
         let (_, app, people) = try await MastodonClient.signedIn("pam", "quin")
@@ -538,7 +594,7 @@ struct MastodonAPITests {
         #expect(second.json.arrayValue?.compactMap { $0["id"]?.stringValue } == [ids[1]])
         #expect(try await app.get("/api/v1/favourites").status == 401)
 
-        for path in ["/api/v1/custom_emojis", "/api/v1/lists", "/api/v2/filters", "/api/v1/domain_blocks", "/api/v1/trends/links"] {
+        for path in ["/api/v1/custom_emojis", "/api/v2/filters", "/api/v1/domain_blocks", "/api/v1/trends/links"] {
             let reply = try await app.get(path, token: pamToken)
             #expect(reply.status == 200 && reply.json == [], "\(path): \(reply.text)")
         }

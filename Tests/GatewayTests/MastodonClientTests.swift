@@ -28,7 +28,7 @@ struct MastodonClientTests {
         return python
     }
 
-    @Test("Mastodon.py: OAuth sign-in (password and authorization code), avatar, post with an image, reply, favourite, follow, home timeline, notifications, search, max_id paging, a home marker, the local and public timelines, the user stream on a WebSocket and as server-sent events, the local stream, a pin, a report, delete, a scope refusal")
+    @Test("Mastodon.py: OAuth sign-in (password and authorization code), avatar, post with an image, reply, favourite, follow, home timeline, notifications, search, max_id paging, a home marker, the local and public timelines, the user stream on a WebSocket and as server-sent events, the local stream, a list with its timeline and stream, a pin, a report, delete, a scope refusal")
     func mastodonPy() async throws {
         try await run("mastodon_py_flow.py")
     }

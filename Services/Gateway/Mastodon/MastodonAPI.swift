@@ -71,6 +71,7 @@ struct MastodonAPI: Sendable {
         addMediaRoutes(to: router)
         addNotificationRoutes(to: router)
         addMarkerRoutes(to: router)
+        addListRoutes(to: router)
         addSearchRoutes(to: router)
         addNeutralRoutes(to: router)
         addStreamingRoutes(to: router)

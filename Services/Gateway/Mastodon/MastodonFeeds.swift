@@ -27,9 +27,15 @@ final class MastodonFeeds: Sendable {
         /// The public timeline (`public`, `public:media`) or, the same on one instance, the local
         /// one (`public:local`, `public:local:media`).
         case everyone(local: Bool, mediaOnly: Bool)
+        /// One of the user's lists (``accepts(_:)`` checks that it is theirs).
+        case list(EntityID)
 
-        init?(name: String, tag: String?) {
+        /// The stream `name` names, with its `tag` (hashtag) or `list` (list) parameter.
+        init?(name: String, tag: String?, list: String? = nil) {
             switch name {
+            case "list":
+                guard let id = list.flatMap(MastodonParams.id) else { return nil }
+                self = .list(EntityID(id))
             case "user": self = .user
             case "user:notification": self = .notifications
             case "hashtag":
@@ -48,6 +54,7 @@ final class MastodonFeeds: Sendable {
             case .notifications: ["user:notification"]
             case .hashtag(let tag): ["hashtag", .string(tag)]
             case .everyone(let local, let mediaOnly): [.string("public" + (local ? ":local" : "") + (mediaOnly ? ":media" : ""))]
+            case .list(let id): ["list", .string(id.description)]
             }
         }
 
@@ -55,7 +62,7 @@ final class MastodonFeeds: Sendable {
         var carriesNotifications: Bool {
             switch self {
             case .user, .notifications: true
-            case .hashtag, .everyone: false
+            case .hashtag, .everyone, .list: false
             }
         }
     }
@@ -105,6 +112,17 @@ final class MastodonFeeds: Sendable {
                 sink.send("notification", stream: stream, payload: payload)
             },
             lost: { service in sink.close(.serviceRestarted(service)) })
+    }
+
+    /// Whether the user may follow `stream`: a list must be theirs (`graph.list` finds it).
+    func accepts(_ stream: Stream) async -> Bool {
+        await Self.accepts(stream, gateway: gateway, caller: EdgeCaller(token: grant.accessToken, address: address))
+    }
+
+    /// Whether `caller` may follow `stream`, before a connection's feeds exist.
+    static func accepts(_ stream: Stream, gateway: GatewayService, caller: EdgeCaller) async -> Bool {
+        guard case .list(let id) = stream else { return true }
+        return (try? await gateway.forwarder.call(GraphAPI.list, ListParams(listId: id), for: caller)) != nil
     }
 
     func follow(_ stream: Stream) {
@@ -194,6 +212,8 @@ final class MastodonFeeds: Sendable {
             try await gateway.forwarder.call(TweetsAPI.byHashtag, HashtagPageParams(hashtag: tag, limit: limit, cursor: cursor), for: caller)
         case .everyone(_, let mediaOnly):
             try await gateway.forwarder.call(TweetsAPI.latest, LatestParams(limit: limit, cursor: cursor, mediaOnly: mediaOnly), for: caller)
+        case .list(let id):
+            try await gateway.forwarder.call(TimelineAPI.list, ListPageParams(listId: id, limit: limit, cursor: cursor), for: caller)
         case .user, .notifications:
             try await gateway.forwarder.call(TimelineAPI.home, PageParams(limit: limit, cursor: cursor), for: caller)
         }

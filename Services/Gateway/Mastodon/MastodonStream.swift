@@ -9,7 +9,8 @@ import ServiceKit
 import Synchronization
 
 /// Mastodon's streaming API on a WebSocket, `GET /api/v1/streaming`: the streams `user` (new
-/// statuses of the home timeline and notifications), `user:notification` and `hashtag` (`tag`),
+/// statuses of the home timeline and notifications), `user:notification`, `hashtag` (`tag`), the
+/// public ones and `list` (`list`, one of the user's),
 /// asked for in the query (`stream=`) or with `{"type": "subscribe", "stream": …}` messages
 /// (``MastodonFeeds``). The token comes as `access_token`, `Authorization: Bearer` or the
 /// subprotocol. Each event is `{"stream": [...], "event": "update" | "notification", "payload":
@@ -79,9 +80,11 @@ final class MastodonStream: SocketMessages {
         }
         var streams: [Stream] = []
         if let name = query["stream"] {
-            guard let stream = Stream(name: name, tag: query["tag"]) else {
+            guard let stream = Stream(name: name, tag: query["tag"], list: query["list"]) else {
                 return .failure(SocketRefusal(status: .badRequest, message: "Unknown stream type"))
             }
+            guard await MastodonFeeds.accepts(stream, gateway: gateway, caller: EdgeCaller(token: grant.accessToken, address: caller.address))
+            else { return .failure(SocketRefusal(status: .notFound, message: "Invalid list")) }
             streams = [stream]
         }
         let request = Request(
@@ -106,9 +109,13 @@ final class MastodonStream: SocketMessages {
         guard let message = try? JSONDecoder().decode(JSONValue.self, from: frame), let type = message["type"]?.stringValue,
             let name = message["stream"]?.stringValue
         else { return Self.error("Send {\"type\": \"subscribe\", \"stream\": \"user\"} or unsubscribe") }
-        guard let stream = Stream(name: name, tag: message["tag"]?.stringValue) else { return Self.error("Unknown stream type") }
+        guard let stream = Stream(name: name, tag: message["tag"]?.stringValue, list: message["list"]?.stringValue) else {
+            return Self.error("Unknown stream type")
+        }
         switch type {
-        case "subscribe": feeds.follow(stream)
+        case "subscribe":
+            guard await feeds.accepts(stream) else { return Self.error("Invalid list") }
+            feeds.follow(stream)
         case "unsubscribe": feeds.unfollow(stream)
         default: return Self.error("Unknown message type")
         }

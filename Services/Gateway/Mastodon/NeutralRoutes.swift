@@ -2,7 +2,7 @@ import AviaryJSON
 import HTTPTypes
 import Hummingbird
 
-/// Lists of features Aviary does not have (custom emojis, filters, lists, domain blocks, follow
+/// Lists of features Aviary does not have (custom emojis, filters, domain blocks, follow
 /// requests, announcements, trending statuses and links, …), answered with Mastodon's neutral
 /// values, as an instance with nothing of them answers: apps read many of them when they start.
 extension MastodonAPI {
@@ -12,7 +12,7 @@ extension MastodonAPI {
             ("api/v1/trends/statuses", .everyone, "read"),
             ("api/v1/trends/links", .everyone, "read"), ("api/v1/instance/rules", .everyone, "read"),
             ("api/v1/filters", .user, "read:filters"), ("api/v2/filters", .user, "read:filters"),
-            ("api/v1/lists", .user, "read:lists"), ("api/v1/domain_blocks", .user, "read:blocks"),
+            ("api/v1/domain_blocks", .user, "read:blocks"),
             ("api/v1/follow_requests", .user, "read:follows"), ("api/v1/followed_tags", .user, "read:follows"),
             ("api/v1/featured_tags", .user, "read:accounts"), ("api/v1/scheduled_statuses", .user, "read:statuses"),
             ("api/v1/endorsements", .user, "read:accounts"),

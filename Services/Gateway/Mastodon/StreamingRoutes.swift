@@ -4,7 +4,7 @@ import Hummingbird
 import NIOCore
 
 /// Mastodon's streaming over HTTP: `GET /api/v1/streaming/user`, `/user/notification`,
-/// `/hashtag?tag=`, `/public` and `/public/local` (with `only_media`), as server-sent events (`event: update`, `data: <the entity as JSON>`), the
+/// `/hashtag?tag=`, `/public` and `/public/local` (with `only_media`), `/list?list=`, as server-sent events (`event: update`, `data: <the entity as JSON>`), the
 /// same ``MastodonFeeds`` as the WebSocket's. A comment line every ``heartbeat`` keeps proxies
 /// from closing a quiet response.
 extension MastodonAPI {
@@ -14,14 +14,16 @@ extension MastodonAPI {
         let paths = [
             ("api/v1/streaming/user", "user"), ("api/v1/streaming/user/notification", "user:notification"),
             ("api/v1/streaming/hashtag", "hashtag"), ("api/v1/streaming/public", "public"),
-            ("api/v1/streaming/public/local", "public:local"),
+            ("api/v1/streaming/public/local", "public:local"), ("api/v1/streaming/list", "list"),
         ]
         for (path, name) in paths {
             endpoint(router, .get, RouterPath(path), access: .user, scope: "read:statuses") { call, context in
                 let media = name.hasPrefix("public") && call.params.flag("only_media") == true ? ":media" : ""
-                guard let stream = MastodonFeeds.Stream(name: name + media, tag: call.params["tag"]) else {
+                guard let stream = MastodonFeeds.Stream(name: name + media, tag: call.params["tag"], list: call.params["list"]) else {
+                    if name == "list" { throw MastodonError.validation("list", "must be the id of one of your lists") }
                     throw MastodonError.validation("tag", "must be a hashtag of 1 to 100 letters, digits or _")
                 }
+                guard await MastodonFeeds.accepts(stream, gateway: gateway, caller: call.caller) else { throw MastodonError.notFound }
                 return try events(call, stream, closed: context.channel.closeFuture)
             }
         }

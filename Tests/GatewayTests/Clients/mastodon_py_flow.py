@@ -171,6 +171,23 @@ shared = alice.status_post("For everyone on this server")
 eventually("Alice's status on the local stream", lambda: any(s.id == shared.id for s in local_stream.updates))
 stream.close()
 
+step("Bob keeps a list of Alice and reads it as a timeline and a stream")
+friends = bob.list_create("Friends")
+bob.list_accounts_add(friends, [alice_account.id])
+assert [a.id for a in bob.list_accounts(friends)] == [alice_account.id]
+assert [entry.id for entry in bob.account_lists(alice_account.id)] == [friends.id]
+list_stream = Collected()
+stream = bob.stream_list(friends.id, list_stream, run_async=True)
+time.sleep(1)
+listed = alice.status_post("Seen on Bob's list")
+eventually("Alice's status on the list stream", lambda: any(s.id == listed.id for s in list_stream.updates))
+stream.close()
+assert listed.id in [s.id for s in bob.timeline_list(friends)]
+renamed = bob.list_update(friends, "Close friends", replies_policy="none")
+assert renamed.title == "Close friends" and renamed.replies_policy == "none", renamed
+bob.list_delete(friends)
+assert bob.lists() == []
+
 step("Alice pins a status on her profile")
 pinned = alice.status_pin(posted[1])
 assert pinned.pinned and pinned.id == posted[1].id, pinned
