@@ -25,16 +25,16 @@ public struct SocialGraphService: Sendable {
         let local =
             capacity == 0
             ? nil : LocalCopy<FollowRecord>(.follows, redis: resources.redis, capacity: capacity, lifetime: .seconds(10), logger: resources.logger)
-        if let local {
-            resources.addBackgroundService(LocalCopyWatch(redis: resources.redis, watches: [local.watch(on:)], logger: resources.logger))
-        }
+        let directory = UserDirectory(resources: resources)
+        resources.addBackgroundService(
+            LocalCopyWatch(redis: resources.redis, watches: [directory.known.watch(on:)] + (local.map { [$0.watch(on:)] } ?? []), logger: resources.logger))
         resources.prepareOutboxEvents(with: LocalCopyKind.announcer([(.follows, FollowRecords.changedBy)], redis: resources.redis))
         let store = FollowStore(postgres: resources.postgres)
         let mutes = MuteStore(postgres: resources.postgres, redis: resources.redis)
         let service = SocialGraphService(
             store: store, blocks: BlockStore(postgres: resources.postgres, redis: resources.redis), mutes: mutes,
             lists: ListStore(postgres: resources.postgres), records: FollowRecords(store: store, local: local),
-            directory: UserDirectory(resources: resources), reads: resources.replicaReads, ids: resources.ids)
+            directory: directory, reads: resources.replicaReads, ids: resources.ids)
         service.registerMethods(with: &router)
         resources.eraseDeletedAccounts(service.erase(user:))
         resources.addBackgroundService(CountCompactor(postgres: resources.postgres, logger: resources.logger))

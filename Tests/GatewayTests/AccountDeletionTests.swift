@@ -76,6 +76,10 @@ struct AccountDeletionTests {
                 && history?["items"]?.arrayValue?.allSatisfy { $0["text"]?.stringValue?.contains(word) != true } == true
         })
 
+        // No one can follow him now, though social-graph confirmed he existed when eve followed him.
+        let follow = try await call("graph.follow", ["userId": .string(dan.id)], as: eve)
+        #expect(follow["error"]?["data"]?["reason"] == "not_found", "\(follow)")
+
         // Nothing public shows him: every read eve can make, looked through for his name and words
         // (services that keep user summaries a few seconds, as a rename shows, drop his within 10 s).
         let reads: [(String, [String: JSONValue])] = [

@@ -31,9 +31,12 @@ extension MuteStore {
 }
 
 extension SocialGraphService {
-    /// Erases `user`'s follows both ways, blocks, mutes and lists (and their places on others'), once their account is deleted; the
-    /// services that keep blocks in memory forget both sides of each block. Idempotent.
+    /// Erases `user`'s follows both ways, blocks, mutes and lists (and their places on others'),
+    /// once their account is deleted: every process forgets that they exist, and the services that
+    /// keep blocks in memory forget both sides of each block. Idempotent.
     func erase(user: Int64) async throws {
+        // First: a follow let through by a process that still knew them would outlive the erasure.
+        try await directory.forget([user])
         _ = try await store.erase(user: user)
         let others = try await blocks.erase(user: user)
         try await blocks.announce([user] + others)
