@@ -34,6 +34,8 @@ public struct MediaService: Sendable {
         resources.addAdminRoutes(MediaHTTPRoute(media: media).add(to:))
         let sweeper = UploadSweeper(uploads: media.uploads, storage: storage, settings: settings, logger: resources.logger)
         resources.addBackgroundService(PeriodicJob(every: settings.sweepInterval, sweeper.sweep))
+        let contents = ContentSweeper(items: items, storage: storage, age: settings.orphanSweepInterval, logger: resources.logger)
+        resources.addBackgroundService(PeriodicJob(every: settings.orphanSweepInterval, contents.sweep))
         resources.eraseDeletedAccounts(media.erase(owner:))
         resources.logger.info("media storage", metadata: ["media.root": "\(settings.root)"])
     }

@@ -21,6 +21,10 @@ struct MediaSettings: Sendable {
     var uploadLifetime: Duration
     /// `AVIARY_MEDIA_SWEEP_INTERVAL_SECONDS`: how often expired uploads are removed. Default 60 s.
     var sweepInterval: Duration
+    /// `AVIARY_MEDIA_ORPHAN_SWEEP_SECONDS`: how often the stored content is looked through for files
+    /// no medium holds (left by a crash between a deletion's commit and its unlink, or by an upload
+    /// that expired while being finished); a file must be that old to go. Default 1 h.
+    var orphanSweepInterval: Duration
     /// `AVIARY_MEDIA_URL_LIFETIME_SECONDS`: how long a signed (message media) URL is valid at least. Default 1 h.
     var signedURLLifetime: Int64
     /// `AVIARY_MEDIA_OPEN_UPLOADS_PER_USER`: how many unfinished uploads one user may have at once
@@ -48,6 +52,8 @@ struct MediaSettings: Sendable {
         uploadLifetime = .seconds(
             try configuration.integer("AVIARY_MEDIA_UPLOAD_EXPIRY_SECONDS", default: 86_400, in: 1...(365 * 86_400)))
         sweepInterval = .seconds(try configuration.integer("AVIARY_MEDIA_SWEEP_INTERVAL_SECONDS", default: 60, in: 1...86_400))
+        orphanSweepInterval = .seconds(
+            try configuration.integer("AVIARY_MEDIA_ORPHAN_SWEEP_SECONDS", default: 3600, in: 1...(7 * 86_400)))
         openUploadsPerUser = try configuration.integer("AVIARY_MEDIA_OPEN_UPLOADS_PER_USER", default: 20, in: 1...100_000)
         signedURLLifetime = Int64(
             try configuration.integer("AVIARY_MEDIA_URL_LIFETIME_SECONDS", default: 3600, in: 60...(30 * 86_400)))

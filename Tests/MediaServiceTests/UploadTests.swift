@@ -195,4 +195,40 @@ struct UploadTests {
         let late = await rpcError { try await media.sendChunk(fay, upload: started.uploadId, png, index: 1) }
         #expect(late?.reason == "not_found")
     }
+
+    @Test("stored content no medium holds is swept: a deletion's file its crash left, a stray file; held content stays, old or not")
+    func orphanContentIsSwept() async throws {
+        let media = try await MediaStack.shared()
+        let gus = try await media.stack.makeUser("gus")
+        let (kept, dropped) = (
+            try await media.upload(gus, MediaFixtures.png(width: 41, height: 17, seed: 31), type: "image/png"),
+            try await media.upload(gus, MediaFixtures.png(width: 43, height: 19, seed: 32), type: "image/png")
+        )
+        func object(of medium: Media) async throws -> String {
+            let rows = try await media.stack.database.query("SELECT sha256 FROM media.items WHERE id = $1", [medium.id.value])
+            let sha256 = try rows[0].decode(String.self, at: 0)
+            return "\(media.root)/objects/\(sha256.prefix(2))/\(sha256)"
+        }
+        let (keptFile, droppedFile) = (try await object(of: kept), try await object(of: dropped))
+        // A crash between the deletion's commit and its unlink: the row goes, the file stays.
+        try await media.stack.database.execute("DELETE FROM media.items WHERE id = $1", [dropped.id.value])
+        let stray = String(repeating: "ab", count: 32)
+        try FileManager.default.createDirectory(atPath: "\(media.root)/objects/ab", withIntermediateDirectories: true)
+        let strayFile = "\(media.root)/objects/ab/\(stray)"
+        try Data("nobody's".utf8).write(to: URL(fileURLWithPath: strayFile))
+        let hourAgo = Date().addingTimeInterval(-3600)
+        for file in [keptFile, droppedFile, strayFile] {
+            try FileManager.default.setAttributes([.modificationDate: hourAgo], ofItemAtPath: file)
+        }
+
+        let sweeping = try await media.stack.startExtraInstance("media", environment: ["AVIARY_MEDIA_ORPHAN_SWEEP_SECONDS": "1"])
+        defer { sweeping.terminate() }
+        let gone = await eventually(timeout: .seconds(20), interval: .milliseconds(200)) {
+            !FileManager.default.fileExists(atPath: droppedFile) && !FileManager.default.fileExists(atPath: strayFile)
+        }
+        #expect(gone)
+        #expect(FileManager.default.fileExists(atPath: keptFile))
+        let fetched = try await HTTPProbe.get(port: media.adminPort, MediaStack.target(of: kept.url))
+        #expect(fetched.status == 200)
+    }
 }

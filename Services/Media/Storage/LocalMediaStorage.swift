@@ -59,10 +59,11 @@ struct LocalMediaStorage: MediaStorage {
         let folder = "\(objects)/\(sha256.prefix(2))"
         let object = objectPath(sha256)
         try await threadPool.runIfActive {
-            if access(object, F_OK) == 0 {
+            if utimensat(AT_FDCWD, object, nil, 0) == 0 {
                 // The same content is stored already: keep one copy. Its name may have been put
                 // there a moment ago by a finish that has not made it durable yet: this one, whose
-                // medium will point at it too, makes sure before it says so.
+                // medium will point at it too, makes sure before it says so. Its time is written
+                // anew, which keeps the content sweeper from taking it (removeOrphan).
                 unlink(part)
                 try PosixFile.synchronizeFolder(folder)
                 return
@@ -105,6 +106,69 @@ struct LocalMediaStorage: MediaStorage {
                 return id
             }
         }
+    }
+
+    func objects(lastWrittenBefore date: Date) async throws -> [String] {
+        let objects = self.objects
+        return try await threadPool.runIfActive {
+            let files = FileManager.default
+            return try files.contentsOfDirectory(atPath: objects).flatMap { folder -> [String] in
+                let path = objects + "/" + folder
+                // Content a sweep set aside and did not get to (it stopped there) is put back,
+                // and looked at again as any.
+                for name in (try? files.contentsOfDirectory(atPath: path)) ?? [] where name.hasSuffix(".orphan") {
+                    _ = rename(path + "/" + name, path + "/" + name.dropLast(7))
+                }
+                let names = (try? files.contentsOfDirectory(atPath: path)) ?? []
+                return names.filter { name in
+                    guard name.count == 64, name.hasPrefix(folder) else { return false }
+                    return Self.modified(objects + "/" + folder + "/" + name).map { $0 < date } ?? false
+                }
+            }
+        }
+    }
+
+    func removeOrphan(sha256: String, lastWrittenBefore date: Date, stillUnheld: @Sendable () async throws -> Bool) async throws -> Bool {
+        let object = objectPath(sha256)
+        let aside = object + ".orphan"
+        // Renamed first: a finish that comes now finds no content, and stores its own copy.
+        let setAside = try await threadPool.runIfActive {
+            guard rename(object, aside) == 0 else {
+                guard errno == ENOENT else { throw PosixError(operation: "rename", path: object) }
+                return false
+            }
+            return true
+        }
+        guard setAside else { return false }
+        var remove = false
+        do {
+            // Written since it was listed: a finish met it, and its medium is being recorded.
+            remove = try await threadPool.runIfActive { Self.modified(aside).map { $0 < date } ?? false }
+            if remove { remove = try await stillUnheld() }
+        } catch {
+            try await putBack(aside, as: object)
+            throw error
+        }
+        if remove {
+            try await threadPool.runIfActive {
+                guard unlink(aside) == 0 || errno == ENOENT else { throw PosixError(operation: "unlink", path: aside) }
+            }
+        } else {
+            // A finish may have stored the same bytes under the name meanwhile: either copy will do.
+            try await putBack(aside, as: object)
+        }
+        return remove
+    }
+
+    private func putBack(_ aside: String, as object: String) async throws {
+        try await threadPool.runIfActive {
+            guard rename(aside, object) == 0 else { throw PosixError(operation: "rename", path: aside) }
+        }
+    }
+
+    /// When `path` was last written; nil when it is not there.
+    private static func modified(_ path: String) -> Date? {
+        (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
     }
 
     func read(sha256: String, offset: Int64, count: Int) async throws -> ByteBuffer {

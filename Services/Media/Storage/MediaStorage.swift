@@ -28,6 +28,15 @@ protocol MediaStorage: Sendable {
     /// The uploads whose parts were last written before `date`, for the sweeper's orphan check.
     func partUploads(lastWrittenBefore date: Date) async throws -> [Int64]
 
+    /// The content (its SHA-256) last written before `date`, for the content sweeper's orphan
+    /// check. A finish that finds its content stored already writes the time anew.
+    func objects(lastWrittenBefore date: Date) async throws -> [String]
+
+    /// Removes content `sha256`, which no medium held when looked at, unless it was written since
+    /// `date` (a finish met it meanwhile) or `stillUnheld`, asked once the content is set aside
+    /// where no finish can meet it, says otherwise; true if it was removed.
+    func removeOrphan(sha256: String, lastWrittenBefore date: Date, stillUnheld: @Sendable () async throws -> Bool) async throws -> Bool
+
     /// `count` bytes of content `sha256` from `offset` (fewer at its end).
     func read(sha256: String, offset: Int64, count: Int) async throws -> ByteBuffer
 }

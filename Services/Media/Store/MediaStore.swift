@@ -86,6 +86,19 @@ struct MediaStore: Sendable {
         try await !postgres.query("DELETE FROM media.items WHERE id = $1 AND purpose = 'export' RETURNING 1", [id]).isEmpty
     }
 
+    /// Which of `contents` a medium holds, or an upload that was being finished (its content stored
+    /// before its medium is recorded).
+    func held(among contents: [String]) async throws -> Set<String> {
+        Set(
+            try await postgres.query(
+                """
+                SELECT c.sha256 FROM unnest($1::text[]) AS c(sha256)
+                WHERE EXISTS (SELECT 1 FROM media.items AS i WHERE i.sha256 = c.sha256)
+                    OR EXISTS (SELECT 1 FROM media.uploads AS u WHERE u.stored_sha256 = c.sha256)
+                """, [contents]
+            ).map { try $0.decode(String.self, at: 0) })
+    }
+
     /// How many media hold content `sha256`.
     func holders(of sha256: String) async throws -> Int {
         try await Int(postgres.query("SELECT count(*) FROM media.items WHERE sha256 = $1", [sha256])[0].decode(Int64.self, at: 0))
