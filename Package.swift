@@ -25,8 +25,12 @@ let services: [(executable: String, target: String, folder: String, extra: [Targ
     ("aviary-timeline", "TimelineService", "Timeline", []),
     ("aviary-messaging", "MessagingService", "Messaging", [.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
     ("aviary-notifications", "NotificationsService", "Notifications", [
+        "AuthTokens",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "NIOSSL", package: "swift-nio-ssl"),
     ]),
     ("aviary-gateway", "GatewayService", "Gateway", [
         "AuthTokens", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Hummingbird", package: "hummingbird"),
@@ -240,8 +244,10 @@ let package = Package(
         .testTarget(
             name: "NotificationsServiceTests",
             dependencies: [
-                "AviaryJSON", "RPC", "AviaryAPI", "ServiceKit", "Postgres", "Redis", "TestSupport", logging,
+                "AviaryJSON", "RPC", "AviaryAPI", "ServiceKit", "Postgres", "Redis", "TestSupport", "NotificationsService", logging,
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict),
         .testTarget(

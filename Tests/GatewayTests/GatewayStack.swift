@@ -30,6 +30,8 @@ final class GatewayStack: Sendable {
                     "AVIARY_TWEETS_MAX_LENGTH": "600", "AVIARY_GATEWAY_CALLS_PER_ADDRESS_PER_MINUTE": "1000000",
                     "AVIARY_SMTP_URL": try await TestServers.smtp().url, "AVIARY_MAIL_FROM": "Aviary tests <aviary@example.com>",
                     "AVIARY_AUTH_SESSION_SWEEP_SECONDS": "1",
+                    // The Web Push tests' receivers listen on this machine.
+                    "AVIARY_PUSH_ALLOW_PRIVATE_ENDPOINTS": "1",
                 ]))
     }
 

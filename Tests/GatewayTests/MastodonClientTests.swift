@@ -9,7 +9,7 @@ import TestSupport
 @Suite("Mastodon clients", .serialized)
 struct MastodonClientTests {
     /// The versions the scripts were written against.
-    static let packages = ["Mastodon.py[websocket-streaming]==2.3.3", "toot==0.52.1"]
+    static let packages = ["Mastodon.py[websocket-streaming,webpush]==2.3.3", "toot==0.52.1"]
 
     private static let clients = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Clients")
     private static let packageRoot = clients.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -28,7 +28,7 @@ struct MastodonClientTests {
         return python
     }
 
-    @Test("Mastodon.py: OAuth sign-in (password and authorization code), avatar, post with an image, reply, favourite, follow, home timeline, notifications, search, max_id paging, a home marker, the local and public timelines, the user stream on a WebSocket and as server-sent events, the local stream, a list with its timeline and stream, a pin, a report, delete, a scope refusal")
+    @Test("Mastodon.py: OAuth sign-in (password and authorization code), avatar, post with an image, reply, favourite, follow, home timeline, notifications, search, max_id paging, a home marker, the local and public timelines, the user stream on a WebSocket and as server-sent events, the local stream, a list with its timeline and stream, Web Push (legacy aesgcm and RFC 8291's aes128gcm, VAPID-signed), a pin, a report, delete, a scope refusal")
     func mastodonPy() async throws {
         try await run("mastodon_py_flow.py")
     }

@@ -25,6 +25,7 @@ extension MastodonAPI {
             if case .object(var fields) = configuration {
                 fields["urls"] = ["streaming": .string(streamingURL(call)), "status": .null]
                 fields["translation"] = ["enabled": false]
+                fields["vapid"] = ["public_key": .string(await vapidKey(call))]
                 configuration = .object(fields)
             }
             return EdgeResponses.json([

@@ -72,6 +72,7 @@ struct MastodonAPI: Sendable {
         addNotificationRoutes(to: router)
         addMarkerRoutes(to: router)
         addListRoutes(to: router)
+        addPushRoutes(to: router)
         addSearchRoutes(to: router)
         addNeutralRoutes(to: router)
         addStreamingRoutes(to: router)

@@ -278,7 +278,7 @@ final class MastodonTokens: Sendable {
 
     /// Whether `verifier` is the PKCE (S256) verifier of `challenge`.
     static func verifies(_ verifier: String, challenge: String) -> Bool {
-        base64URL(Data(SHA256.hash(data: Data(verifier.utf8)))) == challenge
+        Data(SHA256.hash(data: Data(verifier.utf8))).base64URLEncoded == challenge
     }
 
     // MARK: Digests
@@ -286,7 +286,7 @@ final class MastodonTokens: Sendable {
     /// 32 random bytes as 43 characters of base64url: tokens, codes, client ids and secrets.
     static func randomToken() -> String {
         var generator = SystemRandomNumberGenerator()
-        return base64URL(Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }))
+        return Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }).base64URLEncoded
     }
 
     private static func isBase64URL(_ byte: UInt8) -> Bool {
@@ -295,10 +295,5 @@ final class MastodonTokens: Sendable {
 
     static func digest(_ secret: String) -> String {
         SHA256.hash(data: Data(secret.utf8)).map { String(format: "%02x", $0) }.joined()
-    }
-
-    static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
     }
 }

@@ -33,7 +33,7 @@ extension MastodonAPI {
                 "scopes": .array(scopes.names.sorted().map { .string($0) }),
                 "redirect_uri": .string(redirects.joined(separator: "\n")), "redirect_uris": .array(redirects.map { .string($0) }),
                 "client_id": .string(app.clientID), "client_secret": .string(secret), "client_secret_expires_at": 0,
-                "vapid_key": "",
+                "vapid_key": .string(await vapidKey(call)),
             ])
         }
         router.get(".well-known/oauth-authorization-server") { request, _ in

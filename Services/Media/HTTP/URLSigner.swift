@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ServiceKit
 
 /// Signs and checks the URLs of private (message) media: `?exp=<unix seconds>&sig=<base64url HMAC>`.
 /// The key is derived from the service credential, so every media instance agrees without
@@ -38,7 +39,7 @@ struct URLSigner: Sendable {
             if parts.count == 2 { fields[parts[0]] = parts[1] }
         }
         guard let expiryText = fields["exp"], let expires = Int64(expiryText), let signatureText = fields["sig"],
-            expires > Int64(now.timeIntervalSince1970), let signature = Self.base64URLDecoded(signatureText)
+            expires > Int64(now.timeIntervalSince1970), let signature = Data(base64URLEncoded: signatureText)
         else { return nil }
         let signed = Data("\(mediaID).\(expires)".utf8)
         let valid = keys.contains { HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: signed, using: $0) }
@@ -47,14 +48,6 @@ struct URLSigner: Sendable {
 
     private func signature(_ mediaID: Int64, _ expires: Int64) -> String {
         let code = HMAC<SHA256>.authenticationCode(for: Data("\(mediaID).\(expires)".utf8), using: keys[0])
-        return Data(code).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    private static func base64URLDecoded(_ text: Substring) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
+        return Data(code).base64URLEncoded
     }
 }

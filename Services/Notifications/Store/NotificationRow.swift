@@ -18,15 +18,16 @@ struct NotificationRow: Sendable, Hashable {
 }
 
 extension NotificationRow {
-    init(row: PostgresRow) throws {
-        id = try row.decode(Int64.self, at: 0)
-        recipient = try row.decode(Int64.self, at: 1)
-        kind = try row.decode(NotificationKind.self, at: 2)
-        actor = try row.decode(Int64.self, at: 3)
-        tweet = try row.decode(Int64?.self, at: 4)
-        conversation = try row.decode(Int64?.self, at: 5)
-        createdAt = try row.decode(Date.self, at: 6)
-        read = try row.decode(Bool.self, at: 7)
+    /// The row's ``NotificationRow/columns`` from column `first` on.
+    init(row: PostgresRow, at first: Int = 0) throws {
+        id = try row.decode(Int64.self, at: first)
+        recipient = try row.decode(Int64.self, at: first + 1)
+        kind = try row.decode(NotificationKind.self, at: first + 2)
+        actor = try row.decode(Int64.self, at: first + 3)
+        tweet = try row.decode(Int64?.self, at: first + 4)
+        conversation = try row.decode(Int64?.self, at: first + 5)
+        createdAt = try row.decode(Date.self, at: first + 6)
+        read = try row.decode(Bool.self, at: first + 7)
     }
 }
 

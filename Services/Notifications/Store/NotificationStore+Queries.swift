@@ -12,7 +12,7 @@ extension NotificationStore {
             WHERE recipient_id = $1 AND id < $2 AND type = ANY($3)
             ORDER BY id DESC LIMIT $4
             """, [recipient, before ?? .max, kinds.map(\.rawValue), Int64(limit)]
-        ).map(NotificationRow.init(row:))
+        ).map { try NotificationRow(row: $0) }
     }
 
     /// `recipient`'s notifications after `lastSeen`, oldest first, at most `limit`.
@@ -23,7 +23,7 @@ extension NotificationStore {
             WHERE recipient_id = $1 AND id > $2
             ORDER BY id LIMIT $3
             """, [recipient, lastSeen, Int64(limit)]
-        ).map(NotificationRow.init(row:))
+        ).map { try NotificationRow(row: $0) }
     }
 
     func unreadCount(of recipient: Int64) async throws -> Int64 {

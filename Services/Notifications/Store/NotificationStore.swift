@@ -100,7 +100,7 @@ struct NotificationStore: Sendable {
                 new.map { $0.tweet ?? 0 }, new.map { $0.conversation ?? 0 }, new.map(\.key),
                 new.map { Int64(($0.createdAt.timeIntervalSince1970 * 1_000_000).rounded()) },
             ])
-        return try rows.map(NotificationRow.init(row:)).sorted { $0.id < $1.id }
+        return try rows.map { try NotificationRow(row: $0) }.sorted { $0.id < $1.id }
     }
 
     /// Forgets applied events older than `age` (their stream entries are long trimmed or acknowledged).
@@ -125,15 +125,26 @@ struct NotificationStore: Sendable {
 
     /// Rows by column; 0 stands for no tweet or conversation (ids are positive), times are
     /// microseconds since 1970.
+    /// Each notification made is queued for its recipient's Web Push subscriptions of its kind
+    /// (``PushDelivery``), in the same statement: a push is never lost to a crash, nor sent for a
+    /// notification that was not kept.
     private static let insertMany = """
-        INSERT INTO notifications.notifications
-            (id, recipient_id, type, actor_id, tweet_id, conversation_id, key, created_at)
-        SELECT id, recipient, kind, actor, nullif(tweet, 0), nullif(conversation, 0), key,
-            timestamptz 'epoch' + micros * interval '1 microsecond'
-        FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::bigint[])
-            AS new (id, recipient, kind, actor, tweet, conversation, key, micros)
-        ON CONFLICT (recipient_id, key) DO NOTHING
-        RETURNING \(NotificationRow.columns)
+        WITH added AS (
+            INSERT INTO notifications.notifications
+                (id, recipient_id, type, actor_id, tweet_id, conversation_id, key, created_at)
+            SELECT id, recipient, kind, actor, nullif(tweet, 0), nullif(conversation, 0), key,
+                timestamptz 'epoch' + micros * interval '1 microsecond'
+            FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::bigint[])
+                AS new (id, recipient, kind, actor, tweet, conversation, key, micros)
+            ON CONFLICT (recipient_id, key) DO NOTHING
+            RETURNING \(NotificationRow.columns)
+        ), pushed AS (
+            INSERT INTO notifications.push_queue (subscription_id, notification_id)
+            SELECT s.id, added.id FROM added
+            JOIN notifications.push_subscriptions AS s ON s.user_id = added.recipient_id AND added.type = ANY(s.kinds)
+            WHERE s.policy <> 'none'
+        )
+        SELECT * FROM added
         """
 
     /// Pairs of recipient and key, by column.

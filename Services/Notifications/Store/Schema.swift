@@ -51,5 +51,38 @@ enum NotificationSchema {
                 -- What a deleted account made for others (NotificationStore.erase).
                 CREATE INDEX notifications_actor ON notifications.notifications (actor_id);
                 """),
+        PostgresMigration(
+            version: 4, name: "web push",
+            sql: """
+                -- One Web Push subscription per session (PushStore).
+                CREATE TABLE notifications.push_subscriptions (
+                    id bigint PRIMARY KEY,
+                    user_id bigint NOT NULL,
+                    session_id bigint NOT NULL UNIQUE,
+                    endpoint text NOT NULL,
+                    p256dh text NOT NULL,
+                    auth text NOT NULL,
+                    kinds text[] NOT NULL,
+                    policy text NOT NULL CHECK (policy IN ('all', 'followed', 'follower', 'none')),
+                    standard boolean NOT NULL,
+                    client_token text,
+                    created_at timestamptz NOT NULL DEFAULT now()
+                );
+                CREATE INDEX push_subscriptions_user ON notifications.push_subscriptions (user_id);
+                -- Pushes to send, written with the notification they tell of (PushDelivery).
+                CREATE TABLE notifications.push_queue (
+                    id bigserial PRIMARY KEY,
+                    subscription_id bigint NOT NULL REFERENCES notifications.push_subscriptions ON DELETE CASCADE,
+                    notification_id bigint NOT NULL,
+                    attempts integer NOT NULL DEFAULT 0,
+                    due_at timestamptz NOT NULL DEFAULT now()
+                );
+                CREATE INDEX push_queue_due ON notifications.push_queue (due_at);
+                -- The server's VAPID key, made by the first instance that needs one.
+                CREATE TABLE notifications.push_key (
+                    only_one boolean PRIMARY KEY DEFAULT true CHECK (only_one),
+                    private_key text NOT NULL
+                );
+                """),
     ]
 }

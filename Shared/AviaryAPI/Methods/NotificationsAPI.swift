@@ -53,10 +53,38 @@ public enum NotificationsAPI {
     public static let unsubscribe = RPCMethod<UnsubscribeParams, Empty>(
         "notifications.unsubscribe", access: .user,
         summary: "Ends a subscription of this connection. An unknown subscription is not_found.")
+
+    // Web Push: one subscription per session; its types are in PushAPI.swift.
+
+    public static let setPush = RPCMethod<PushSubscriptionParams, PushSubscription>(
+        "notifications.setPush", access: .user,
+        summary: """
+            Makes the Web Push subscription of the caller's session (replacing the one it had): each new notification \
+            of kinds (default all) is encrypted to p256dh and auth (the browser's or app's keys, base64url or base64) and \
+            POSTed to endpoint (https, at most 2,048 characters), signed with the server's VAPID key (serverKey); \
+            standard true encrypts as RFC 8291 (aes128gcm), false as Mastodon's legacy aesgcm. policy says whose \
+            actions push: all, followed (users the caller follows), follower (users who follow the caller) or none. \
+            clientToken (at most 512 characters) is echoed in each payload as access_token. A subscription whose \
+            endpoint answers 404 or 410 is deleted.
+            """)
+
+    public static let push = RPCMethod<Empty, PushSubscription>(
+        "notifications.push", access: .user, summary: "The Web Push subscription of the caller's session; not_found when it has none.")
+
+    public static let updatePush = RPCMethod<PushUpdateParams, PushSubscription>(
+        "notifications.updatePush", access: .user,
+        summary: "Changes the kinds or policy of the session's Web Push subscription; not_found when it has none.")
+
+    public static let pushKey = RPCMethod<Empty, PushKey>(
+        "notifications.pushKey", access: .anonymous,
+        summary: "The server's VAPID public key (base64url), which browsers subscribe with: {serverKey}.")
+
+    public static let deletePush = RPCMethod<Empty, Empty>(
+        "notifications.deletePush", access: .user, summary: "Deletes the session's Web Push subscription. Idempotent.")
 }
 
 /// What a notification tells its recipient about (`Notification.type`).
-public enum NotificationKind: String, Codable, Sendable, Hashable, JSONSchemaEnum {
+public enum NotificationKind: String, Codable, Sendable, Hashable, CaseIterable, JSONSchemaEnum {
     case follow
     case like
     case reply

@@ -8,16 +8,23 @@ ALICE and BOB are registered accounts (with PASSWORD). Alice signs in with the p
 Bob through the authorization-code flow (the sign-in page, as a person fills it in).
 Exits non-zero, with the reason, at the first surprise.
 """
+import base64
+import http.server
+import json
 import re
 import sys
+import threading
 import time
 
+import http_ece
 import requests
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec, utils
 from flow import eventually, png, step
 from mastodon import Mastodon, MastodonAPIError, MastodonNotFoundError, StreamListener
 
 BASE, ALICE, BOB, PASSWORD = sys.argv[1:5]
-SCOPES = ["read", "write", "follow"]
+SCOPES = ["read", "write", "follow", "push"]
 
 
 step("register the app")
@@ -199,6 +206,85 @@ step("Bob reports one of Alice's statuses")
 report = bob.report(alice_account.id, status_ids=[posted[0].id], comment="numbers everywhere", category="spam")
 assert report.category == "spam" and report.status_ids == [posted[0].id], report
 assert report.target_account.username == ALICE and not report.action_taken, report
+
+step("Bob subscribes to Web Push as Mastodon.py does (legacy aesgcm) and hears Alice's favourite")
+received = []
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    """A push service: keeps what is POSTed, answers 201."""
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        received.append((self.path, self.headers, body))
+        self.send_response(201)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+threading.Thread(target=receiver.serve_forever, daemon=True).start()
+push_origin = f"http://127.0.0.1:{receiver.server_address[1]}"
+
+
+def b64url_decode(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def vapid_claims(jwt, server_key):
+    """Checks the JWT's ES256 signature with the server's key; its claims."""
+    head, claims, signature = jwt.split(".")
+    key = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), b64url_decode(server_key))
+    raw = b64url_decode(signature)
+    der = utils.encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+    key.verify(der, f"{head}.{claims}".encode(), ec.ECDSA(hashes.SHA256()))
+    return json.loads(b64url_decode(claims))
+
+
+def pushed(path):
+    return eventually(f"a push at {path}", lambda: next((p for p in received if p[0] == path), None))
+
+
+private, public = bob.push_subscription_generate_keys()
+subscription = bob.push_subscription_set(push_origin + "/legacy", public, favourite_events=True, mention_events=True)
+assert subscription.alerts.favourite and subscription.alerts.mention and not subscription.alerts.follow, subscription
+assert bob.push_subscription().endpoint == push_origin + "/legacy"
+assert bob.instance_v2().configuration.vapid.public_key == subscription.server_key
+pushable = bob.status_post("Push me")
+alice.status_favourite(pushable)
+path, headers, body = pushed("/legacy")
+assert headers["Content-Encoding"] == "aesgcm" and headers["Authorization"].startswith("WebPush "), dict(headers)
+message = bob.push_subscription_decrypt_push(body, private, headers["Encryption"], headers["Crypto-Key"])
+assert message.notification_type == "favourite" and message.access_token == bob.access_token, message
+assert "Alice A." in message.title and message.body == "Push me", message
+assert vapid_claims(headers["Authorization"].split(" ", 1)[1], subscription.server_key)["aud"] == push_origin
+
+step("Bob subscribes again with standard (RFC 8291's aes128gcm, RFC 8292's vapid)")
+private, public = bob.push_subscription_generate_keys()
+standard = requests.post(BASE + "/api/v1/push/subscription", headers={"Authorization": f"Bearer {bob.access_token}"}, data={
+    "subscription[endpoint]": push_origin + "/standard", "subscription[standard]": "true",
+    "subscription[keys][p256dh]": base64.urlsafe_b64encode(public["pubkey"]).decode().rstrip("="),
+    "subscription[keys][auth]": base64.urlsafe_b64encode(public["auth"]).decode().rstrip("="),
+    "data[alerts][favourite]": "true"}, timeout=10)
+assert standard.status_code == 200 and standard.json()["standard"] is True, standard.text
+liked = bob.status_post("Like this one")
+alice.status_favourite(liked)
+path, headers, body = pushed("/standard")
+assert headers["Content-Encoding"] == "aes128gcm", dict(headers)
+plain = http_ece.decrypt(body, private_key=ec.derive_private_key(private["privkey"], ec.SECP256R1()), auth_secret=private["auth"],
+                         version="aes128gcm")
+assert json.loads(plain)["notification_type"] == "favourite", plain
+token, key = re.fullmatch(r"vapid t=([^,]+), k=(\S+)", headers["Authorization"]).groups()
+assert key == standard.json()["server_key"] and vapid_claims(token, key)["aud"] == push_origin
+bob.push_subscription_delete()
+try:
+    bob.push_subscription()
+    raise AssertionError("a deleted push subscription was still there")
+except MastodonNotFoundError:
+    pass
+receiver.shutdown()
 
 step("Bob deletes his reply")
 deleted = bob.status_delete(reply)
