@@ -544,7 +544,7 @@ struct MastodonAPITests {
         #expect(ids(try await app.get("/api/v1/accounts/\(max.id)/lists", token: liaToken)) == [list])
         #expect(ids(try await app.get("/api/v1/lists", token: liaToken)) == [list])
 
-        let socket = try await TestSocket.open(edge.url, path: "/api/v1/streaming?access_token=\(liaToken)")
+        let socket = try await TestSocket.open(edge.url, path: "/api/v1/streaming?stream=user&access_token=\(liaToken)")
         defer { Task { await socket.close() } }
         try await socket.send(#"{"type":"subscribe","stream":"list","list":"\#(list)"}"#)
         try await Task.sleep(for: .milliseconds(500))
@@ -575,6 +575,14 @@ struct MastodonAPITests {
         #expect(try await app.send("DELETE", "/api/v1/lists/\(list)", token: liaToken).json == [:])
         #expect(try await app.get("/api/v1/lists/\(list)", token: liaToken).status == 404)
         #expect(try await app.get("/api/v1/lists", token: liaToken).json == [])
+        // The deleted list's stream ends; the socket and its user stream go on.
+        let later = try #require(try await app.send("POST", "/api/v1/statuses", ["status": "after the list"], token: maxToken).json["id"]?.stringValue)
+        #expect(
+            await eventually(timeout: .seconds(15)) {
+                socket.messages.contains {
+                    $0["event"] == "update" && $0["stream"] == ["user"] && $0["payload"]?.stringValue?.contains(#""id":"\#(later)""#) == true
+                }
+            }, "\(socket.messages)")
     }
 
     @Test("favourites page in like order; lists of what Aviary lacks answer Mastodon's neutral values")

@@ -193,6 +193,9 @@ final class MastodonFeeds: Sendable {
                     shown = ids
                 } catch is MastodonError {
                     return sink.close(.sessionEnded)
+                } catch let error as RPCError where error.reason == "not_found" {
+                    // A list deleted since: that stream ends, the connection's others go on.
+                    return
                 } catch {
                     // A service that could not answer now is asked again at the next tick.
                 }
