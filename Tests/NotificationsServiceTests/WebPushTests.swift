@@ -125,6 +125,26 @@ struct WebPushTests {
         #expect(await rpcError { let _: JSONValue = try await stack.call("notifications", "notifications.push", as: lea) }?.reason == "not_found")
     }
 
+    @Test("policy followed pushes only what users the subscriber follows do")
+    func followedPolicy() async throws {
+        let stack = try await Self.stack.value
+        let receiver = try await PushReceiverServer.start()
+        let (oli, pat, quin) = (try await stack.makeUser("oli"), try await stack.makeUser("pat"), try await stack.makeUser("quin"))
+        let keys = Keys()
+        var params = keys.params(receiver.url("/oli"))
+        params["policy"] = "followed"
+        let _: JSONValue = try await stack.call("notifications", "notifications.setPush", params, as: oli)
+        let _: JSONValue = try await stack.call("social-graph", "graph.follow", ["userId": pat.idValue], as: oli)
+        // quin, whom oli does not follow, follows first; then pat, whom oli follows.
+        let _: JSONValue = try await stack.call("social-graph", "graph.follow", ["userId": oli.idValue], as: quin)
+        let _: JSONValue = try await stack.call("social-graph", "graph.follow", ["userId": oli.idValue], as: pat)
+        #expect(await eventually(timeout: .seconds(15)) { !receiver.pushes(to: "/oli").isEmpty })
+        try await Task.sleep(for: .seconds(1))
+        let pushes = receiver.pushes(to: "/oli")
+        #expect(pushes.count == 1)
+        #expect(try keys.open(try #require(pushes.first).body)["title"]?.stringValue?.contains("pat") == true)
+    }
+
     @Test("bad subscriptions are refused naming the field; anonymous callers are refused")
     func refusals() async throws {
         let stack = try await Self.stack.value
