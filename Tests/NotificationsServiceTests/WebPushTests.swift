@@ -178,6 +178,10 @@ struct WebPushTests {
             #expect(!PushSender.isInternal(try SocketAddress(ipAddress: address, port: 443)), "\(address)")
         }
         #expect(throws: RPCError.self) { try PushEndpoint("http://push.example.com/x", allowPrivate: false) }
+        for given in ["https://127.0.0.1/x", "https://[::1]:8443/x", "https://169.254.169.254/latest", "https://10.0.0.7/"] {
+            #expect(throws: RPCError.self, "\(given)") { try PushEndpoint(given, allowPrivate: false) }
+            #expect((try? PushEndpoint(given, allowPrivate: true)) != nil, "\(given)")
+        }
         let endpoint = try PushEndpoint("https://push.example.com:8443/send/abc?x=1", allowPrivate: false)
         #expect(endpoint.origin == "https://push.example.com:8443" && endpoint.target == "/send/abc?x=1" && endpoint.tls)
     }

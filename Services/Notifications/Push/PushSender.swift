@@ -27,6 +27,10 @@ struct PushEndpoint: Sendable, Equatable {
         }
         self.url = url
         self.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        // An address given as such is checked now; a name, when a push resolves it.
+        if !allowPrivate, let address = try? SocketAddress(ipAddress: self.host, port: 0), PushSender.isInternal(address) {
+            throw RPCError.validation("endpoint must not be a loopback, private or otherwise internal address", field: "endpoint")
+        }
         tls = scheme == "https"
         port = components.port ?? (tls ? 443 : 80)
         let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
