@@ -106,6 +106,39 @@ struct RepostTests {
         #expect(try await calls.reason("tweets.repost", ["tweetId": tweet], as: ben) == "not_found")
     }
 
+    @Test("a repost on one page of a home timeline and its original on a later page show once, on the first")
+    func oneEntryAcrossPages() async throws {
+        let edge = try await GatewayStack.shared()
+        let calls = Calls(edge: edge)
+        let (ann, bo, cy) = (try await edge.register("ann"), try await edge.register("bo"), try await edge.register("cy"))
+        for user in [bo, cy] { _ = try await calls.result("graph.follow", ["userId": .string(user.id)], as: ann) }
+        func post(_ text: String, as user: EdgeUser) async throws -> String {
+            try #require(try await calls.result("tweets.create", ["text": .string(text)], as: user)["id"]?.stringValue)
+        }
+        // Newest first, ann's home holds: cy's repost of bo's tweet, cy's three tweets, bo's tweet.
+        let original = try await post("bo's, to be reposted", as: bo)
+        var others: [String] = []
+        for number in 1...3 { others.append(try await post("cy \(number)", as: cy)) }
+        let repost = try #require(try await calls.result("tweets.repost", ["tweetId": .string(original)], as: cy)["repostId"]?.stringValue)
+        func page(_ cursor: String?) async throws -> (entries: [(id: String, repostId: String?)], next: String?) {
+            var params: [String: JSONValue] = ["limit": 2]
+            params["cursor"] = cursor.map { .string($0) }
+            let result = try await calls.result("timeline.home", params, as: ann)
+            let entries = (result["items"]?.arrayValue ?? []).map { ($0["id"]?.stringValue ?? "", $0["repostId"]?.stringValue) }
+            return (entries, result["nextCursor"]?.stringValue)
+        }
+        #expect(await eventually { (try? await page(nil).entries.first?.repostId) == repost })
+        var entries: [(id: String, repostId: String?)] = []
+        var cursor: String?
+        repeat {
+            let next = try await page(cursor)
+            entries += next.entries
+            cursor = next.next
+        } while cursor != nil
+        #expect(entries.filter { $0.id == original }.map(\.repostId) == [repost], "\(entries)")
+        #expect(Set(others).isSubset(of: Set(entries.map(\.id))))
+    }
+
     @Test("a quote shows the quoted tweet, notifies its author, and keeps it as deleted once deleted; refusals")
     func quotes() async throws {
         let edge = try await GatewayStack.shared()

@@ -13,25 +13,36 @@ struct TweetsPeer: Sendable {
 
     /// The hydrated tweets of `ids` as `viewer` sees them, as the encoded array `tweets.getMany`
     /// answered (in the order asked, deleted and unknown ones left out).
-    func tweets(_ ids: [Int64], viewer: Int64?, context: RPCContext?) async throws -> [UInt8] {
+    /// With `shownBefore`, the entries of the pages before (`tweets.getMany` shows none of their
+    /// tweets again).
+    func tweets(_ ids: [Int64], viewer: Int64?, shownBefore: [Int64] = [], context: RPCContext?) async throws -> [UInt8] {
         try await resources.peers.tweets.getMany.encoded(
-            encodedParams: Self.getManyParams(ids, viewer: viewer), context: context
+            encodedParams: Self.getManyParams(ids, viewer: viewer, shownBefore: shownBefore), context: context
         ).bytes
     }
 
-    /// `{"ids":["1",…],"viewerId":"2","omitDeleted":true}`, written by hand: every home read sends
-    /// one, and encoding it through `JSONEncoder` cost more than the rest of the call's set-up.
-    static func getManyParams(_ ids: [Int64], viewer: Int64?) -> RawJSON {
+    /// `{"ids":["1",…],"viewerId":"2","shownBefore":[…],"omitDeleted":true}`, written by hand: every
+    /// home read sends one, and encoding it through `JSONEncoder` cost more than the rest of the
+    /// call's set-up.
+    static func getManyParams(_ ids: [Int64], viewer: Int64?, shownBefore: [Int64] = []) -> RawJSON {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(48 + ids.count * 22)
-        bytes.append(contentsOf: #"{"ids":["#.utf8)
-        for (index, id) in ids.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            bytes.append(UInt8(ascii: "\""))
-            bytes.append(contentsOf: String(id).utf8)
-            bytes.append(UInt8(ascii: "\""))
+        bytes.reserveCapacity(64 + (ids.count + shownBefore.count) * 22)
+        func list(_ name: String, _ ids: [Int64]) {
+            bytes.append(contentsOf: #""\#(name)":["#.utf8)
+            for (index, id) in ids.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                bytes.append(UInt8(ascii: "\""))
+                bytes.append(contentsOf: String(id).utf8)
+                bytes.append(UInt8(ascii: "\""))
+            }
+            bytes.append(UInt8(ascii: "]"))
         }
-        bytes.append(UInt8(ascii: "]"))
+        bytes.append(UInt8(ascii: "{"))
+        list("ids", ids)
+        if !shownBefore.isEmpty {
+            bytes.append(UInt8(ascii: ","))
+            list("shownBefore", shownBefore)
+        }
         if let viewer {
             bytes.append(contentsOf: #","viewerId":""#.utf8)
             bytes.append(contentsOf: String(viewer).utf8)

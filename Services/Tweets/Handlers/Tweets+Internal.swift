@@ -13,8 +13,9 @@ enum Batch {
 extension TweetsService {
     @Sendable func getMany(_ params: GetTweetsParams, _ context: RPCContext) async throws -> RawJSON {
         let ids = try params.ids.values(atMost: Batch.tweets)
+        let shownBefore = try (params.shownBefore ?? []).values(atMost: Batch.tweets, field: "shownBefore")
         return try await hydrator.jsonArray(
-            ids, viewer: params.viewerId?.value, omitDeleted: params.omitDeleted ?? false, context: context)
+            ids, viewer: params.viewerId?.value, omitDeleted: params.omitDeleted ?? false, shownBefore: shownBefore, context: context)
     }
 
     @Sendable func recentIDs(_ params: RecentIDsParams, _ context: RPCContext) async throws -> RawJSON {

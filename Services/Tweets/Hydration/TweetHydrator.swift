@@ -38,8 +38,9 @@ struct TweetHydrator: Sendable {
 
     /// The same tweets as one JSON array, written straight into one buffer (`tweets.getMany`, which
     /// every home timeline read asks for: no array per tweet, and no copy to join them).
-    func jsonArray(_ ids: [Int64], viewer: Int64?, omitDeleted: Bool, context: RPCContext?) async throws -> RawJSON {
-        let entries = try await shown(ids, viewer: viewer, omitDeleted: omitDeleted, context: context)
+    /// `shownBefore`: what the pages before this one showed (``shown(_:viewer:omitDeleted:shownBefore:context:)``).
+    func jsonArray(_ ids: [Int64], viewer: Int64?, omitDeleted: Bool, shownBefore: [Int64] = [], context: RPCContext?) async throws -> RawJSON {
+        let entries = try await shown(ids, viewer: viewer, omitDeleted: omitDeleted, shownBefore: shownBefore, context: context)
         var bytes: [UInt8] = [UInt8(ascii: "[")]
         bytes.reserveCapacity(entries.reduce(2) { $0 + $1.size })
         for (index, entry) in entries.enumerated() {
@@ -96,9 +97,12 @@ struct TweetHydrator: Sendable {
 
     /// The entries to show for `ids`, in that order, each tweet once (the first id that is it or a
     /// repost of it): three steps of reads at most (the tweets, the originals of reposts among them,
-    /// the tweets those quote), each skipped when it has nothing to read.
-    private func shown(_ ids: [Int64], viewer: Int64?, omitDeleted: Bool, context: RPCContext?) async throws -> [Entry] {
+    /// the tweets those quote), each skipped when it has nothing to read. The tweets of
+    /// `shownBefore` (entries of the pages before: tweets, or reposts of them, whose states alone
+    /// are read, alongside the first step) count as shown already.
+    private func shown(_ ids: [Int64], viewer: Int64?, omitDeleted: Bool, shownBefore: [Int64] = [], context: RPCContext?) async throws -> [Entry] {
         guard !ids.isEmpty else { return [] }
+        async let earlier = shownBefore.isEmpty ? [:] : states.states(shownBefore, viewer: viewer).states
         var seen = Set<Int64>()
         let unique = ids.filter { seen.insert($0).inserted }
         var loaded = Loaded()
@@ -125,7 +129,7 @@ struct TweetHydrator: Sendable {
             let quote = tweet.row.quoteOf.flatMap { loaded.tweet($0, deleted: true) }.flatMap { visible($0) ? $0 : nil }
             return Entry(body: tweet.body, row: tweet.row, quote: quote, repost: repost)
         }
-        var shownTweets = Set<Int64>()
+        var shownTweets = Set(try await earlier.values.filter { !$0.deleted }.map { $0.repostOf ?? $0.id })
         return unique.compactMap { id in
             guard let state = loaded.states[id] else { return nil }
             var shown: Entry?

@@ -158,7 +158,8 @@ public enum TweetsAPI {
             left out, deleted tweets are marked deleted without their text, or left out when omitDeleted is true. \
             A tweet is shown once however many of ids are it or reposts of it (first come), and a repost not at all \
             once taken back or its original deleted, when the original's author and viewerId blocked one another, or \
-            when viewerId mutes the original's author.
+            when viewerId mutes the original's author. shownBefore (at most 1,000 ids: what the pages before this one \
+            showed) counts as shown already: none of ids that is one of their tweets, or a repost of one, is shown.
             """)
 
     public static let recentIds = RPCMethod<RecentIDsParams, [RecentTweet]>(
@@ -342,11 +343,13 @@ public struct GetTweetsParams: Codable, Sendable {
     public var ids: [EntityID]
     public var viewerId: EntityID?
     public var omitDeleted: Bool?
+    public var shownBefore: [EntityID]?
 
-    public init(ids: [EntityID], viewerId: EntityID? = nil, omitDeleted: Bool? = nil) {
+    public init(ids: [EntityID], viewerId: EntityID? = nil, omitDeleted: Bool? = nil, shownBefore: [EntityID]? = nil) {
         self.ids = ids
         self.viewerId = viewerId
         self.omitDeleted = omitDeleted
+        self.shownBefore = shownBefore
     }
 }
 
