@@ -41,6 +41,9 @@ public struct SocialGraphService: Sendable {
         resources.addBackgroundService(PeriodicJob(every: muteExpiryInterval) { [logger = resources.logger] in
             await expireMutes(mutes, logger: logger)
         })
+        resources.addBackgroundService(PeriodicJob(every: muteExpiryInterval) { [logger = resources.logger, blocks = service.blocks] in
+            await recheckBlocks(blocks, logger: logger)
+        })
     }
 
     func registerMethods(with router: inout RPCRouter) {

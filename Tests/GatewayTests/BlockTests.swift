@@ -1,5 +1,6 @@
 import AviaryJSON
 import Foundation
+import Postgres
 import Testing
 import TestSupport
 
@@ -73,5 +74,49 @@ struct BlockTests {
         #expect(try await result("graph.follow", ["userId": .string(ana.id)], as: ben)["following"] == true)
         #expect(try await result("tweets.like", ["tweetId": tweet], as: ben)["likedByMe"] == true)
         #expect(try await ids(result("tweets.search", ["query": .string(word)], as: ben)) == [tweet.stringValue!])
+    }
+
+    @Test("a follow that raced a block is ended when the block is looked at again; a lifted block's is not")
+    func followRacingABlock() async throws {
+        let edge = try await GatewayStack.shared()
+        let (dee, eli, fay) = (try await edge.register("dee"), try await edge.register("eli"), try await edge.register("fay"))
+        func result(_ method: String, _ params: [String: JSONValue] = [:], as user: EdgeUser) async throws -> JSONValue {
+            let answer = try await EdgeHTTP.rpc(edge.url, method, params, token: user.token)
+            return try #require(answer["result"], "\(method) answered \(answer)")
+        }
+        let database = edge.stack.database
+        func follows(_ follower: EdgeUser, _ followee: EdgeUser) async throws -> Int64 {
+            try await database.query(
+                "SELECT count(*) FROM social_graph.follows WHERE follower_id = $1 AND followee_id = $2",
+                [Int64(follower.id)!, Int64(followee.id)!])[0].decode(Int64.self, at: 0)
+        }
+        func due(_ blocker: EdgeUser, _ blocked: EdgeUser) async throws {
+            try await database.execute(
+                "UPDATE social_graph.block_rechecks SET due_at = now() WHERE blocker_id = $1 AND blocked_id = $2",
+                [Int64(blocker.id)!, Int64(blocked.id)!])
+        }
+        _ = try await result("graph.block", ["userId": .string(eli.id)], as: dee)
+        // What a follow statement that read no block, and committed after the block's, leaves.
+        try await database.execute(
+            """
+            WITH edge AS (INSERT INTO social_graph.follows (follower_id, followee_id, created_at) VALUES ($1, $2, now()))
+            INSERT INTO social_graph.count_deltas (user_id, followers, following) VALUES ($1, 0, 1), ($2, 1, 0)
+            """, [Int64(eli.id)!, Int64(dee.id)!])
+        #expect(try await follows(eli, dee) == 1)
+        try await due(dee, eli)
+        #expect(await eventually(timeout: .seconds(15)) { (try? await follows(eli, dee)) == 0 })
+        #expect(await eventually { (try? await result("graph.stats", ["userId": .string(eli.id)], as: fay)["following"]) == 0 })
+
+        // Lifted before its second look: the follow made since stays.
+        _ = try await result("graph.block", ["userId": .string(fay.id)], as: dee)
+        _ = try await result("graph.unblock", ["userId": .string(fay.id)], as: dee)
+        _ = try await result("graph.follow", ["userId": .string(dee.id)], as: fay)
+        try await due(dee, fay)
+        #expect(await eventually(timeout: .seconds(15)) {
+            let rows = try? await database.query(
+                "SELECT count(*) FROM social_graph.block_rechecks WHERE blocker_id = $1", [Int64(dee.id)!])
+            return (try? rows?[0].decode(Int64.self, at: 0)) == 0
+        })
+        #expect(try await follows(fay, dee) == 1)
     }
 }

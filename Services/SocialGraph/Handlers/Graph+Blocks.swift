@@ -1,5 +1,6 @@
 import AviaryAPI
 import EventStreams
+import Logging
 import RPC
 import ServiceKit
 
@@ -40,6 +41,20 @@ extension SocialGraphService {
         let page = try await read(caller, try FollowCursor.decode(params.cursor), (params.limit ?? PageLimit()).value)
         let users = try await directory.users(page.ids, viewer: caller, context: context)
         return Page(items: users, nextCursor: page.next?.encoded)
+    }
+
+    /// Ends the follows a follow racing a block let through (``BlockStore/recheck()``; a background
+    /// job, every ``muteExpiryInterval``).
+    static func recheckBlocks(_ blocks: BlockStore, logger: Logger) async {
+        do {
+            let ended = try await blocks.recheck()
+            if ended > 0 {
+                OutboxRelay.nudge()
+                logger.notice("ended follows that raced a block", metadata: ["graph.follows_ended": "\(ended)"])
+            }
+        } catch {
+            logger.warning("could not look at recent blocks again; trying again", metadata: ["error": "\(error)"])
+        }
     }
 
     @Sendable func blockedWith(_ params: UserParams, _ context: RPCContext) async throws -> [String] {

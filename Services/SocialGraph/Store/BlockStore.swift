@@ -63,12 +63,45 @@ struct BlockStore: Sendable {
     /// The block row (kept when it exists) and the deletion of the follows both ways, in one
     /// statement. A follow that starts after it commits sees the block; one committed at the same
     /// instant, which neither statement's snapshot saw, can outlive it (blocking again ends it).
+    /// A follow statement that began before a block committed read no block, and may commit its
+    /// edge after the block's statement deleted the pair's follows. Each block is therefore looked
+    /// at again ``recheckDelay`` later, when every such statement has long ended (a statement is
+    /// abandoned after `AVIARY_POSTGRES_STATEMENT_TIMEOUT_MS`, 10 s by default).
+    static let recheckDelay = 60
+
     private static let insertBlock = FollowStore.deletion(
         of: "(follower_id = $1 AND followee_id = $2) OR (follower_id = $2 AND followee_id = $1)",
         prefix: """
             block AS (
                 INSERT INTO social_graph.blocks (blocker_id, blocked_id) VALUES ($1, $2)
                 ON CONFLICT (blocker_id, blocked_id) DO NOTHING
+            ), recheck AS (
+                INSERT INTO social_graph.block_rechecks (blocker_id, blocked_id, due_at)
+                VALUES ($1, $2, now() + make_interval(secs => \(recheckDelay)))
+                ON CONFLICT (blocker_id, blocked_id) DO UPDATE SET due_at = excluded.due_at
+            ),
+            """)
+
+    /// Ends the follows between the pairs of the blocks due a second look, while the block stands
+    /// (with their deltas and `unfollow` events, as a block's own statement does); how many.
+    func recheck() async throws -> Int {
+        try await postgres.query(Self.recheckDue, []).count
+    }
+
+    private static let recheckDue = FollowStore.deletion(
+        of: """
+            EXISTS (
+                SELECT 1 FROM due
+                WHERE (due.blocker_id = follower_id AND due.blocked_id = followee_id)
+                    OR (due.blocker_id = followee_id AND due.blocked_id = follower_id))
+            AND EXISTS (
+                SELECT 1 FROM social_graph.blocks AS b
+                WHERE (b.blocker_id = follower_id AND b.blocked_id = followee_id)
+                    OR (b.blocker_id = followee_id AND b.blocked_id = follower_id))
+            """,
+        prefix: """
+            due AS (
+                DELETE FROM social_graph.block_rechecks WHERE due_at <= now() RETURNING blocker_id, blocked_id
             ),
             """)
 }

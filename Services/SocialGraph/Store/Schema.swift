@@ -102,5 +102,18 @@ enum GraphSchema {
                 CREATE INDEX list_members_owner ON social_graph.list_members (owner_id, member_id);
                 CREATE INDEX list_members_member ON social_graph.list_members (member_id);
                 """),
+        PostgresMigration(
+            version: 8, name: "block rechecks",
+            sql: """
+                -- Blocks whose pair is looked at again once every follow statement that began before
+                -- the block could have ended (BlockStore.recheck): such a follow read no block.
+                CREATE TABLE social_graph.block_rechecks (
+                    blocker_id bigint NOT NULL,
+                    blocked_id bigint NOT NULL,
+                    due_at timestamptz NOT NULL,
+                    PRIMARY KEY (blocker_id, blocked_id)
+                );
+                CREATE INDEX block_rechecks_due ON social_graph.block_rechecks (due_at);
+                """),
     ]
 }
