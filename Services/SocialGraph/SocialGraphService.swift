@@ -38,10 +38,8 @@ public struct SocialGraphService: Sendable {
         service.registerMethods(with: &router)
         resources.eraseDeletedAccounts(service.erase(user:))
         resources.addBackgroundService(CountCompactor(postgres: resources.postgres, logger: resources.logger))
-        resources.addBackgroundService(PeriodicJob(every: muteExpiryInterval) { [logger = resources.logger] in
+        resources.addBackgroundService(PeriodicJob(every: sweepInterval) { [logger = resources.logger, blocks = service.blocks] in
             await expireMutes(mutes, logger: logger)
-        })
-        resources.addBackgroundService(PeriodicJob(every: muteExpiryInterval) { [logger = resources.logger, blocks = service.blocks] in
             await recheckBlocks(blocks, logger: logger)
         })
     }

@@ -3,6 +3,7 @@ import NIOCore
 import NIOExtras
 import NIOPosix
 import NIOSSL
+import ServiceKit
 
 /// Where mail is handed over: `AVIARY_SMTP_URL`, `smtps://[user:password@]host[:port]` (TLS from
 /// the first byte, port 465 by default) or `smtp://[user:password@]host[:port]` (port 25 by
@@ -78,15 +79,9 @@ struct SMTPClient: Sendable {
     /// Throws when the server cannot be reached or fails mid-conversation (none was taken then
     /// unless its entry came back nil).
     func send(_ mails: [Mail]) async throws -> [SMTPError?] {
-        try await withThrowingTaskGroup(of: [SMTPError?].self) { group in
-            group.addTask { try await converse(mails) }
-            group.addTask {
-                try await Task.sleep(for: Self.patience)
-                throw SMTPError(command: "the conversation", code: nil, reply: "not over within \(Self.patience)")
-            }
-            defer { group.cancelAll() }
-            return try await group.next() ?? []
-        }
+        try await withTimeLimit(
+            Self.patience, expired: { SMTPError(command: "the conversation", code: nil, reply: "not over within \(Self.patience)") }
+        ) { try await converse(mails) }
     }
 
     private func converse(_ mails: [Mail]) async throws -> [SMTPError?] {

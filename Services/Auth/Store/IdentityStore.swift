@@ -56,7 +56,7 @@ struct IdentityStore: Sendable {
     ) async throws -> (user: UserRecord, created: Bool) {
         let linked = try await connection.query(
             """
-            SELECT \(prefixed(UserRecord.columns)) FROM auth.identities i JOIN auth.users u ON u.id = i.user_id
+            SELECT \(Self.userColumns) FROM auth.identities i JOIN auth.users u ON u.id = i.user_id
             WHERE i.provider = $1 AND i.subject = $2
             """, [identity.provider, identity.subject])
         if let row = linked.first {
@@ -102,15 +102,14 @@ struct IdentityStore: Sendable {
 
     /// The provider vouches for `email`: the account's address, when it is that one, is verified
     /// from now on (an account whose address changed since it was linked keeps its own state).
+    /// The user's columns, read through a join of identities (`i`) and users (`u`).
+    private static let userColumns = qualifiedColumns(UserRecord.columns, by: "u")
+
     private static func markVerified(_ user: inout UserRecord, vouching email: String, on connection: PostgresConnection) async throws {
         guard !user.emailVerified, user.email.lowercased() == email.lowercased() else { return }
         try await connection.execute(
             "UPDATE auth.users SET email_verified_at = coalesce(email_verified_at, now()) WHERE id = $1", [user.id])
         user.emailVerified = true
-    }
-
-    private static func prefixed(_ columns: String) -> String {
-        columns.split(separator: ",").map { "u." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
     }
 }
 

@@ -50,20 +50,28 @@ final class PushDelivery: Sendable {
             let claimed = try await store.claim(limit: Self.batch, lease: Self.lease)
             guard !claimed.isEmpty else { return }
             let vapid = try await vapidKey()
+            // One hydration for the batch, for no viewer (a payload names the actor and the tweet's
+            // text), as live delivery does.
+            let rows = Dictionary(claimed.compactMap { $0.notification.map { ($0.id, $0) } }) { first, _ in first }
+            let items = try await hydrator.items(rows.values.sorted { $0.id < $1.id }, viewer: nil, context: nil)
+            let byID = Dictionary(items.map { ($0.id.value, $0) }) { first, _ in first }
             await withTaskGroup(of: Void.self) { group in
-                for push in claimed { group.addTask { await self.send(push, vapid: vapid) } }
+                for push in claimed {
+                    let item = push.notification.flatMap { byID[$0.id] }
+                    group.addTask { await self.send(push, item, vapid: vapid) }
+                }
             }
         } catch {
             logger.warning("could not read the pushes to send; trying again", metadata: ["error": "\(error)"])
         }
     }
 
-    private func send(_ push: PushStore.Claimed, vapid: VAPIDKey) async {
+    /// Sends `push`, whose notification is `item` (nil when it was withdrawn, or its actor is gone).
+    private func send(_ push: PushStore.Claimed, _ item: NotificationItem?, vapid: VAPIDKey) async {
         let subscription = push.subscription
         do {
-            guard let notification = push.notification, try await policyAllows(subscription, notification.actor),
-                let item = try await hydrator.items([notification], viewer: subscription.user, context: nil).first,
-                let subscriber = WebPushCrypto.Subscriber(p256dh: subscription.p256dh, auth: subscription.auth)
+            guard let item, try await policyAllows(subscription, item.actor.id.value),
+                let subscriber = try? WebPushCrypto.Subscriber(p256dh: subscription.p256dh, auth: subscription.auth)
             else { return try await store.finish(push.id) }
             let endpoint = try PushEndpoint(subscription.endpoint, allowPrivate: sender.allowPrivate)
             let sealed = try WebPushCrypto.seal(try Self.payload(item, clientToken: subscription.clientToken), to: subscriber, standard: subscription.standard)

@@ -4,6 +4,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import RPC
+import ServiceKit
 
 /// A subscription's endpoint, checked: `https` (or `http` where private endpoints are allowed), a
 /// host, no user, at most 2,048 characters.
@@ -66,14 +67,8 @@ struct PushSender: Sendable {
 
     /// The response's status code.
     func post(_ endpoint: PushEndpoint, body: Data, headers: [(String, String)]) async throws -> Int {
-        try await withThrowingTaskGroup(of: Int.self) { group in
-            group.addTask { try await self.send(endpoint, body: body, headers: headers) }
-            group.addTask {
-                try await Task.sleep(for: Self.timeout)
-                throw Failure(description: "the push service did not answer within \(Self.timeout)")
-            }
-            defer { group.cancelAll() }
-            return try await group.next()!
+        try await withTimeLimit(Self.timeout, expired: { Failure(description: "the push service did not answer within \(Self.timeout)") }) {
+            try await self.send(endpoint, body: body, headers: headers)
         }
     }
 

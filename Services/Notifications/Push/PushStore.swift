@@ -90,21 +90,7 @@ struct PushStore: Sendable {
     /// Claims up to `limit` due pushes for `lease` (another instance takes them after it, should
     /// this one die sending), counting the attempt.
     func claim(limit: Int, lease: Duration) async throws -> [Claimed] {
-        let rows = try await postgres.query(
-            """
-            WITH claimed AS (
-                UPDATE notifications.push_queue SET attempts = attempts + 1, due_at = now() + make_interval(secs => $2)
-                WHERE id IN (
-                    SELECT id FROM notifications.push_queue WHERE due_at <= now() ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
-                RETURNING id, attempts, subscription_id, notification_id
-            )
-            SELECT c.id, c.attempts, \(Subscription.columns.split(separator: ",").map { "s." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
-                \(NotificationRow.columns.split(separator: ",").map { "n." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
-            FROM claimed AS c
-            JOIN notifications.push_subscriptions AS s ON s.id = c.subscription_id
-            LEFT JOIN notifications.notifications AS n ON n.id = c.notification_id
-            ORDER BY c.id
-            """, [limit, Int64(lease.components.seconds)])
+        let rows = try await postgres.query(Self.claimDue, [limit, Int64(lease.components.seconds)])
         return try rows.map { row in
             let notification = try row.decode(Int64?.self, at: 11) == nil ? nil : try NotificationRow(row: row, at: 11)
             return Claimed(
@@ -112,6 +98,21 @@ struct PushStore: Sendable {
                 subscription: try Subscription(row: row, at: 2), notification: notification)
         }
     }
+
+    private static let claimDue = """
+        WITH claimed AS (
+            UPDATE notifications.push_queue SET attempts = attempts + 1, due_at = now() + make_interval(secs => $2)
+            WHERE id IN (
+                SELECT id FROM notifications.push_queue WHERE due_at <= now() ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+            RETURNING id, attempts, subscription_id, notification_id
+        )
+        SELECT c.id, c.attempts, \(qualifiedColumns(Subscription.columns, by: "s")),
+            \(qualifiedColumns(NotificationRow.columns, by: "n"))
+        FROM claimed AS c
+        JOIN notifications.push_subscriptions AS s ON s.id = c.subscription_id
+        LEFT JOIN notifications.notifications AS n ON n.id = c.notification_id
+        ORDER BY c.id
+        """
 
     /// A push sent, or given up on.
     func finish(_ id: Int64) async throws {

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import RPC
 import ServiceKit
 
 /// Web Push's message encryption, to a subscriber's P-256 key and auth secret: RFC 8291's
@@ -13,16 +14,21 @@ enum WebPushCrypto {
         var headers: [(String, String)]
     }
 
-    /// A subscriber's keys, checked: `p256dh` an uncompressed P-256 point, `auth` 16 bytes.
+    /// A subscriber's keys, checked: `p256dh` an uncompressed P-256 point, `auth` 16 bytes, each in
+    /// base64url or base64; a validation error names the one that is not.
     struct Subscriber {
         let publicKey: P256.KeyAgreement.PublicKey
         let auth: Data
 
-        init?(p256dh: String, auth: String) {
+        init(p256dh: String, auth: String) throws(RPCError) {
             guard let point = Data(base64URLEncoded: p256dh), point.count == 65,
-                let key = try? P256.KeyAgreement.PublicKey(x963Representation: point),
-                let secret = Data(base64URLEncoded: auth), secret.count == 16
-            else { return nil }
+                let key = try? P256.KeyAgreement.PublicKey(x963Representation: point)
+            else {
+                throw RPCError.validation("p256dh must be a P-256 public key, uncompressed (65 bytes), in base64url", field: "p256dh")
+            }
+            guard let secret = Data(base64URLEncoded: auth), secret.count == 16 else {
+                throw RPCError.validation("auth must be 16 bytes in base64url", field: "auth")
+            }
             publicKey = key
             self.auth = secret
         }

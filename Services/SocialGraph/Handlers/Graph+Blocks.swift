@@ -44,7 +44,7 @@ extension SocialGraphService {
     }
 
     /// Ends the follows a follow racing a block let through (``BlockStore/recheck()``; a background
-    /// job, every ``muteExpiryInterval``).
+    /// job, every ``sweepInterval``).
     static func recheckBlocks(_ blocks: BlockStore, logger: Logger) async {
         do {
             let ended = try await blocks.recheck()

@@ -51,7 +51,7 @@ extension SocialGraphService {
         return try await mutes.silenced(params.pairs.map { ($0.userId.value, $0.otherId.value) })
     }
 
-    /// Lifts the mutes whose time is up (a background job, every ``muteExpiryInterval``).
+    /// Lifts the mutes whose time is up (a background job, every ``sweepInterval``).
     static func expireMutes(_ mutes: MuteStore, logger: Logger) async {
         do {
             let muters = try await mutes.expire()
@@ -64,5 +64,6 @@ extension SocialGraphService {
         }
     }
 
-    static let muteExpiryInterval = Duration.seconds(5)
+    /// How often social-graph's sweeps run: mutes whose time is up, blocks due a second look.
+    static let sweepInterval = Duration.seconds(5)
 }

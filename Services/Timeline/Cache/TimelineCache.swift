@@ -5,6 +5,9 @@ import ServiceKit
 struct TimelineSlice: Sendable {
     var state: TimelineState
     var ids: [Int64]
+    /// For a page after a cursor, the entries from the cursor up (oldest first), as many as asked:
+    /// what the pages before it ended with.
+    var above: [Int64] = []
 }
 
 /// The timelines in Redis (see ``TimelineKeys`` and ``PackedTimeline`` for their layout).
@@ -20,8 +23,9 @@ struct TimelineCache: Sendable {
     /// Reads the newest `count` entries strictly before `before` of each timeline in `keys`, in one
     /// round trip that also sends `extra` (whose replies are returned), and keeps each timeline that
     /// exists for at least `lifetime` seconds from now (``renewLeases(_:lifetime:)``). A timeline of
-    /// the layout before (``LegacyTimeline``) is converted first, once.
-    func read(_ keys: [String], before: Int64?, count: Int, lifetime: Int, along extra: [[RedisArgument]] = [])
+    /// the layout before (``LegacyTimeline``) is converted first, once. With a cursor, each slice
+    /// also holds the `above` entries from the cursor up, from the same read.
+    func read(_ keys: [String], before: Int64?, count: Int, above: Int = 0, lifetime: Int, along extra: [[RedisArgument]] = [])
         async throws -> (slices: [TimelineSlice], extra: [RESPValue])
     {
         let stride = 3
@@ -35,7 +39,7 @@ struct TimelineCache: Sendable {
             }
         }
         let slices = try keys.indices.map { index in
-            try Self.slice(state: replies[index * stride], page: replies[index * stride + 1], before: before, count: count)
+            try Self.slice(state: replies[index * stride], page: replies[index * stride + 1], before: before, count: count, above: above)
         }
         try await renewLeases(keys.indices.map { (keys[$0], replies[$0 * stride + 2]) }, lifetime: lifetime)
         return (slices, Array(replies[(keys.count * stride)...]))
@@ -58,13 +62,15 @@ struct TimelineCache: Sendable {
 
     /// The slice of a state reply and a page reply. A set still of the layout before (its
     /// conversion kept losing to writes) reads as missing: its rebuild replaces it.
-    private static func slice(state: RESPValue, page: RESPValue, before: Int64?, count: Int) throws -> TimelineSlice {
+    private static func slice(state: RESPValue, page: RESPValue, before: Int64?, count: Int, above: Int) throws -> TimelineSlice {
         if isLegacy(state) { return TimelineSlice(state: .missing, ids: []) }
         try RedisError.throwFirstRefusal(in: [state, page])
         let timelineState = TimelineState(stateByte: state.bytes)
         guard let bytes = page.bytes, !bytes.isEmpty else { return TimelineSlice(state: timelineState, ids: []) }
-        if before != nil {
-            return TimelineSlice(state: timelineState, ids: PackedTimeline.newest(count, before: before, in: bytes))
+        if let before {
+            return TimelineSlice(
+                state: timelineState, ids: PackedTimeline.newest(count, before: before, in: bytes),
+                above: above > 0 ? PackedTimeline.oldest(above, from: before, in: bytes) : [])
         }
         // The end of the value: whole entries, or the whole value (state byte first) when it is shorter.
         let entries = bytes.count % PackedTimeline.width == 1 ? bytes.dropFirst() : bytes[...]

@@ -108,16 +108,28 @@ public struct PackedTimeline: Equatable, Sendable {
     /// newest first, found by binary search.
     static func newest(_ count: Int, before: Int64?, in value: [UInt8]) -> [Int64] {
         let entries = value.dropFirst()
-        var end = entries.count / width  // entries [0, end) are candidates
-        if let before {
-            var low = 0
-            while low < end {
-                let middle = (low + end) / 2
-                if id(in: entries, at: entries.startIndex + middle * width) < before { low = middle + 1 } else { end = middle }
-            }
-        }
+        let end = before.map { olderCount(than: $0, in: entries) } ?? entries.count / width
         let start = max(0, end - count)
         return ids(in: entries[(entries.startIndex + start * width)..<(entries.startIndex + end * width)]).reversed()
+    }
+
+    /// The oldest `count` ids from `from` on (it included) of a whole string value, oldest first:
+    /// the entries just above a page's cursor.
+    static func oldest(_ count: Int, from: Int64, in value: [UInt8]) -> [Int64] {
+        let entries = value.dropFirst()
+        let start = olderCount(than: from, in: entries)
+        let end = min(entries.count / width, start + count)
+        return ids(in: entries[(entries.startIndex + start * width)..<(entries.startIndex + end * width)])
+    }
+
+    /// How many of `entries` (ascending) are older than `id`, by binary search.
+    private static func olderCount(than id: Int64, in entries: ArraySlice<UInt8>) -> Int {
+        var (low, end) = (0, entries.count / width)
+        while low < end {
+            let middle = (low + end) / 2
+            if self.id(in: entries, at: entries.startIndex + middle * width) < id { low = middle + 1 } else { end = middle }
+        }
+        return low
     }
 }
 

@@ -16,7 +16,7 @@ extension TimelineService {
         // expires: a read renews it for the inactivity period, so fan-out skips only users inactive
         // for longer), and the cached list of followed celebrities.
         let read = try await cache.read(
-            [TimelineKeys.home(user)], before: before, count: count, lifetime: settings.inactiveSeconds,
+            [TimelineKeys.home(user)], before: before, count: count, above: Self.repostWindow, lifetime: settings.inactiveSeconds,
             along: Celebrities.cacheCommands(for: user))
         let home = read.slices[0]
         guard case .ready = home.state else {
@@ -32,7 +32,9 @@ extension TimelineService {
             return try await homeCandidatesWithoutRedis(of: user, before: before, count: count, context: context)
         }
         let followed = try await celebrities.followed(by: user, generation: read.extra[0], cached: read.extra[1])
-        return try await merged(TimelineIDs(ids: home.ids, more: home.ids.count == count), withCelebrities: followed, before: before, count: count)
+        var candidates = try await merged(TimelineIDs(ids: home.ids, more: home.ids.count == count), withCelebrities: followed, before: before, count: count)
+        candidates.above = home.above
+        return candidates
     }
 
     /// `own` (a page of the home set) merged with the pages of the celebrities `followed`.

@@ -6,6 +6,9 @@ import RPC
 struct TimelineIDs: Sendable {
     var ids: [Int64]
     var more: Bool
+    /// For a home page after a cursor, the entries of the home set from the cursor up (what the
+    /// pages before ended with), when the set was read.
+    var above: [Int64] = []
 }
 
 extension TimelineService {
