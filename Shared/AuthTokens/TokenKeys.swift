@@ -1,3 +1,4 @@
+import ChannelSupport
 import Crypto
 import Foundation
 
@@ -20,7 +21,7 @@ public struct TokenKeys: Sendable {
 
     /// A short, stable name for a public key: the first 8 bytes of its SHA-256, hex.
     public static func keyID(of key: Curve25519.Signing.PublicKey) -> String {
-        SHA256.hash(data: key.rawRepresentation).prefix(8).map { String(format: "%02x", $0) }.joined()
+        SHA256.hash(data: key.rawRepresentation).prefix(8).hexEncoded
     }
 
     public var signingKeyID: String? { signingKey.map { Self.keyID(of: $0.publicKey) } }

@@ -1,3 +1,4 @@
+import ChannelSupport
 import Crypto
 import Foundation
 
@@ -12,6 +13,6 @@ public struct RedisScript: Sendable, Hashable {
     /// Wraps `source` and computes its SHA-1 once.
     public init(_ source: String) {
         self.source = source
-        self.sha1 = Insecure.SHA1.hash(data: Array(source.utf8)).map { String(format: "%02x", $0) }.joined()
+        self.sha1 = Insecure.SHA1.hash(data: Array(source.utf8)).hexEncoded
     }
 }

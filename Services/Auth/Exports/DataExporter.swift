@@ -1,6 +1,7 @@
 import AuthTokens
 import AviaryAPI
 import AviaryJSON
+import ChannelSupport
 import Crypto
 import Foundation
 import Logging
@@ -126,7 +127,7 @@ struct DataExporter: Sendable {
         let started = try await resources.peers.media.beginExportUpload(
             BeginExportUploadParams(
                 ownerId: EntityID(user), byteSize: Int64(archive.count),
-                sha256: SHA256Hex(SHA256.hash(data: archive).map { String(format: "%02x", $0) }.joined())),
+                sha256: SHA256Hex(SHA256.hash(data: archive).hexEncoded)),
             context: nil)
         var offset = 0
         while offset < archive.count {

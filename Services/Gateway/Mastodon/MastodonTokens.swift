@@ -1,5 +1,6 @@
 import AviaryAPI
 import AviaryJSON
+import ChannelSupport
 import Crypto
 import Foundation
 import Postgres
@@ -294,6 +295,6 @@ final class MastodonTokens: Sendable {
     }
 
     static func digest(_ secret: String) -> String {
-        SHA256.hash(data: Data(secret.utf8)).map { String(format: "%02x", $0) }.joined()
+        SHA256.hash(data: Data(secret.utf8)).hexEncoded
     }
 }

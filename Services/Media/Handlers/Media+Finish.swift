@@ -1,4 +1,5 @@
 import AviaryAPI
+import ChannelSupport
 import Crypto
 import Foundation
 import RPC
@@ -150,7 +151,7 @@ extension MediaService {
             hasher.update(data: piece)
             offset += Int64(piece.count)
         }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        return hasher.finalize().hexEncoded
     }
 }
 

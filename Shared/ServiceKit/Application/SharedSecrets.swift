@@ -1,3 +1,4 @@
+import ChannelSupport
 import Crypto
 import Foundation
 import Logging
@@ -10,8 +11,7 @@ import Postgres
 enum SharedSecrets {
     /// The secret called `name`, created with `bytes` random bytes (hex) if no service made it yet.
     static func value(named name: String, bytes: Int = 32, postgres: PostgresClient, logger: Logger) async throws -> String {
-        let candidate = SymmetricKey(size: .init(bitCount: bytes * 8)).withUnsafeBytes { Data($0) }
-            .map { String(format: "%02x", $0) }.joined()
+        let candidate = SymmetricKey(size: .init(bitCount: bytes * 8)).withUnsafeBytes { Data($0) }.hexEncoded
         let inserted = try await postgres.execute(
             "INSERT INTO aviary_shared.secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING", [name, candidate])
         if inserted == 1 {
