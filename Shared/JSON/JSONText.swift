@@ -20,6 +20,20 @@ public enum JSONText {
         return true
     }
 
+    /// Appends `value`'s decimal digits, at least `digits` of them (zeros first), without making a
+    /// string of them.
+    public static func appendDecimal(_ value: some BinaryInteger, digits: Int = 1, to bytes: inout [UInt8]) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        let start = bytes.count
+        var rest = value.magnitude
+        while rest > 0 || bytes.count - start < digits {
+            let (quotient, digit) = rest.quotientAndRemainder(dividingBy: 10)
+            bytes.append(UInt8(ascii: "0") + UInt8(digit))
+            rest = quotient
+        }
+        bytes[start...].reverse()
+    }
+
     /// Appends `string` with control characters (and DEL) escaped, and with `escapingQuotes` also
     /// `"` and `\`; runs of plain bytes are copied at once.
     public static func appendEscaped<Bytes: RangeReplaceableCollection<UInt8>>(

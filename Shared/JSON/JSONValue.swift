@@ -93,11 +93,11 @@ extension JSONValue {
         return write(to: &bytes) ? bytes : nil
     }
 
-    private func write(to bytes: inout [UInt8]) -> Bool {
+    func write(to bytes: inout [UInt8]) -> Bool {
         switch self {
         case .null: bytes.append(contentsOf: "null".utf8)
         case .bool(let value): bytes.append(contentsOf: value ? "true".utf8 : "false".utf8)
-        case .int(let value): bytes.append(contentsOf: String(value).utf8)
+        case .int(let value): JSONText.appendDecimal(value, to: &bytes)
         case .double(let value): return JSONText.appendDouble(value, to: &bytes)
         case .string(let value): JSONText.appendString(value, to: &bytes)
         case .array(let values):

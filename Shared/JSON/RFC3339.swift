@@ -11,12 +11,16 @@ public enum RFC3339 {
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = CivilCalendar.date(days: days)
-        var text = ""
+        var text: [UInt8] = []
         text.reserveCapacity(24)
-        text += pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
-        text += "T" + pad(secondOfDay / 3600, 2) + ":" + pad(secondOfDay / 60 % 60, 2) + ":" + pad(secondOfDay % 60, 2)
-        text += "." + pad(milliseconds, 3) + "Z"
-        return text
+        append(year, width: 4, then: "-", to: &text)
+        append(month, width: 2, then: "-", to: &text)
+        append(day, width: 2, then: "T", to: &text)
+        append(secondOfDay / 3600, width: 2, then: ":", to: &text)
+        append(secondOfDay / 60 % 60, width: 2, then: ":", to: &text)
+        append(secondOfDay % 60, width: 2, then: ".", to: &text)
+        append(milliseconds, width: 3, then: "Z", to: &text)
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`.
@@ -70,9 +74,10 @@ public enum RFC3339 {
         return Date(timeIntervalSince1970: seconds + fraction)
     }
 
-    private static func pad(_ value: some BinaryInteger, _ width: Int) -> String {
-        let digits = String(value)
-        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    /// `value`'s digits, at least `width` of them (zeros first), then `separator`.
+    private static func append(_ value: some BinaryInteger, width: Int, then separator: Unicode.Scalar, to text: inout [UInt8]) {
+        JSONText.appendDecimal(value, digits: width, to: &text)
+        text.append(UInt8(ascii: separator))
     }
 }
 

@@ -91,7 +91,7 @@ final class WireEncoder: Encoder, SingleValueEncodingContainer {
     }
 
     private func appendInteger<I: FixedWidthInteger>(_ value: I) {
-        bytes.append(contentsOf: value.description.utf8)
+        JSONText.appendDecimal(value, to: &bytes)
     }
 
     private func appendBool(_ value: Bool) {

@@ -18,6 +18,12 @@ enum EdgeResponses {
         json(value.jsonBytes.map { Data($0) } ?? Data("{}".utf8), status: status, headers: headers)
     }
 
+    static func json(_ value: RawJSON, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        var fields = headers
+        fields[.contentType] = "application/json"
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: value.bytes)))
+    }
+
     /// An error that is not a JSON-RPC answer: `{"error": {"status", "message", ...}}`.
     static func failure(_ status: HTTPResponse.Status, _ message: String, headers: HTTPFields = [:]) -> Response {
         json(failureBody(status, message), status: status, headers: headers)

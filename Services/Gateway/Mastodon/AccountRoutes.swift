@@ -49,7 +49,7 @@ extension MastodonAPI {
             guard let query = try call.params.text("q", atMost: 50) else { throw MastodonError.validation("q", "can't be blank") }
             let limit = try call.params.integer("limit", in: 1...Self.accountPageMaximum) ?? 40
             let page = try await self.call(AccountAPI.searchUsers, SearchParams(query: query, limit: PageLimit(limit)), call)
-            return EdgeResponses.json(.array(page.items.map { call.renderer.account($0) }))
+            return EdgeResponses.json(RawJSON.array(page.items.map { call.renderer.account($0) }))
         }
         endpoint(router, .get, "api/v1/accounts/relationships", access: .user, scope: "read:follows") { call, _ in
             let ids = call.params.list("id")
@@ -61,12 +61,12 @@ extension MastodonAPI {
                 return EntityID(id)
             }
             // Asked at once rather than one after another; answered in the order asked.
-            var relationships = [JSONValue?](repeating: nil, count: accounts.count)
-            try await withThrowingTaskGroup(of: (Int, JSONValue).self) { group in
+            var relationships = [RawJSON?](repeating: nil, count: accounts.count)
+            try await withThrowingTaskGroup(of: (Int, RawJSON).self) { group in
                 for (index, id) in accounts.enumerated() { group.addTask { (index, try await relationship(id, call)) } }
                 for try await (index, relationship) in group { relationships[index] = relationship }
             }
-            return EdgeResponses.json(.array(relationships.compactMap { $0 }))
+            return EdgeResponses.json(RawJSON.array(relationships.compactMap { $0 }))
         }
         endpoint(router, .get, "api/v1/accounts/:id", access: .everyone, scope: "read:accounts") { call, context in
             let user = try await self.call(AccountAPI.getUser, GetUserParams(userId: try call.pathID(context)), call)
@@ -77,7 +77,7 @@ extension MastodonAPI {
             // A profile pins one tweet at most; Aviary has no boosts to exclude.
             if call.params.flag("pinned") == true {
                 let pinned = try await self.call(TweetsAPI.pinned, UserParams(userId: id), call)
-                return EdgeResponses.json(.array(pinned.tweet.map { [call.renderer.status($0, pinned: true)] } ?? []))
+                return EdgeResponses.json(RawJSON.array(pinned.tweet.map { [call.renderer.status($0, pinned: true)] } ?? []))
             }
             let includeReplies = !(call.params.flag("exclude_replies") ?? false)
             let onlyMedia = call.params.flag("only_media") ?? false
@@ -138,17 +138,17 @@ extension MastodonAPI {
     /// cursor is opaque, so it travels as `max_id`, which clients copy from `Link` as it is.
     /// `limit` is 40 by default, at most 80 (Mastodon's for accounts), or `limits`.
     func cursorPage<Item>(
-        _ call: Call, limits: (default: Int, maximum: Int) = (40, accountPageMaximum), render: (Item) -> JSONValue,
+        _ call: Call, limits: (default: Int, maximum: Int) = (40, accountPageMaximum), render: (Item) -> RawJSON,
         _ fetch: (_ cursor: String?, _ limit: PageLimit) async throws -> Page<Item>
     ) async throws -> Response {
         let limit = try call.params.integer("limit", in: 1...limits.maximum) ?? limits.default
         let page = try await fetch(try call.params.text("max_id", atMost: 64), PageLimit(min(limit, PageLimit.maximum)))
         let link = MastodonPaging.link(call.request, origin: call.renderer.origin, next: page.nextCursor, prev: nil)
-        return EdgeResponses.json(.array(page.items.map(render)), headers: link)
+        return EdgeResponses.json(RawJSON.array(page.items.map(render)), headers: link)
     }
 
     /// The caller's Relationship to `id`, read after whatever the call changed.
-    private func relationship(_ id: EntityID, _ call: Call) async throws -> JSONValue {
+    private func relationship(_ id: EntityID, _ call: Call) async throws -> RawJSON {
         if id.value == call.userID { return call.renderer.relationship(id, Relationship(isFollowed: false, followsYou: false)) }
         return call.renderer.relationship(id, try await self.call(GraphAPI.relationship, UserParams(userId: id), call))
     }
@@ -208,13 +208,19 @@ extension MastodonAPI {
             ModerationAPI.report, ReportParams(userId: target, tweetIds: statuses.isEmpty ? nil : statuses, reason: reason, comment: comment),
             call)
         let user = try await self.call(AccountAPI.getUser, GetUserParams(userId: target), call)
-        return EdgeResponses.json([
-            "id": .string(receipt.reportId.description), "action_taken": false, "action_taken_at": .null,
-            "category": .string(reason.rawValue), "comment": .string(comment), "forwarded": false,
-            "created_at": .string(RFC3339.format(MastodonRenderer.creation(of: receipt.reportId))),
-            "status_ids": .array(statuses.map { .string($0.description) }), "rule_ids": .null,
-            "target_account": call.renderer.account(user),
-        ])
+        return EdgeResponses.json(
+            RawJSON.object { report in
+                report.member("id", receipt.reportId.description)
+                report.member("action_taken", false)
+                report.member("action_taken_at", nil as String?)
+                report.member("category", reason.rawValue)
+                report.member("comment", comment)
+                report.member("forwarded", false)
+                report.member("created_at", RFC3339.format(MastodonRenderer.creation(of: receipt.reportId)))
+                report.member("status_ids", array: statuses) { list, id in list.string(id.description) }
+                report.member("rule_ids", nil as String?)
+                report.member("target_account", raw: call.renderer.account(user))
+            })
     }
 
     /// The username of an `acct` (`alice`, `@alice`, or `alice@this.host`); an account on another

@@ -43,7 +43,7 @@ extension MastodonAPI {
                     members += page.items
                     cursor = page.nextCursor
                 } while cursor != nil
-                return EdgeResponses.json(.array(members.map { call.renderer.account($0) }))
+                return EdgeResponses.json(RawJSON.array(members.map { call.renderer.account($0) }))
             }
             return try await cursorPage(call, render: { call.renderer.account($0) }) { cursor, limit in
                 try await self.call(GraphAPI.listMembers, ListPageParams(listId: id, limit: limit, cursor: cursor), call)

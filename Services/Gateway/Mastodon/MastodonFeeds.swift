@@ -236,4 +236,8 @@ final class MastodonFeeds: Sendable {
     static func text(_ value: JSONValue) -> String {
         value.jsonBytes.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
+
+    static func text(_ value: RawJSON) -> String {
+        String(decoding: value.bytes, as: UTF8.self)
+    }
 }

@@ -1,5 +1,6 @@
 import AviaryAPI
 import AviaryJSON
+import Foundation
 import HTTPTypes
 import Hummingbird
 
@@ -16,6 +17,10 @@ struct MastodonPaging {
 
     /// The most items a `since_id` or `min_id` read looks through.
     static let scanLimit = 800
+    /// The parameters a `Link` sets.
+    static let cursorNames: Set<String> = ["max_id", "since_id", "min_id"]
+    /// What a parameter in a `Link` keeps as it is: what a query may hold, and escapes.
+    private static let linkSafe = CharacterSet.urlQueryAllowed.union(CharacterSet(charactersIn: "%"))
     /// Mastodon's most statuses per page.
     static let maximum = 40
 
@@ -47,11 +52,15 @@ struct MastodonPaging {
     }
 
     /// `Link` to the next page (older: `max_id=next`) and the previous one (newer: `min_id=prev`),
-    /// on the request's own path and query.
+    /// on the request's own path and query: its parameters as the client wrote them (what a URI
+    /// may not hold escaped), but those three.
     static func link(_ request: Request, origin: String, next: String?, prev: String?) -> HTTPFields {
-        var kept = MastodonParams(form: request.uri.query ?? "")
-        kept.remove(["max_id", "since_id", "min_id"])
-        let base = origin + request.uri.path + "?" + kept.query + (kept.query.isEmpty ? "" : "&")
+        let kept = (request.uri.query ?? "").split(separator: "&").filter { parameter in
+            let name = parameter.prefix { $0 != "=" }
+            return !cursorNames.contains(name.contains("%") ? name.removingPercentEncoding ?? "" : String(name))
+        }
+        let query = kept.map { ($0.addingPercentEncoding(withAllowedCharacters: linkSafe) ?? "") + "&" }.joined()
+        let base = origin + request.uri.path + "?" + query
         var links: [String] = []
         if let next { links.append(#"<\#(base)max_id=\#(next)>; rel="next""#) }
         if let prev { links.append(#"<\#(base)min_id=\#(prev)>; rel="prev""#) }

@@ -55,24 +55,6 @@ struct MastodonParams: Sendable {
         values[key, default: []].append(value)
     }
 
-    mutating func remove(_ names: [String]) {
-        for name in names { values[name] = nil }
-    }
-
-    /// As a query string again (arrays as `name[]=`), in the order of the names.
-    var query: String {
-        values.sorted { $0.key < $1.key }.flatMap { name, list in
-            list.map { value in
-                let key = list.count > 1 ? name + "[]" : name
-                return Self.encode(key) + "=" + Self.encode(value)
-            }
-        }.joined(separator: "&")
-    }
-
-    private static func encode(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
-    }
-
     /// The first value of `name`, nil when absent or empty.
     subscript(name: String) -> String? {
         values[name]?.first.flatMap { $0.isEmpty ? nil : $0 }

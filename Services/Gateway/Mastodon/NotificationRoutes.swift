@@ -16,7 +16,7 @@ extension MastodonAPI {
             }
             let link = MastodonPaging.link(
                 call.request, origin: call.renderer.origin, next: items.last?.id.description, prev: items.first?.id.description)
-            return EdgeResponses.json(.array(try items.map(call.renderer.notification)), headers: link)
+            return EdgeResponses.json(RawJSON.array(try items.map(call.renderer.notification)), headers: link)
         }
         endpoint(router, .get, "api/v2/notifications", access: .user, scope: "read:notifications") { call, _ in
             let kinds = try Self.kinds(call.params)
@@ -84,27 +84,33 @@ extension MastodonAPI {
     /// follows of one window (`AVIARY_NOTIFICATIONS_GROUP_WINDOW_SECONDS`); each group names its
     /// newest notification and up to three of its accounts, whose entities come once beside the
     /// groups, as do the statuses'.
-    static func grouped(_ items: [NotificationItem], _ renderer: MastodonRenderer) throws -> JSONValue {
-        var accounts: [String: JSONValue] = [:]
-        var statuses: [String: JSONValue] = [:]
-        var groups: [JSONValue] = []
-        for item in items {
-            let entity = try renderer.notification(item)
+    static func grouped(_ items: [NotificationItem], _ renderer: MastodonRenderer) throws -> RawJSON {
+        var accounts: [EntityID: UserSummary] = [:]
+        var statuses: [EntityID: Tweet] = [:]
+        var groups = JSONWriter()
+        try groups.array(items) { groups, item in
+            let type = MastodonRenderer.type(of: item.type)
             let actors = item.actors ?? [item.actor]
-            for actor in actors { accounts[actor.id.description] = renderer.account(actor) }
+            for actor in actors { accounts[actor.id] = actor }
             let tweet = try item.decodedTweet()
-            if let tweet { statuses[tweet.id.description] = renderer.status(tweet) }
-            let key =
-                if (item.count ?? 1) > 1, let type = entity["type"]?.stringValue { "\(type)-\(tweet?.id.description ?? item.id.description)" }
-                else { "ungrouped-\(item.id)" }
-            groups.append([
-                "group_key": .string(key), "notifications_count": .int(Int64(item.count ?? 1)), "type": entity["type"] ?? .null,
-                "most_recent_notification_id": .string(item.id.description), "page_min_id": .string(item.id.description),
-                "page_max_id": .string(item.id.description), "latest_page_notification_at": entity["created_at"] ?? .null,
-                "sample_account_ids": .array(actors.map { .string($0.id.description) }),
-                "status_id": tweet.map { .string($0.id.description) } ?? .null,
-            ])
+            if let tweet { statuses[tweet.id] = tweet }
+            let id = item.id.description
+            groups.object { group in
+                group.member("group_key", (item.count ?? 1) > 1 ? "\(type)-\(tweet?.id.description ?? id)" : "ungrouped-\(id)")
+                group.member("notifications_count", item.count ?? 1)
+                group.member("type", type)
+                group.member("most_recent_notification_id", id)
+                group.member("page_min_id", id)
+                group.member("page_max_id", id)
+                group.member("latest_page_notification_at", RFC3339.format(item.createdAt))
+                group.member("sample_account_ids", array: actors) { list, actor in list.string(actor.id.description) }
+                group.member("status_id", tweet?.id.description)
+            }
         }
-        return ["accounts": .array(Array(accounts.values)), "statuses": .array(Array(statuses.values)), "notification_groups": .array(groups)]
+        return RawJSON.object { page in
+            page.member("accounts", array: accounts.values) { list, actor in renderer.writeAccount(actor, to: &list) }
+            page.member("statuses", array: statuses.values) { list, tweet in renderer.writeStatus(tweet, to: &list) }
+            page.member("notification_groups", raw: groups.json)
+        }
     }
 }

@@ -20,9 +20,9 @@ extension MastodonAPI {
             // The services page with cursors, not offsets: an offset is read past, up to their largest page.
             let offset = try params.integer("offset", in: 0...(PageLimit.maximum - limit)) ?? 0
             let page = PageLimit(limit + offset)
-            var accounts: [JSONValue] = []
-            var statuses: [JSONValue] = []
-            var hashtags: [JSONValue] = []
+            var accounts: [RawJSON] = []
+            var statuses: [RawJSON] = []
+            var hashtags: [RawJSON] = []
             if type == nil || type == "accounts" {
                 let users = try await matching { try await self.call(AccountAPI.searchUsers, SearchParams(query: query, limit: page), call) }
                 accounts = users.dropFirst(offset).map { call.renderer.account($0) }
@@ -35,14 +35,27 @@ extension MastodonAPI {
             if type == nil || type == "hashtags", offset == 0, (1...100).contains(tag.count), tag.unicodeScalars.allSatisfy(TextRules.isNameScalar) {
                 hashtags = [call.renderer.tag(tag.lowercased())]
             }
-            return EdgeResponses.json(["accounts": .array(accounts), "statuses": .array(statuses), "hashtags": .array(hashtags)])
+            return EdgeResponses.json(
+                RawJSON.object { results in
+                    results.member("accounts", raw: .array(accounts))
+                    results.member("statuses", raw: .array(statuses))
+                    results.member("hashtags", raw: .array(hashtags))
+                })
         }
         endpoint(router, .get, "api/v2/suggestions", access: .user, scope: "read") { call, _ in
             let limit = try call.params.integer("limit", in: 1...Self.accountPageMaximum) ?? 40
             let users = try await self.call(GraphAPI.suggestions, SuggestionParams(limit: PageLimit(min(limit, PageLimit.maximum))), call)
-            return EdgeResponses.json(.array(users.map { user in
-                ["source": "global", "sources": ["friends_of_friends"], "account": call.renderer.account(user)]
-            }))
+            return EdgeResponses.json(
+                RawJSON { writer in
+                    writer.array(users) { list, user in
+                        list.object { suggestion in
+                            suggestion.member("source", "global")
+                            suggestion.member("sources", ["friends_of_friends"] as JSONValue)
+                            suggestion.key("account")
+                            call.renderer.writeAccount(user, to: &suggestion)
+                        }
+                    }
+                })
         }
     }
 

@@ -60,10 +60,11 @@ extension MastodonAPI {
                 descendants += replies.items.prefix(Self.contextLimit - descendants.count)
                 waiting += replies.items.map(\.id)
             }
-            return EdgeResponses.json([
-                "ancestors": .array(ancestors.map { call.renderer.status($0) }),
-                "descendants": .array(descendants.map { call.renderer.status($0) }),
-            ])
+            return EdgeResponses.json(
+                RawJSON.object { context in
+                    context.member("ancestors", raw: call.renderer.statuses(ancestors))
+                    context.member("descendants", raw: call.renderer.statuses(descendants))
+                })
         }
         endpoint(router, .get, "api/v1/statuses/:id/favourited_by", access: .everyone, scope: "read:accounts") { call, context in
             let id = try call.pathID(context)
@@ -141,6 +142,6 @@ extension MastodonAPI {
         let link = MastodonPaging.link(
             call.request, origin: call.renderer.origin, next: tweets.last?.entryId.description,
             prev: tweets.first?.entryId.description)
-        return EdgeResponses.json(.array(tweets.map { call.renderer.status($0) }), headers: link)
+        return EdgeResponses.json(call.renderer.statuses(tweets), headers: link)
     }
 }

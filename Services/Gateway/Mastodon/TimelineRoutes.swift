@@ -45,7 +45,7 @@ extension MastodonAPI {
             // Uses are counted over the last hour, not per day.
             let limit = try call.params.integer("limit", in: 1...20) ?? 10
             let top = try await self.call(TweetsAPI.trending, TrendingParams(limit: PageLimit(limit)), call)
-            return EdgeResponses.json(.array(top.map { call.renderer.tag($0.hashtag, uses: $0.uses) }))
+            return EdgeResponses.json(RawJSON.array(top.map { call.renderer.tag($0.hashtag, uses: $0.uses) }))
         }
     }
 }

@@ -13,57 +13,93 @@ struct MastodonRenderer: Sendable {
     // MARK: Account
 
     /// A full profile; `source` adds the owner's own editing view (verify_credentials).
-    func account(_ user: User, source: Bool = false) -> JSONValue {
-        var account = accountFields(
-            id: user.id, username: user.username, fullname: user.fullname, avatar: user.profileImageUrl,
-            createdAt: user.createdAt)
-        account["note"] = .string(StatusHTML.paragraphs(user.bio))
-        account["followers_count"] = .int(user.stats.followers)
-        account["following_count"] = .int(user.stats.following)
-        account["statuses_count"] = .int(user.stats.tweets)
-        if source {
-            account["source"] = [
-                "privacy": "public", "sensitive": false, "language": .null, "note": .string(user.bio), "fields": [],
-                "follow_requests_count": 0,
-            ]
-        }
-        return .object(account)
+    func account(_ user: User, source: Bool = false) -> RawJSON {
+        RawJSON { writeAccount(user, source: source, to: &$0) }
     }
 
     /// The short form tweets carry: counts and note are not known here, so they read as zero
     /// and empty; its creation time is read from the id (time-ordered).
-    func account(_ summary: UserSummary) -> JSONValue {
-        .object(
-            accountFields(
-                id: summary.id, username: summary.username, fullname: summary.fullname, avatar: summary.profileImageUrl,
-                createdAt: Self.creation(of: summary.id)))
+    func account(_ summary: UserSummary) -> RawJSON {
+        RawJSON { writeAccount(summary, to: &$0) }
     }
 
-    private func accountFields(id: EntityID, username: String, fullname: String, avatar: String?, createdAt: Date) -> [String: JSONValue] {
-        let avatarURL = JSONValue.string(avatar ?? "\(origin)/avatars/original/missing.png")
-        let header = JSONValue.string("\(origin)/headers/original/missing.png")
-        return [
-            "id": .string(id.description), "username": .string(username), "acct": .string(username),
-            "display_name": .string(fullname), "locked": false, "bot": false, "discoverable": true, "indexable": true,
-            "group": false, "noindex": false, "created_at": .string(RFC3339.format(Self.midnight(createdAt))),
-            "note": "", "url": .string(profileURL(username)), "uri": .string(profileURL(username)),
-            "avatar": avatarURL, "avatar_static": avatarURL, "header": header, "header_static": header,
-            "followers_count": 0, "following_count": 0, "statuses_count": 0, "last_status_at": .null,
-            "hide_collections": false, "emojis": [], "fields": [], "roles": [],
-        ]
+    func writeAccount(_ user: User, source: Bool = false, to writer: inout JSONWriter) {
+        writer.object { account in
+            writeAccountFields(
+                id: user.id, username: user.username, fullname: user.fullname, avatar: user.profileImageUrl,
+                createdAt: user.createdAt, to: &account)
+            account.member("note", StatusHTML.paragraphs(user.bio))
+            account.member("followers_count", user.stats.followers)
+            account.member("following_count", user.stats.following)
+            account.member("statuses_count", user.stats.tweets)
+            if source {
+                account.member("source", object: { source in
+                    source.member("privacy", "public")
+                    source.member("sensitive", false)
+                    source.member("language", nil as String?)
+                    source.member("note", user.bio)
+                    source.member("fields", [] as JSONValue)
+                    source.member("follow_requests_count", 0 as Int64)
+                })
+            }
+        }
+    }
+
+    func writeAccount(_ summary: UserSummary, to writer: inout JSONWriter) {
+        writer.object { account in
+            writeAccountFields(
+                id: summary.id, username: summary.username, fullname: summary.fullname, avatar: summary.profileImageUrl,
+                createdAt: Self.creation(of: summary.id), to: &account)
+            account.member("note", "")
+            account.member("followers_count", 0 as Int64)
+            account.member("following_count", 0 as Int64)
+            account.member("statuses_count", 0 as Int64)
+        }
+    }
+
+    /// The members every account has but its note and counts, which its two forms write.
+    private func writeAccountFields(
+        id: EntityID, username: String, fullname: String, avatar: String?, createdAt: Date, to account: inout JSONWriter
+    ) {
+        let avatarURL = avatar ?? "\(origin)/avatars/original/missing.png"
+        let header = "\(origin)/headers/original/missing.png"
+        let url = profileURL(username)
+        account.member("id", id.description)
+        account.member("username", username)
+        account.member("acct", username)
+        account.member("display_name", fullname)
+        for flag: StaticString in ["locked", "bot", "group", "noindex", "hide_collections"] { account.member(flag, false) }
+        account.member("discoverable", true)
+        account.member("indexable", true)
+        account.member("created_at", RFC3339.format(Self.midnight(createdAt)))
+        account.member("url", url)
+        account.member("uri", url)
+        account.member("avatar", avatarURL)
+        account.member("avatar_static", avatarURL)
+        account.member("header", header)
+        account.member("header_static", header)
+        account.member("last_status_at", nil as String?)
+        for list: StaticString in ["emojis", "fields", "roles"] { account.member(list, [] as JSONValue) }
     }
 
     func profileURL(_ username: String) -> String { "\(origin)/@\(username)" }
 
     /// A Tag: `uses`, when counted, in today's `history` entry, as `accounts` too (Aviary counts
     /// uses, not people).
-    func tag(_ name: String, uses: Int64? = nil) -> JSONValue {
-        let history: JSONValue =
-            uses.map { uses in
+    func tag(_ name: String, uses: Int64? = nil) -> RawJSON {
+        RawJSON.object { tag in
+            tag.member("name", name)
+            tag.member("url", tagURL(name))
+            tag.member("history", array: uses.map { [$0] } ?? []) { history, uses in
                 let today = String(Int(Self.midnight(Date()).timeIntervalSince1970))
-                return [["day": .string(today), "uses": .string(String(uses)), "accounts": .string(String(uses))]]
-            } ?? []
-        return ["name": .string(name), "url": .string(tagURL(name)), "history": history, "following": false]
+                history.object { day in
+                    day.member("day", today)
+                    day.member("uses", String(uses))
+                    day.member("accounts", String(uses))
+                }
+            }
+            tag.member("following", false)
+        }
     }
 
     func tagURL(_ tag: String) -> String {
@@ -77,104 +113,191 @@ struct MastodonRenderer: Sendable {
     /// `bookmarked` when the caller's bookmarks are what is listed, `pinned` when the author's
     /// pinned tweet is (a Tweet says neither). A repost entry is Mastodon's reblog: a status of the
     /// reposter's, with the repost's id and time, whose `reblog` is the original.
-    func status(_ tweet: Tweet, source: Bool = false, bookmarked: Bool = false, pinned: Bool = false) -> JSONValue {
+    func status(_ tweet: Tweet, source: Bool = false, bookmarked: Bool = false, pinned: Bool = false) -> RawJSON {
+        RawJSON { writeStatus(tweet, source: source, bookmarked: bookmarked, pinned: pinned, to: &$0) }
+    }
+
+    /// Statuses as one array.
+    func statuses(_ tweets: some Sequence<Tweet>) -> RawJSON {
+        RawJSON { writer in writer.array(tweets) { writer, tweet in writeStatus(tweet, to: &writer) } }
+    }
+
+    func writeStatus(_ tweet: Tweet, source: Bool = false, bookmarked: Bool = false, pinned: Bool = false, to writer: inout JSONWriter) {
         if let reposter = tweet.repostedBy, let repostID = tweet.repostId {
             var original = tweet
             (original.repostedBy, original.repostId) = (nil, nil)
-            let reblog = status(original, bookmarked: bookmarked, pinned: pinned)
-            guard case .object(var wrapper) = reblog else { return reblog }
             let url = "\(origin)/@\(reposter.username)/\(repostID)"
-            wrapper["id"] = .string(repostID.description)
-            wrapper["uri"] = .string(url)
-            wrapper["url"] = .string(url)
-            wrapper["account"] = account(reposter)
-            wrapper["created_at"] = .string(RFC3339.format(SnowflakeGenerator.timestamp(of: repostID.value)))
-            wrapper["content"] = ""
-            wrapper["reblog"] = reblog
-            wrapper["quote"] = .null
-            (wrapper["media_attachments"], wrapper["mentions"], wrapper["tags"]) = ([], [], [])
-            (wrapper["in_reply_to_id"], wrapper["in_reply_to_account_id"]) = (.null, .null)
-            return .object(wrapper)
+            writer.object { status in
+                status.member("id", repostID.description)
+                status.member("uri", url)
+                status.member("url", url)
+                status.member("created_at", RFC3339.format(SnowflakeGenerator.timestamp(of: repostID.value)))
+                status.key("account")
+                writeAccount(reposter, to: &status)
+                status.member("content", "")
+                writeCommonStatusFields(original, bookmarked: bookmarked, pinned: pinned, to: &status)
+                for list: StaticString in ["media_attachments", "mentions", "tags"] { status.member(list, [] as JSONValue) }
+                status.member("in_reply_to_id", nil as String?)
+                status.member("in_reply_to_account_id", nil as String?)
+                status.key("reblog")
+                writeStatus(original, bookmarked: bookmarked, pinned: pinned, to: &status)
+                status.member("quote", nil as String?)
+            }
+            return
         }
         let url = "\(origin)/@\(tweet.author.username)/\(tweet.id)"
-        var fields: [String: JSONValue] = [
-            "id": .string(tweet.id.description), "uri": .string(url), "url": .string(url),
-            "created_at": .string(RFC3339.format(tweet.createdAt)), "account": account(tweet.author),
-            "content": .string(StatusHTML(renderer: self).content(of: tweet)), "visibility": "public", "sensitive": false,
-            "spoiler_text": "", "media_attachments": .array(tweet.media.map(media)), "application": .null,
-            "mentions": .array(tweet.mentions.map { user in
-                ["id": .string(user.id.description), "username": .string(user.username), "acct": .string(user.username),
-                 "url": .string(profileURL(user.username))]
-            }),
-            "tags": .array(tweet.hashtags.map { ["name": .string($0), "url": .string(tagURL($0))] }),
-            "emojis": [], "reblogs_count": .int(tweet.reposts), "favourites_count": .int(tweet.likes), "replies_count": .int(tweet.replies),
-            "reblog": .null, "poll": .null, "card": .null, "language": .null, "edited_at": .null,
-            "in_reply_to_id": tweet.replyTo.map { .string($0.description) } ?? .null,
-            "in_reply_to_account_id": tweet.replyToUser.map { .string($0.id.description) } ?? .null,
-            "favourited": .bool(tweet.likedByMe), "reblogged": .bool(tweet.repostedByMe), "muted": false, "bookmarked": .bool(bookmarked), "pinned": .bool(pinned),
-            "filtered": [],
+        writer.object { status in
+            status.member("id", tweet.id.description)
+            status.member("uri", url)
+            status.member("url", url)
+            status.member("created_at", RFC3339.format(tweet.createdAt))
+            status.key("account")
+            writeAccount(tweet.author, to: &status)
+            status.member("content", StatusHTML(renderer: self).content(of: tweet))
+            writeCommonStatusFields(tweet, bookmarked: bookmarked, pinned: pinned, to: &status)
+            status.member("media_attachments", array: tweet.media) { list, media in writeMedia(media, to: &list) }
+            status.member("mentions", array: tweet.mentions) { list, user in
+                list.object { mention in
+                    mention.member("id", user.id.description)
+                    mention.member("username", user.username)
+                    mention.member("acct", user.username)
+                    mention.member("url", profileURL(user.username))
+                }
+            }
+            status.member("tags", array: tweet.hashtags) { list, tag in
+                list.object { entry in
+                    entry.member("name", tag)
+                    entry.member("url", tagURL(tag))
+                }
+            }
+            status.member("in_reply_to_id", tweet.replyTo?.description)
+            status.member("in_reply_to_account_id", tweet.replyToUser?.id.description)
+            status.member("reblog", nil as String?)
             // Mastodon 4.5's quote: the quoted status, always accepted (Aviary asks no consent).
-            "quote": tweet.quote.map { quoted in .object(["state": "accepted", "quoted_status": status(quoted)]) } ?? .null,
-        ]
-        if source { fields["text"] = .string(tweet.text ?? "") }
-        return .object(fields)
+            if let quoted = tweet.quote {
+                status.member("quote", object: { quote in
+                    quote.member("state", "accepted")
+                    quote.key("quoted_status")
+                    writeStatus(quoted, to: &quote)
+                })
+            } else {
+                status.member("quote", nil as String?)
+            }
+            if source { status.member("text", tweet.text ?? "") }
+        }
+    }
+
+    /// The members a status and the reblog that wraps it share: the original's counts and the
+    /// caller's state, and Mastodon's neutral values.
+    private func writeCommonStatusFields(_ tweet: Tweet, bookmarked: Bool, pinned: Bool, to status: inout JSONWriter) {
+        status.member("visibility", "public")
+        status.member("sensitive", false)
+        status.member("spoiler_text", "")
+        status.member("emojis", [] as JSONValue)
+        status.member("filtered", [] as JSONValue)
+        status.member("reblogs_count", tweet.reposts)
+        status.member("favourites_count", tweet.likes)
+        status.member("replies_count", tweet.replies)
+        for absent: StaticString in ["application", "poll", "card", "language", "edited_at"] { status.member(absent, nil as String?) }
+        status.member("favourited", tweet.likedByMe)
+        status.member("reblogged", tweet.repostedByMe)
+        status.member("muted", false)
+        status.member("bookmarked", bookmarked)
+        status.member("pinned", pinned)
     }
 
     // MARK: Notification
 
-    /// A notification: a like reads as a favourite, a repost as a reblog, a reply as a mention.
-    func notification(_ item: NotificationItem) throws -> JSONValue {
-        let type =
-            switch item.type {
-            case .like: "favourite"
-            case .repost: "reblog"
-            case .quote: "quote"
-            case .follow: "follow"
-            case .reply, .mention, .message: "mention"
-            }
-        return [
-            "id": .string(item.id.description), "type": .string(type), "created_at": .string(RFC3339.format(item.createdAt)),
-            "account": account(item.actor), "status": try item.decodedTweet().map { status($0) } ?? .null,
-            "group_key": .string("ungrouped-\(item.id)"), "report": .null,
-        ]
+    /// Mastodon's type of a notification of `kind`: a like reads as a favourite, a repost as a
+    /// reblog, a reply as a mention.
+    static func type(of kind: NotificationKind) -> String {
+        switch kind {
+        case .like: "favourite"
+        case .repost: "reblog"
+        case .quote: "quote"
+        case .follow: "follow"
+        case .reply, .mention, .message: "mention"
+        }
+    }
+
+    func notification(_ item: NotificationItem) throws -> RawJSON {
+        let tweet = try item.decodedTweet()
+        return RawJSON.object { notification in
+            notification.member("id", item.id.description)
+            notification.member("type", Self.type(of: item.type))
+            notification.member("created_at", RFC3339.format(item.createdAt))
+            notification.key("account")
+            writeAccount(item.actor, to: &notification)
+            notification.key("status")
+            if let tweet { writeStatus(tweet, to: &notification) } else { notification.null() }
+            notification.member("group_key", "ungrouped-\(item.id)")
+            notification.member("report", nil as String?)
+        }
     }
 
     // MARK: MediaAttachment
 
-    func media(_ media: Media) -> JSONValue {
+    func media(_ media: Media) -> RawJSON {
+        RawJSON { writeMedia(media, to: &$0) }
+    }
+
+    func writeMedia(_ media: Media, to writer: inout JSONWriter) {
         let kind =
             if media.contentType == "image/gif" { "gifv" }
             else if media.contentType.hasPrefix("image/") { "image" }
             else if media.contentType.hasPrefix("video/") { "video" }
             else if media.contentType.hasPrefix("audio/") { "audio" }
             else { "unknown" }
-        var original: [String: JSONValue] = [:]
-        if let width = media.width, let height = media.height, height > 0 {
-            original = ["width": .int(Int64(width)), "height": .int(Int64(height)), "size": .string("\(width)x\(height)"),
-                        "aspect": .double(Double(width) / Double(height))]
+        let size = media.width.flatMap { width in media.height.flatMap { height in height > 0 ? (width, height) : nil } }
+        writer.object { attachment in
+            attachment.member("id", media.id.description)
+            attachment.member("type", kind)
+            attachment.member("url", media.url)
+            attachment.member("preview_url", media.url)
+            attachment.member("remote_url", nil as String?)
+            attachment.member("text_url", nil as String?)
+            attachment.member("meta", object: { meta in
+                if size != nil || media.durationMs != nil {
+                    meta.member("original", object: { original in
+                        if let (width, height) = size {
+                            original.member("width", width)
+                            original.member("height", height)
+                            original.member("size", "\(width)x\(height)")
+                            original.member("aspect", Double(width) / Double(height))
+                        }
+                        if let duration = media.durationMs { original.member("duration", Double(duration) / 1000) }
+                    })
+                }
+                if let focus = media.focus {
+                    meta.member("focus", object: { point in
+                        point.member("x", focus.x)
+                        point.member("y", focus.y)
+                    })
+                }
+            })
+            attachment.member("description", media.description)
+            attachment.member("blurhash", nil as String?)
         }
-        if let duration = media.durationMs { original["duration"] = .double(Double(duration) / 1000) }
-        var meta: [String: JSONValue] = original.isEmpty ? [:] : ["original": .object(original)]
-        if let focus = media.focus { meta["focus"] = ["x": .double(focus.x), "y": .double(focus.y)] }
-        return [
-            "id": .string(media.id.description), "type": .string(kind), "url": .string(media.url),
-            "preview_url": .string(media.url), "remote_url": .null, "text_url": .null,
-            "meta": .object(meta), "description": media.description.map(JSONValue.string) ?? .null, "blurhash": .null,
-        ]
     }
 
     // MARK: Relationship
 
     /// The caller's relation to `id`. Blocks and mutes are known where the call made or lifted one
     /// (social-graph's relationship does not tell them); Aviary has no notes or follow requests.
-    func relationship(_ id: EntityID, _ relation: Relationship) -> JSONValue {
-        [
-            "id": .string(id.description), "following": .bool(relation.isFollowed), "showing_reblogs": .bool(relation.isFollowed),
-            "notifying": false, "languages": .null, "followed_by": .bool(relation.followsYou), "blocking": .bool(relation.blocking),
-            "blocked_by": .bool(relation.blockedBy), "muting": .bool(relation.muting),
-            "muting_notifications": .bool(relation.mutingNotifications), "requested": false,
-            "requested_by": false, "domain_blocking": false, "endorsed": false, "note": "",
-        ]
+    func relationship(_ id: EntityID, _ relation: Relationship) -> RawJSON {
+        RawJSON.object { entity in
+            entity.member("id", id.description)
+            entity.member("following", relation.isFollowed)
+            entity.member("showing_reblogs", relation.isFollowed)
+            entity.member("followed_by", relation.followsYou)
+            entity.member("blocking", relation.blocking)
+            entity.member("blocked_by", relation.blockedBy)
+            entity.member("muting", relation.muting)
+            entity.member("muting_notifications", relation.mutingNotifications)
+            entity.member("languages", nil as String?)
+            for flag: StaticString in ["notifying", "requested", "requested_by", "domain_blocking", "endorsed"] { entity.member(flag, false) }
+            entity.member("note", "")
+        }
     }
 
     // MARK: Times

@@ -44,7 +44,9 @@ struct StatusHTML {
     ) -> String {
         let trimmed = text.trimmingWhitespace()
         guard !trimmed.isEmpty else { return "" }
-        var html = "<p>"
+        // Written as UTF-8 bytes: appending to a String scalar by scalar cost most of a status's
+        // rendering.
+        var html: [UInt8] = Array("<p>".utf8)
         html.reserveCapacity(trimmed.utf8.count + 64)
         let scalars = Array(trimmed.unicodeScalars)
         var index = 0
@@ -52,35 +54,37 @@ struct StatusHTML {
             if scalars[index] == "\n" {
                 var end = index
                 while end < scalars.count, scalars[end] == "\n" || scalars[end] == "\r" { end += 1 }
-                html += scalars[index..<end].filter { $0 == "\n" }.count > 1 ? "</p><p>" : "<br />"
+                html += (scalars[index..<end].filter { $0 == "\n" }.count > 1 ? "</p><p>" : "<br />").utf8
                 index = end
             } else if let (markup, end) = link(scalars, index) {
-                html += markup
+                html += markup.utf8
                 index = end
             } else {
                 append(scalars[index], to: &html)
                 index += 1
             }
         }
-        return html + "</p>"
+        html += "</p>".utf8
+        return String(decoding: html, as: UTF8.self)
     }
 
     static func escape(_ text: String) -> String {
-        var escaped = ""
+        var escaped: [UInt8] = []
         escaped.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars { append(scalar, to: &escaped) }
-        return escaped
+        return String(decoding: escaped, as: UTF8.self)
     }
 
-    /// `scalar` escaped for HTML text and attribute values.
-    private static func append(_ scalar: Unicode.Scalar, to html: inout String) {
+    /// `scalar` escaped for HTML text and attribute values, as UTF-8.
+    private static func append(_ scalar: Unicode.Scalar, to html: inout [UInt8]) {
         switch scalar {
-        case "&": html += "&amp;"
-        case "<": html += "&lt;"
-        case ">": html += "&gt;"
-        case "\"": html += "&quot;"
-        case "'": html += "&#39;"
-        default: html.unicodeScalars.append(scalar)
+        case "&": html += "&amp;".utf8
+        case "<": html += "&lt;".utf8
+        case ">": html += "&gt;".utf8
+        case "\"": html += "&quot;".utf8
+        case "'": html += "&#39;".utf8
+        default:
+            UTF8.encode(scalar) { html.append($0) }
         }
     }
 }
