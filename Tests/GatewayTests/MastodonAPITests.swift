@@ -485,6 +485,8 @@ struct MastodonAPITests {
         let tag = "s" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
         try await socket.send(#"{"type":"subscribe","stream":"hashtag","tag":"\#(tag)"}"#)
         try await socket.send(#"{"type":"subscribe","stream":"public:local"}"#)
+        // Aviary keeps no direct statuses: the direct stream is followed and says nothing.
+        try await socket.send(#"{"type":"subscribe","stream":"direct"}"#)
         try await Task.sleep(for: .milliseconds(500))
 
         let posted = try await app.send("POST", "/api/v1/statuses", ["status": "for my followers #\(tag)"], token: niaToken)
@@ -516,9 +518,13 @@ struct MastodonAPITests {
             return notification?["type"] == "favourite" && notification?["account"]?["id"]?.stringValue == nia.id
         })
         #expect(try await app.get("/api/v1/streaming/user").status == 401)
+        #expect(try await app.get("/api/v1/streaming/direct").status == 401)
         #expect(try await app.get("/api/v1/streaming/hashtag?tag=", token: ozToken).status == 422)
+        #expect(!socket.messages.contains { $0["error"] != nil || $0["stream"] == ["direct"] }, "\(socket.messages)")
         try await socket.send(#"{"type":"subscribe","stream":"nothing"}"#)
         #expect(await eventually { socket.messages.contains { $0["error"] == "Unknown stream type" } })
+        let direct = try await TestSocket.open(edge.url, path: "/api/v1/streaming?stream=direct&access_token=\(ozToken)")
+        await direct.close()
     }
 
     @Test("lists: create, members, an account's lists, the list timeline and stream, update, delete; another's list is 404")

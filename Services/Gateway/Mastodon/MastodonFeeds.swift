@@ -29,6 +29,10 @@ final class MastodonFeeds: Sendable {
         case everyone(local: Bool, mediaOnly: Bool)
         /// One of the user's lists (``accepts(_:)`` checks that it is theirs).
         case list(EntityID)
+        /// The user's direct statuses: Aviary keeps none (direct messages stay in messaging, and a
+        /// direct status is refused), so it is followed, as a client expects it to be, and sends
+        /// nothing.
+        case direct
 
         /// The stream `name` names, with its `tag` (hashtag) or `list` (list) parameter.
         init?(name: String, tag: String?, list: String? = nil) {
@@ -38,6 +42,7 @@ final class MastodonFeeds: Sendable {
                 self = .list(EntityID(id))
             case "user": self = .user
             case "user:notification": self = .notifications
+            case "direct": self = .direct
             case "hashtag":
                 guard let tag, (1...100).contains(tag.count), tag.unicodeScalars.allSatisfy(TextRules.isNameScalar) else { return nil }
                 self = .hashtag(tag.lowercased())
@@ -55,6 +60,16 @@ final class MastodonFeeds: Sendable {
             case .hashtag(let tag): ["hashtag", .string(tag)]
             case .everyone(let local, let mediaOnly): [.string("public" + (local ? ":local" : "") + (mediaOnly ? ":media" : ""))]
             case .list(let id): ["list", .string(id.description)]
+            case .direct: ["direct"]
+            }
+        }
+
+        /// Whether its statuses are read every ``pollInterval``: notifications come from their
+        /// subscription, and the direct stream has none to read.
+        var isPolled: Bool {
+            switch self {
+            case .user, .hashtag, .everyone, .list: true
+            case .notifications, .direct: false
             }
         }
 
@@ -62,7 +77,7 @@ final class MastodonFeeds: Sendable {
         var carriesNotifications: Bool {
             switch self {
             case .user, .notifications: true
-            case .hashtag, .everyone, .list: false
+            case .hashtag, .everyone, .list, .direct: false
             }
         }
     }
@@ -127,7 +142,7 @@ final class MastodonFeeds: Sendable {
 
     func follow(_ stream: Stream) {
         guard following.streams.withLock({ $0.insert(stream).inserted }) else { return }
-        if stream != .notifications {
+        if stream.isPolled {
             let task = poll(stream)
             polls.withLock { $0[stream] = task }
         }
@@ -219,6 +234,7 @@ final class MastodonFeeds: Sendable {
             try await gateway.forwarder.call(TimelineAPI.list, ListPageParams(listId: id, limit: limit, cursor: cursor), for: caller)
         case .user, .notifications:
             try await gateway.forwarder.call(TimelineAPI.home, PageParams(limit: limit, cursor: cursor), for: caller)
+        case .direct: Page(items: [], nextCursor: nil)
         }
     }
 

@@ -4,7 +4,7 @@ import Hummingbird
 import NIOCore
 
 /// Mastodon's streaming over HTTP: `GET /api/v1/streaming/user`, `/user/notification`,
-/// `/hashtag?tag=`, `/public` and `/public/local` (with `only_media`), `/list?list=`, as server-sent events (`event: update`, `data: <the entity as JSON>`), the
+/// `/hashtag?tag=`, `/public` and `/public/local` (with `only_media`), `/list?list=`, `/direct`, as server-sent events (`event: update`, `data: <the entity as JSON>`), the
 /// same ``MastodonFeeds`` as the WebSocket's. A comment line every ``heartbeat`` keeps proxies
 /// from closing a quiet response.
 extension MastodonAPI {
@@ -15,6 +15,7 @@ extension MastodonAPI {
             ("api/v1/streaming/user", "user"), ("api/v1/streaming/user/notification", "user:notification"),
             ("api/v1/streaming/hashtag", "hashtag"), ("api/v1/streaming/public", "public"),
             ("api/v1/streaming/public/local", "public:local"), ("api/v1/streaming/list", "list"),
+            ("api/v1/streaming/direct", "direct"),
         ]
         for (path, name) in paths {
             endpoint(router, .get, RouterPath(path), access: .user, scope: "read:statuses") { call, context in
