@@ -99,11 +99,10 @@ public struct JSONWriter {
         needsComma = false
     }
 
-    /// A key that is not a literal (an id): escaped as a string value is.
-    public mutating func key(_ name: String) {
-        string(name)
-        bytes.append(UInt8(ascii: ":"))
-        needsComma = false
+    /// A member whose value is null.
+    public mutating func null(_ name: StaticString) {
+        key(name)
+        null()
     }
 
     public mutating func member(_ name: StaticString, _ value: String) {

@@ -8,6 +8,7 @@ struct JSONWriterTests {
         let json = RawJSON.object { object in
             object.member("id", "1")
             object.member("missing", nil as String?)
+            object.null("absent")
             object.member("counts", array: [0, 7, -12, Int64.max, Int64.min]) { list, count in list.int(count) }
             object.member("empty", object: { _ in })
             object.member("none", array: [Int]()) { list, count in list.int(count) }
@@ -19,14 +20,13 @@ struct JSONWriterTests {
             })
             object.key("raw")
             object.raw(RawJSON(unchecked: Array("[1,2]".utf8)))
-            object.key("id \"9\"")
-            object.string("line\nbreak \"quoted\" \\ é")
+            object.member("text", "line\nbreak \"quoted\" \\ é")
         }
         #expect(
             String(decoding: json.bytes, as: UTF8.self)
-                == #"{"id":"1","missing":null,"counts":[0,7,-12,9223372036854775807,-9223372036854775808],"empty":{},"none":[],"#
+                == #"{"id":"1","missing":null,"absent":null,"counts":[0,7,-12,9223372036854775807,-9223372036854775808],"empty":{},"none":[],"#
                 + #""nested":{"yes":true,"ratio":0.5,"infinite":null,"tree":{"a":[1,"b"]}},"raw":[1,2],"#
-                + #""id \"9\"":"line\nbreak \"quoted\" \\ é"}"#)
+                + #""text":"line\nbreak \"quoted\" \\ é"}"#)
     }
 
     @Test func readsBackAsWhatWasWritten() throws {

@@ -9,19 +9,21 @@ import ServiceKit
 /// The gateway's HTTP answers: JSON bodies, the status of a contract error, the limits' headers.
 enum EdgeResponses {
     static func json(_ body: Data, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
-        var fields = headers
-        fields[.contentType] = "application/json"
-        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body)))
-    }
-
-    static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
-        json(value.jsonBytes.map { Data($0) } ?? Data("{}".utf8), status: status, headers: headers)
+        json(ByteBuffer(bytes: body), status: status, headers: headers)
     }
 
     static func json(_ value: RawJSON, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        json(ByteBuffer(bytes: value.bytes), status: status, headers: headers)
+    }
+
+    private static func json(_ body: ByteBuffer, status: HTTPResponse.Status, headers: HTTPFields) -> Response {
         var fields = headers
         fields[.contentType] = "application/json"
-        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: value.bytes)))
+        return Response(status: status, headers: fields, body: .init(byteBuffer: body))
+    }
+
+    static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        json(ByteBuffer(bytes: value.jsonBytes ?? Array("{}".utf8)), status: status, headers: headers)
     }
 
     /// An error that is not a JSON-RPC answer: `{"error": {"status", "message", ...}}`.

@@ -212,13 +212,13 @@ extension MastodonAPI {
             RawJSON.object { report in
                 report.member("id", receipt.reportId.description)
                 report.member("action_taken", false)
-                report.member("action_taken_at", nil as String?)
+                report.null("action_taken_at")
                 report.member("category", reason.rawValue)
                 report.member("comment", comment)
                 report.member("forwarded", false)
                 report.member("created_at", RFC3339.format(MastodonRenderer.creation(of: receipt.reportId)))
                 report.member("status_ids", array: statuses) { list, id in list.string(id.description) }
-                report.member("rule_ids", nil as String?)
+                report.null("rule_ids")
                 report.member("target_account", raw: call.renderer.account(user))
             })
     }

@@ -27,16 +27,12 @@ struct MastodonRenderer: Sendable {
         writer.object { account in
             writeAccountFields(
                 id: user.id, username: user.username, fullname: user.fullname, avatar: user.profileImageUrl,
-                createdAt: user.createdAt, to: &account)
-            account.member("note", StatusHTML.paragraphs(user.bio))
-            account.member("followers_count", user.stats.followers)
-            account.member("following_count", user.stats.following)
-            account.member("statuses_count", user.stats.tweets)
+                createdAt: user.createdAt, note: StatusHTML.paragraphs(user.bio), stats: user.stats, to: &account)
             if source {
                 account.member("source", object: { source in
                     source.member("privacy", "public")
                     source.member("sensitive", false)
-                    source.member("language", nil as String?)
+                    source.null("language")
                     source.member("note", user.bio)
                     source.member("fields", [] as JSONValue)
                     source.member("follow_requests_count", 0 as Int64)
@@ -49,17 +45,14 @@ struct MastodonRenderer: Sendable {
         writer.object { account in
             writeAccountFields(
                 id: summary.id, username: summary.username, fullname: summary.fullname, avatar: summary.profileImageUrl,
-                createdAt: Self.creation(of: summary.id), to: &account)
-            account.member("note", "")
-            account.member("followers_count", 0 as Int64)
-            account.member("following_count", 0 as Int64)
-            account.member("statuses_count", 0 as Int64)
+                createdAt: Self.creation(of: summary.id), note: "", stats: UserStats(), to: &account)
         }
     }
 
-    /// The members every account has but its note and counts, which its two forms write.
+    /// The members both forms of an account have (all but a profile's `source`).
     private func writeAccountFields(
-        id: EntityID, username: String, fullname: String, avatar: String?, createdAt: Date, to account: inout JSONWriter
+        id: EntityID, username: String, fullname: String, avatar: String?, createdAt: Date, note: String, stats: UserStats,
+        to account: inout JSONWriter
     ) {
         let avatarURL = avatar ?? "\(origin)/avatars/original/missing.png"
         let header = "\(origin)/headers/original/missing.png"
@@ -78,8 +71,12 @@ struct MastodonRenderer: Sendable {
         account.member("avatar_static", avatarURL)
         account.member("header", header)
         account.member("header_static", header)
-        account.member("last_status_at", nil as String?)
+        account.null("last_status_at")
         for list: StaticString in ["emojis", "fields", "roles"] { account.member(list, [] as JSONValue) }
+        account.member("note", note)
+        account.member("followers_count", stats.followers)
+        account.member("following_count", stats.following)
+        account.member("statuses_count", stats.tweets)
     }
 
     func profileURL(_ username: String) -> String { "\(origin)/@\(username)" }
@@ -137,11 +134,11 @@ struct MastodonRenderer: Sendable {
                 status.member("content", "")
                 writeCommonStatusFields(original, bookmarked: bookmarked, pinned: pinned, to: &status)
                 for list: StaticString in ["media_attachments", "mentions", "tags"] { status.member(list, [] as JSONValue) }
-                status.member("in_reply_to_id", nil as String?)
-                status.member("in_reply_to_account_id", nil as String?)
+                status.null("in_reply_to_id")
+                status.null("in_reply_to_account_id")
                 status.key("reblog")
                 writeStatus(original, bookmarked: bookmarked, pinned: pinned, to: &status)
-                status.member("quote", nil as String?)
+                status.null("quote")
             }
             return
         }
@@ -172,7 +169,7 @@ struct MastodonRenderer: Sendable {
             }
             status.member("in_reply_to_id", tweet.replyTo?.description)
             status.member("in_reply_to_account_id", tweet.replyToUser?.id.description)
-            status.member("reblog", nil as String?)
+            status.null("reblog")
             // Mastodon 4.5's quote: the quoted status, always accepted (Aviary asks no consent).
             if let quoted = tweet.quote {
                 status.member("quote", object: { quote in
@@ -181,7 +178,7 @@ struct MastodonRenderer: Sendable {
                     writeStatus(quoted, to: &quote)
                 })
             } else {
-                status.member("quote", nil as String?)
+                status.null("quote")
             }
             if source { status.member("text", tweet.text ?? "") }
         }
@@ -198,7 +195,7 @@ struct MastodonRenderer: Sendable {
         status.member("reblogs_count", tweet.reposts)
         status.member("favourites_count", tweet.likes)
         status.member("replies_count", tweet.replies)
-        for absent: StaticString in ["application", "poll", "card", "language", "edited_at"] { status.member(absent, nil as String?) }
+        for absent: StaticString in ["application", "poll", "card", "language", "edited_at"] { status.null(absent) }
         status.member("favourited", tweet.likedByMe)
         status.member("reblogged", tweet.repostedByMe)
         status.member("muted", false)
@@ -231,7 +228,7 @@ struct MastodonRenderer: Sendable {
             notification.key("status")
             if let tweet { writeStatus(tweet, to: &notification) } else { notification.null() }
             notification.member("group_key", "ungrouped-\(item.id)")
-            notification.member("report", nil as String?)
+            notification.null("report")
         }
     }
 
@@ -254,8 +251,8 @@ struct MastodonRenderer: Sendable {
             attachment.member("type", kind)
             attachment.member("url", media.url)
             attachment.member("preview_url", media.url)
-            attachment.member("remote_url", nil as String?)
-            attachment.member("text_url", nil as String?)
+            attachment.null("remote_url")
+            attachment.null("text_url")
             attachment.member("meta", object: { meta in
                 if size != nil || media.durationMs != nil {
                     meta.member("original", object: { original in
@@ -276,7 +273,7 @@ struct MastodonRenderer: Sendable {
                 }
             })
             attachment.member("description", media.description)
-            attachment.member("blurhash", nil as String?)
+            attachment.null("blurhash")
         }
     }
 
@@ -294,7 +291,7 @@ struct MastodonRenderer: Sendable {
             entity.member("blocked_by", relation.blockedBy)
             entity.member("muting", relation.muting)
             entity.member("muting_notifications", relation.mutingNotifications)
-            entity.member("languages", nil as String?)
+            entity.null("languages")
             for flag: StaticString in ["notifying", "requested", "requested_by", "domain_blocking", "endorsed"] { entity.member(flag, false) }
             entity.member("note", "")
         }
