@@ -89,10 +89,20 @@ struct DataExportStore: Sendable {
             """, [id, error])
     }
 
-    /// Marks the exports `ids` taken (media no longer has them).
-    func downloaded(_ ids: [Int64]) async throws {
-        guard !ids.isEmpty else { return }
-        try await postgres.execute("UPDATE auth.exports SET status = 'downloaded' WHERE id = ANY($1) AND status = 'ready'", [ids])
+    /// Marks the ready exports `ids`, which media no longer has, taken, or expired when they
+    /// are past ``retention``: the sweep discards an overdue export's medium before it marks the
+    /// export, and a listing in between must not call it downloaded. Their statuses now, by id.
+    func gone(_ ids: [Int64]) async throws -> [Int64: DataExportStatus] {
+        guard !ids.isEmpty else { return [:] }
+        let rows = try await postgres.query(
+            """
+            UPDATE auth.exports
+            SET status = CASE WHEN ready_at < now() - interval '\(Self.retention)' THEN 'expired' ELSE 'downloaded' END
+            WHERE id = ANY($1) AND status = 'ready' RETURNING id, status
+            """, [ids])
+        return Dictionary(
+            try rows.map { (try $0.decode(Int64.self, at: 0), DataExportStatus(rawValue: try $0.decode(String.self, at: 1)) ?? .downloaded) },
+            uniquingKeysWith: { first, _ in first })
     }
 
     /// How long a ready export waits for its download (`ExportAPI.exports` says so).

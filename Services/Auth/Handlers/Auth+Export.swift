@@ -25,7 +25,8 @@ extension AuthService {
     }
 
     /// `rows` as their owner sees them: a ready export with a fresh signed URL from media (one
-    /// `media.getMany` for all), or, once media no longer has it (downloaded, or erased), downloaded.
+    /// `media.getMany` for all), or, once media no longer has it, downloaded (or expired, past its
+    /// retention: ``DataExportStore/gone(_:)``).
     private func shown(_ rows: [DataExportStore.Row], owner: Int64, context: RPCContext) async throws -> [DataExport] {
         let ready = rows.filter { $0.status == .ready }.compactMap(\.mediaID)
         let media =
@@ -36,7 +37,7 @@ extension AuthService {
                     GetMediaParams(ids: ready.map { EntityID($0) }, ownerId: EntityID(owner), purpose: .export), context: context
                 ).map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
         var gone: [Int64] = []
-        let shownExports = rows.map { row in
+        var shownExports = rows.map { row in
             var export = DataExport(
                 id: EntityID(row.id), status: row.status, createdAt: row.createdAt, readyAt: row.readyAt, byteSize: row.byteSize)
             if row.status == .ready, let mediaID = row.mediaID {
@@ -46,12 +47,15 @@ extension AuthService {
                         .flatMap(TimeInterval.init).map(Date.init(timeIntervalSince1970:))
                 } else {
                     gone.append(row.id)
-                    export.status = .downloaded
                 }
             }
             return export
         }
-        try await exports.downloaded(gone)
+        let marked = try await exports.gone(gone)
+        for index in shownExports.indices where gone.contains(shownExports[index].id.value) {
+            // Marked now, or by the sweep just before (expired).
+            shownExports[index].status = marked[shownExports[index].id.value] ?? .expired
+        }
         return shownExports
     }
 }
