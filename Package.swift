@@ -156,7 +156,7 @@ let package = Package(
             cSettings: [.define("AVIARY_REVISION", to: "\"\(revision)\"")]),
         .target(
             name: "EventStreams", dependencies: [
-                "AviaryJSON", "RPC", "Postgres", "Redis", "AviaryAPI", logging, .product(name: "NIOCore", package: "swift-nio"),
+                "AviaryJSON", "RPC", "Postgres", "Redis", "AviaryAPI", "ChannelSupport", logging, .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -24,7 +24,9 @@ public struct SocialGraphService: Sendable {
         let capacity = try resources.configuration.integer("AVIARY_GRAPH_LOCAL_USERS", default: 10_000, in: 0...1_000_000)
         let local =
             capacity == 0
-            ? nil : LocalCopy<FollowRecord>(.follows, redis: resources.redis, capacity: capacity, lifetime: .seconds(10), logger: resources.logger)
+            ? nil : LocalCopy<FollowRecord>(
+                .follows, redis: resources.redis, capacity: capacity, lifetime: .seconds(10), markingWriters: true,
+                logger: resources.logger)
         let directory = UserDirectory(resources: resources)
         resources.addBackgroundService(
             LocalCopyWatch(redis: resources.redis, watches: [directory.known.watch(on:)] + (local.map { [$0.watch(on:)] } ?? []), logger: resources.logger))

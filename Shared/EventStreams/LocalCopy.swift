@@ -22,6 +22,11 @@ import Synchronization
 /// stale a silently dead subscription, or a writer that died between its commit and its
 /// announcement, could leave them.
 ///
+/// Another process hears of a change a moment after the writer answered. So that a user reads
+/// their own write whichever process answers, a copy of values a viewer sees as their own (their
+/// likes, whom they follow) marks its writers (``changed(_:by:)``, ``WriteMarks``) for `lifetime`,
+/// and a marked viewer's reads skip every process's copy (``values(_:viewer:)``).
+///
 /// Metrics: `aviary_<service>_local_<kind>_total` (counter, `result` `hit` or `miss`: values asked
 /// for and found here or not) and `aviary_<service>_local_<kind>` (gauge: values held).
 public final class LocalCopy<Value: Sendable>: Sendable {
@@ -36,6 +41,8 @@ public final class LocalCopy<Value: Sendable>: Sendable {
     private let lifetime: Duration
     private let logger: Logger
     private let state = Mutex(State())
+    /// The users whose writes changed values lately, when the copy marks them.
+    private let writers: WriteMarks?
     private let hits: Counter
     private let misses: Counter
     private let held: Gauge
@@ -61,9 +68,14 @@ public final class LocalCopy<Value: Sendable>: Sendable {
         let kept: Int
     }
 
-    public init(_ kind: LocalCopyKind, redis: RedisClient, capacity: Int, lifetime: Duration, logger: Logger) {
+    /// - Parameter markingWriters: whether writers are marked (``changed(_:by:)``), for copies of
+    ///   what a viewer sees as their own.
+    public init(
+        _ kind: LocalCopyKind, redis: RedisClient, capacity: Int, lifetime: Duration, markingWriters: Bool = false, logger: Logger
+    ) {
         self.kind = kind
         self.redis = redis
+        writers = markingWriters ? WriteMarks(redis: redis, prefix: kind.writerMarkPrefix, window: lifetime, logger: logger) : nil
         hits = Counter(label: "\(kind.metric)_total", dimensions: [("result", "hit")])
         misses = Counter(label: "\(kind.metric)_total", dimensions: [("result", "miss")])
         held = Gauge(label: kind.metric)
@@ -75,8 +87,21 @@ public final class LocalCopy<Value: Sendable>: Sendable {
     /// The values of `ids` held here, and the epoch to keep what the caller fetches under (nil while
     /// the copy is not trusted: nothing is kept then).
     public func values(_ ids: [Int64]) -> (found: [Int64: Value], epoch: Epoch?) {
+        counted(held(ids), asked: ids.count)
+    }
+
+    /// The values of `ids` held here for `viewer`'s read: none while the viewer is marked as a
+    /// writer of this kind (``changed(_:by:)``), who is shown what Postgres has until every process
+    /// has surely heard of their write.
+    public func values(_ ids: [Int64], viewer: Int64?) async -> (found: [Int64: Value], epoch: Epoch?) {
+        var result = held(ids)
+        if let viewer, let writers, !result.found.isEmpty, await writers.isMarked(String(viewer)) { result.found = [:] }
+        return counted(result, asked: ids.count)
+    }
+
+    private func held(_ ids: [Int64]) -> (found: [Int64: Value], epoch: Epoch?) {
         let now = ContinuousClock.now
-        let result: (found: [Int64: Value], epoch: Epoch?) = state.withLock { state in
+        return state.withLock { state in
             guard state.trusted else { return ([:], nil) }
             var found: [Int64: Value] = [:]
             for id in ids {
@@ -85,8 +110,11 @@ public final class LocalCopy<Value: Sendable>: Sendable {
             }
             return (found, Epoch(value: state.epoch))
         }
+    }
+
+    private func counted(_ result: (found: [Int64: Value], epoch: Epoch?), asked: Int) -> (found: [Int64: Value], epoch: Epoch?) {
         if !result.found.isEmpty { hits.increment(by: result.found.count) }
-        if result.found.count < ids.count { misses.increment(by: ids.count - result.found.count) }
+        if result.found.count < asked { misses.increment(by: asked - result.found.count) }
         return result
     }
 
@@ -170,6 +198,14 @@ public final class LocalCopy<Value: Sendable>: Sendable {
         distrust()
     }
 
+    /// Drops `ids`, which `writer`'s write changed, from this process at once (rather than wait for
+    /// the announcement), and marks the writer when the copy marks writers. Call after the write
+    /// committed, before answering.
+    public func changed(_ ids: [Int64], by writer: Int64) async {
+        forget(ids)
+        await writers?.mark([String(writer)])
+    }
+
     /// Drops `ids` at once: a writer does so for its own process rather than wait for its announcement.
     public func forget(_ ids: [Int64]) {
         state.withLock { state in
@@ -240,6 +276,9 @@ public struct LocalCopyKind: Sendable {
     var metric: String { "aviary_\(service)_local_\(name)" }
 
     public func channel(database: Int) -> String { "\(channelPrefix):\(database)" }
+
+    /// Where the copy's writers are marked: `aviary:writer-marks:<service>:<kind>:<user>`.
+    var writerMarkPrefix: String { "aviary:writer-marks:\(service):\(name):" }
 
     /// Tells every process's copy that `ids` changed, a thousand ids a `PUBLISH` (an account's
     /// erasure can name hundreds of thousands).

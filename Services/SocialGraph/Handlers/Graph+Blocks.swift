@@ -11,7 +11,7 @@ extension SocialGraphService {
         guard try await directory.exists(other, context: context) else { throw Self.unknownUser(params.userId) }
         if try await blocks.block(caller, other) > 0 {
             OutboxRelay.nudge()
-            records.changedHere([caller, other])
+            await records.changed([caller, other], by: caller)
             await reads.recordWrite(
                 to: [FollowStore.Direction.following, .followers].flatMap { [$0.list(of: caller), $0.list(of: other)] })
         }

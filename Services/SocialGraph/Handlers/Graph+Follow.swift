@@ -12,7 +12,7 @@ extension SocialGraphService {
             // The event reaches its stream, and other processes hear of the change, at once rather
             // than at the relay's next poll.
             OutboxRelay.nudge()
-            records.changedHere([caller, followee])
+            await records.changed([caller, followee], by: caller)
             await reads.recordWrite(to: [FollowStore.Direction.following.list(of: caller), FollowStore.Direction.followers.list(of: followee)])
         } else if try await blocks.isBlocked(caller, followee) {
             throw RPCError.forbidden("you cannot follow this user: one of you blocked the other")
@@ -27,7 +27,7 @@ extension SocialGraphService {
         // "not followed" from "no such user".
         if try await store.unfollow(follower: caller, followee: followee) {
             OutboxRelay.nudge()
-            records.changedHere([caller, followee])
+            await records.changed([caller, followee], by: caller)
             await reads.recordWrite(to: [FollowStore.Direction.following.list(of: caller), FollowStore.Direction.followers.list(of: followee)])
             return FollowState(following: false)
         }

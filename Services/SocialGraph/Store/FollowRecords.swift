@@ -24,10 +24,11 @@ struct FollowRecord: Sendable {
 /// `listedRelations`: that answers `isFollowed` and `followsYou` for any profile they view. Only for a
 /// viewer with more are the relations looked up.
 ///
-/// A follow or unfollow drops both users' records from its own process once it has committed
-/// (``changedHere(_:)``), and the outbox relay announces them with its event
-/// (``changedBy``, ``EventStreams/LocalCopyKind/announcer(_:redis:)``), which drops them from every
-/// other process a moment later.
+/// A follow or unfollow drops both users' records from its own process once it has committed, and
+/// marks its writer, whose own reads skip every process's copy until the others surely heard of it
+/// (``changed(_:by:)``); the outbox relay announces both users with its event (``changedBy``,
+/// ``EventStreams/LocalCopyKind/announcer(_:redis:)``), which drops them from every other process a
+/// moment later.
 struct FollowRecords: Sendable {
     let store: FollowStore
     /// This process's copy of the records read lately, if it keeps one.
@@ -40,7 +41,7 @@ struct FollowRecords: Sendable {
         // Without a copy to keep them in, the lists would cost more than they spare.
         guard let local else { return try await store.summaries(of: users, viewer: viewer) }
         let wanted = viewer.map { users + [$0] } ?? users
-        var (records, epoch) = local.values(wanted)
+        var (records, epoch) = await local.values(wanted, viewer: viewer)
         // A user held for their totals only is read again as the viewer, relations and all.
         func isMissing(_ user: Int64) -> Bool {
             guard let record = records[user] else { return true }
@@ -73,9 +74,10 @@ struct FollowRecords: Sendable {
         return summaries
     }
 
-    /// Drops `users`' records from this process: call after a follow or unfollow commits, before answering.
-    func changedHere(_ users: [Int64]) {
-        local?.forget(users)
+    /// Drops `users`' records, which `writer` changed, from this process and marks the writer: call
+    /// after a follow, unfollow or block commits, before answering.
+    func changed(_ users: [Int64], by writer: Int64) async {
+        await local?.changed(users, by: writer)
     }
 
     /// The payload fields of the graph's events that name users whose records they change.

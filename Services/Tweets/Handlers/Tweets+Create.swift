@@ -50,7 +50,7 @@ extension TweetsService {
             // once rather than at the relay's next poll.
             OutboxRelay.nudge()
             authorCounts.changedHere([author])
-            if let parent = params.replyTo { states.changedHere([parent.value]) }
+            if let parent = params.replyTo { await states.changed([parent.value], by: author) }
             await recordWrite(by: author, parent: params.replyTo?.value)
             var users: [Int64: UserSummary] = authorUser.map { [author: $0] } ?? [:]
             if let replyToUserID, users[replyToUserID] == nil {

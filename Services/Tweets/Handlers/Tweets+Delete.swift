@@ -15,7 +15,7 @@ extension TweetsService {
             return DeleteResult(deleted: true)
         case .deleted(let parent, let original):
             OutboxRelay.nudge()
-            states.changedHere([params.tweetId.value] + [parent, original].compactMap { $0 })
+            await states.changed([params.tweetId.value] + [parent, original].compactMap { $0 }, by: caller)
             authorCounts.changedHere([caller])
             await recordWrite(by: caller, parent: parent)
             do {

@@ -12,7 +12,7 @@ extension TweetsService {
         try await resources.refuseIfBlocked(caller, author, "like this tweet", context: context)
         guard let count = try await likes.like(params.tweetId.value, by: caller) else { throw Self.unknownTweet(params.tweetId) }
         OutboxRelay.nudge()
-        states.changedHere([params.tweetId.value])
+        await states.changed([params.tweetId.value], by: caller)
         return LikeState(likes: count, likedByMe: true)
     }
 
@@ -20,7 +20,7 @@ extension TweetsService {
         let caller = try context.requireUser()
         guard let count = try await likes.unlike(params.tweetId.value, by: caller) else { throw Self.unknownTweet(params.tweetId) }
         OutboxRelay.nudge()
-        states.changedHere([params.tweetId.value])
+        await states.changed([params.tweetId.value], by: caller)
         return LikeState(likes: count, likedByMe: false)
     }
 }

@@ -47,7 +47,7 @@ extension TweetsService {
     /// the original's state and the reposter's count.
     private func repostChanged(_ outcome: TweetStore.RepostOutcome, by caller: Int64) async {
         OutboxRelay.nudge()
-        states.changedHere([outcome.original])
+        await states.changed([outcome.original], by: caller)
         authorCounts.changedHere([caller])
         await recordWrite(by: caller, parent: nil)
     }

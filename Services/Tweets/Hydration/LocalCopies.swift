@@ -13,7 +13,7 @@ struct LocalCopies: Sendable {
     init(capacity: Int, redis: RedisClient, logger: Logger) {
         bodies = LocalCopy(.bodies, redis: redis, capacity: capacity, lifetime: .seconds(30), logger: logger)
         users = LocalCopy(.users, redis: redis, capacity: capacity, lifetime: .seconds(60), logger: logger)
-        states = LocalCopy(.states, redis: redis, capacity: capacity, lifetime: .seconds(10), logger: logger)
+        states = LocalCopy(.states, redis: redis, capacity: capacity, lifetime: .seconds(10), markingWriters: true, logger: logger)
         counts = LocalCopy(.counts, redis: redis, capacity: capacity, lifetime: .seconds(10), logger: logger)
     }
 

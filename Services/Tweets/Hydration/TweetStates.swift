@@ -9,11 +9,12 @@ import RPC
 /// for twenty. A state lists the tweet's likers while there are few, which answers `likedByMe` for
 /// any viewer; only for tweets liked more widely is the viewer's own like looked up.
 ///
-/// Every write that changes a state (a like, an unlike, a reply, a delete) calls ``changedHere(_:)``
-/// once it has committed and before it answers, which drops the state from the writer's process
-/// at once; the outbox relay announces its tweets with its event (``changedBy``,
-/// ``EventStreams/LocalCopyKind/announcer(_:redis:)``), which drops them from every other process a
-/// moment later.
+/// Every write that changes a state (a like, an unlike, a repost, a reply, a delete) calls
+/// ``changed(_:by:)`` once it has committed and before it answers, which drops the state from the
+/// writer's process at once and marks the writer, whose own reads skip every process's copy until
+/// the others surely heard of it; the outbox relay announces its tweets with its event
+/// (``changedBy``, ``EventStreams/LocalCopyKind/announcer(_:redis:)``), which drops them from every
+/// other process a moment later.
 struct TweetStates: Sendable {
     let store: TweetStore
     /// This process's copy of the states read lately, if it keeps one.
@@ -25,7 +26,7 @@ struct TweetStates: Sendable {
     /// process holds still answer, and the others are left out (`unreached` lists them): the caller
     /// may show those tweets as ``unknown(_:)`` where it has another sign that they exist.
     func states(_ ids: [Int64], viewer: Int64?) async throws -> (states: [Int64: StoredTweet], unreached: [Int64]) {
-        var (found, epoch) = local?.values(ids) ?? ([:], nil)
+        var (found, epoch) = await local?.values(ids, viewer: viewer) ?? ([:], nil)
         let asked = found.isEmpty ? ids : ids.filter { found[$0] == nil }
         var unreached: [Int64] = []
         var likedWidely: Set<Int64> = []
@@ -78,10 +79,10 @@ struct TweetStates: Sendable {
             repostOf: nil, quoteOf: nil)
     }
 
-    /// Drops the states of `ids` from this process: call after a write that changes them commits,
-    /// before answering.
-    func changedHere(_ ids: [Int64]) {
-        local?.forget(ids)
+    /// Drops the states of `ids`, which `writer` changed, from this process and marks the writer:
+    /// call after the write commits, before answering.
+    func changed(_ ids: [Int64], by writer: Int64) async {
+        await local?.changed(ids, by: writer)
     }
 
     /// The payload fields of the tweets' events that name tweets whose states they change: a like

@@ -1,4 +1,4 @@
-import ChannelSupport
+import EventStreams
 import Logging
 import Postgres
 import Redis
@@ -33,11 +33,9 @@ public final class ReplicaReads: Sendable {
 
     private let primary: PostgresClient
     private let replicas: [Replica]
-    private let redis: RedisClient
     private let window: Duration
-    private let prefix: String
+    private let marks: WriteMarks
     private let logger: Logger
-    private let marked = Mutex<[String: ContinuousClock.Instant]>([:])
     private let turn = Atomic<Int>(0)
     /// Set by the first read that could go to a replica: a service that reads none checks none.
     private let asked = Atomic<Bool>(false)
@@ -52,9 +50,8 @@ public final class ReplicaReads: Sendable {
     ) {
         self.primary = primary
         self.replicas = replicas.map(Replica.init)
-        self.redis = redis
         self.window = window
-        self.prefix = "aviary:replica-marks:\(service):"
+        marks = WriteMarks(redis: redis, prefix: "aviary:replica-marks:\(service):", window: window, logger: logger)
         self.logger = logger
     }
 
@@ -69,41 +66,15 @@ public final class ReplicaReads: Sendable {
         let usable = replicas.filter { $0.usable.load(ordering: .relaxed) }
         guard !usable.isEmpty else { return primary }
         guard let thing else { return usable[turn.wrappingAdd(1, ordering: .relaxed).oldValue % usable.count].client }
-        let now = ContinuousClock.now
-        let local = marked.withLock { marks -> Bool in
-            guard let until = marks[thing] else { return false }
-            if until > now { return true }
-            marks.removeValue(forKey: thing)
-            return false
-        }
-        if local { return primary }
-        do {
-            if try await redis.send(["EXISTS", RedisArgument(prefix + thing)]).int != 0 { return primary }
-        } catch {
-            return primary
-        }
+        if await marks.isMarked(thing) { return primary }
         return usable[turn.wrappingAdd(1, ordering: .relaxed).oldValue % usable.count].client
     }
 
     /// Marks `things` as just written: their reads go to the primary for `window`. Call after the
     /// write committed, before answering.
     public func recordWrite(to things: [String]) async {
-        guard hasReplicas, !things.isEmpty else { return }
-        let until = ContinuousClock.now + window
-        marked.withLock { marks in
-            if marks.count > 100_000 {
-                let now = ContinuousClock.now
-                marks = marks.filter { $0.value > now }
-            }
-            for thing in things { marks[thing] = until }
-        }
-        do {
-            _ = try await redis.pipeline(
-                things.map { ["SET", RedisArgument(prefix + $0), "1", "PX", RedisArgument(window.milliseconds)] })
-        } catch {
-            // The other instances may read a replica a moment behind; this one reads the primary.
-            logger.warning("could not mark a write for the other instances", metadata: ["error": "\(String(reflecting: error))"])
-        }
+        guard hasReplicas else { return }
+        await marks.mark(things)
     }
 
     /// Measures each replica's lag once (``checkInterval``, a background job): reads the primary's
