@@ -132,6 +132,40 @@ struct GatewayTests {
         #expect(other["error"]?["data"]?["reason"]?.stringValue == "forbidden")
     }
 
+    @Test("a subscription's catch-up, pushed right behind its answer, reaches the socket after the answer")
+    func catchUpFollowsTheAnswer() async throws {
+        let edge = try await GatewayStack.shared()
+        let (alice, bob) = (try await edge.register("alice"), try await edge.register("bob"))
+        for index in 0..<20 {
+            _ = try await EdgeHTTP.rpc(edge.url, "tweets.create", ["text": .string("@\(alice.username) \(index)")], token: bob.token)
+        }
+        #expect(await eventually {
+            let page = try? await EdgeHTTP.rpc(edge.url, "notifications.list", ["limit": 50], token: alice.token)
+            return page?["result"]?["items"]?.arrayValue?.count == 20
+        })
+        let socket = try await TestSocket.open(edge.url, token: alice.token)
+        defer { Task { await socket.close() } }
+        // An app learns a subscription's name from the answer: an event before it has nowhere to go.
+        // In a batch, the answer waits for every call: with 99 other calls beside it, the
+        // subscription's catch-up is usually done before.
+        let subscribe: JSONValue = ["jsonrpc": "2.0", "id": 0, "method": "notifications.subscribe", "params": ["lastId": "1"]]
+        let others = (1..<RPCRouter.maxBatchLength).map { id -> JSONValue in
+            ["jsonrpc": "2.0", "id": .int(Int64(id)), "method": "auth.me"]
+        }
+        try await socket.send(String(decoding: try JSONEncoder().encode(JSONValue.array([subscribe] + others)), as: UTF8.self))
+        #expect(await eventually(timeout: .seconds(30)) {
+            let messages = socket.messages
+            return messages.contains { $0.arrayValue != nil } && messages.count { $0["method"]?.stringValue == "notifications.event" } == 20
+        })
+        let answer = try #require(socket.messages.firstIndex { $0.arrayValue != nil }, "no answer among \(socket.messages)")
+        let name = try #require(socket.messages[answer].arrayValue?.first { $0["id"] == 0 }?["result"]?["subscription"]?.stringValue)
+        let first = socket.messages.firstIndex { $0["params"]?["subscription"]?.stringValue == name }
+        #expect(first.map { $0 > answer } == true, "events before the answer: \(socket.messages)")
+        // Live events go straight through after it.
+        _ = try await EdgeHTTP.rpc(edge.url, "tweets.create", ["text": .string("@\(alice.username) a live mention")], token: bob.token)
+        #expect(await socket.event("notifications.event") { "\($0)".contains("a live mention") } != nil)
+    }
+
     @Test("sockets' subscriptions share the gateway's connections, reach only their socket and end with it")
     func sharedSubscriptions() async throws {
         let edge = try await GatewayStack.shared()

@@ -57,21 +57,24 @@ final class SocketSession: SocketMessages {
         if let user = identity.withLock({ $0.user }) { gateway.socketsPerUser.release(user) }
     }
 
-    /// The answer to one text message; nil for notifications only.
+    /// The answer to one text message; nil for notifications only, or when it was queued here
+    /// ahead of the events of the subscriptions the message opened (``LiveLinks/answer(_:)``).
     func answer(_ frame: Data) async -> Data? {
         let user = identity.withLock { $0.user }
         let outcome = await gateway.limits.take(address: address, user: user, cost: RPCRelay.requestCount(frame) ?? 1)
         let refusal = outcome.flatMap { $0.allowed ? nil : EdgeLimits.refusal($0) }
-        return await RPCRelay.respond(to: frame) { call in
-            if let refusal { return .failure(refusal) }
-            if call.method == Forwarder.authenticateMethod {
-                guard let token = call.params.strings(named: ["token"])?["token"] else {
-                    return .failure(.invalidParams("missing parameter 'token'", field: "token"))
+        return await live.answer {
+            await RPCRelay.respond(to: frame) { call in
+                if let refusal { return .failure(refusal) }
+                if call.method == Forwarder.authenticateMethod {
+                    guard let token = call.params.strings(named: ["token"])?["token"] else {
+                        return .failure(.invalidParams("missing parameter 'token'", field: "token"))
+                    }
+                    return await self.authenticate(token)
                 }
-                return await self.authenticate(token)
+                let caller = EdgeCaller(token: self.identity.withLock { $0.token }, address: self.address)
+                return await self.gateway.forwarder.forward(call, for: caller, live: self.live)
             }
-            let caller = EdgeCaller(token: self.identity.withLock { $0.token }, address: self.address)
-            return await self.gateway.forwarder.forward(call, for: caller, live: self.live)
         }
     }
 

@@ -11,7 +11,8 @@ import ServiceKit
 /// A subscription is known to its socket as `<link>-<id>`: the service numbers subscriptions per
 /// connection, so the link's serial makes the name unique on this gateway. Events that arrive
 /// before their subscription's answer was seen (a catch-up pushed at once) are kept until it is,
-/// so that a socket sees its events in the order the service sent them.
+/// so that a socket sees its events in the order the service sent them, after the answer
+/// (``LiveLinks/answer(_:)``).
 actor LiveChannel {
     /// Connections kept to the service: subscriptions are spread over them.
     static let width = 2

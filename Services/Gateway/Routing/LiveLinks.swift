@@ -37,8 +37,63 @@ final class LiveLinks: Sendable {
             return await channel.unsubscribe(method, name: name, meta: meta, socket: socket)
         }
         subscribed.withLock { _ = $0.insert(service) }
+        var deliver = deliver
+        if let held = Self.answering {
+            held.opened()
+            deliver = { [deliver] frame in held.pass(frame, to: deliver) }
+        }
         return await channel.subscribe(
             method, params: params, meta: meta, route: LiveChannel.Route(socket: socket, deliver: deliver, lost: lost))
+    }
+
+    /// The answer `respond` makes to one message of the socket. A client learns a subscription's
+    /// name from the answer, and could not place its events before it, while the service pushes a
+    /// catch-up right behind its answer: so the events of the subscriptions the message opens wait
+    /// until its answer is queued. When it opened any, the answer is queued here, then their events,
+    /// and nil is returned; otherwise the answer is returned for the caller to queue.
+    func answer(_ respond: () async -> Data?) async -> Data? {
+        let held = HeldEvents()
+        let answer = await Self.$answering.withValue(held) { await respond() }
+        guard held.isOpening else { return answer }
+        held.release(after: answer, to: deliver)
+        return nil
+    }
+
+    /// Set while a socket's message is answered (``answer(_:)``); unset for the Mastodon streams,
+    /// which send no answers.
+    @TaskLocal private static var answering: HeldEvents?
+
+    /// The events of the subscriptions one message opens, held until its answer is queued.
+    private final class HeldEvents: Sendable {
+        private struct State {
+            var opening = false
+            /// Nil once released.
+            var held: [Data]? = []
+        }
+
+        private let state = Mutex(State())
+
+        var isOpening: Bool { state.withLock { $0.opening } }
+
+        func opened() {
+            state.withLock { $0.opening = true }
+        }
+
+        /// Queues `frame` with `deliver` once released; holds it until then.
+        func pass(_ frame: Data, to deliver: (Data) -> Void) {
+            state.withLock { state in
+                if state.held == nil { deliver(frame) } else { state.held?.append(frame) }
+            }
+        }
+
+        /// Queues `answer`, then what was held, and lets later events straight through.
+        func release(after answer: Data?, to deliver: (Data) -> Void) {
+            state.withLock { state in
+                if let answer { deliver(answer) }
+                for frame in state.held ?? [] { deliver(frame) }
+                state.held = nil
+            }
+        }
     }
 
     /// Ends every subscription of the socket; `meta` is what each unsubscribe call carries.
