@@ -215,17 +215,26 @@ final class ClientLink: Sendable {
         let feed = LiveFeed(kind: kind, lastId: lastId, continuation: continuation) { [weak client] in
             try await client?.token()
         }
-        let closed = state.withLock { state -> Bool in
-            guard !state.closed else { return true }
+        enum Start { case closed, now, onConnect }
+        // One lock with `connected(_:)`'s: a feed added before the socket is up is subscribed by
+        // it, one added after subscribes here; never both, which would deliver every event twice.
+        let start = state.withLock { state -> Start in
+            guard !state.closed else { return .closed }
             state.feeds[ObjectIdentifier(feed)] = feed
-            return false
+            if state.writer != nil { return .now }
+            if state.runner == nil { state.runner = Task { await self.run() } }
+            return .onConnect
         }
-        if closed {
+        switch start {
+        case .closed:
             continuation.finish(throwing: RPCError.unavailable("the client was closed"))
             return stream
+        case .now:
+            Task { await feed.subscribe(on: self) }
+        case .onConnect:
+            break
         }
         continuation.onTermination = { [weak self] _ in self?.stopFollowing(feed) }
-        Task { await feed.subscribe(on: self) }
         return stream
     }
 

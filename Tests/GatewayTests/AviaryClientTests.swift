@@ -78,6 +78,40 @@ struct AviaryClientTests {
         await bob.close()
     }
 
+    @Test("feeds opened before the socket is are subscribed once, each on its own name: a notification comes once, on its feed")
+    func feedsBeforeTheSocket() async throws {
+        let edge = try await GatewayStack.shared()
+        let first = AviaryClient(configuration: .init(gateway: edge.url))
+        let session = try await Self.register(first, "early")
+        await first.close()
+        // A stored session resumed, its feeds opened before any call: no socket yet. On a gateway of
+        // its own, where these are the first subscriptions of both services.
+        let (url, gateway) = try await edge.extraGateway([:])
+        defer { gateway.kill() }
+        let client = AviaryClient(configuration: .init(gateway: url))
+        client.resume(session)
+        let notifications = client.notifications(after: "1")
+        let messages = client.messagingEvents()
+        let bob = try await edge.register("bob")
+        _ = try await EdgeHTTP.rpc(edge.url, "graph.follow", ["userId": .string(session.user.id.description)], token: bob.token)
+        let (seen, chat) = (Inbox(), Inbox())
+        let reading = Task {
+            for try await event in notifications { seen.append(event) }
+        }
+        let chatting = Task {
+            for try await event in messages { chat.append(event) }
+        }
+        let follows = { seen.all.count { $0["notification"]?["actor"]?["id"]?.stringValue == bob.id } }
+        #expect(await eventually(timeout: .seconds(30)) { follows() > 0 })
+        // Caught up by a second subscription, it would come again now.
+        try await Task.sleep(for: .seconds(1))
+        #expect(follows() == 1, "\(seen.all)")
+        #expect(!chat.all.contains { $0["type"]?.stringValue == "resync" || $0["notification"] != nil }, "\(chat.all)")
+        reading.cancel()
+        chatting.cancel()
+        await client.close()
+    }
+
     @Test("access tokens are renewed before they expire, once for calls made at once, and after a refusal")
     func tokenRenewal() async throws {
         let edge = try await GatewayStack.shared()

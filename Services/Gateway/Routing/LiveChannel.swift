@@ -3,13 +3,15 @@ import Foundation
 import Logging
 import RPC
 import ServiceKit
+import Synchronization
 
 /// Where one service's subscriptions of every socket of this gateway run: a few connections to the
 /// service, shared (the service keeps each subscription's user and checks its session), each
 /// read by a pump that hands every pushed event to the socket whose subscription it is.
 ///
 /// A subscription is known to its socket as `<link>-<id>`: the service numbers subscriptions per
-/// connection, so the link's serial makes the name unique on this gateway. Events that arrive
+/// connection, so the link's serial (numbered across every service's channel) makes the name unique
+/// on this gateway. Events that arrive
 /// before their subscription's answer was seen (a catch-up pushed at once) are kept until it is,
 /// so that a socket sees its events in the order the service sent them, after the answer
 /// (``LiveLinks/answer(_:)``).
@@ -32,10 +34,13 @@ actor LiveChannel {
         var subscriptions = 0
     }
 
+    /// Numbers the links of every service's channel: a socket's subscriptions on two services must
+    /// not share a name (an app routes events by it).
+    private static let serials = Atomic<Int>(1)
+
     let service: ServiceName
     private let resources: ServiceResources
     private var links: [Int: Link] = [:]
-    private var nextSerial = 1
     /// By the socket's name of the subscription (`<link>-<id>`).
     private var routes: [String: Route] = [:]
     private var early: [String: [Data]] = [:]
@@ -145,8 +150,7 @@ actor LiveChannel {
             return (least.key, least.value.connection)
         }
         let connection = try await resources.client(for: service).dedicatedConnection()
-        let serial = nextSerial
-        nextSerial += 1
+        let serial = Self.serials.wrappingAdd(1, ordering: .relaxed).oldValue
         links[serial] = Link(connection: connection)
         Task {
             for await notification in connection.notifications { self.received(notification, on: serial) }
