@@ -36,8 +36,9 @@ extension AuthService {
                 try await resources.peers.media.getMany(
                     GetMediaParams(ids: ready.map { EntityID($0) }, ownerId: EntityID(owner), purpose: .export), context: context
                 ).map { ($0.id.value, $0) }, uniquingKeysWith: { first, _ in first })
-        var gone: [Int64] = []
-        var shownExports = rows.map { row in
+        // The places of the ready exports media no longer has.
+        var gone: [Int] = []
+        var shownExports = rows.enumerated().map { index, row in
             var export = DataExport(
                 id: EntityID(row.id), status: row.status, createdAt: row.createdAt, readyAt: row.readyAt, byteSize: row.byteSize)
             if row.status == .ready, let mediaID = row.mediaID {
@@ -46,15 +47,15 @@ extension AuthService {
                     export.expiresAt = URLComponents(string: medium.url)?.queryItems?.first { $0.name == "exp" }?.value
                         .flatMap(TimeInterval.init).map(Date.init(timeIntervalSince1970:))
                 } else {
-                    gone.append(row.id)
+                    gone.append(index)
                 }
             }
             return export
         }
-        let marked = try await exports.gone(gone)
-        for index in shownExports.indices where gone.contains(shownExports[index].id.value) {
+        let marked = try await exports.gone(gone.map { rows[$0].id })
+        for index in gone {
             // Marked now, or by the sweep just before (expired).
-            shownExports[index].status = marked[shownExports[index].id.value] ?? .expired
+            shownExports[index].status = marked[rows[index].id] ?? .expired
         }
         return shownExports
     }

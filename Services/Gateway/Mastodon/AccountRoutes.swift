@@ -3,6 +3,7 @@ import AviaryJSON
 import Foundation
 import Hummingbird
 import RPC
+import ServiceKit
 
 /// `/api/v1/accounts/...`: profiles (auth), follows and relationships (social-graph), and an
 /// account's statuses (tweets).
@@ -216,7 +217,7 @@ extension MastodonAPI {
                 report.member("category", reason.rawValue)
                 report.member("comment", comment)
                 report.member("forwarded", false)
-                report.member("created_at", RFC3339.format(MastodonRenderer.creation(of: receipt.reportId)))
+                report.member("created_at", RFC3339.format(SnowflakeGenerator.timestamp(of: receipt.reportId.value)))
                 report.member("status_ids", array: statuses) { list, id in list.string(id.description) }
                 report.null("rule_ids")
                 report.member("target_account", raw: call.renderer.account(user))

@@ -45,7 +45,7 @@ struct MastodonRenderer: Sendable {
         writer.object { account in
             writeAccountFields(
                 id: summary.id, username: summary.username, fullname: summary.fullname, avatar: summary.profileImageUrl,
-                createdAt: Self.creation(of: summary.id), note: "", stats: UserStats(), to: &account)
+                createdAt: SnowflakeGenerator.timestamp(of: summary.id.value), note: "", stats: UserStats(), to: &account)
         }
     }
 
@@ -302,10 +302,5 @@ struct MastodonRenderer: Sendable {
     /// Mastodon shows when an account was made to the day.
     static func midnight(_ date: Date) -> Date {
         Date(timeIntervalSince1970: (date.timeIntervalSince1970 / 86_400).rounded(.down) * 86_400)
-    }
-
-    /// When a time-ordered id was issued (``SnowflakeGenerator``).
-    static func creation(of id: EntityID) -> Date {
-        Date(timeIntervalSince1970: TimeInterval((id.value >> 22) + SnowflakeGenerator.epochMilliseconds) / 1000)
     }
 }
