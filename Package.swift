@@ -117,14 +117,16 @@ let package = Package(
         .systemLibrary(
             name: "CArgon2", path: "Shared/CArgon2", pkgConfig: "libargon2",
             providers: [.apt(["libargon2-dev"])]),
+        // What threads share, behind a lock ThreadSanitizer sees (deploy/local/tsan.sh).
+        .target(name: "Locking", path: "Shared/Locking", swiftSettings: strict),
         .target(
-            name: "ChannelSupport", dependencies: nio,
+            name: "ChannelSupport", dependencies: nio + ["Locking"],
             path: "Shared/ChannelSupport", swiftSettings: strict),
         .target(name: "CivilCalendar", path: "Shared/CivilCalendar", swiftSettings: strict),
         .target(name: "AviaryJSON", dependencies: ["CivilCalendar"], path: "Shared/JSON", swiftSettings: strict),
         .target(
             name: "RPC", dependencies: nio + [
-                "AviaryJSON", "ChannelSupport", logging,
+                "AviaryJSON", "ChannelSupport", "Locking", logging,
                 .product(name: "NIOExtras", package: "swift-nio-extras"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -132,21 +134,21 @@ let package = Package(
             path: "Shared/RPC", swiftSettings: strict),
         .target(
             name: "Postgres", dependencies: [
-                "CLibPQ", "CEpoll", "ChannelSupport", "CivilCalendar", logging,
+                "CLibPQ", "CEpoll", "ChannelSupport", "CivilCalendar", "Locking", logging,
                 .product(name: "Metrics", package: "swift-metrics"),
             ] + nio,
             path: "Shared/Postgres", swiftSettings: strict),
         .target(
-            name: "Redis", dependencies: ["CHiredis", "ChannelSupport", logging, .product(name: "Crypto", package: "swift-crypto")] + nio,
+            name: "Redis", dependencies: ["CHiredis", "ChannelSupport", "Locking", logging, .product(name: "Crypto", package: "swift-crypto")] + nio,
             path: "Shared/Redis", swiftSettings: strict),
         .target(name: "AviaryAPI", dependencies: ["AviaryJSON", "RPC"], path: "Shared/AviaryAPI", swiftSettings: strict),
         .target(
             name: "AviaryClient", dependencies: [
-                "AviaryAPI", "AviaryJSON", "RPC", "ChannelSupport", logging, .product(name: "WSClient", package: "swift-websocket"),
+                "AviaryAPI", "AviaryJSON", "RPC", "ChannelSupport", "Locking", logging, .product(name: "WSClient", package: "swift-websocket"),
             ], path: "Clients/AviaryClient", swiftSettings: strict),
         .target(
             name: "AuthTokens", dependencies: [
-                "AviaryJSON", "RPC", "Redis", "ChannelSupport",
+                "AviaryJSON", "RPC", "Redis", "ChannelSupport", "Locking",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -156,13 +158,13 @@ let package = Package(
             cSettings: [.define("AVIARY_REVISION", to: "\"\(revision)\"")]),
         .target(
             name: "EventStreams", dependencies: [
-                "AviaryJSON", "RPC", "Postgres", "Redis", "AviaryAPI", "ChannelSupport", logging, .product(name: "NIOCore", package: "swift-nio"),
+                "AviaryJSON", "RPC", "Postgres", "Redis", "AviaryAPI", "ChannelSupport", "Locking", logging, .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Shared/EventStreams", swiftSettings: strict),
         .target(
-            name: "ServiceKit", dependencies: ["AviaryJSON", "EventStreams", "RPC", "Postgres", "Redis", "AviaryAPI", "AuthTokens", "ChannelSupport", "CBuildInfo", logging] + nio + [
+            name: "ServiceKit", dependencies: ["AviaryJSON", "EventStreams", "RPC", "Postgres", "Redis", "AviaryAPI", "AuthTokens", "ChannelSupport", "CBuildInfo", "Locking", logging] + nio + [
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -176,7 +178,7 @@ let package = Package(
         .executableTarget(
             name: "AviaryCLI", dependencies: [
                 "AviaryJSON", "ChannelSupport", "RPC", "ServiceKit", "AviaryClient", "Postgres", "Redis", "AuthTokens", "CArgon2",
-                "TimelineService", "AuthService", "AviaryAPI", logging,
+                "TimelineService", "AuthService", "AviaryAPI", "Locking", logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "WSClient", package: "swift-websocket"), .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -197,31 +199,31 @@ let package = Package(
 
         .target(
             name: "TestSupport", dependencies: [
-                "AviaryJSON", "RPC", "Postgres", "Redis", "AviaryAPI", logging, .product(name: "Crypto", package: "swift-crypto"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "AviaryJSON", "RPC", "Postgres", "Redis", "AviaryAPI", "Locking", logging, .product(name: "Crypto", package: "swift-crypto"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["AviaryJSON", "JSONOracle"], swiftSettings: strict),
-        .testTarget(name: "RPCTests", dependencies: ["AviaryJSON", "RPC", "ChannelSupport", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "RPCTests", dependencies: ["Locking", "AviaryJSON", "RPC", "ChannelSupport", "TestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "PostgresTests", dependencies: ["Postgres", "RPC", "TestSupport"] + nio, swiftSettings: strict),
-        .testTarget(name: "RedisTests", dependencies: ["Redis", "RPC", "TestSupport"] + nio, swiftSettings: strict),
+            name: "PostgresTests", dependencies: ["Locking", "Postgres", "RPC", "TestSupport"] + nio, swiftSettings: strict),
+        .testTarget(name: "RedisTests", dependencies: ["Locking", "Redis", "RPC", "TestSupport"] + nio, swiftSettings: strict),
         .testTarget(
-            name: "ServiceKitTests", dependencies: ["ServiceKit", "Redis", "TestSupport", logging], swiftSettings: strict),
+            name: "ServiceKitTests", dependencies: ["Locking", "ServiceKit", "Redis", "TestSupport", logging], swiftSettings: strict),
         .testTarget(
-            name: "SystemTests", dependencies: ["AviaryJSON", "ChannelSupport", "RPC", "AviaryAPI", "Postgres", "Redis", "EventStreams", "ServiceKit", "TestSupport"],
+            name: "SystemTests", dependencies: ["Locking", "AviaryJSON", "ChannelSupport", "RPC", "AviaryAPI", "Postgres", "Redis", "EventStreams", "ServiceKit", "TestSupport"],
             swiftSettings: strict),
         // The stack under load while its Redis or Postgres is down or stalled: apart from
         // SystemTests, whose other suites run beside one another, because these measure how many
         // calls succeed and how soon, which ten other stacks on a small machine would decide.
         .testTarget(
-            name: "FaultTests", dependencies: ["AviaryJSON", "AviaryAPI", "RPC", "TestSupport"], swiftSettings: strict),
+            name: "FaultTests", dependencies: ["Locking", "AviaryJSON", "AviaryAPI", "RPC", "TestSupport"], swiftSettings: strict),
         // Tests of whole topologies (a Redis Cluster, replicas, several instances of a service):
         // apart from SystemTests, as each test runs many servers and test.sh runs targets in turn.
         .testTarget(
-            name: "TopologyTests", dependencies: ["AviaryJSON", "AviaryAPI", "Redis", "TestSupport"], swiftSettings: strict),
+            name: "TopologyTests", dependencies: ["Locking", "AviaryJSON", "AviaryAPI", "Redis", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "EventsTests",
-            dependencies: [
+            dependencies: ["Locking", 
                 "AviaryJSON", "ServiceKit", "EventStreams", "Postgres", "Redis", "RPC", "TestSupport", logging,
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -230,7 +232,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "AuthServiceTests",
-            dependencies: [
+            dependencies: ["Locking", 
                 "AviaryJSON", "RPC", "AviaryAPI", "TestSupport", "AuthTokens", "AuthService", "Postgres", "CArgon2", logging,
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -239,11 +241,11 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "MessagingServiceTests",
-            dependencies: ["AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis", "MessagingService", "ServiceKit", "TestSupport", logging],
+            dependencies: ["Locking", "AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis", "MessagingService", "ServiceKit", "TestSupport", logging],
             swiftSettings: strict),
         .testTarget(
             name: "NotificationsServiceTests",
-            dependencies: [
+            dependencies: ["Locking", 
                 "AviaryJSON", "RPC", "AviaryAPI", "ServiceKit", "Postgres", "Redis", "TestSupport", "NotificationsService", logging,
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
@@ -252,7 +254,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "TimelineServiceTests",
-            dependencies: ["AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis", "TestSupport", "TimelineService"],
+            dependencies: ["Locking", "AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis", "TestSupport", "TimelineService"],
             swiftSettings: strict),
         .testTarget(
             name: "TweetsServiceTests",
@@ -260,14 +262,14 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "SocialGraphTests",
-            dependencies: [
+            dependencies: ["Locking", 
                 "AviaryJSON", "RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "EventStreams", "ServiceKit", "SocialGraphService",
                 "TestSupport", logging,
             ],
             swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",
-            dependencies: [
+            dependencies: ["Locking", 
                 "AviaryJSON", "RPC", "AviaryAPI", "AviaryClient", "Postgres", "Redis", "TestSupport", logging,
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "WSClient", package: "swift-websocket"),
@@ -280,7 +282,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "MediaServiceTests",
-            dependencies: [
+            dependencies: ["Locking", 
                 "AviaryJSON", "RPC", "AviaryAPI", "Postgres", "TestSupport", logging,
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -290,7 +292,7 @@ let package = Package(
             // The service as a library: its methods and consumers, for the executable and for
             // tests that build it in-process.
             .target(
-                name: service.target, dependencies: ["ServiceKit", "EventStreams", "AviaryJSON", "RPC", "AviaryAPI", "Postgres", "Redis"] + service.extra,
+                name: service.target, dependencies: ["ServiceKit", "EventStreams", "AviaryJSON", "RPC", "AviaryAPI", "Locking", "Postgres", "Redis"] + service.extra,
                 path: "Services/\(service.folder)", swiftSettings: strict),
             .executableTarget(
                 name: service.executable, dependencies: ["ServiceKit", .target(name: service.target)],

@@ -2,9 +2,9 @@ import AviaryAPI
 import AviaryJSON
 import ChannelSupport
 import Foundation
+import Locking
 import Logging
 import RPC
-import Synchronization
 import WSClient
 
 /// An app's connection to Aviary: one WebSocket to a gateway (`GET /rpc`) carrying every call and
@@ -54,9 +54,9 @@ public final class AviaryClient: Sendable {
     let configuration: Configuration
     let logger: Logger
     let link: ClientLink
-    private let session = Mutex<Session?>(nil)
+    private let session = Locked<Session?>(nil)
     /// The refresh in progress, which every call that needs one waits for.
-    private let refreshing = Mutex<Task<Session, any Error>?>(nil)
+    private let refreshing = Locked<Task<Session, any Error>?>(nil)
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "aviary-client")) {
         self.configuration = configuration

@@ -1,6 +1,7 @@
 import AviaryAPI
 import AviaryJSON
 import Foundation
+import Locking
 import Logging
 import RPC
 import Synchronization
@@ -32,7 +33,7 @@ final class ClientLink: Sendable {
     private let configuration: AviaryClient.Configuration
     private let logger: Logger
     private let url: String
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(configuration: AviaryClient.Configuration, logger: Logger) {
         self.configuration = configuration
@@ -279,7 +280,7 @@ final class LiveFeed: Sendable {
     let token: @Sendable () async throws -> String?
     private let continuation: AsyncThrowingStream<JSONValue, any Error>.Continuation
     /// The last notification delivered, to go on from after a reconnect.
-    private let lastId: Mutex<String?>
+    private let lastId: Locked<String?>
     /// How many times it subscribed.
     private let subscriptions = Atomic<Int>(0)
 
@@ -288,7 +289,7 @@ final class LiveFeed: Sendable {
         token: @escaping @Sendable () async throws -> String?
     ) {
         self.kind = kind
-        self.lastId = Mutex(lastId)
+        self.lastId = Locked(lastId)
         self.continuation = continuation
         self.token = token
     }

@@ -4,14 +4,14 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
-import NIOHTTP1
+import Locking
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOSSL
 import RPC
 import ServiceKit
 import ServiceLifecycle
-import Synchronization
 
 /// The public edge: one HTTP and WebSocket front door for apps (`aviary-gateway`). It runs on the
 /// services' runtime (configuration, logs, metrics, admin port, shutdown), and its public port is a
@@ -29,7 +29,7 @@ public final class GatewayService: Sendable {
     let mastodonTokens: MastodonTokens
     let openSockets = OpenSockets()
     /// The public port once it listens, for readiness and the log.
-    let listening = Mutex<Int?>(nil)
+    let listening = Locked<Int?>(nil)
 
     init(settings: GatewaySettings, resources: ServiceResources) {
         self.settings = settings

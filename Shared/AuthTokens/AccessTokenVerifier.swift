@@ -1,8 +1,8 @@
 import Foundation
 import JWTKit
+import Locking
 import Logging
 import RPC
-import Synchronization
 
 /// Verifies access tokens locally, without a call to auth: signature (Ed25519, `alg` must be
 /// EdDSA), issuer and expiry, then the session's revocation in one Redis lookup. Verified
@@ -11,7 +11,7 @@ import Synchronization
 public final class AccessTokenVerifier: Sendable {
     private let keys: JWTKeyCollection
     private let revocations: SessionRevocations?
-    private let cache = Mutex<[String: (principal: RPCPrincipal, expiresAt: Date)]>([:])
+    private let cache = Locked<[String: (principal: RPCPrincipal, expiresAt: Date)]>([:])
     private let cacheLimit: Int
     private let logger: Logger?
 

@@ -1,10 +1,10 @@
 import AviaryJSON
 import ChannelSupport
 import Foundation
+import Locking
 import Logging
 import RPC
 import Redis
-import Synchronization
 
 /// Sessions ended by logout or a password change.
 ///
@@ -36,7 +36,7 @@ public final class SessionRevocations: Sendable {
     /// How long after it was last vouched for the copy answers checks that Redis cannot.
     public let staleWindow: Duration
     private let instance = UUID().uuidString
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// The streams of ``endedSessions()``; unbounded, since revocations are rare and one dropped
     /// would leave a live subscription open.
     private let ended = Broadcast<[Int64]>()

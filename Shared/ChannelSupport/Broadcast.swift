@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Hands each value to every stream made from it: for events that several independent readers
 /// follow (presence changes, revoked sessions, a Redis subscriber's connection events). A stream
@@ -11,7 +11,7 @@ public final class Broadcast<Element: Sendable>: Sendable {
     }
 
     private let bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// - Parameter bufferingPolicy: what each stream keeps while its reader is behind.
     public init(bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy = .unbounded) {

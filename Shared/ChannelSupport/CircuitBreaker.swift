@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Keeps callers from waiting on a server that does not answer (Redis, Postgres). Once a request
 /// has gone unanswered (it timed out, or the server could not be reached), the client leaves the
@@ -16,7 +16,7 @@ public final class CircuitBreaker: Sendable {
     private enum Admission { case pass, probe, refused(left: Duration) }
 
     private let pause: Duration
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init(pause: Duration) {
         self.pause = pause

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// What `work` returns, or nil when `deadline` comes first. `work` is not cancelled then but left
 /// to finish in the background: what it waits on may be shared (a pool's connection attempt) or
@@ -27,7 +27,7 @@ public func value<T: Sendable>(
 /// Whichever of the work and its deadline ends first resumes the waiting caller; the other finds
 /// nothing to resume.
 private final class DeadlineRace<T: Sendable>: Sendable {
-    private let continuation = Mutex<CheckedContinuation<T?, any Error>?>(nil)
+    private let continuation = Locked<CheckedContinuation<T?, any Error>?>(nil)
 
     func start(_ continuation: CheckedContinuation<T?, any Error>) {
         self.continuation.withLock { $0 = continuation }

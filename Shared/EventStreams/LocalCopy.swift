@@ -1,11 +1,11 @@
 import AviaryJSON
+import Locking
 import Logging
 import Metrics
 import NIOCore
 import RPC
 import Redis
 import ServiceLifecycle
-import Synchronization
 
 /// Values this process read lately, by id, kept in memory in front of Redis, Postgres or another
 /// service, and dropped when some process announces that they changed. A service names each kind
@@ -40,7 +40,7 @@ public final class LocalCopy<Value: Sendable>: Sendable {
     private let capacity: Int
     private let lifetime: Duration
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// The users whose writes changed values lately, when the copy marks them.
     private let writers: WriteMarks?
     private let hits: Counter

@@ -1,6 +1,6 @@
 import ChannelSupport
+import Locking
 import Redis
-import Synchronization
 
 /// Shares the partitions of one piece of work (a consumer group per partition, each held by one
 /// instance at a time through its lease) among the instances running it, evenly and without a
@@ -21,7 +21,7 @@ public final class PartitionMembership: Sendable {
     private let member: String
     private let heartbeat: Duration
     private let lifetime: Duration
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// - Parameters:
     ///   - work: names the work (`notifications`); the members' set is `aviary:events:members:<work>`.

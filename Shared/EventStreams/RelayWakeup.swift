@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Lets `OutboxRelay.nudge()` cut a relay's idle wait short. A signal that arrives while the relay
 /// is busy is remembered, so the next wait ends at once and no nudge is lost.
@@ -8,7 +8,7 @@ final class RelayWakeup: Sendable {
         var waiter: CheckedContinuation<Void, Never>?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Ends the current wait, or the next one if none is in progress.
     func signal() {
@@ -61,7 +61,7 @@ final class RelayWakeup: Sendable {
 final class RelayWakeups: Sendable {
     static let shared = RelayWakeups()
 
-    private let wakeups = Mutex<[ObjectIdentifier: RelayWakeup]>([:])
+    private let wakeups = Locked<[ObjectIdentifier: RelayWakeup]>([:])
 
     func register(_ wakeup: RelayWakeup) {
         wakeups.withLock { $0[ObjectIdentifier(wakeup)] = wakeup }

@@ -1,7 +1,7 @@
 import ChannelSupport
+import Locking
 import Logging
 import Redis
-import Synchronization
 
 /// Things written lately, each marked for `window` after its write: in this process, and in Redis
 /// (`<prefix><thing>`, expiring) for the other instances. A read of a marked thing skips whatever
@@ -12,7 +12,7 @@ public final class WriteMarks: Sendable {
     private let prefix: String
     private let window: Duration
     private let logger: Logger
-    private let marked = Mutex<[String: ContinuousClock.Instant]>([:])
+    private let marked = Locked<[String: ContinuousClock.Instant]>([:])
 
     public init(redis: RedisClient, prefix: String, window: Duration, logger: Logger) {
         self.redis = redis

@@ -1,4 +1,5 @@
 import ChannelSupport
+import Locking
 import Logging
 import NIOCore
 import NIOPosix
@@ -30,7 +31,7 @@ public final class PostgresClient: Sendable {
     private let options: PostgresConfiguration.Options
     let logger: Logger
     private let reactors: [PostgresReactor]
-    private let state: Mutex<ConnectionPoolState>
+    private let state: Locked<ConnectionPoolState>
     private let waiterIDs = Atomic<Int>(0)
     private let breaker: CircuitBreaker
 
@@ -50,7 +51,7 @@ public final class PostgresClient: Sendable {
         settings = try ConnectionSettings(configuration)
         options = configuration.options
         self.logger = logger
-        state = Mutex(ConnectionPoolState(capacity: configuration.options.poolSize))
+        state = Locked(ConnectionPoolState(capacity: configuration.options.poolSize))
         reactors = try (0..<configuration.options.readerThreads).map { _ in try PostgresReactor(logger: logger) }
         breaker = CircuitBreaker(pause: configuration.options.breakerPause)
     }

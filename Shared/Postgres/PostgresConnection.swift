@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import Locking
 import Logging
 import Metrics
 import NIOCore
@@ -30,7 +31,7 @@ public final class PostgresConnection: @unchecked Sendable {
     private static let sent = Counter(label: "aviary_postgres_statements_total")
     /// The statements sent and not yet answered, and the prepared-statement cache; the lock also
     /// orders every use of `handle`.
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let isClosed = Atomic<Bool>(false)
 
     private struct State {

@@ -1,6 +1,7 @@
 import CEpoll
 import ChannelSupport
 import Foundation
+import Locking
 import Logging
 import Synchronization
 
@@ -31,16 +32,16 @@ final class PostgresReactor: TaskExecutor, Sendable {
     /// The jobs of tasks that prefer this thread and the work given to `execute`, in arrival order,
     /// and whether the loop is (about to be) waiting in `epoll_wait`, so that whoever enqueues must
     /// wake it.
-    private let jobs = Mutex<(queue: [Work], isWaiting: Bool)>(([], false))
+    private let jobs = Locked<(queue: [Work], isWaiting: Bool)>(([], false))
 
     private enum Work: Sendable {
         case job(UnownedJob)
         case closure(@Sendable () -> Void)
     }
     /// The connections whose sockets are registered, by descriptor.
-    private let connections = Mutex<[Int32: PostgresConnection]>([:])
+    private let connections = Locked<[Int32: PostgresConnection]>([:])
     /// Whether the loop has ended, and who waits for it to end (every caller of ``shutdown()``).
-    private let ending = Mutex<(ended: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let ending = Locked<(ended: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
     private let isStopping = Atomic<Bool>(false)
     /// The loop's thread (`pthread_self`), once it has started.
     private let thread = Atomic<UInt>(0)

@@ -1,8 +1,8 @@
 import ChannelSupport
+import Locking
 import Logging
 import NIOCore
 import NIOPosix
-import Synchronization
 
 /// The client's connections. Up to `poolSize` shared ones, each carrying many callers' commands at
 /// once (opened when every open one is busy, replaced when found closed), spread over the event
@@ -24,7 +24,7 @@ final class RedisConnectionPool: Sendable {
 
     private let configuration: RedisConfiguration
     private let logger: Logger
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let affinity = EventLoopAffinity(group: MultiThreadedEventLoopGroup.singleton)
 
     /// A caller on a connection's event loop joins the requests written to it in the same tick
@@ -36,7 +36,7 @@ final class RedisConnectionPool: Sendable {
     init(configuration: RedisConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
-        self.state = Mutex(State(slots: Array(repeating: .empty, count: configuration.poolSize)))
+        self.state = Locked(State(slots: Array(repeating: .empty, count: configuration.poolSize)))
     }
 
     /// A shared connection, on the caller's event loop when a slot is: one gathering a batch in this

@@ -1,6 +1,6 @@
+import Locking
 import Logging
 import RPC
-import Synchronization
 
 /// A tiny social-graph for the tests: answers `graph.statsMany` (with the relations when a viewer
 /// is named) and `graph.relationships` from follows the tests set, and records every call, so tests
@@ -97,9 +97,9 @@ final class GraphStandIn: Sendable {
 
 /// The stand-in's state, shared by its handlers and the object tests hold.
 private final class StateBox: Sendable {
-    let calls = Mutex<[GraphStandIn.Call]>([])
+    let calls = Locked<[GraphStandIn.Call]>([])
     /// follower id → the ids they follow.
-    let follows = Mutex<[String: Set<String>]>([:])
+    let follows = Locked<[String: Set<String>]>([:])
 
     func record(_ call: GraphStandIn.Call) {
         calls.withLock { $0.append(call) }

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -46,7 +47,7 @@ final class JWKSServer: Sendable {
 
 /// Lets connection handlers reach the server's switches.
 private final class ServerBox: Sendable {
-    let server = Mutex<JWKSServer?>(nil)
+    let server = Locked<JWKSServer?>(nil)
 }
 
 /// Answers the first request on a connection with the document, unless the server is stalled.

@@ -1,8 +1,8 @@
 import EventStreams
 import Foundation
+import Locking
 import Prometheus
 import ServiceKit
-import Synchronization
 import TestSupport
 import Testing
 
@@ -28,7 +28,7 @@ struct ConsumerLagTests {
 
         var options = EventStreamConsumer.Options()
         options.blockTimeout = .milliseconds(100)
-        let seenByHandler = Mutex<[Double?]>([])
+        let seenByHandler = Locked<[Double?]>([])
         let inbox = Inbox()
         let consumer = fixture.consumer(
             topic: topic, options: options, metrics: MetricsBootstrap.makeFactory(registry: registry)

@@ -1,6 +1,7 @@
 import AviaryJSON
 import EventStreams
 import Foundation
+import Locking
 import Logging
 import Metrics
 import Postgres
@@ -9,7 +10,6 @@ import RPC
 import Redis
 import ServiceKit
 import ServiceLifecycle
-import Synchronization
 import TestSupport
 import Testing
 
@@ -114,7 +114,7 @@ func numberedEvents(topic: String, _ range: Range<Int>) -> [DomainEvent] {
 
 /// What a consumer's handler received, in order.
 final class Inbox: Sendable {
-    private let received = Mutex<[DeliveredEvent]>([])
+    private let received = Locked<[DeliveredEvent]>([])
 
     func add(_ batch: EventBatch) {
         received.withLock { $0 += batch.events }

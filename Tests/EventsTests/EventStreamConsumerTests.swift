@@ -1,9 +1,9 @@
 import AviaryJSON
 import EventStreams
 import Foundation
+import Locking
 import RPC
 import Redis
-import Synchronization
 import TestSupport
 import Testing
 
@@ -141,7 +141,7 @@ struct EventStreamConsumerTests {
         // Far longer than the appends below take, even on a loaded machine.
         options.gatherDelay = .seconds(5)
         let inbox = Inbox()
-        let batches = Mutex<[Int]>([])
+        let batches = Locked<[Int]>([])
         let consumer = fixture.consumer(topic: topic, options: options) { batch in
             batches.withLock { $0.append(batch.events.count) }
             // Event 1 keeps the handler busy while 2 and 3 reach the stream.
@@ -214,7 +214,7 @@ struct EventStreamConsumerTests {
         options.maxDeliveries = 3
         options.retryDelay = .milliseconds(5)
         options.maxRetryDelay = .milliseconds(20)
-        let attempts = Mutex<[Int64: Int]>([:])
+        let attempts = Locked<[Int64: Int]>([:])
         let consumer = fixture.consumer(topic: topic, options: options) { batch in
             attempts.withLock { attempts in
                 for event in batch.events { attempts[event.event.payload["n"]?.intValue ?? -1, default: 0] += 1 }

@@ -1,12 +1,12 @@
 import AviaryJSON
 import EventStreams
 import Foundation
+import Locking
 import Logging
 import Postgres
 import Prometheus
 import Redis
 import ServiceKit
-import Synchronization
 import TestSupport
 import Testing
 
@@ -66,7 +66,7 @@ struct OutboxRelayTests {
         let fixture = try await EventFixture.make()
         let topic = fixture.topic("prepared")
         let inbox = Inbox()
-        let calls = Mutex(0)
+        let calls = Locked(0)
         let preparation: OutboxRelay.Preparation = { events in
             struct Refused: Error {}
             // The first batch fails: its rows must stay in the outbox and come round again.
@@ -333,7 +333,7 @@ struct OutboxRelayTests {
         let redisServer = try await TestServers.startPrivateRedis()  // started with appendonly no
         let fixture = try await EventFixture.make(redis: redisServer)
         func warnings() async throws -> [String] {
-            let lines = Mutex<[String]>([])
+            let lines = Locked<[String]>([])
             let logger = Logger(label: "relay") { _ in
                 LineLogHandler(format: .text, service: "relay", output: LogOutput { line in
                     lines.withLock { $0.append(String(decoding: line, as: UTF8.self)) }

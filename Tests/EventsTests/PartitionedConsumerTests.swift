@@ -1,7 +1,6 @@
 import EventStreams
 import Foundation
 import Redis
-import Synchronization
 import TestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import AviaryAPI
 import AviaryJSON
 import Foundation
+import Locking
 import RPC
 import Synchronization
 import TestSupport
@@ -32,8 +33,8 @@ import Testing
 
     /// What the load did: every call, and the posts acknowledged.
     final class Ledger: Sendable {
-        let calls = Mutex<[Call]>([])
-        let posts = Mutex<[(author: Int, id: String)]>([])
+        let calls = Locked<[Call]>([])
+        let posts = Locked<[(author: Int, id: String)]>([])
         let running = Atomic<Bool>(true)
     }
 

@@ -1,14 +1,15 @@
 import AviaryAPI
 import AviaryJSON
 import Foundation
-import RPC
-import Redis
-import Synchronization
-import Testing
-import TestSupport
+import Locking
 import NIOCore
 import NIOPosix
 import NIOWebSocket
+import RPC
+import Redis
+import Synchronization
+import TestSupport
+import Testing
 import WSClient
 
 /// The public edge end to end: the real gateway in front of the real seven services, driven with
@@ -544,8 +545,8 @@ struct GatewayFailoverTests {
 
     /// What the load's workers and the killer share.
     private final class LoadRun: Sendable {
-        let outcomes = Mutex<[Outcome]>([])
-        let killedAt = Mutex<ContinuousClock.Instant?>(nil)
+        let outcomes = Locked<[Outcome]>([])
+        let killedAt = Locked<ContinuousClock.Instant?>(nil)
         let next = Atomic<Int>(0)
     }
 

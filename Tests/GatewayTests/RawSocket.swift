@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -20,7 +21,7 @@ final class RawSocket: Sendable {
 
     private final class Reader: ChannelInboundHandler, Sendable {
         typealias InboundIn = ByteBuffer
-        let received = Mutex<[UInt8]>([])
+        let received = Locked<[UInt8]>([])
         let closed = Atomic<Bool>(false)
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -36,7 +37,7 @@ final class RawSocket: Sendable {
     private let channel: any Channel
     private let reader: Reader
     /// Where the next unread byte is.
-    private let position = Mutex(0)
+    private let position = Locked(0)
 
     private init(channel: any Channel, reader: Reader) {
         self.channel = channel

@@ -1,6 +1,7 @@
 import AviaryJSON
 import Foundation
 import HTTPTypes
+import Locking
 import Logging
 import NIOCore
 import NIOSSL
@@ -119,7 +120,7 @@ final class TestSocket: Sendable {
 
 /// What a socket received, shared between its reader and the test.
 final class Inbox: Sendable {
-    private let values = Mutex<[JSONValue]>([])
+    private let values = Locked<[JSONValue]>([])
 
     func append(_ value: JSONValue) { values.withLock { $0.append(value) } }
     func first(where predicate: (JSONValue) -> Bool) -> JSONValue? { values.withLock { $0.first(where: predicate) } }

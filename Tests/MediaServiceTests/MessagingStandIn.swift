@@ -1,7 +1,7 @@
 import AviaryAPI
+import Locking
 import Logging
 import RPC
-import Synchronization
 
 /// A stand-in for the messaging service's internal `messaging.isMember`, so media's membership
 /// checks can be tested on their own: a real JSON-RPC server on a free port answering from an
@@ -19,10 +19,10 @@ final class MessagingStandIn: Sendable {
     }
 
     private final class State: Sendable {
-        let members = Mutex<Set<Pair>>([])
+        let members = Locked<Set<Pair>>([])
         /// Conversations whose membership checks fail, with the error.
-        let failures = Mutex<[Int64: RPCError]>([:])
-        let credential = Mutex<String?>(nil)
+        let failures = Locked<[Int64: RPCError]>([:])
+        let credential = Locked<String?>(nil)
     }
 
     private init(port: Int, state: State, serverTask: Task<Void, any Error>) {

@@ -1,11 +1,11 @@
 import AviaryAPI
 import AviaryJSON
 import Foundation
+import Locking
 import Postgres
 import RPC
-import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The suite's stack: auth and two messaging instances (the stack's own and an extra one, for
 /// cross-instance delivery) on Redis database 11, with a presence window of 1.5 s so that going
@@ -94,7 +94,7 @@ final class LiveStream: Sendable {
 
     /// The events so far, shared with the reading task.
     private final class EventLog: Sendable {
-        let events = Mutex<[JSONValue]>([])
+        let events = Locked<[JSONValue]>([])
     }
 
     init(connection: RPCClientConnection, subscription: String) {

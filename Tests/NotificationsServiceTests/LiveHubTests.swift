@@ -1,13 +1,13 @@
+import AuthTokens
 import AviaryJSON
 import Foundation
-import AuthTokens
+import Locking
 import Logging
 import RPC
 import Redis
-import Synchronization
 import ServiceKit
-import Testing
 import TestSupport
+import Testing
 
 /// The live-delivery hub against a real Redis: two hubs stand for two instances of a service, each
 /// behind a real RPC server that clients subscribe to over TCP.
@@ -224,7 +224,7 @@ final class HubInstance: Sendable {
 
 /// The connections the test router saw subscribe.
 final class LockedConnections: Sendable {
-    private let state = Mutex<[RPCConnection]>([])
+    private let state = Locked<[RPCConnection]>([])
     var all: [RPCConnection] { state.withLock { $0 } }
     func add(_ connection: RPCConnection) { state.withLock { $0.append(connection) } }
 }

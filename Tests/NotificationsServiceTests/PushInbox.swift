@@ -1,5 +1,5 @@
+import Locking
 import RPC
-import Synchronization
 import TestSupport
 
 /// Collects a connection's pushes from one long-lived task, so that a test can wait for some with a
@@ -7,7 +7,7 @@ import TestSupport
 final class PushInbox: Sendable {
     /// The pushes not taken yet, shared with the reading task.
     private final class Received: Sendable {
-        let items = Mutex<[RPCNotification]>([])
+        let items = Locked<[RPCNotification]>([])
     }
 
     private let received = Received()

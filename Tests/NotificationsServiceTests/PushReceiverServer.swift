@@ -1,8 +1,8 @@
 import Foundation
+import Locking
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 
 /// A push service on 127.0.0.1 for the Web Push tests: keeps each POST (path, headers, body) and
 /// answers with the status its path is given (201 unless told otherwise).
@@ -18,8 +18,8 @@ final class PushReceiverServer: Sendable {
     private let state: State
 
     final class State: Sendable {
-        let pushes = Mutex<[Push]>([])
-        let statuses = Mutex<[String: Int]>([:])
+        let pushes = Locked<[Push]>([])
+        let statuses = Locked<[String: Int]>([:])
     }
 
     private init(port: Int, channel: any Channel, state: State) {

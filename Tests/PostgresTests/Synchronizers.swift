@@ -1,10 +1,11 @@
+import Locking
 import Synchronization
 
 /// Holds concurrent transaction bodies until `parties` of them have arrived (or five seconds pass,
 /// so that a failing test cannot hang).
 final class Barrier: Sendable {
     private let parties: Int
-    private let arrived = Mutex(0)
+    private let arrived = Locked(0)
 
     init(parties: Int) {
         self.parties = parties

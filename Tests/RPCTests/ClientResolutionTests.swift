@@ -1,6 +1,6 @@
+import Locking
 import Logging
 import RPC
-import Synchronization
 import TestSupport
 import Testing
 
@@ -9,7 +9,7 @@ import Testing
 @Suite struct ClientResolutionTests {
     /// What the name resolves to, changed by the test.
     final class Zone: Sendable {
-        let addresses = Mutex<[String]>([])
+        let addresses = Locked<[String]>([])
         func resolve(_ host: String) async throws -> [String] {
             guard host == "timeline.internal" else { throw HostResolutionError(host: host, message: "unknown") }
             return addresses.withLock { $0 }

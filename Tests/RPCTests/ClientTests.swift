@@ -3,7 +3,7 @@ import Foundation
 import Logging
 @testable import RPC
 import TestSupport
-import Synchronization
+import Locking
 import Testing
 
 @Suite struct ClientTests {
@@ -94,7 +94,7 @@ import Testing
     @Test func anInstanceFailingItsHealthCheckGetsNoCallsUntilItPassesAgain() async throws {
         struct Named: Codable, Sendable { var name: String }
         struct Health: Codable, Sendable { var status: String }
-        let sickStatus = Mutex("ok")
+        let sickStatus = Locked("ok")
         @Sendable func router(_ name: String, status: @escaping @Sendable () -> String) -> RPCRouter {
             var router = RPCRouter(service: "test", version: "1.0.0", logger: Logger(label: "test"))
             router.register("name", summary: "The instance's name.", access: .anonymous) { (_: Empty, _) in Named(name: name) }

@@ -1,8 +1,8 @@
 import AviaryJSON
-import Logging
 import Foundation
+import Locking
+import Logging
 import RPC
-import Synchronization
 import Testing
 
 /// The contract's rules on top of JSON-RPC: params validation, `_meta`, access, deadlines, error hygiene.
@@ -309,7 +309,7 @@ private struct SampleID: Codable, Sendable, JSONSchemaDescribing {
 
 /// The metadata of every line logged through a ``MetadataCapture``.
 private final class LoggedLines: Sendable {
-    let lines = Mutex<[Logger.Metadata]>([])
+    let lines = Locked<[Logger.Metadata]>([])
 }
 
 /// Keeps the metadata of every line logged through it.

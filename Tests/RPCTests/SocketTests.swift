@@ -1,9 +1,10 @@
 import AviaryJSON
 import Foundation
+import Locking
 import Logging
 import RPC
-import TestSupport
 import Synchronization
+import TestSupport
 import Testing
 
 /// The wire protocol over real TCP connections.
@@ -108,7 +109,7 @@ import Testing
     /// starts no more calls (it would hold every answer in memory), and when the peer reads again
     /// every call is answered.
     @Test func aPeerThatDoesNotReadItsAnswersStopsTheServerStartingCalls() async throws {
-        let started = Mutex(0)
+        let started = Locked(0)
         var router = makeTestRouter()
         let answer = String(repeating: "x", count: 64 * 1024)
         router.register("large", summary: "64 KiB of x", access: .anonymous) { (_: [String: Int], _) in
@@ -139,7 +140,7 @@ import Testing
     /// A batch counts as the most requests a batch may hold against the calls a connection may
     /// have in flight, so pipelined batches cannot run a hundred times that many calls at once.
     @Test func pipelinedBatchesRunNoMoreCallsAtOnceThanTheLimit() async throws {
-        let running = Mutex((now: 0, most: 0))
+        let running = Locked((now: 0, most: 0))
         var router = makeTestRouter()
         router.register("hold", summary: "runs for 50 ms", access: .anonymous) { (_: [String: Int], _) in
             running.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
@@ -281,8 +282,8 @@ import Testing
     /// the socket's high-water mark fail and the connection closes, ending its subscriptions.
     @Test func aPeerThatStopsReadingIsDisconnected() async throws {
         final class Moments: Sendable {
-            let ended = Mutex<ContinuousClock.Instant?>(nil)
-            let refused = Mutex<ContinuousClock.Instant?>(nil)
+            let ended = Locked<ContinuousClock.Instant?>(nil)
+            let refused = Locked<ContinuousClock.Instant?>(nil)
             let pushed = Atomic(0)
         }
         let moments = Moments()

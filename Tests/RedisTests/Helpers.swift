@@ -1,6 +1,6 @@
+import Locking
 import Logging
 import Redis
-import Synchronization
 import TestSupport
 
 let testLogger = Logger(label: "RedisTests")
@@ -61,9 +61,9 @@ func eventually(
 
 /// Collects what an async sequence yields on a background task, so tests can wait with a timeout.
 final class Collector<Element: Sendable>: Sendable {
-    private let items = Mutex<[Element]>([])
-    private let finished = Mutex(false)
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let items = Locked<[Element]>([])
+    private let finished = Locked(false)
+    private let task = Locked<Task<Void, Never>?>(nil)
 
     init<S: AsyncSequence & Sendable>(_ sequence: S) where S.Element == Element, S.Failure == Never {
         let started = Task { [self] in

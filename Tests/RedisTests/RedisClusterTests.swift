@@ -1,9 +1,10 @@
 import Foundation
+import Locking
 import Logging
 import Redis
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The client against a real six-node Redis Cluster (``TestRedisGroup/launchCluster()``), one for
 /// the suite; the tests that move slots or kill a master run one at a time.
@@ -192,8 +193,8 @@ import TestSupport
             try await cluster.waitUntilClusterIsOK()
             let prefix = uniqueName("failover")
             let (victim, replica) = try #require(try await Self.masterWithReplica(cluster))
-            let acknowledged = Mutex<[String]>([])
-            let failures = Mutex<[ContinuousClock.Instant]>([])
+            let acknowledged = Locked<[String]>([])
+            let failures = Locked<[ContinuousClock.Instant]>([])
             let stop = Atomic<Bool>(false)
             let writer = Task {
                 var index = 0

@@ -1,14 +1,14 @@
 import Foundation
+import Locking
 import Logging
 import ServiceKit
-import Synchronization
 import Testing
 
 @Suite("Log handlers")
 struct LogHandlerTests {
     /// Collects the lines a handler writes.
     final class Capture: Sendable {
-        private let lines = Mutex<[String]>([])
+        private let lines = Locked<[String]>([])
 
         var output: LogOutput {
             LogOutput { bytes in self.lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } }

@@ -1,17 +1,17 @@
 import Foundation
+import Locking
 import ServiceKit
-import Synchronization
 import Testing
 
 @Suite("SnowflakeGenerator")
 struct SnowflakeGeneratorTests {
     /// A clock the test moves by hand; every read can also advance it.
     final class ManualClock: Sendable {
-        private let state: Mutex<(now: Int64, reads: Int)>
+        private let state: Locked<(now: Int64, reads: Int)>
         private let advanceAfterReads: Int?
 
         init(_ now: Int64, advanceAfterReads: Int? = nil) {
-            self.state = Mutex((now, 0))
+            self.state = Locked((now, 0))
             self.advanceAfterReads = advanceAfterReads
         }
 

@@ -1,8 +1,8 @@
 import AviaryAPI
 import Foundation
+import Locking
 import Logging
 import RPC
-import Synchronization
 
 /// A stand-in for the accounts service, for tests of services that call its internal
 /// `auth.getUsers` and `auth.getProfiles` while the real one cannot be relied on: a real JSON-RPC
@@ -23,10 +23,10 @@ final class AuthStandIn: Sendable {
 
     private final class State: Sendable {
         let serviceCredential: String
-        let users = Mutex<[Int64: UserSummary]>([:])
+        let users = Locked<[Int64: UserSummary]>([:])
         /// `auth.getProfiles` calls answered, by viewer id (0 without one).
-        let profileCalls = Mutex<[Int64: Int]>([:])
-        let graph = Mutex<RPCClient?>(nil)
+        let profileCalls = Locked<[Int64: Int]>([:])
+        let graph = Locked<RPCClient?>(nil)
 
         init(serviceCredential: String) {
             self.serviceCredential = serviceCredential

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
     import Glibc
@@ -92,7 +92,7 @@ final class ChildProcess: Sendable {
 
 /// Where the termination handler, which runs on a thread of Foundation's, leaves the exit status.
 private final class ExitStatus: Sendable {
-    let value = Mutex<Int32?>(nil)
+    let value = Locked<Int32?>(nil)
 
     func record(_ process: Process) {
         let code = process.terminationStatus

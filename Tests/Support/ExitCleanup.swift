@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 
 /// Everything the harness leaves behind, undone when its owner goes away or, at the latest, when the
@@ -10,7 +11,7 @@ enum ExitCleanup {
         var server: SupervisedProcess?
     }
 
-    private static let entries = Mutex<[Int: Entry]>([:])
+    private static let entries = Locked<[Int: Entry]>([:])
     private static let lastToken = Atomic<Int>(0)
     private static let exitHandler: Void = {
         _ = atexit { ExitCleanup.releaseAll() }

@@ -5,10 +5,10 @@
 #endif
 
 import Foundation
-import Synchronization
+import Locking
 
 /// Ports this test process handed out, so that no two callers get the same one.
-private let handedOut = Mutex<Set<Int>>([])
+private let handedOut = Locked<Set<Int>>([])
 
 /// A TCP port on 127.0.0.1 that was free a moment ago, for a server a test starts.
 ///

@@ -1,13 +1,13 @@
 import AviaryJSON
 import Foundation
+import Locking
 import RPC
-import Synchronization
 
 /// Holds a stack's answers to the contract: each result is checked against the result schema its
 /// method publishes in `rpc.discover` (the JSON Schema subset `JSONSchema` writes), so a handler
 /// that answers something its OpenRPC document does not describe fails the test that called it.
 final class ResultSchemas: Sendable {
-    private let documents = Mutex<[String: [String: JSONValue]]>([:])
+    private let documents = Locked<[String: [String: JSONValue]]>([:])
 
     /// Throws when `result` of `method`, answered by `client`, does not match the method's schema.
     func check(_ result: JSONValue, of method: String, from client: RPCClient) async throws {

@@ -1,6 +1,7 @@
 import AviaryAPI
 import AviaryJSON
 import Foundation
+import Locking
 import Logging
 import Postgres
 import RPC
@@ -28,7 +29,7 @@ public final class ServiceStack: Sendable {
     private let ports: [String: [(rpc: Int, admin: Int)]]
     /// The public HTTP port of each gateway instance (`AVIARY_GATEWAY_PORT`).
     private let gatewayPorts: [Int]
-    private let processes: Mutex<[String: [ServiceProcess]]>
+    private let processes: Locked<[String: [ServiceProcess]]>
     private let clients: [String: RPCClient]
     /// Folders the stack made (the shared media root), removed with it.
     private let cleanupTokens: [Int]
@@ -56,7 +57,7 @@ public final class ServiceStack: Sendable {
         self.database = database
         self.redis = redis
         self.ports = ports
-        self.processes = Mutex(processes)
+        self.processes = Locked(processes)
         self.clients = clients
     }
 

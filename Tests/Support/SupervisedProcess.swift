@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
     import Glibc
@@ -83,7 +83,7 @@ private final class Ending: Sendable {
     }
 
     private let folder: String
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(folder: String) {
         self.folder = folder

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
     import Glibc
@@ -13,9 +13,9 @@ import Synchronization
 public final class TCPProxy: Sendable {
     public let port: Int
     private let listener: Int32
-    private let dropsLeft: Mutex<Int>
-    private let next = Mutex(0)
-    private let link = Mutex(Link())
+    private let dropsLeft: Locked<Int>
+    private let next = Locked(0)
+    private let link = Locked(Link())
 
     private struct Link {
         var delay = Duration.zero
@@ -44,7 +44,7 @@ public final class TCPProxy: Sendable {
     }
 
     public init(targetPorts: [Int], dropCount: Int = 0) throws {
-        dropsLeft = Mutex(dropCount)
+        dropsLeft = Locked(dropCount)
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.listener = listener
         var address = Self.loopback(port: 0)
@@ -154,7 +154,7 @@ public final class TCPProxy: Sendable {
 }
 
 private final class PumpCount: Sendable {
-    private let finished = Mutex(0)
+    private let finished = Locked(0)
 
     /// Whether this was the last of the two pumps.
     func finishOne() -> Bool {

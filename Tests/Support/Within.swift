@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// How `operation` ended, or nil if it had not ended after `timeout`. A call that never returns then
 /// fails the test instead of hanging it: the operation is left running, since a task that waits on a
@@ -7,7 +7,7 @@ public func outcome<T: Sendable>(
     within timeout: Duration, of operation: @escaping @Sendable () async throws -> T
 ) async -> Result<T, any Error>? {
     await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, any Error>?, Never>) in
-        let waiting = Mutex<CheckedContinuation<Result<T, any Error>?, Never>?>(continuation)
+        let waiting = Locked<CheckedContinuation<Result<T, any Error>?, Never>?>(continuation)
         let finish = { @Sendable (result: Result<T, any Error>?) in
             waiting.withLock { $0.take() }?.resume(returning: result)
         }

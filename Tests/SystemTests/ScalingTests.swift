@@ -1,6 +1,7 @@
 import AviaryAPI
 import AviaryJSON
 import Foundation
+import Locking
 import Postgres
 import RPC
 import Synchronization
@@ -23,7 +24,7 @@ import Testing
             var calls = 0
             var failures: [String] = []
         }
-        let state = Mutex(State())
+        let state = Locked(State())
         let running = Atomic<Bool>(true)
     }
 

@@ -1,12 +1,13 @@
 import AviaryAPI
 import AviaryJSON
 import Foundation
+import Locking
 import Postgres
 import RPC
 import Redis
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 import TimelineService
 
 /// A tweet as the tests look at it.
@@ -101,7 +102,7 @@ final class TimelineStack: Sendable {
     /// Posts each text as its user, 32 at a time; returns the new tweets' ids in the same order.
     @discardableResult
     func post(_ posts: [(StackUser, String)]) async throws -> [Int64] {
-        let ids = Mutex([Int64](repeating: 0, count: posts.count))
+        let ids = Locked([Int64](repeating: 0, count: posts.count))
         try await concurrently(posts.indices, width: 32) { index in
             let (user, text) = posts[index]
             let created = try await self.stack.call(

@@ -1,5 +1,6 @@
 import AviaryJSON
 import Foundation
+import Locking
 import Synchronization
 import TestSupport
 import Testing
@@ -32,8 +33,8 @@ import Testing
         let _: JSONValue = try await stack.call("social-graph", "graph.follow", ["userId": author.idValue], as: reader)
         let _: JSONValue = try await stack.call("timeline", "timeline.home", ["limit": 1], as: reader)  // built now
 
-        let posted = Mutex<[String]>([])
-        let failed = Mutex<[ContinuousClock.Instant]>([])
+        let posted = Locked<[String]>([])
+        let failed = Locked<[ContinuousClock.Instant]>([])
         let running = Atomic<Bool>(true)
         let poster = Task {
             var number = 0
@@ -72,7 +73,7 @@ import Testing
         print("redis master killed: \(acknowledged.count) posts acknowledged, \(failures.count) failed, the last \(window) after the kill")
         #expect(acknowledged.count > 50)
         #expect(window < .seconds(10))
-        let missing = Mutex<Set<String>>(Set(acknowledged))
+        let missing = Locked<Set<String>>(Set(acknowledged))
         let arrived = await eventually(timeout: .seconds(30), interval: .milliseconds(200)) {
             var cursor: String?
             var seen: Set<String> = []

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Locking
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -269,13 +270,13 @@ private final class Pace: Sendable {
         var done: CheckedContinuation<Void, Never>?
     }
     private let total: Int
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(total: Int) {
         self.total = total
         var initial = State()
         initial.latencies.reserveCapacity(total)
-        state = Mutex(initial)
+        state = Locked(initial)
     }
 
     func onFinish(_ done: CheckedContinuation<Void, Never>) {

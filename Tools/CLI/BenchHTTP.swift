@@ -1,8 +1,8 @@
 import Foundation
+import Locking
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 
 /// A small HTTP/1.1 client for the gateway benchmark, `aviary soak` and `aviary docs`: keep-alive
 /// connections, one request at a time on each, taken from an idle list (a new one when none is
@@ -16,7 +16,7 @@ final class BenchHTTP: Sendable {
 
     private let host: String
     private let port: Int
-    private let idle = Mutex<[any Channel]>([])
+    private let idle = Locked<[any Channel]>([])
 
     init(host: String, port: Int) {
         self.host = host

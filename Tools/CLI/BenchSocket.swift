@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Locking
 import Logging
 import NIOCore
 import NIOWebSocket
@@ -30,7 +31,7 @@ final class BenchSocket: Sendable {
         var headers = HTTPFields()
         if let token { headers[.authorization] = "Bearer \(token)" }
         let (writers, sink) = AsyncStream.makeStream(of: WebSocketOutboundWriter.self)
-        let outcome = Mutex<(any Error)?>(nil)
+        let outcome = Locked<(any Error)?>(nil)
         let ended = Task {
             defer { sink.finish() }
             do {
@@ -148,7 +149,7 @@ struct BenchSocketState {
 
 /// What a socket's reader and its calls share.
 private final class SharedState: Sendable {
-    let state = Mutex(BenchSocketState())
+    let state = Locked(BenchSocketState())
 
     func received(_ text: String) {
         let prefix = #"{"jsonrpc":"2.0","id":"#

@@ -2,6 +2,7 @@ import ArgumentParser
 import AviaryAPI
 import AviaryJSON
 import Foundation
+import Locking
 import Logging
 import RPC
 import ServiceKit
@@ -143,7 +144,7 @@ struct BlocksBench: AsyncParsableCommand {
 
     /// `count` new accounts, registered 16 at a time.
     private func register(_ count: Int, auth: RPCClient) async throws -> [Registered] {
-        let made = Mutex<[Int: Registered]>([:])
+        let made = Locked<[Int: Registered]>([:])
         try await inParallel(Array(0..<count), width: 16) { index in
             let name = "bb_" + String(UInt64.random(in: .min ... .max), radix: 36).prefix(12)
             do {

@@ -1,11 +1,11 @@
 import ArgumentParser
 import AviaryJSON
 import Foundation
+import Locking
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import ServiceKit
-import Synchronization
 
 /// `aviary bench faults`: the mix of issue 39 through the gateway while a storage server is down.
 struct FaultBench: AsyncParsableCommand {
@@ -78,8 +78,8 @@ struct FaultBench: AsyncParsableCommand {
         let people = try await services.network(of: users, followees: followees, posts: 3)
         print("set-up: \(users) users, each following the next \(followees), 3 posts each, in \(TimelineBench.format(ContinuousClock.now - setUp))")
 
-        let calls = Mutex<[Call]>([])
-        let posts = Mutex<[(author: Int, id: String)]>([])
+        let calls = Locked<[Call]>([])
+        let posts = Locked<[(author: Int, id: String)]>([])
         let seconds = before + outage + after
         let load = Task {
             try await runAtRate(rate, for: .seconds(seconds)) { index in

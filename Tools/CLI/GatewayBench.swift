@@ -7,7 +7,6 @@ import NIOCore
 import NIOHTTP1
 import RPC
 import ServiceKit
-import Synchronization
 
 /// `aviary bench gateway`: what the public edge adds to a call, and what idle app sockets cost it.
 struct GatewayBench: AsyncParsableCommand {

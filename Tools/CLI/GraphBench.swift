@@ -2,6 +2,7 @@ import ArgumentParser
 import AuthTokens
 import AviaryJSON
 import Foundation
+import Locking
 import Logging
 import RPC
 import ServiceKit
@@ -158,7 +159,7 @@ private final class FollowRun: Sendable {
     /// Synthetic user ids start far above any id issued in the next decades, so none is real.
     private let firstFollower = (Int64(1) << 62) + Int64.random(in: 0..<(Int64(1) << 40)) * 1024
     private let nextFollower = Ticket()
-    private let edges = Mutex<[(token: String, followee: Int64)]>([])
+    private let edges = Locked<[(token: String, followee: Int64)]>([])
 
     init(graph: RPCClient, issuer: AccessTokenIssuer, followees: [Int64], workers: Int) {
         self.graph = graph

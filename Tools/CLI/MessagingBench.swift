@@ -1,10 +1,10 @@
 import ArgumentParser
 import AviaryJSON
 import Foundation
+import Locking
 import Logging
 import RPC
 import ServiceKit
-import Synchronization
 
 /// `aviary bench messaging`: messaging.send throughput, and how soon the subscribed peer gets each message.
 struct MessagingBench: AsyncParsableCommand {
@@ -167,7 +167,7 @@ private final class Receiver: Sendable {
 
     /// Each message's send time (nanoseconds into the run) and arrival, shared with the reading task.
     private final class Arrivals: Sendable {
-        let times = Mutex<[(sent: Int64, arrived: ContinuousClock.Instant)]>([])
+        let times = Locked<[(sent: Int64, arrived: ContinuousClock.Instant)]>([])
     }
 
     private init(connection: RPCClientConnection) {

@@ -2,10 +2,10 @@ import ArgumentParser
 import AuthTokens
 import AviaryJSON
 import Foundation
+import Locking
 import Logging
 import RPC
 import ServiceKit
-import Synchronization
 
 /// `aviary bench notifications`: idle subscriptions held by one instance, and list latency under a steady rate.
 struct NotificationsBench: AsyncParsableCommand {
@@ -207,8 +207,8 @@ private final class PushLog: Sendable {
         var tweet: String?
     }
 
-    private let arrivals = Mutex<[(push: Push, at: ContinuousClock.Instant)]>([])
-    private let reader = Mutex<Task<Void, Never>?>(nil)
+    private let arrivals = Locked<[(push: Push, at: ContinuousClock.Instant)]>([])
+    private let reader = Locked<Task<Void, Never>?>(nil)
 
     init(_ stream: AsyncStream<RPCNotification>) {
         let task = Task { [self] in

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Locking
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -203,12 +204,12 @@ struct SoakProcess: Sendable {
 /// The soak's users, their tokens renewed through auth.refresh while the load runs.
 final class SoakSessions: Sendable {
     let count: Int
-    private let users: Mutex<[BenchUser]>
+    private let users: Locked<[BenchUser]>
     private let failed = Atomic<Int>(0)
 
     init(_ users: [BenchUser]) {
         count = users.count
-        self.users = Mutex(users)
+        self.users = Locked(users)
     }
 
     func user(_ index: Int) -> BenchUser {

@@ -2,13 +2,13 @@ import ArgumentParser
 import AviaryAPI
 import AviaryJSON
 import Foundation
+import Locking
 import Logging
 import NIOCore
 import NIOHTTP1
 import RPC
 import Redis
 import ServiceKit
-import Synchronization
 import TimelineService
 
 /// `aviary bench timeline`: home timeline reads, fan-out latency and the DeathStarBench mix on Reed98.
@@ -116,7 +116,7 @@ struct TimelineBench: AsyncParsableCommand {
         // DeathStarBench's posts carry 0 to 4 media: each user's are picked from four images of
         // theirs, uploaded here.
         clock = .now
-        let uploads = Mutex([[String]](repeating: [], count: nodeCount))
+        let uploads = Locked([[String]](repeating: [], count: nodeCount))
         if shape == .deathstarbench {
             let run = try await services.closedLoop(nodeCount, workers: 32) { index in
                 let ids = try await services.uploadImages(4, as: reed[index])
@@ -179,7 +179,7 @@ struct TimelineBench: AsyncParsableCommand {
         /// start, and read-your-writes: for one create in ten, how long after its acknowledgement a
         /// friend's home timeline (read through the service, ``BenchVisibility``) shows it.
         @Sendable func mix(at rate: Int, for duration: Duration) async throws -> (outcome: BenchOutcome, byKind: String, visible: String) {
-            let byKind = Mutex<[[Duration]]>(MixCall.allCases.map { _ in [] })
+            let byKind = Locked<[[Duration]]>(MixCall.allCases.map { _ in [] })
             let visibility = BenchVisibility()
             let figures = try await runAtRate(rate, for: duration, arrivals: .poisson) { call in
                 let index = BenchRandom.pick(0..<nodeCount)
@@ -369,7 +369,7 @@ final class BenchVisibility: Sendable {
         var skipped = 0
         var watches: [Task<Void, Never>] = []
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     static let patience = Duration.seconds(5)
 
     /// Watches open at once at most; a sample offered while that many are open is skipped.
@@ -457,7 +457,7 @@ struct BenchServices: Sendable {
 
     func register(_ count: Int) async throws -> [BenchUser] {
         let run = String(UInt32.random(in: .min ... .max), radix: 36)
-        let users = Mutex([BenchUser?](repeating: nil, count: count))
+        let users = Locked([BenchUser?](repeating: nil, count: count))
         _ = try await closedLoop(count, workers: 16) { index in
             let name = "b\(run)_\(index)"
             let registered = try await auth.call(

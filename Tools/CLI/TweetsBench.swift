@@ -2,6 +2,7 @@ import ArgumentParser
 import AviaryAPI
 import AviaryJSON
 import Foundation
+import Locking
 import Logging
 import RPC
 import ServiceKit
@@ -69,7 +70,7 @@ struct TweetsBench: AsyncParsableCommand {
 
         let accounts = try await register(max(1, authors), auth: auth)
         let authorTokens = accounts.map(\.accessToken)
-        let created = Mutex<[String]>([])
+        let created = Locked<[String]>([])
         let counter = Atomic<Int>(0)
         let statements = BenchStatements()
         var before = try? await statements.total()

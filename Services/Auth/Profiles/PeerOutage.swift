@@ -1,5 +1,5 @@
+import Locking
 import Logging
-import Synchronization
 
 /// What profile reads know about a service they ask (social-graph, tweets) being down. After it cannot
 /// be reached, reads skip it for
@@ -18,7 +18,7 @@ final class PeerOutage: Sendable {
     private let missing: String
     private let pause: Duration
     private let warningInterval: Duration
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(service: String, missing: String, pause: Duration, warningInterval: Duration) {
         self.service = service

@@ -1,8 +1,8 @@
 import Foundation
+import Locking
 import NIOCore
 import NIOWebSocket
 import RPC
-import Synchronization
 
 /// One upgraded WebSocket, on its connection's event loop: the frames of RFC 6455 (messages in
 /// fragments, ping and pong, the closing handshake), and the calls of its messages.
@@ -292,7 +292,7 @@ struct SocketLink: Sendable {
 
 /// The open sockets of this gateway, told to reconnect elsewhere when it shuts down.
 final class OpenSockets: Sendable {
-    private let links = Mutex<[ObjectIdentifier: SocketLink]>([:])
+    private let links = Locked<[ObjectIdentifier: SocketLink]>([:])
 
     func add(_ link: SocketLink) {
         links.withLock { $0[link.id] = link }

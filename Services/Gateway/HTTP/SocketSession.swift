@@ -1,10 +1,10 @@
 import AuthTokens
 import AviaryJSON
 import Foundation
+import Locking
 import NIOWebSocket
 import RPC
 import ServiceKit
-import Synchronization
 
 /// What the messages of one app's WebSocket at `GET /rpc` mean: each text message a JSON-RPC
 /// message, answered; the events of its subscriptions pushed on it; a token given once (the
@@ -20,7 +20,7 @@ final class SocketSession: SocketMessages {
     let link: SocketLink
     private let gateway: GatewayService
     private let address: String?
-    private let identity: Mutex<Identity>
+    private let identity: Locked<Identity>
     private let live: LiveLinks
     /// The upgrade's caller and the user its token verified as, taken by ``open()``.
     private let admission: SocketAdmission
@@ -32,7 +32,7 @@ final class SocketSession: SocketMessages {
         self.gateway = gateway
         self.link = link
         self.address = admission.caller.address
-        self.identity = Mutex(Identity(token: nil, user: nil))
+        self.identity = Locked(Identity(token: nil, user: nil))
         self.admission = admission
         self.live = LiveLinks(
             channels: gateway.liveChannels, deliver: { link.send($0) },

@@ -1,6 +1,7 @@
 import AviaryAPI
 import AviaryJSON
 import Foundation
+import Locking
 import RPC
 import ServiceKit
 import Synchronization
@@ -100,12 +101,12 @@ final class MastodonFeeds: Sendable {
     /// The streams followed now; the notifications subscription's events are sent while one
     /// that carries them is.
     private let following: Following
-    private let polls = Mutex<[Stream: Task<Void, Never>]>([:])
+    private let polls = Locked<[Stream: Task<Void, Never>]>([:])
     private let subscribed = Atomic<Bool>(false)
 
     /// Shared with the notifications subscription's delivery, which must not hold the feeds.
     private final class Following: Sendable {
-        let streams = Mutex<Set<Stream>>([])
+        let streams = Locked<Set<Stream>>([])
     }
 
     init(gateway: GatewayService, token: String, grant: MastodonGrant, address: String?, renderer: MastodonRenderer, sink: any MastodonEventSink) {

@@ -3,10 +3,10 @@ import AviaryJSON
 import ChannelSupport
 import Crypto
 import Foundation
+import Locking
 import Postgres
 import RPC
 import ServiceKit
-import Synchronization
 
 /// What a Mastodon token grants: its app, its user (nil for an app's own token), its scopes and
 /// the Aviary access token its calls to the services carry.
@@ -63,7 +63,7 @@ final class MastodonTokens: Sendable {
     private let forwarder: Forwarder
     /// Grants this process resolved lately, by token digest: a call costs no query while its
     /// entry is younger than ``recheck`` and its access token is not about to expire.
-    private let cache = Mutex<[String: (grant: MastodonGrant, expires: Date?, checked: Date)]>([:])
+    private let cache = Locked<[String: (grant: MastodonGrant, expires: Date?, checked: Date)]>([:])
 
     /// Past this many cached grants, those due for a recheck are dropped when one is added.
     static let cacheSweepAbove = 10_000

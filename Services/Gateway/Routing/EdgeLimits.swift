@@ -1,8 +1,8 @@
+import Locking
 import Logging
 import Metrics
 import RPC
 import ServiceKit
-import Synchronization
 
 /// The edge's call limits: a token bucket per client address and one per user, in Redis, shared by
 /// every gateway instance. While Redis cannot be asked, calls pass (and are counted in
@@ -30,7 +30,7 @@ final class EdgeLimits: Sendable {
 
     private let limiter: RateLimiter
     private let settings: GatewaySettings
-    private let leases = Mutex<[String: Lease]>([:])
+    private let leases = Locked<[String: Lease]>([:])
     private let unchecked = Counter(label: "aviary_gateway_limits_unchecked_total")
     private let refused = Counter(label: "aviary_gateway_limited_total")
 

@@ -1,5 +1,6 @@
 import AviaryJSON
 import Foundation
+import Locking
 import RPC
 import ServiceKit
 import Synchronization
@@ -14,7 +15,7 @@ final class LiveLinks: Sendable {
     private let deliver: @Sendable (Data) -> Void
     private let lost: @Sendable (ServiceName) -> Void
     /// The services this socket subscribed on.
-    private let subscribed = Mutex<Set<ServiceName>>([])
+    private let subscribed = Locked<Set<ServiceName>>([])
 
     /// - Parameters:
     ///   - deliver: queues one pushed frame on the socket.
@@ -71,7 +72,7 @@ final class LiveLinks: Sendable {
             var held: [Data]? = []
         }
 
-        private let state = Mutex(State())
+        private let state = Locked(State())
 
         var isOpening: Bool { state.withLock { $0.opening } }
 
@@ -106,7 +107,7 @@ final class LiveLinks: Sendable {
 
 /// The gateway's ``LiveChannel`` of each service, made on first use.
 final class LiveChannels: Sendable {
-    private let channels = Mutex<[ServiceName: LiveChannel]>([:])
+    private let channels = Locked<[ServiceName: LiveChannel]>([:])
     private let resources: ServiceResources
 
     init(resources: ServiceResources) {

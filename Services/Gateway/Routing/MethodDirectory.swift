@@ -1,9 +1,9 @@
 import AviaryJSON
 import Foundation
+import Locking
 import Logging
 import RPC
 import ServiceKit
-import Synchronization
 
 /// Which service answers a method, and which methods the edge may serve: the public ones each
 /// service lists in its own `rpc.discover` (the `x-access` of every method), learnt on first use
@@ -25,7 +25,7 @@ final class MethodDirectory: Sendable {
         var fetched: ContinuousClock.Instant
     }
 
-    private let listings = Mutex<[ServiceName: Listing]>([:])
+    private let listings = Locked<[ServiceName: Listing]>([:])
     private let resources: ServiceResources
 
     init(resources: ServiceResources) {

@@ -1,9 +1,9 @@
-import Synchronization
+import Locking
 
 /// How many WebSockets each user, or each client address, holds on this instance, so that one of
 /// them cannot hold them all (`AVIARY_GATEWAY_SOCKETS_PER_USER`, `…_PER_ADDRESS`).
 final class SocketRegistry<Key: Hashable & Sendable>: Sendable {
-    private let counts = Mutex<[Key: Int]>([:])
+    private let counts = Locked<[Key: Int]>([:])
     let limit: Int
 
     init(limit: Int) {

@@ -1,13 +1,13 @@
 import AviaryAPI
 import AviaryJSON
 import Foundation
+import Locking
 import Logging
 import Postgres
 import RPC
 import Redis
 import ServiceKit
 import ServiceLifecycle
-import Synchronization
 
 /// Who is online in messaging, across every instance, kept in Redis:
 /// - `…:active` (sorted set): each user's last messaging call, in milliseconds;
@@ -27,7 +27,7 @@ final class PresenceTracker: Service, Sendable {
     let window: Duration
     private let instance = UUID().uuidString
     /// When each user was last recorded here: calls within a second of that skip Redis.
-    private let recorded = Mutex<[Int64: ContinuousClock.Instant]>([:])
+    private let recorded = Locked<[Int64: ContinuousClock.Instant]>([:])
 
     /// One hash tag for every presence key: the sweep's scripts read and change them together, so
     /// on a Redis Cluster they share a slot.

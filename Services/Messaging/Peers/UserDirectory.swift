@@ -1,15 +1,15 @@
 import AviaryAPI
+import Locking
 import Logging
 import RPC
 import ServiceKit
-import Synchronization
 
 /// User summaries from the accounts service (`auth.getUsers`), at most one call per request, with
 /// a short-lived cache: a busy conversation names the same few senders thousands of times a
 /// second, and a renamed user shows the new name within `lifetime`.
 final class UserDirectory: Sendable {
     private let resources: ServiceResources
-    private let cache = Mutex<[Int64: (summary: UserSummary, fetched: ContinuousClock.Instant)]>([:])
+    private let cache = Locked<[Int64: (summary: UserSummary, fetched: ContinuousClock.Instant)]>([:])
     private let lifetime: Duration
     private let capacity: Int
 

@@ -1,10 +1,10 @@
 import AviaryAPI
 import AviaryJSON
 import Foundation
+import Locking
 import Postgres
 import RPC
 import ServiceKit
-import Synchronization
 
 /// Conversations and their members in Postgres (`messaging.conversations`, `messaging.members`).
 /// Every change that others must see moves the conversation's `activity_id`, so the list of
@@ -390,7 +390,7 @@ struct ConversationStore: Sendable {
 /// most ``capacity``, forgotten all at once beyond (they are read again, one statement each).
 private final class DirectPairs: Sendable {
     static let capacity = 100_000
-    private let pairs = Mutex<[Int64: (low: Int64, high: Int64)?]>([:])
+    private let pairs = Locked<[Int64: (low: Int64, high: Int64)?]>([:])
 
     /// `.some(nil)` for a group, nil for a conversation not looked up.
     func known(_ conversation: Int64) -> (low: Int64, high: Int64)?? {

@@ -1,9 +1,9 @@
 import AviaryAPI
 import AviaryJSON
 import Foundation
+import Locking
 import Logging
 import ServiceKit
-import Synchronization
 
 /// Sends the queued Web Pushes (``PushStore``) every ``interval``: each claimed for a lease, so an
 /// instance that dies sending leaves it to another; sent concurrently, each within
@@ -21,7 +21,7 @@ final class PushDelivery: Sendable {
     let resources: ServiceResources
     let contact: String
     let logger: Logger
-    private let key = Mutex<VAPIDKey?>(nil)
+    private let key = Locked<VAPIDKey?>(nil)
 
     static let interval = Duration.seconds(1)
     static let batch = 50

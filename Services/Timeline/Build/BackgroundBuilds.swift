@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// The timeline builds a read asks for and does not wait for, run at most `limit` at a time in this
 /// process, oldest request first, each key once while it is queued or running. A flushed Redis then
@@ -13,7 +13,7 @@ final class BackgroundBuilds: Sendable {
     }
 
     let limit: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(limit: Int) {
         precondition(limit >= 1, "at least one build at a time")

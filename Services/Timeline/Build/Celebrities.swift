@@ -1,6 +1,6 @@
+import Locking
 import Redis
 import ServiceKit
-import Synchronization
 
 /// Authors with more followers than the threshold. Fan-out skips them (a tweet of theirs would
 /// mean writing to every follower's set); home reads merge their recent tweets instead, from their
@@ -107,7 +107,7 @@ struct Celebrities: Sendable {
 final class OrdinaryAuthors: Sendable {
     private let recount: Duration
     private let capacity: Int
-    private let counted = Mutex<[Int64: ContinuousClock.Instant]>([:])
+    private let counted = Locked<[Int64: ContinuousClock.Instant]>([:])
 
     init(recount: Duration, capacity: Int = 100_000) {
         self.recount = recount

@@ -1,8 +1,8 @@
 import Foundation
+import Locking
 import Logging
 import Metrics
 import Redis
-import Synchronization
 
 /// Rebuilds a missing timeline set from its source of truth (the tweets and social-graph services),
 /// once per set at a time: one build per set in this process (``BuildGate``) and one across instances
@@ -83,7 +83,7 @@ struct TimelineBuilder: Sendable {
 
     /// What a build's source read, kept for the caller of ``buildNowIfFree(_:lifetime:source:contents:)``.
     private final class SourceRead<Read: Sendable>: Sendable {
-        let value = Mutex<Read?>(nil)
+        let value = Locked<Read?>(nil)
     }
 
     /// Builds `key` unless it is complete, giving it the lifetime `lifetime` seconds. `source`

@@ -1,7 +1,7 @@
 import AviaryAPI
+import Locking
 import Logging
 import Redis
-import Synchronization
 
 /// The accounts an admin suspended, whose tweets every read leaves out. The `users` consumer
 /// (``ProfileUpdates``) keeps them in a Redis set, and bumps a version with each change; every
@@ -20,7 +20,7 @@ final class SuspendedAuthors: Sendable {
 
     private let redis: RedisClient
     private let logger: Logger
-    private let copy = Mutex(Copy())
+    private let copy = Locked(Copy())
 
     init(redis: RedisClient, logger: Logger) {
         self.redis = redis

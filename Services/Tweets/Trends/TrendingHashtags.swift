@@ -1,7 +1,7 @@
 import Foundation
+import Locking
 import Logging
 import Redis
-import Synchronization
 
 /// The most used hashtags of the last hour, kept in Redis as posts arrive, never read from Postgres.
 ///
@@ -20,7 +20,7 @@ struct TrendingHashtags: Sendable {
     private let latest = Shared()
 
     private final class Shared: Sendable {
-        let value = Mutex<(at: ContinuousClock.Instant, top: [(hashtag: String, uses: Int64)])?>(nil)
+        let value = Locked<(at: ContinuousClock.Instant, top: [(hashtag: String, uses: Int64)])?>(nil)
     }
 
     init(redis: RedisClient, logger: Logger) {

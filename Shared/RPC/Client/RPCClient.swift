@@ -1,10 +1,10 @@
 import AviaryJSON
 import ChannelSupport
 import Foundation
+import Locking
 import Logging
 import NIOCore
 import NIOPosix
-import Synchronization
 
 /// Calls one service that may run as several instances. Keeps a few connections to each address,
 /// spreads calls over the healthy ones round-robin, takes an address out after it fails to
@@ -96,7 +96,7 @@ public final class RPCClient: Sendable {
     /// Slots are spread over the group's loops; a caller gets a slot on its own loop.
     private let affinity: EventLoopAffinity
     private let logger: Logger
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let names: [NamedAddress]
 
     public init(configuration: Configuration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger) {
@@ -117,7 +117,7 @@ public final class RPCClient: Sendable {
             if isName { names.append(NamedAddress(name: host, port: port)) }
         }
         self.names = names
-        self.state = Mutex(state)
+        self.state = Locked(state)
         if !names.isEmpty {
             let interval = configuration.resolveInterval
             let resolver = Task { [weak self] in

@@ -1,7 +1,7 @@
 import AviaryJSON
 import Foundation
+import Locking
 import NIOCore
-import Synchronization
 
 /// A client's connection as handlers see it: for subscriptions, which push notifications on it
 /// and are cancelled when it closes.
@@ -17,7 +17,7 @@ public final class RPCConnection: Sendable {
     }
 
     private let channel: any Channel
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// How many bytes may be pushed past the socket's high-water mark (64 KiB) before the peer is
     /// judged too slow and disconnected, so that one stalled reader holds at most that much of the
     /// server's memory. Counted in bytes, not pushes: a catch-up of a thousand missed events is

@@ -1,10 +1,10 @@
 import ChannelSupport
+import Locking
 import Logging
 import NIOCore
 import NIOExtras
 import NIOPosix
 import ServiceLifecycle
-import Synchronization
 
 /// A JSON-RPC server over TCP: newline-delimited frames, answered by a router. It is a `Service`:
 /// `run()` listens until graceful shutdown, then stops accepting, lets every connection finish
@@ -45,7 +45,7 @@ public final class RPCServer: Service, Sendable {
     private let connections: ConnectionLimit
     private let group: any EventLoopGroup
     private let logger: Logger
-    private let bound = Mutex<BoundState>(.waiting([]))
+    private let bound = Locked<BoundState>(.waiting([]))
 
     private enum BoundState {
         case waiting([CheckedContinuation<SocketAddress, any Error>])
@@ -137,7 +137,7 @@ public final class RPCServer: Service, Sendable {
         let drainTimeout = configuration.drainTimeout
         let loop = group.next()
         let finished = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let waiting = Mutex<CheckedContinuation<Bool, Never>?>(continuation)
+            let waiting = Locked<CheckedContinuation<Bool, Never>?>(continuation)
             let resume: @Sendable (Bool) -> Void = { value in waiting.withLock { $0.take() }?.resume(returning: value) }
             let timer = loop.scheduleTask(in: TimeAmount(drainTimeout)) { resume(false) }
             drained.futureResult.whenComplete { _ in

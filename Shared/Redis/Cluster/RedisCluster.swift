@@ -1,5 +1,5 @@
+import Locking
 import Logging
-import Synchronization
 
 /// A Redis Cluster's nodes, and which master serves each slot.
 ///
@@ -56,7 +56,7 @@ final class RedisCluster: Sendable {
     private let configuration: RedisConfiguration
     private let seeds: [RedisEndpoint]
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(configuration: RedisConfiguration, logger: Logger) {
         self.configuration = configuration

@@ -1,6 +1,6 @@
 import ChannelSupport
+import Locking
 import Logging
-import Synchronization
 
 /// The state the subscriber thread shares with callers: live subscriptions per channel, `subscribe`
 /// calls waiting for Redis to confirm, the channels changed since the thread last looked, event
@@ -30,7 +30,7 @@ final class SubscriberRegistry: Sendable {
 
     let configuration: RedisConfiguration
     let logger: Logger
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// The streams of ``events()``.
     private let connectionEvents = Broadcast<RedisSubscriber.Event>(bufferingPolicy: .bufferingNewest(16))
     private let wakeRead: Int32

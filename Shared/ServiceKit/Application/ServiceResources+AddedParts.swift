@@ -1,6 +1,6 @@
 import EventStreams
 import ServiceLifecycle
-import Synchronization
+import Locking
 
 extension ServiceResources {
     /// Serves more routes on the admin HTTP port: `routes` adds them to the admin server's

@@ -1,7 +1,7 @@
 import AviaryAPI
 import EventStreams
+import Locking
 import RPC
-import Synchronization
 
 extension ServiceResources {
     /// Those of `others` that `user` blocked or that blocked `user`: what the services refuse or
@@ -27,7 +27,7 @@ extension ServiceResources {
 
     /// The set of users `read` gives for `user`, from the copy in `slot` when it holds it.
     private func users(
-        of user: Int64, keptIn slot: borrowing Mutex<LocalCopy<Set<Int64>>?>, read: (UserParams) async throws -> [String]
+        of user: Int64, keptIn slot: borrowing Locked<LocalCopy<Set<Int64>>?>, read: (UserParams) async throws -> [String]
     ) async throws -> Set<Int64> {
         let copy = slot.withLock { $0 }
         let (held, epoch) = copy?.values([user]) ?? ([:], nil)
@@ -62,7 +62,7 @@ extension ServiceResources {
         keepInMemory(.mutes(keptBy: configuration.service), in: mutesSlot)
     }
 
-    private func keepInMemory(_ kind: LocalCopyKind, in slot: borrowing Mutex<LocalCopy<Set<Int64>>?>) {
+    private func keepInMemory(_ kind: LocalCopyKind, in slot: borrowing Locked<LocalCopy<Set<Int64>>?>) {
         let copy = LocalCopy<Set<Int64>>(kind, redis: redis, capacity: 100_000, lifetime: .seconds(60), logger: logger)
         slot.withLock { $0 = copy }
         addBackgroundService(LocalCopyWatch(redis: redis, watches: [copy.watch(on:)], logger: logger))

@@ -1,10 +1,10 @@
 import AuthTokens
 import EventStreams
+import Locking
 import Logging
 import Postgres
 import RPC
 import Redis
-import Synchronization
 
 /// The shared things a service's handlers use: storage clients, ids, the service credential, and
 /// clients of the other services (created on first use, one pool per service).
@@ -26,15 +26,15 @@ public final class ServiceResources: Sendable {
     public let tokenLifetime: Duration
     public let tokenVerifier: AccessTokenVerifier
     public let sessionRevocations: SessionRevocations
-    private let clients = Mutex<[ServiceName: RPCClient]>([:])
+    private let clients = Locked<[ServiceName: RPCClient]>([:])
     /// The hub of ``liveHub``, once asked for.
-    let liveHubSlot = Mutex<LiveHub?>(nil)
+    let liveHubSlot = Locked<LiveHub?>(nil)
     /// This process's copy of who is blocked with whom, once ``keepBlocksInMemory()`` made it.
-    let blocksSlot = Mutex<LocalCopy<Set<Int64>>?>(nil)
+    let blocksSlot = Locked<LocalCopy<Set<Int64>>?>(nil)
     /// This process's copy of whom users mute, once ``keepMutesInMemory()`` made it.
-    let mutesSlot = Mutex<LocalCopy<Set<Int64>>?>(nil)
+    let mutesSlot = Locked<LocalCopy<Set<Int64>>?>(nil)
     /// Admin routes and background services `register` added (``addAdminRoutes(_:)``).
-    let addedParts = Mutex(AddedParts())
+    let addedParts = Locked(AddedParts())
 
     init(
         configuration: ServiceConfiguration, postgres: PostgresClient, replicas: [PostgresClient] = [], redis: RedisClient,

@@ -1,6 +1,6 @@
 import AviaryJSON
 import Foundation
-import Synchronization
+import Locking
 
 /// Issues unique, time-ordered 64-bit ids: 41 bits of milliseconds since ``SnowflakeGenerator/epoch``,
 /// 10 bits of node id, 12 bits of sequence.
@@ -27,7 +27,7 @@ public final class SnowflakeGenerator: Sendable {
     /// The node id placed in every id this generator issues.
     public let nodeID: Int
     private let clock: @Sendable () -> Int64
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Creates a generator for one node.
     /// - Parameters:

@@ -1,7 +1,7 @@
 import AuthTokens
 import AviaryJSON
+import Locking
 import Logging
-import Synchronization
 import RPC
 import Redis
 import ServiceLifecycle
@@ -313,7 +313,7 @@ public final class LiveHub: Service, Sendable {
 
 /// The subscription id, set once `addSubscription` returned it, for the cancel closure made before.
 private final class SubscriptionIDBox: Sendable {
-    private let value = Mutex<String?>(nil)
+    private let value = Locked<String?>(nil)
 
     var id: String? {
         get { value.withLock { $0 } }

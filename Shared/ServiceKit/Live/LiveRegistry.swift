@@ -1,8 +1,8 @@
 import AviaryJSON
 import ChannelSupport
+import Locking
 import Metrics
 import RPC
-import Synchronization
 
 /// The subscriptions open on this process, by user, for ``LiveHub``. Their number is the gauge
 /// `aviary_subscriptions_active`.
@@ -33,7 +33,7 @@ final class LiveRegistry: Sendable {
         var count = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let presence = Broadcast<LiveHub.PresenceChange>(bufferingPolicy: .bufferingNewest(4096))
     private let holdLimit: Int
     private let active = Gauge(label: "aviary_subscriptions_active")

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 extension ServiceResources {
     /// The service's live-delivery hub (``LiveHub``, channels

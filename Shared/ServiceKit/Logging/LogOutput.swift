@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
 import Glibc
@@ -21,7 +21,7 @@ public struct LogOutput: Sendable {
         standardErrorLock.withLock { _ in writeFully(STDERR_FILENO, line) }
     }
 
-    private static let standardErrorLock = Mutex(())
+    private static let standardErrorLock = Locked(())
 }
 
 /// Writes all of `bytes`, retrying short writes and EINTR; gives up silently when the descriptor

@@ -1,4 +1,5 @@
 import EventStreams
+import Locking
 import Logging
 import Postgres
 import Redis
@@ -41,7 +42,7 @@ public final class ReplicaReads: Sendable {
     private let asked = Atomic<Bool>(false)
     /// The primary's WAL positions of the last checks, newest last: a replica that replayed up to
     /// one of them is at most that old.
-    private let primaryPositions = Mutex<[(at: ContinuousClock.Instant, lsn: UInt64)]>([])
+    private let primaryPositions = Locked<[(at: ContinuousClock.Instant, lsn: UInt64)]>([])
 
     /// - Parameters:
     ///   - service: names the marks in Redis (`aviary:replica-marks:<service>:<thing>`).
