@@ -51,7 +51,10 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
                     }
                 }
             }
-            bytes = [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
+            // Made with no capacity, an array is the runtime's one shared empty array, whose
+            // count the initializer still writes (zero over zero): two threads doing it at once
+            // race (ThreadSanitizer saw it), so an empty result makes none.
+            bytes = total == 0 ? [] : [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
                 for (index, cell) in cells.enumerated() where cell.count > 0 {
                     let row = Int32(index / columnCount)
                     let column = Int32(index % columnCount)
