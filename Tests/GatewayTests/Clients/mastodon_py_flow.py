@@ -119,12 +119,24 @@ bob.markers_set(["home"], [posted[-1].id])
 assert bob.markers_get(["home"])["home"].last_read_id == posted[-1].id
 
 step("Bob reads the local and public timelines")
-# The suite's other tests post meanwhile: read from just above the newest of the five (from a
+# The suite's other tests post meanwhile, hundreds a second while one of them loads the gateways:
+# page from just above the newest of the five down to Bob's reply, made before them (from a
 # streaming replica on the clustered topology, up to its window behind).
 newest_first = [s.id for s in reversed(posted)]
+
+
+def local_timeline_down_to_the_reply():
+    ids, max_id = [], str(int(posted[-1].id) + 1)
+    while True:
+        page = bob.timeline_local(max_id=max_id, since_id=str(int(reply.id) - 1), limit=40)
+        ids += [s.id for s in page]
+        if not page or int(page[-1].id) <= int(reply.id):
+            return ids
+        max_id = page[-1].id
+
+
 local = eventually("the five statuses on the local timeline, newest first", lambda: (lambda ids: ids if [
-    i for i in ids if i in newest_first] == newest_first else None)(
-        [s.id for s in bob.timeline_local(max_id=str(int(posted[-1].id) + 1), limit=40)]))
+    i for i in ids if i in newest_first] == newest_first else None)(local_timeline_down_to_the_reply()))
 assert reply.id not in local, "a reply to someone else is not on the public timeline"
 with_media = [s.id for s in bob.timeline_public(only_media=True, max_id=str(int(first.id) + 1), limit=40)]
 assert with_media[:1] == [first.id] and posted[-1].id not in with_media, with_media
