@@ -8,7 +8,8 @@
 # The build goes to .build-tsan (instrumented, so apart from .build; a first build takes as long
 # as a plain one, later ones seconds). Values threads share are behind `Locked` (Shared/Locking),
 # on pthread's mutex, which ThreadSanitizer sees; `Synchronization.Mutex` waits on a futex it does
-# not, and would make every value behind it a race. Each report's text is kept in
+# not, and would make every value behind it a race. Reports of the Swift runtime's continuation
+# hand-off are left out (deploy/local/tsan-suppressions.txt). Each report's text is kept in
 # .build-tsan/reports/<target>.* and printed at the end. Set AVIARY_JOBS to limit build jobs.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -28,6 +29,8 @@ started=$SECONDS
 swift build --build-tests "${flags[@]}"
 say "TSan: built in $((SECONDS - started)) s"
 
+# Reports of the Swift runtime's continuation hand-off, which are not races (the file says why).
+suppressions="$AVIARY_ROOT/deploy/local/tsan-suppressions.txt"
 reports="$scratch/reports"
 rm -rf "$reports"
 mkdir -p "$reports"
@@ -36,7 +39,7 @@ for target in "${targets[@]}"; do
     say "TSan: $target"
     started=$SECONDS
     # A report does not stop the run; each goes to its own file, and any file fails the target.
-    if ! TSAN_OPTIONS="log_path=$reports/$target halt_on_error=0 second_deadlock_stack=1" \
+    if ! TSAN_OPTIONS="log_path=$reports/$target halt_on_error=0 second_deadlock_stack=1 suppressions=$suppressions" \
         swift test --skip-build "${flags[@]}" --filter "^$target\\."; then
         failed+=("$target")
     fi
