@@ -223,8 +223,8 @@ let package = Package(
             name: "TopologyTests", dependencies: ["Locking", "AviaryJSON", "AviaryAPI", "Redis", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "EventsTests",
-            dependencies: ["Locking", 
-                "AviaryJSON", "ServiceKit", "EventStreams", "Postgres", "Redis", "RPC", "TestSupport", logging,
+            dependencies: [
+                "Locking", "AviaryJSON", "ServiceKit", "EventStreams", "Postgres", "Redis", "RPC", "TestSupport", logging,
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -232,8 +232,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "AuthServiceTests",
-            dependencies: ["Locking", 
-                "AviaryJSON", "RPC", "AviaryAPI", "TestSupport", "AuthTokens", "AuthService", "Postgres", "CArgon2", logging,
+            dependencies: [
+                "Locking", "AviaryJSON", "RPC", "AviaryAPI", "TestSupport", "AuthTokens", "AuthService", "Postgres", "CArgon2", logging,
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
@@ -245,8 +245,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "NotificationsServiceTests",
-            dependencies: ["Locking", 
-                "AviaryJSON", "RPC", "AviaryAPI", "ServiceKit", "Postgres", "Redis", "TestSupport", "NotificationsService", logging,
+            dependencies: [
+                "Locking", "AviaryJSON", "RPC", "AviaryAPI", "ServiceKit", "Postgres", "Redis", "TestSupport", "NotificationsService", logging,
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -262,15 +262,15 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "SocialGraphTests",
-            dependencies: ["Locking", 
-                "AviaryJSON", "RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "EventStreams", "ServiceKit", "SocialGraphService",
+            dependencies: [
+                "Locking", "AviaryJSON", "RPC", "AviaryAPI", "AuthTokens", "Postgres", "Redis", "EventStreams", "ServiceKit", "SocialGraphService",
                 "TestSupport", logging,
             ],
             swiftSettings: strict),
         .testTarget(
             name: "GatewayTests",
-            dependencies: ["Locking", 
-                "AviaryJSON", "RPC", "AviaryAPI", "AviaryClient", "Postgres", "Redis", "TestSupport", logging,
+            dependencies: [
+                "Locking", "AviaryJSON", "RPC", "AviaryAPI", "AviaryClient", "Postgres", "Redis", "TestSupport", logging,
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -282,8 +282,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "MediaServiceTests",
-            dependencies: ["Locking", 
-                "AviaryJSON", "RPC", "AviaryAPI", "Postgres", "TestSupport", logging,
+            dependencies: [
+                "Locking", "AviaryJSON", "RPC", "AviaryAPI", "Postgres", "TestSupport", logging,
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),

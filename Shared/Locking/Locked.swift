@@ -8,7 +8,7 @@ import Darwin
 /// `Synchronization.Mutex` is, on pthread's mutex. On Linux `Mutex` waits on a futex of its own,
 /// which ThreadSanitizer does not see as a lock, so under `--sanitize=thread` every value behind a
 /// `Mutex` reads to it as a race, and a real race would be lost among them; it sees pthread's
-/// (`deploy/local/tsan.sh`). Uncontended, both take one atomic exchange to lock and one to unlock.
+/// (`deploy/local/tsan.sh`).
 ///
 /// A lock lives as long as what holds it: the mutex and the value are allocated once, when it is
 /// made, and a call of ``withLock(_:)`` allocates nothing.

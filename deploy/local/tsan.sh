@@ -10,7 +10,7 @@
 # on pthread's mutex, which ThreadSanitizer sees; `Synchronization.Mutex` waits on a futex it does
 # not, and would make every value behind it a race. Reports of the Swift runtime's continuation
 # hand-off are left out (deploy/local/tsan-suppressions.txt). Each report's text is kept in
-# .build-tsan/reports/<target>.* and printed at the end. Set AVIARY_JOBS to limit build jobs.
+# .build-tsan/reports/<target>.<pid> and printed after its target. Set AVIARY_JOBS to limit build jobs.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$AVIARY_ROOT"
@@ -38,16 +38,16 @@ failed=()
 for target in "${targets[@]}"; do
     say "TSan: $target"
     started=$SECONDS
+    passed=true
     # A report does not stop the run; each goes to its own file, and any file fails the target.
-    if ! TSAN_OPTIONS="log_path=$reports/$target halt_on_error=0 second_deadlock_stack=1 suppressions=$suppressions" \
-        swift test --skip-build "${flags[@]}" --filter "^$target\\."; then
-        failed+=("$target")
-    fi
+    TSAN_OPTIONS="log_path=$reports/$target halt_on_error=0 second_deadlock_stack=1 suppressions=$suppressions" \
+        swift test --skip-build "${flags[@]}" --filter "^$target\\." || passed=false
     if compgen -G "$reports/$target.*" >/dev/null; then
         cat "$reports/$target".*
         say "TSan: $target: $(cat "$reports/$target".* | grep -c '^WARNING: ThreadSanitizer') reports"
-        [[ " ${failed[*]} " == *" $target "* ]] || failed+=("$target")
+        passed=false
     fi
+    $passed || failed+=("$target")
     say "TSan: $target took $((SECONDS - started)) s"
 done
 [ "${#failed[@]}" -eq 0 ] || die "ThreadSanitizer: failing targets: ${failed[*]}"
