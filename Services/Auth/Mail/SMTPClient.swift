@@ -106,11 +106,19 @@ struct SMTPClient: Sendable {
                         try raw.pipeline.syncOperations.handler(type: PlaintextAfterSTARTTLSGuard.self).arm()
                     }.get()
                     try await conversation.expect(220, after: "STARTTLS")
-                    try await raw.eventLoop.submit {
-                        let guarding = try raw.pipeline.syncOperations.handler(type: PlaintextAfterSTARTTLSGuard.self)
-                        try raw.pipeline.syncOperations.addHandler(try Self.tlsHandler(tls, for: server), position: .first)
-                        raw.pipeline.syncOperations.removeHandler(guarding, promise: nil)
-                    }.get()
+                    do {
+                        try await raw.eventLoop.submit {
+                            let guarding = try raw.pipeline.syncOperations.handler(type: PlaintextAfterSTARTTLSGuard.self)
+                            try raw.pipeline.syncOperations.addHandler(try Self.tlsHandler(tls, for: server), position: .after(guarding))
+                            guarding.awaitTLS()
+                        }.get()
+                    } catch {
+                        // The guard may have refused what came after the 220 and closed the
+                        // connection first, taking its handlers: its refusal waits in the stream.
+                        try? await raw.close()
+                        try await conversation.closed()
+                        throw error
+                    }
                     try await conversation.expect(250, after: "EHLO \(heloName)")
                 } else if server.user != nil, !server.isLoopback {
                     throw SMTPError(
@@ -203,8 +211,9 @@ struct SMTPError: Error, CustomStringConvertible {
 /// Closes the connection when the server sends anything after its reply to `STARTTLS` and before
 /// TLS begins. Such bytes would sit in the line buffer and be read after the handshake as if they
 /// had come over TLS: a man in the middle's way to inject replies (the STARTTLS injection of
-/// CVE-2011-0411, from the server's side). It sits before the line decoder, so it sees the bytes
-/// as they arrive, and is removed in the same event-loop turn that adds TLS.
+/// CVE-2011-0411, from the server's side). It sits first, so it sees the bytes as they arrive,
+/// whether TLS is in place behind it yet or not: it leaves once the server's first bytes after
+/// TLS was added start a TLS record, and refuses any that do not.
 private final class PlaintextAfterSTARTTLSGuard: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -217,11 +226,16 @@ private final class PlaintextAfterSTARTTLSGuard: ChannelInboundHandler, Removabl
         case readingReply(lineStart: [UInt8])
         /// The reply's last line arrived: nothing more may until TLS is in place.
         case closedUntilTLS
+        /// TLS is in place behind the guard: the server's next bytes must be a TLS record.
+        case awaitingTLS
     }
 
     private var state = State.open
 
     func arm() { state = .readingReply(lineStart: []) }
+
+    /// Called in the event-loop turn that adds TLS behind the guard.
+    func awaitTLS() { state = .awaitingTLS }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let bytes = unwrapInboundIn(data).readableBytesView
@@ -230,6 +244,12 @@ private final class PlaintextAfterSTARTTLSGuard: ChannelInboundHandler, Removabl
             context.fireChannelRead(data)
         case .closedUntilTLS:
             refuse(context: context)
+        case .awaitingTLS:
+            // A record's first byte is its content type: 20 to 24 (change cipher spec, alert,
+            // handshake, application data, heartbeat). A reply's is a digit.
+            guard let first = bytes.first, (20...24).contains(first) else { return refuse(context: context) }
+            context.fireChannelRead(data)
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         case .readingReply(var lineStart):
             for index in bytes.indices {
                 if lineStart.count < 4 { lineStart.append(bytes[index]) }
@@ -258,12 +278,26 @@ private struct Conversation {
     var lines: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
     let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
 
+    /// Reads what is left of a closed connection (it waits while the connection is open): throws
+    /// the error that closed it, if one did.
+    mutating func closed() async throws {
+        while try await lines.next() != nil {}
+    }
+
     /// Sends `command` (nil: none, for the greeting) and checks that the reply's code is `code`;
     /// the reply's lines, without their codes.
     @discardableResult
     mutating func expect(_ code: Int, after command: String?, shown: String? = nil) async throws -> [String] {
         let name = shown ?? command.map { String($0.prefix(while: { $0 != ":" && $0 != " " })) } ?? "the greeting"
-        if let command { try await outbound.write(ByteBuffer(string: command + "\r\n")) }
+        if let command {
+            do {
+                try await outbound.write(ByteBuffer(string: command + "\r\n"))
+            } catch {
+                // Closed under the write: what closed it, when something did, waits in the stream.
+                try await closed()
+                throw error
+            }
+        }
         var text: [String] = []
         while true {
             let next = try await lines.next()
