@@ -104,7 +104,9 @@ final class TestSocket: Sendable {
         _ = try? await ended.value
     }
 
-    /// The close frame the gateway sent (waits for the socket to end).
+    /// The close frame the gateway sent (waits for the socket to end); nil when it did not end
+    /// within `timeout`, and then this side ends it: a group waits for all its tasks, and awaiting
+    /// `ended` does not stop at cancellation, so without that a socket left open hung the test.
     func closing(timeout: Duration = .seconds(10)) async -> WebSocketCloseFrame?? {
         await withTaskGroup(of: WebSocketCloseFrame??.self) { group in
             group.addTask { try? await self.ended.value }
@@ -112,7 +114,10 @@ final class TestSocket: Sendable {
                 try? await Task.sleep(for: timeout)
                 return nil
             }
-            defer { group.cancelAll() }
+            defer {
+                group.cancelAll()
+                ended.cancel()
+            }
             return await group.next()!
         }
     }
