@@ -429,11 +429,11 @@ struct GatewayTests {
 
         let sockets = try await edge.extraGateway(["AVIARY_GATEWAY_SOCKETS_PER_USER": "1"])
         defer { sockets.process.kill() }
-        let first = try await TestSocket.open(sockets.url, token: erin.token)
-        // Refused at the upgrade once the first is counted, or closed at once if it came before.
-        if let again = try? await TestSocket.open(sockets.url, token: erin.token) {
-            #expect(await again.closing()??.closeCode == .policyViolation, "a second socket of one user stayed open")
-        }
+        let ofErin = await TestSocket.openAtOnce(3, sockets.url, token: erin.token)
+        #expect(ofErin.open.count == 1 && ofErin.refused + ofErin.closed.count == 2, "\(ofErin)")
+        #expect(ofErin.closed.allSatisfy { $0 == .policyViolation }, "a socket past one user's limit stayed open: \(ofErin.closed)")
+        let first = try #require(ofErin.open.first)
+        // Once one is counted, the next is refused at the upgrade.
         let socketsPort = try #require(URLComponents(string: sockets.url)?.port)
         let second = try await RawSocket.upgrade(port: socketsPort, headers: ["Authorization": "Bearer \(erin.token)"]).response()
         #expect(second.status == 429 && second.rest.contains("Retry-After: 1"), "\(second)")
@@ -444,11 +444,15 @@ struct GatewayTests {
         // Sockets per address count anonymous ones too.
         let crowd = try await edge.extraGateway(["AVIARY_GATEWAY_SOCKETS_PER_ADDRESS": "2"])
         defer { crowd.process.kill() }
-        let (one, two) = (try await TestSocket.open(crowd.url), try await TestSocket.open(crowd.url))
-        // Counted once the socket is open: the third may open, and is then closed at once.
-        if let third = try? await TestSocket.open(crowd.url) {
-            #expect(await third.closing()??.closeCode == .policyViolation, "a third socket from one address stayed open")
-        }
+        let fromOne = await TestSocket.openAtOnce(3, crowd.url)
+        #expect(fromOne.refused + fromOne.closed.count == 1, "\(fromOne)")
+        #expect(fromOne.closed.allSatisfy { $0 == .policyViolation }, "a third socket from one address stayed open: \(fromOne.closed)")
+        try #require(fromOne.open.count == 2)
+        let (one, two) = (fromOne.open[0], fromOne.open[1])
+        // Once two are counted, the next is refused at the upgrade.
+        let crowdPort = try #require(URLComponents(string: crowd.url)?.port)
+        let third = try await RawSocket.upgrade(port: crowdPort).response()
+        #expect(third.status == 429 && third.rest.contains("Retry-After: 1"), "\(third)")
         await one.close()
         #expect(await eventually { (try? await TestSocket.open(crowd.url)).map { _ in true } ?? false })
         await two.close()

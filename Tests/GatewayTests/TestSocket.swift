@@ -40,7 +40,10 @@ final class TestSocket: Sendable {
         let (writers, writerSink) = AsyncStream.makeStream(of: WebSocketOutboundWriter.self)
         let ended = Task {
             // A refused upgrade never reaches the handler: the wait for the writer ends here.
-            defer { writerSink.finish() }
+            defer {
+                writerSink.finish()
+                box.end()
+            }
             return try await WebSocketClient.connect(
                 url: url,
                 configuration: .init(maxFrameSize: 8 << 20, additionalHeaders: headers, sniHostname: tls ? "localhost" : nil),
@@ -65,22 +68,50 @@ final class TestSocket: Sendable {
         return TestSocket(inbox: box, writer: writer, ended: ended)
     }
 
+    /// Opens `count` sockets at once under a limit of the gateway's. Several may pass the
+    /// upgrade's check before any is counted; those counted past the limit are closed as soon as
+    /// they open. Says which stayed open (each answered a call), the close codes of those closed,
+    /// and how many were refused at the upgrade.
+    static func openAtOnce(_ count: Int, _ base: String, token: String? = nil) async
+        -> (open: [TestSocket], closed: [WebSocketErrorCode?], refused: Int)
+    {
+        let opened = await withTaskGroup(of: TestSocket?.self) { group in
+            for _ in 0..<count { group.addTask { try? await open(base, token: token) } }
+            return await group.reduce(into: [TestSocket]()) { sockets, socket in socket.map { sockets.append($0) } }
+        }
+        var kept: [TestSocket] = []
+        var closed: [WebSocketErrorCode?] = []
+        for socket in opened {
+            if (try? await socket.call("auth.me")) != nil {
+                kept.append(socket)
+            } else {
+                closed.append(await socket.closing()??.closeCode)
+            }
+        }
+        return (kept, closed, count - opened.count)
+    }
+
     /// Sends `text` as one text message.
     func send(_ text: String) async throws {
         try await writer.write(.text(text))
     }
 
-    /// Calls `method` and waits for its answer (the whole response object).
+    /// Calls `method` and waits for its answer (the whole response object); fails at once if the
+    /// socket ends first.
     func call(_ method: String, _ params: [String: JSONValue] = [:], timeout: Duration = .seconds(10)) async throws -> JSONValue {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         let request: JSONValue = ["jsonrpc": "2.0", "id": .int(Int64(id)), "method": .string(method), "params": .object(params)]
         try await send(String(decoding: try JSONEncoder().encode(request), as: UTF8.self))
         var answer: JSONValue?
+        var ended = false
         _ = await eventually(timeout: timeout) {
+            ended = inbox.hasEnded
             answer = inbox.first { $0["id"]?.intValue == Int64(id) }
-            return answer != nil
+            return answer != nil || ended
         }
-        guard let answer else { throw EdgeTestError("no answer to \(method) within \(timeout)") }
+        guard let answer else {
+            throw EdgeTestError(ended ? "the socket ended before \(method) was answered" : "no answer to \(method) within \(timeout)")
+        }
         return answer
     }
 
@@ -123,11 +154,14 @@ final class TestSocket: Sendable {
     }
 }
 
-/// What a socket received, shared between its reader and the test.
+/// What a socket received, shared between its reader and the test, and whether it has ended.
 final class Inbox: Sendable {
     private let values = Locked<[JSONValue]>([])
+    private let ended = Atomic<Bool>(false)
 
     func append(_ value: JSONValue) { values.withLock { $0.append(value) } }
     func first(where predicate: (JSONValue) -> Bool) -> JSONValue? { values.withLock { $0.first(where: predicate) } }
     var all: [JSONValue] { values.withLock { $0 } }
+    func end() { ended.store(true, ordering: .releasing) }
+    var hasEnded: Bool { ended.load(ordering: .acquiring) }
 }
