@@ -13,7 +13,7 @@ package struct JSONScanner {
     /// Deeper nesting is refused, as Foundation's decoder refuses it, before it can exhaust a stack.
     package static let maximumDepth = 512
 
-    private let bytes: UnsafeRawBufferPointer
+    let bytes: UnsafeRawBufferPointer
     package private(set) var index = 0
 
     package init(_ bytes: UnsafeRawBufferPointer) {
@@ -42,6 +42,16 @@ package struct JSONScanner {
     package mutating func object(
         depth: Int, _ member: (_ key: String, _ scanner: inout JSONScanner) throws(Failure) -> Void
     ) throws(Failure) {
+        try objectMembers(depth: depth) { (key, escaped, scanner: inout JSONScanner) throws(Failure) in
+            try member(scanner.text(in: key, escaped: escaped), &scanner)
+        }
+    }
+
+    /// Walks the members of the object that starts here, calling `member` with where each key's
+    /// content lies and whether it has escapes; `member` must consume the value.
+    mutating func objectMembers(
+        depth: Int, _ member: (_ key: Range<Int>, _ escaped: Bool, _ scanner: inout JSONScanner) throws(Failure) -> Void
+    ) throws(Failure) {
         guard depth < Self.maximumDepth else { throw .tooDeep }
         try expect(0x7B)  // {
         if peek() == 0x7D {  // }
@@ -50,10 +60,10 @@ package struct JSONScanner {
         }
         while true {
             guard peek() == 0x22 else { throw .malformed }
-            let key = try string()
+            let (key, escaped) = try stringRange()
             try expect(0x3A)  // :
             _ = peek()
-            try member(key, &self)
+            try member(key, escaped, &self)
             switch peek() {
             case 0x2C: index += 1  // ,
             case 0x7D: index += 1; return
@@ -117,16 +127,17 @@ package struct JSONScanner {
 
     /// Reads a string value (with its escapes resolved); an escaped lone surrogate becomes U+FFFD.
     package mutating func string() throws(Failure) -> String {
-        try string(refusingLoneSurrogates: false)!
+        let (range, escaped) = try stringRange()
+        return text(in: range, escaped: escaped)
     }
 
-    /// Reads a string value (with its escapes resolved); nil, with `refusingLoneSurrogates`, for one
-    /// that escapes a lone surrogate (which Foundation's decoder refuses), after it is consumed.
-    mutating func string(refusingLoneSurrogates: Bool) throws(Failure) -> String? {
-        let (range, escaped) = try stringRange()
+    /// The text of the string content at `range` (as ``stringRange()`` gave it), escapes resolved
+    /// and a lone surrogate read as U+FFFD.
+    func text(in range: Range<Int>, escaped: Bool) -> String {
         let content = UnsafeRawBufferPointer(rebasing: bytes[range])
         guard escaped else { return String(decoding: content, as: UTF8.self) }
-        return Self.unescape(content, refusingLoneSurrogates: refusingLoneSurrogates)
+        // Not refusing, it has a text for every content.
+        return Self.unescape(content, refusingLoneSurrogates: false) ?? "\u{FFFD}"
     }
 
     /// Reads a number as a ``JSONValue`` holds it: an integer (no fraction, no exponent) that fits
@@ -164,7 +175,7 @@ package struct JSONScanner {
     // MARK: - Lexing
 
     /// The content of the string that starts here (between its quotes), and whether it has escapes.
-    private mutating func stringRange() throws(Failure) -> (Range<Int>, escaped: Bool) {
+    mutating func stringRange() throws(Failure) -> (Range<Int>, escaped: Bool) {
         index += 1  // the opening quote
         let start = index
         var escaped = false
@@ -302,7 +313,7 @@ package struct JSONScanner {
 
     /// Resolves the escapes of a string's content that the lexer already checked; a lone surrogate
     /// becomes U+FFFD, or with `refusingLoneSurrogates` makes the result nil.
-    private static func unescape(_ content: UnsafeRawBufferPointer, refusingLoneSurrogates: Bool) -> String? {
+    static func unescape(_ content: UnsafeRawBufferPointer, refusingLoneSurrogates: Bool) -> String? {
         var scalars = String.UnicodeScalarView()
         var utf8: [UInt8] = []
         var index = 0

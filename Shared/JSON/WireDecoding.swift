@@ -3,7 +3,7 @@ import Foundation
 /// Decodes JSON off the wire: a request's params, and the result of a call to another service.
 /// Foundation's `JSONDecoder` spends most of its time on bookkeeping per value (docs/perf.md,
 /// "Choices in the code"), so values are first decoded by `WireDecoder`: one pass of
-/// ``JSONScanner`` into a ``JSONValue`` tree, read through a `Decoder` that keeps no state per value.
+/// ``JSONScanner`` into a flat ``WireTree``, read through a `Decoder` that keeps no state per value.
 ///
 /// That decoder takes only what it can decode exactly as Foundation's (as ``JSONCoding``
 /// configures it) would. Anything else (a failure of any kind, a number that is not an integer
@@ -18,88 +18,26 @@ public enum WireDecoding {
     }
 }
 
-extension JSONScanner {
-    /// Reads the value that starts here into a tree for ``WireDecoder``, a string that escapes a
-    /// lone surrogate as ``loneSurrogateMarker``; nil where Foundation's decoder must decide: an
-    /// object with a key twice, or a string that is the marker's text itself. `pending` holds the
-    /// members of the objects being read (as it was again once this returns a value), so that each
-    /// object's table is made once at its size rather than grown and rehashed member by member.
-    mutating func wireValue(depth: Int, pending: inout [(key: String, value: JSONValue)]) throws(Failure) -> JSONValue? {
-        switch peek() {
-        case 0x7B:  // {
-            let start = pending.count
-            var undecided = false
-            try object(depth: depth) { (key, scanner: inout JSONScanner) throws(Failure) in
-                // A key that escapes a lone surrogate reads as U+FFFD, where Foundation's decoder
-                // refuses the text (found by JSONFuzz): a key with U+FFFD is left to it.
-                guard let value = try scanner.wireValue(depth: depth + 1, pending: &pending),
-                    !key.unicodeScalars.contains("\u{FFFD}")
-                else {
-                    undecided = true
-                    return
-                }
-                pending.append((key, value))
-            }
-            guard !undecided else { return nil }
-            var members: [String: JSONValue] = Dictionary(minimumCapacity: pending.count - start)
-            while pending.count > start {
-                let (key, value) = pending.removeLast()
-                guard members.updateValue(value, forKey: key) == nil else { return nil }
-            }
-            return .object(members)
-        case 0x5B:  // [
-            var elements: [JSONValue] = []
-            var undecided = false
-            try array(depth: depth) { (scanner: inout JSONScanner) throws(Failure) in
-                guard let element = try scanner.wireValue(depth: depth + 1, pending: &pending) else {
-                    undecided = true
-                    return
-                }
-                elements.append(element)
-            }
-            return undecided ? nil : .array(elements)
-        case 0x22:
-            guard let text = try string(refusingLoneSurrogates: true) else { return .string(loneSurrogateMarker) }
-            return isLoneSurrogateMarker(text) ? nil : .string(text)
-        case 0x74: try literal("true"); return .bool(true)
-        case 0x66: try literal("false"); return .bool(false)
-        case 0x6E: try literal("null"); return .null
-        case nil: throw .malformed
-        default:
-            let start = index
-            let value = try numberValue()
-            // Foundation's decoder refuses a number that is not zero but rounds to it (`1e-400`),
-            // and some zeros written with an exponent (`0e5`, `0.00e5`; not `0e99` or `0.0e5`),
-            // found by JSONFuzz: a zero written so is left to it.
-            if case .double(let double) = value, double == 0, !isPlainZero(start..<index) { return nil }
-            return value
-        }
-    }
-}
-
-/// What ``JSONScanner/wireValue(depth:pending:)`` reads a string that escapes a lone surrogate
-/// (`"\ud800"`) as, having no text for it: Foundation's decoder fails to read one as a string (so
-/// refuses the whole JSON text unless a type catches that), and ``WireDecoder`` fails likewise,
-/// naming where, wherever a value reads this. A string that is this text itself sends the JSON
-/// text to Foundation's decoder.
-let loneSurrogateMarker = "\u{FFFD}(an escaped lone surrogate)\u{FFFD}"
-
-private func isLoneSurrogateMarker(_ text: String) -> Bool {
-    text.utf8.count == loneSurrogateMarker.utf8.count && text == loneSurrogateMarker
-}
-
 /// The `Decoder` of ``WireDecoding``: one object for the whole decoding, as Foundation's is,
-/// which points at the value being decoded and keeps the path to it as a stack, so a nested value
+/// which points at the node being decoded and keeps the path to it as a stack, so a nested value
 /// costs no allocation. A value it cannot vouch for sets `gaveUp`, and the caller then ignores
 /// whatever the decoding returned or threw: a type's `init(from:)` might catch the failure and go
 /// on differently from how it would with Foundation.
+///
+/// The tree's strings are read out of the JSON text, which lives only while ``decode(_:from:)``
+/// runs: a type that keeps the decoder past its `init(from:)` must not use it.
 final class WireDecoder: Decoder, SingleValueDecodingContainer {
     /// Thrown for a value this decoder leaves to Foundation; `gaveUp` is set by then.
     struct Unsupported: Error {}
 
-    /// The value being decoded now.
-    private(set) var current: JSONValue
-    private(set) var codingPath: [any CodingKey] = []
+    let tree: WireTree
+    /// The node being decoded now. (Its accesses, and the path's, are not checked at run time: only
+    /// this class changes them, one call at a time.)
+    @exclusivity(unchecked) private(set) var current: Int32
+    @exclusivity(unchecked) private(set) var codingPath: [any CodingKey] = []
+    /// Where the last member found at each depth was, to look for the next one there (see
+    /// ``WireTree/member(named:first:count:asciiKeys:node:hint:)``).
+    @exclusivity(unchecked) private var hints: [Int32] = []
     private(set) var gaveUp = false
     /// Thrown for a string that escapes a lone surrogate, with where it is.
     struct LoneSurrogate: Error {
@@ -110,9 +48,11 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
     private(set) var refusedLoneSurrogate = false
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    private init(root: JSONValue) {
-        current = root
+    private init(tree: WireTree) {
+        self.tree = tree
+        current = tree.root
         codingPath.reserveCapacity(8)
+        hints.reserveCapacity(8)
     }
 
     /// The value `json` holds, or nil when Foundation's decoder must decide. A string the value
@@ -121,25 +61,20 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
     /// A type that catches that failure and goes on is left to Foundation, whose error it would
     /// have caught instead (as `LenientParams` in WireDecodingTests does; found by JSONFuzz).
     static func decode<T: Decodable>(_ type: T.Type, from json: Data) throws(DecodingError) -> T? {
-        let root: JSONValue? = json.withUnsafeBytes { bytes in
-            var scanner = JSONScanner(bytes)
-            var pending: [(key: String, value: JSONValue)] = []
-            guard let root = try? scanner.wireValue(depth: 0, pending: &pending), (try? scanner.expectEnd()) != nil else {
-                return nil
+        let outcome: Result<T, DecodingError>? = json.withUnsafeBytes { bytes in
+            guard let tree = WireTree.read(bytes) else { return nil }
+            let decoder = WireDecoder(tree: tree)
+            let value = Result { try decoder.decodeValue(T.self) }
+            guard !decoder.gaveUp else { return nil }
+            if decoder.refusedLoneSurrogate {
+                guard case .failure(let refusal as LoneSurrogate) = value else { return nil }
+                return .failure(DecodingError.dataCorrupted(.init(
+                    codingPath: refusal.codingPath,
+                    debugDescription: "it escapes a lone surrogate (\\uD800 to \\uDFFF without its pair), which is no character")))
             }
-            return root
+            return (try? value.get()).map { .success($0) }
         }
-        guard let root else { return nil }
-        let decoder = WireDecoder(root: root)
-        let value = Result { try decoder.decodeValue(T.self) }
-        guard !decoder.gaveUp else { return nil }
-        if decoder.refusedLoneSurrogate {
-            guard case .failure(let refusal as LoneSurrogate) = value else { return nil }
-            throw DecodingError.dataCorrupted(.init(
-                codingPath: refusal.codingPath,
-                debugDescription: "it escapes a lone surrogate (\\uD800 to \\uDFFF without its pair), which is no character"))
-        }
-        return try? value.get()
+        return try outcome?.get()
     }
 
     func giveUp() -> Unsupported {
@@ -158,10 +93,25 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
         DecodingError.typeMismatch(type, .init(codingPath: codingPath, debugDescription: "mismatch"))
     }
 
-    /// Decodes `value`, found under `key` in the value being decoded now.
-    func decode<T: Decodable>(_ type: T.Type, value: JSONValue, key: any CodingKey) throws -> T {
+    private var node: WireTree.Node { tree.nodes[Int(current)] }
+
+    /// The member named `name` of the object at `node` (`first`, `count`), at `depth`.
+    func member(named name: String, first: Int32, count: Int32, asciiKeys: Bool, node: Int32, depth: Int) -> Int32? {
+        while hints.count <= depth { hints.append(-1) }
+        let found = tree.member(named: name, first: first, count: count, asciiKeys: asciiKeys, node: node, hint: hints[depth])
+        if let found { hints[depth] = found + 1 }
+        return found
+    }
+
+    func isNull(_ index: Int32) -> Bool {
+        guard case .null = tree.nodes[Int(index)] else { return false }
+        return true
+    }
+
+    /// Decodes the node `index`, found under `key` in the value being decoded now.
+    func decode<T: Decodable>(_ type: T.Type, node index: Int32, key: any CodingKey) throws -> T {
         let outer = current
-        current = value
+        current = index
         codingPath.append(key)
         defer {
             codingPath.removeLast()
@@ -185,32 +135,51 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
         return try T(from: self)
     }
 
-    /// The value being decoded now as it is, where `JSONValue.init(from:)` would try one kind after
-    /// another (each miss a thrown error, five for an object) for the same result: when it holds
-    /// only integers that fit. A `.double` is left to Foundation, which reads `1.0` as `.int(1)`.
+    /// The value being decoded now as a ``JSONValue``, where `JSONValue.init(from:)` would try one
+    /// kind after another (each miss a thrown error, five for an object) for the same result: when
+    /// it holds only integers that fit. A `.double` is left to Foundation, which reads `1.0` as
+    /// `.int(1)`.
     private func decodeJSONValue() throws -> JSONValue {
         var loneSurrogate = false
         var double = false
-        func visit(_ value: JSONValue) {
-            switch value {
+        func visit(_ index: Int32) {
+            switch tree.nodes[Int(index)] {
             case .double: double = true
-            case .string(let text): if isLoneSurrogateMarker(text) { loneSurrogate = true }
-            case .array(let elements): elements.forEach(visit)
-            case .object(let members): members.values.forEach(visit)
-            case .null, .bool, .int: break
+            case .loneSurrogate: loneSurrogate = true
+            case .array(let first, let count): tree.elements[Int(first)..<Int(first + count)].forEach(visit)
+            case .object(let first, let count, _): tree.members[Int(first)..<Int(first + count)].forEach { visit($0.value) }
+            case .null, .bool, .int, .plain, .escaped: break
             }
         }
         visit(current)
         if loneSurrogate { throw refuseLoneSurrogate() }
         if double { throw giveUp() }
-        return current
+        return jsonValue(current)
+    }
+
+    /// The node `index` as a ``JSONValue``, once `decodeJSONValue` has found nothing it cannot hold.
+    private func jsonValue(_ index: Int32) -> JSONValue {
+        let node = tree.nodes[Int(index)]
+        switch node {
+        case .null: return .null
+        case .bool(let value): return .bool(value)
+        case .int(let value): return .int(value)
+        case .double(let value): return .double(value)
+        case .plain, .escaped, .loneSurrogate: return .string(tree.text(node) ?? "")
+        case .array(let first, let count): return .array(tree.elements[Int(first)..<Int(first + count)].map(jsonValue))
+        case .object(let first, let count, _):
+            var members: [String: JSONValue] = Dictionary(minimumCapacity: Int(count))
+            for member in tree.members[Int(first)..<Int(first + count)] {
+                members[tree.key(of: member)] = jsonValue(member.value)
+            }
+            return .object(members)
+        }
     }
 
     /// The text of the value being decoded now; nil when it is no string.
     private func text() throws -> String? {
-        guard case .string(let text) = current else { return nil }
-        if isLoneSurrogateMarker(text) { throw refuseLoneSurrogate() }
-        return text
+        if case .loneSurrogate = node { throw refuseLoneSurrogate() }
+        return tree.text(node)
     }
 
     func decodeString() throws -> String {
@@ -225,13 +194,13 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
     }
 
     func decodeBool() throws -> Bool {
-        guard case .bool(let value) = current else { throw mismatch(Bool.self) }
+        guard case .bool(let value) = node else { throw mismatch(Bool.self) }
         return value
     }
 
     /// Integers that fit; Foundation has rules of its own for `1.0`, `1e2` and overflow.
     func decodeInteger<I: FixedWidthInteger>(_ type: I.Type) throws -> I {
-        switch current {
+        switch node {
         case .int(let value):
             guard let value = I(exactly: value) else { throw giveUp() }
             return value
@@ -242,7 +211,7 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
 
     /// Finite numbers; Foundation has rules of its own for those beyond the range of `Double`.
     func decodeDouble() throws -> Double {
-        switch current {
+        switch node {
         case .int(let value): return Double(value)
         case .double(let value):
             guard value.isFinite else { throw giveUp() }
@@ -251,21 +220,30 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
         }
     }
 
-    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        guard case .object(let members) = current else { throw mismatch([String: Any].self) }
-        return KeyedDecodingContainer(Keyed<Key>(members: members, decoder: self, codingPath: codingPath))
+    /// The object at node `index`, as a container with `codingPath`.
+    func keyed<Key: CodingKey>(_ index: Int32, codingPath: [any CodingKey]) throws -> KeyedDecodingContainer<Key> {
+        guard case .object(let first, let count, let asciiKeys) = tree.nodes[Int(index)] else { throw mismatch([String: Any].self) }
+        return KeyedDecodingContainer(
+            Keyed<Key>(decoder: self, node: index, first: first, count: count, asciiKeys: asciiKeys, codingPath: codingPath))
     }
 
-    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        guard case .array(let elements) = current else { throw mismatch([Any].self) }
-        return Unkeyed(elements: elements, decoder: self, codingPath: codingPath)
+    /// The array at node `index`, as a container with `codingPath`.
+    func unkeyed(_ index: Int32, codingPath: [any CodingKey]) throws -> Unkeyed {
+        guard case .array(let first, let count) = tree.nodes[Int(index)] else { throw mismatch([Any].self) }
+        return Unkeyed(decoder: self, first: first, count: Int(count), codingPath: codingPath)
     }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        try keyed(current, codingPath: codingPath)
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { try unkeyed(current, codingPath: codingPath) }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
 
     // MARK: SingleValueDecodingContainer
 
-    func decodeNil() -> Bool { current.isNull }
+    func decodeNil() -> Bool { isNull(current) }
 
     func decode(_ type: Bool.Type) throws -> Bool { try decodeBool() }
     func decode(_ type: String.Type) throws -> String { try decodeString() }
@@ -287,51 +265,70 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
 extension WireDecoder {
     /// An object's members.
     struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
-        let members: [String: JSONValue]
         let decoder: WireDecoder
+        let node: Int32
+        let first: Int32
+        let count: Int32
+        let asciiKeys: Bool
         let codingPath: [any CodingKey]
 
-        /// Objects with up to this many members are searched one member after another, which costs
-        /// less than hashing the name (their keys are mostly small strings, compared at once).
-        private static var linearSearchLimit: Int { 16 }
-
-        var allKeys: [Key] { members.keys.compactMap { Key(stringValue: $0) } }
-
-        func contains(_ key: Key) -> Bool { position(of: key.stringValue) != nil }
-
-        private func position(of name: String) -> Dictionary<String, JSONValue>.Index? {
-            guard members.count <= Self.linearSearchLimit else { return members.index(forKey: name) }
-            var position = members.startIndex
-            while position != members.endIndex {
-                if members.keys[position] == name { return position }
-                members.formIndex(after: &position)
-            }
-            return nil
+        var allKeys: [Key] {
+            decoder.tree.members[Int(first)..<Int(first + count)].compactMap { Key(stringValue: decoder.tree.key(of: $0)) }
         }
 
-        private func member(_ key: Key) throws -> JSONValue {
-            guard let position = position(of: key.stringValue) else {
+        func contains(_ key: Key) -> Bool { value(of: key) != nil }
+
+        /// The node of the member `key`.
+        private func value(of key: Key) -> Int32? {
+            decoder.member(named: key.stringValue, first: first, count: count, asciiKeys: asciiKeys, node: node, depth: codingPath.count)
+                .map { decoder.tree.members[Int($0)].value }
+        }
+
+        private func member(_ key: Key) throws -> Int32 {
+            guard let value = value(of: key) else {
                 throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "missing"))
             }
-            return members.values[position]
+            return value
         }
 
-        func decodeNil(forKey key: Key) throws -> Bool { try member(key).isNull }
+        func decodeNil(forKey key: Key) throws -> Bool { decoder.isNull(try member(key)) }
 
         func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-            try decoder.decode(type, value: member(key), key: key)
+            try decoder.decode(type, node: member(key), key: key)
         }
+
+        /// Nil for a member that is absent or null, as Foundation's; the member is looked up once,
+        /// where the protocol's own `decodeIfPresent` asks `contains`, then `decodeNil`, then
+        /// `decode`. Each of its forms is given, or the protocol's would be taken for it.
+        private func present<T: Decodable>(_ type: T.Type, _ key: Key) throws -> T? {
+            guard let value = value(of: key), !decoder.isNull(value) else { return nil }
+            return try decoder.decode(type, node: value, key: key)
+        }
+
+        func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try present(type, key) }
+        func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try present(type, key) }
+        func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try present(type, key) }
+        func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { try present(type, key) }
+        func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try present(type, key) }
+        func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try present(type, key) }
+        func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try present(type, key) }
+        func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try present(type, key) }
+        func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try present(type, key) }
+        func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try present(type, key) }
+        func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try present(type, key) }
+        func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try present(type, key) }
+        func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try present(type, key) }
+        func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try present(type, key) }
+        func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? { try present(type, key) }
 
         func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
             -> KeyedDecodingContainer<NestedKey>
         {
-            guard case .object(let members) = try member(key) else { throw decoder.mismatch([String: Any].self) }
-            return KeyedDecodingContainer(Keyed<NestedKey>(members: members, decoder: decoder, codingPath: codingPath + [key]))
+            try decoder.keyed(member(key), codingPath: codingPath + [key])
         }
 
         func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-            guard case .array(let elements) = try member(key) else { throw decoder.mismatch([Any].self) }
-            return Unkeyed(elements: elements, decoder: decoder, codingPath: codingPath + [key])
+            try decoder.unkeyed(member(key), codingPath: codingPath + [key])
         }
 
         func superDecoder() throws -> any Decoder { throw decoder.giveUp() }
@@ -340,36 +337,37 @@ extension WireDecoder {
 
     /// An array's elements, in order.
     struct Unkeyed: UnkeyedDecodingContainer {
-        let elements: [JSONValue]
         let decoder: WireDecoder
+        let first: Int32
+        let count: Int?
         let codingPath: [any CodingKey]
         private(set) var currentIndex = 0
 
-        init(elements: [JSONValue], decoder: WireDecoder, codingPath: [any CodingKey]) {
-            self.elements = elements
+        init(decoder: WireDecoder, first: Int32, count: Int, codingPath: [any CodingKey]) {
             self.decoder = decoder
+            self.first = first
+            self.count = count
             self.codingPath = codingPath
         }
 
-        var count: Int? { elements.count }
-        var isAtEnd: Bool { currentIndex >= elements.count }
+        var isAtEnd: Bool { currentIndex >= count ?? 0 }
 
-        /// The next element; the index moves on only once it decoded.
-        private func next(_ type: Any.Type) throws -> JSONValue {
+        /// The next element's node; the index moves on only once it decoded.
+        private func next(_ type: Any.Type) throws -> Int32 {
             guard !isAtEnd else {
                 throw DecodingError.valueNotFound(type, .init(codingPath: codingPath, debugDescription: "at end"))
             }
-            return elements[currentIndex]
+            return decoder.tree.elements[Int(first) + currentIndex]
         }
 
         mutating func decodeNil() throws -> Bool {
-            guard case .null = try next(Never.self) else { return false }
+            guard decoder.isNull(try next(Never.self)) else { return false }
             currentIndex += 1
             return true
         }
 
         mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
-            let value = try decoder.decode(type, value: next(type), key: Index(currentIndex))
+            let value = try decoder.decode(type, node: next(type), key: Index(currentIndex))
             currentIndex += 1
             return value
         }
@@ -377,15 +375,13 @@ extension WireDecoder {
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws
             -> KeyedDecodingContainer<NestedKey>
         {
-            guard case .object(let members) = try next(type) else { throw decoder.mismatch([String: Any].self) }
-            let container = Keyed<NestedKey>(members: members, decoder: decoder, codingPath: codingPath + [Index(currentIndex)])
+            let container: KeyedDecodingContainer<NestedKey> = try decoder.keyed(next(type), codingPath: codingPath + [Index(currentIndex)])
             currentIndex += 1
-            return KeyedDecodingContainer(container)
+            return container
         }
 
         mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
-            guard case .array(let elements) = try next([Any].self) else { throw decoder.mismatch([Any].self) }
-            let container = Unkeyed(elements: elements, decoder: decoder, codingPath: codingPath + [Index(currentIndex)])
+            let container = try decoder.unkeyed(next([Any].self), codingPath: codingPath + [Index(currentIndex)])
             currentIndex += 1
             return container
         }

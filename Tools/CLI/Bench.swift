@@ -12,7 +12,7 @@ import Synchronization
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Measure the shared libraries against their targets and against the servers' own tools.",
-        subcommands: [RPCBench.self, PostgresBench.self, RedisBench.self, GraphBench.self, AuthBench.self, MediaBench.self, MessagingBench.self, NotificationsBench.self, TweetsBench.self, TimelineBench.self, MemoryBench.self, GatewayBench.self, FaultBench.self, BlocksBench.self])
+        subcommands: [RPCBench.self, PostgresBench.self, RedisBench.self, GraphBench.self, AuthBench.self, MediaBench.self, MessagingBench.self, NotificationsBench.self, TweetsBench.self, TimelineBench.self, MemoryBench.self, GatewayBench.self, FaultBench.self, BlocksBench.self, JSONBench.self])
 }
 
 /// Throughput and latency figures of one run.
