@@ -36,7 +36,7 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
     @exclusivity(unchecked) private(set) var current: Int32
     @exclusivity(unchecked) private(set) var codingPath: [any CodingKey] = []
     /// Where the last member found at each depth was, to look for the next one there (see
-    /// ``WireTree/member(named:first:count:asciiKeys:node:hint:)``).
+    /// ``WireTree/member(named:inObject:hint:)``).
     @exclusivity(unchecked) private var hints: [Int32] = []
     private(set) var gaveUp = false
     /// Thrown for a string that escapes a lone surrogate, with where it is.
@@ -95,10 +95,10 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
 
     private var node: WireTree.Node { tree.nodes[Int(current)] }
 
-    /// The member named `name` of the object at `node` (`first`, `count`), at `depth`.
-    func member(named name: String, first: Int32, count: Int32, asciiKeys: Bool, node: Int32, depth: Int) -> Int32? {
+    /// The member named `name` of the object at `node`, a container at `depth`.
+    func member(named name: String, inObject node: Int32, depth: Int) -> Int32? {
         while hints.count <= depth { hints.append(-1) }
-        let found = tree.member(named: name, first: first, count: count, asciiKeys: asciiKeys, node: node, hint: hints[depth])
+        let found = tree.member(named: name, inObject: node, hint: hints[depth])
         if let found { hints[depth] = found + 1 }
         return found
     }
@@ -222,9 +222,8 @@ final class WireDecoder: Decoder, SingleValueDecodingContainer {
 
     /// The object at node `index`, as a container with `codingPath`.
     func keyed<Key: CodingKey>(_ index: Int32, codingPath: [any CodingKey]) throws -> KeyedDecodingContainer<Key> {
-        guard case .object(let first, let count, let asciiKeys) = tree.nodes[Int(index)] else { throw mismatch([String: Any].self) }
-        return KeyedDecodingContainer(
-            Keyed<Key>(decoder: self, node: index, first: first, count: count, asciiKeys: asciiKeys, codingPath: codingPath))
+        guard tree.object(at: index) != nil else { throw mismatch([String: Any].self) }
+        return KeyedDecodingContainer(Keyed<Key>(decoder: self, node: index, codingPath: codingPath))
     }
 
     /// The array at node `index`, as a container with `codingPath`.
@@ -266,22 +265,20 @@ extension WireDecoder {
     /// An object's members.
     struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
         let decoder: WireDecoder
+        /// The object's node.
         let node: Int32
-        let first: Int32
-        let count: Int32
-        let asciiKeys: Bool
         let codingPath: [any CodingKey]
 
         var allKeys: [Key] {
-            decoder.tree.members[Int(first)..<Int(first + count)].compactMap { Key(stringValue: decoder.tree.key(of: $0)) }
+            let tree = decoder.tree
+            return (tree.object(at: node)?.members ?? 0..<0).compactMap { Key(stringValue: tree.key(of: tree.members[Int($0)])) }
         }
 
         func contains(_ key: Key) -> Bool { value(of: key) != nil }
 
         /// The node of the member `key`.
         private func value(of key: Key) -> Int32? {
-            decoder.member(named: key.stringValue, first: first, count: count, asciiKeys: asciiKeys, node: node, depth: codingPath.count)
-                .map { decoder.tree.members[Int($0)].value }
+            decoder.member(named: key.stringValue, inObject: node, depth: codingPath.count).map { decoder.tree.members[Int($0)].value }
         }
 
         private func member(_ key: Key) throws -> Int32 {

@@ -152,20 +152,29 @@ struct WireTree {
         return UInt32(truncatingIfNeeded: key.count) << 16 | UInt32(first) << 8 | UInt32(last)
     }
 
-    /// The member of the object `node` (`first`, `count`) whose key is `name`. A small object is
-    /// searched from `hint` on, round to it: decoders mostly ask for the members in the order they
-    /// were written, so the one after the last found is mostly the one.
-    func member(named name: String, first: Int32, count: Int32, asciiKeys: Bool, node: Int32, hint: Int32) -> Int32? {
-        if count > Self.linearSearchLimit { return tables[node]?[name] }
-        let end = first + count
-        let start = (first..<end).contains(hint) ? hint : first
+    /// The members of the object at `node`, and whether its keys are all ASCII without escapes;
+    /// nil for any other node.
+    func object(at node: Int32) -> (members: Range<Int32>, asciiKeys: Bool)? {
+        guard case .object(let first, let count, let asciiKeys) = nodes[Int(node)] else { return nil }
+        return (first..<first + count, asciiKeys)
+    }
+
+    /// The member of the object at `node` whose key is `name`. A small object is searched from
+    /// `hint` on, round to it: decoders mostly ask for the members in the order they were written,
+    /// so the one after the last found is mostly the one.
+    func member(named name: String, inObject node: Int32, hint: Int32) -> Int32? {
+        guard let (range, asciiKeys) = object(at: node) else { return nil }
+        if range.count > Self.linearSearchLimit { return tables[node]?[name] }
+        let (first, end) = (range.lowerBound, range.upperBound)
+        let start = range.contains(hint) ? hint : first
         var name = name
         return name.withUTF8 { wanted -> Int32? in
             let wanted = UnsafeRawBufferPointer(wanted)
-            // Byte for byte only when both are ASCII: "\u{212A}" (Kelvin) is "K" to Swift.
+            // Byte for byte only when both are ASCII: "\u{212A}" (Kelvin) is "K" to Swift. Else as
+            // strings (`name` is lent out here, so its text is made again from `wanted`).
             guard asciiKeys, !wanted.contains(where: { $0 >= 0x80 }) else {
                 let text = String(decoding: wanted, as: UTF8.self)
-                return (first..<end).first { key(of: members[Int($0)]) == text }
+                return range.first { key(of: members[Int($0)]) == text }
             }
             let fingerprint = Self.fingerprint(wanted)
             func search(_ indices: Range<Int32>) -> Int32? {
@@ -200,18 +209,19 @@ extension JSONScanner {
             var asciiKeys = true
             try objectMembers(depth: depth) { (key, escaped, scanner: inout JSONScanner) throws(Failure) in
                 let content = UnsafeRawBufferPointer(rebasing: scanner.bytes[key])
-                var member = WireTree.Member(keyStart: Int32(key.lowerBound), keyEnd: Int32(key.upperBound), keyText: -1, fingerprint: 0, value: 0)
+                var (keyText, fingerprint): (Int32, UInt32) = (-1, 0)
                 if !escaped, content.allSatisfy({ $0 < 0x80 }) {
-                    member.fingerprint = WireTree.fingerprint(content)
+                    fingerprint = WireTree.fingerprint(content)
                 } else {
                     asciiKeys = false
                     let text = scanner.text(in: key, escaped: escaped)
                     // Ends the reading: the text is Foundation's to decide (see `WireTree.read`).
                     guard !text.unicodeScalars.contains("\u{FFFD}") else { throw .malformed }
-                    member.keyText = tree.appendText(text)
+                    keyText = tree.appendText(text)
                 }
-                member.value = try scanner.wireNode(depth: depth + 1, into: &tree)
-                tree.add(member)
+                tree.add(WireTree.Member(
+                    keyStart: Int32(key.lowerBound), keyEnd: Int32(key.upperBound), keyText: keyText, fingerprint: fingerprint,
+                    value: try scanner.wireNode(depth: depth + 1, into: &tree)))
             }
             guard let node = tree.endObject(from: start, asciiKeys: asciiKeys) else { throw .malformed }
             return node

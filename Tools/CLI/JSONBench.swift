@@ -60,8 +60,7 @@ struct JSONBench: AsyncParsableCommand {
             for _ in 0..<16 { try body() }
             calls += 16
         }
-        let elapsed = clock.now - start
-        return (Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12) / Double(calls)
+        return (clock.now - start) / .microseconds(1) / Double(calls)
     }
 
     /// A page such as a home timeline holds: texts of a tweet's usual length with a hashtag and a
