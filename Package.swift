@@ -301,3 +301,31 @@ let package = Package(
         ]
     }
 )
+
+// deploy/local/tsan.sh builds only what the tests it runs need: AVIARY_TEST_TARGETS (comma-separated
+// test targets) cuts the package to them, the targets they depend on and the packages those use,
+// without products. Unset, the package is whole.
+if let wanted = Context.environment["AVIARY_TEST_TARGETS"] {
+    let byName = Dictionary(uniqueKeysWithValues: package.targets.map { ($0.name, $0) })
+    var kept: Set<String> = []
+    var packages: Set<String> = []
+    var pending = wanted.split(separator: ",").map(String.init)
+    while let name = pending.popLast() {
+        guard let target = byName[name], kept.insert(name).inserted else { continue }
+        for dependency in target.dependencies {
+            switch dependency {
+            case .targetItem(let name, _), .byNameItem(let name, _): pending.append(name)
+            case .productItem(_, let package?, _, _): packages.insert(package.lowercased())
+            default: break
+            }
+        }
+    }
+    package.targets.removeAll { !kept.contains($0.name) }
+    package.products = []
+    // A package's identity is the last part of its URL, without ".git".
+    package.dependencies.removeAll { dependency in
+        guard case .sourceControl(_, let location, _) = dependency.kind else { return false }
+        let last = location.lowercased().split(separator: "/").last ?? ""
+        return !packages.contains(String(last.hasSuffix(".git") ? last.dropLast(4) : last))
+    }
+}

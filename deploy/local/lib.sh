@@ -7,6 +7,9 @@ AVIARY_APT_PACKAGES=(
     postgresql postgresql-contrib redis-server libpq-dev libhiredis-dev libargon2-dev libjemalloc-dev libcurl4-openssl-dev pkg-config curl
     procps openssl pgbouncer
 )
+# What the test suite needs besides: the Mastodon client tests make a virtual environment and
+# install Mastodon.py and toot into it from PyPI; the mail tests hand auth's mail to aiosmtpd.
+AVIARY_TEST_APT_PACKAGES=(python3 python3-venv python3-aiosmtpd)
 
 say() { printf '%s\n' "$*"; }
 warn() { printf 'warning: %s\n' "$*" >&2; }

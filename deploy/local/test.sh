@@ -15,10 +15,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$AVIARY_ROOT"
 
-ensure_apt_packages "${AVIARY_APT_PACKAGES[@]}"
-# The Mastodon client tests make a virtual environment and install Mastodon.py and toot into it from PyPI;
-# the mail tests hand auth's mail to aiosmtpd.
-ensure_apt_packages python3 python3-venv python3-aiosmtpd
+ensure_apt_packages "${AVIARY_APT_PACKAGES[@]}" "${AVIARY_TEST_APT_PACKAGES[@]}"
 ensure_swift_in_path
 jobs=()
 [ -n "${AVIARY_JOBS:-}" ] && jobs=(--jobs "$AVIARY_JOBS")
