@@ -2,6 +2,7 @@ import AviaryAPI
 import AuthTokens
 import Foundation
 import Logging
+import Redis
 import RPC
 import ServiceKit
 
@@ -73,6 +74,10 @@ public struct AuthService: Sendable {
                     "deleting expired mail tokens, old deleted accounts or overdue exports failed; retrying later",
                     metadata: ["error": "\(error)"])
             }
+        })
+        resources.addBackgroundService(PeriodicJob(every: .seconds(1)) { [logger = resources.logger] in
+            await restoreRevocations(
+                sessions, into: resources.sessionRevocations, within: resources.tokenLifetime + .seconds(60), logger: logger)
         })
         let mail = try mailQueue(resources)
         resources.addBackgroundService(PeriodicJob(every: .seconds(1)) { await mail.deliver() })
@@ -162,6 +167,27 @@ public struct AuthService: Sendable {
             if spent > 0 { logger.info("deleted refresh tokens spent long ago", metadata: ["auth.spent_tokens_deleted": "\(spent)"]) }
         } catch {
             logger.warning("deleting ended sessions failed; retrying later", metadata: ["error": "\(String(reflecting: error))"])
+        }
+    }
+
+    /// Puts the sessions revoked within `window` (a token's lifetime and a minute) back into Redis's
+    /// set of revoked sessions when the set has lost them (``SessionRevocations/isWhole()``): Redis
+    /// restarted empty, or was flushed. Without them, a token of a session that ended would pass
+    /// again until it expires.
+    private static func restoreRevocations(
+        _ sessions: SessionStore, into revocations: SessionRevocations, within window: Duration, logger: Logger
+    ) async {
+        do {
+            guard try await !revocations.isWhole() else { return }
+            let ended = try await sessions.revoked(within: window)
+            try await revocations.restore(sessionIDs: ended)
+            logger.notice("restored the set of revoked sessions in Redis", metadata: ["auth.sessions_restored": "\(ended.count)"])
+        } catch let error as RedisError where error.isTransient {
+            // Redis is away: nothing to restore into yet (the revocation watch says so already).
+        } catch {
+            logger.warning(
+                "restoring the set of revoked sessions in Redis failed; retrying in a second",
+                metadata: ["error": "\(String(reflecting: error))"])
         }
     }
 

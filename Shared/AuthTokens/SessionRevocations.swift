@@ -13,6 +13,12 @@ import Redis
 /// also announced on the channel `aviary:revoked-sessions:<database>` (channels are shared by every
 /// database of a server, and session ids of two deployments on one server may coincide).
 ///
+/// The set is a copy: auth's sessions table says which sessions ended. While the set holds every
+/// revocation still in force, its member ``wholeMarker`` says so; a set without it (Redis restarted
+/// empty, or flushed) is put back by auth from the table (``restore(sessionIDs:)``) within a second,
+/// so that a revoked token does not pass again. A failover to a replica that was behind keeps the
+/// mark, and can lose the revocations of its last moments.
+///
 /// A process that runs ``watch(logger:)`` keeps the set in memory and checks tokens without a round
 /// trip. It trusts its copy only while it can vouch that the copy is current:
 /// - after loading the set, which it does once its subscription is confirmed;
@@ -69,21 +75,46 @@ public final class SessionRevocations: Sendable {
         channel = "\(Self.key):\(redis.configuration.database)"
     }
 
+    /// The member of the set that says it holds every revocation still in force. Its score, +inf,
+    /// keeps it from the sweep of expired members, and a reader skips it (not a session id).
+    static let wholeMarker = "whole"
+
     /// Ends `sessionIDs` everywhere: their tokens are refused from now on.
     public func revoke(sessionIDs: [Int64]) async throws {
         guard !sessionIDs.isEmpty else { return }
+        try await add(sessionIDs, whole: false)
+    }
+
+    /// Whether the set in Redis holds every revocation still in force (it has ``wholeMarker``).
+    public func isWhole() async throws -> Bool {
+        !(try await redis.send(["ZSCORE", RedisArgument(Self.key), RedisArgument(Self.wholeMarker)]).isNull)
+    }
+
+    /// Puts `sessionIDs`, every session ended within a token's lifetime (auth reads them from its
+    /// sessions table), back into the set, announced as ``revoke(sessionIDs:)`` announces, and marks
+    /// the set whole.
+    public func restore(sessionIDs: [Int64]) async throws {
+        try await add(sessionIDs, whole: true)
+    }
+
+    private func add(_ sessionIDs: [Int64], whole: Bool) async throws {
         let now = Date().millisecondsSince1970
         let expiry = now + tokenLifetime.components.seconds * 1000 + 60_000
         state.withLock { state in
-            for id in sessionIDs { state.revoked[id] = expiry }
+            for id in sessionIDs { state.revoked[id] = max(state.revoked[id] ?? 0, expiry) }
         }
-        ended.yield(sessionIDs)
+        if !sessionIDs.isEmpty { ended.yield(sessionIDs) }
         let ids = sessionIDs.map { String($0) }
-        _ = try await redis.pipeline([
-            ["ZADD", RedisArgument(Self.key)] + ids.flatMap { [RedisArgument(expiry), RedisArgument($0)] },
+        var members = ids.flatMap { [RedisArgument(expiry), RedisArgument($0)] }
+        if whole { members += ["+inf", RedisArgument(Self.wholeMarker)] }
+        var commands: [[RedisArgument]] = [
+            ["ZADD", RedisArgument(Self.key)] + members,
             ["ZREMRANGEBYSCORE", RedisArgument(Self.key), "-inf", RedisArgument(now)],
-            redis.configuration.publish(RedisArgument((["r", String(expiry)] + ids).joined(separator: " ")), to: channel),
-        ])
+        ]
+        if !ids.isEmpty {
+            commands.append(redis.configuration.publish(RedisArgument((["r", String(expiry)] + ids).joined(separator: " ")), to: channel))
+        }
+        _ = try await redis.pipeline(commands)
     }
 
     /// Whether `sessionID` was revoked: from memory while the watch vouches for it, else from Redis;

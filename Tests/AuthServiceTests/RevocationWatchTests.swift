@@ -119,4 +119,25 @@ struct RevocationWatchTests {
         #expect(try await setup.watcher.isRevoked(sessionID: 51))
         await setup.close()
     }
+
+    @Test("a restored set is whole until it is lost; the mark outlives the sweep and is no session to a watcher")
+    func restoredSetIsWholeUntilLost() async throws {
+        let setup = try await setUp(heartbeat: .milliseconds(200))
+        #expect(try await !setup.revoker.isWhole(), "a set nobody restored is not known whole")
+        try await setup.revoker.restore(sessionIDs: [61, 62])
+        #expect(try await setup.revoker.isWhole())
+        #expect(try await eventually { try await setup.watcher.isRevoked(sessionID: 62) }, "a restore is announced")
+        // A revocation sweeps expired members, not the mark.
+        try await setup.revoker.revoke(sessionIDs: [63])
+        #expect(try await setup.revoker.isWhole())
+        // A watcher that loads the set again reads the sessions and skips the mark.
+        try await setup.server.stop()
+        #expect(await eventually(timeout: .seconds(2), interval: .milliseconds(10)) { !setup.watcher.isWatching })
+        try await setup.server.start()
+        #expect(await eventually(timeout: .seconds(15)) { setup.watcher.isWatching })
+        for id: Int64 in [61, 62, 63] { #expect(try await setup.watcher.isRevoked(sessionID: id)) }
+        _ = try await setup.redis.send(["DEL", "aviary:revoked-sessions"])
+        #expect(try await !setup.revoker.isWhole(), "a set Redis lost is not whole")
+        await setup.close()
+    }
 }

@@ -3,8 +3,11 @@ import AviaryAPI
 import Crypto
 import Foundation
 import JWTKit
+import Logging
+import Redis
 import RPC
 import Testing
+import TestSupport
 
 /// Every kind of bad access token is refused with -32001 on `auth.me`.
 @Suite struct TokenRefusalTests {
@@ -83,6 +86,32 @@ import Testing
         let error = await expectRPCError(Code.unauthenticated) { _ = try await auth.me(account.token) }
         #expect(error?.message.contains("session has ended") == true)
         await expectRPCError(Code.unauthenticated) { _ = try await auth.call("auth.logout", token: account.token) }
+    }
+
+    @Test("a revoked token stays refused after Redis loses the set of revoked sessions: auth puts it back")
+    func revocationsComeBackAfterRedisLosesThem() async throws {
+        // An instance with a Redis database of its own, whose set only it restores.
+        let instance = try await AuthStack.start(["AVIARY_SOCIAL_GRAPH_ADDRESSES": "127.0.0.1:\(try freePort())"], redisDatabase: 9)
+        defer { instance.process.kill() }
+        let redis = RedisClient(
+            configuration: try RedisConfiguration(url: try await TestServers.redis().url + "/9", poolSize: 1),
+            logger: Logger(label: "auth-tests"))
+        // Another process's view of the set, without a watch: each check asks Redis.
+        let revocations = SessionRevocations(redis: redis, tokenLifetime: .seconds(900))
+        #expect(try await eventually { try await revocations.isWhole() }, "auth puts the set together when it starts")
+        let account = try await instance.api.register()
+        let sessionID = try #require(Int64(try claims(of: account).sid))
+        _ = try await instance.api.call("auth.logout", token: account.token)
+        #expect(try await revocations.isRevoked(sessionID: sessionID))
+
+        // Redis loses the set (restarted empty, or flushed): within a second auth restores it from
+        // its sessions, and the token is refused again by a process that asks Redis.
+        _ = try await redis.send(["DEL", "aviary:revoked-sessions"])
+        #expect(try await !revocations.isRevoked(sessionID: sessionID))
+        #expect(try await eventually { try await revocations.isWhole() })
+        #expect(try await revocations.isRevoked(sessionID: sessionID))
+        await expectRPCError(Code.unauthenticated) { _ = try await instance.api.me(account.token) }
+        await redis.shutdown()
     }
 }
 

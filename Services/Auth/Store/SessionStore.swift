@@ -70,6 +70,13 @@ struct SessionStore: Sendable {
         }
     }
 
+    /// The sessions revoked within `window` (through the index of ended sessions).
+    func revoked(within window: Duration) async throws -> [Int64] {
+        try await postgres.query(
+            "SELECT id FROM auth.sessions WHERE revoked_at > now() - make_interval(secs => $1)", [window.seconds]
+        ).map { try $0.decode(Int64.self, at: 0) }
+    }
+
     /// Deletes up to `limit` sessions that ended more than `lifetime.kept` ago, with their spent
     /// tokens; returns how many. Ended: revoked (a session past its maximum age is revoked at its
     /// next refresh), or unused past the idle lifetime. Both are indexed.
