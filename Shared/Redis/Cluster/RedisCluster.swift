@@ -164,25 +164,33 @@ final class RedisCluster: Sendable {
         case earlierNodes
     }
 
-    /// A `MOVED` or `ASK` reply among a unit's replies.
-    private enum Redirection {
+    /// A `MOVED` or `ASK` reply (also the subscriber's, to a refused `SSUBSCRIBE`).
+    enum Redirection {
         case moved(slot: Int, to: RedisEndpoint)
         case ask(to: RedisEndpoint)
 
+        /// The first redirection among a unit's replies.
         init?(in replies: [RESPValue]) {
             for case .error(let message) in replies {
-                let words = message.split(separator: " ")
-                guard words.count == 3, words[0] == "MOVED" || words[0] == "ASK", let slot = Int(words[1]),
-                    (0..<RedisSlot.count).contains(slot), let colon = words[2].lastIndex(of: ":"),
-                    let port = Int(words[2][words[2].index(after: colon)...])
-                else { continue }
-                var host = words[2][..<colon]
-                if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
-                let target = RedisEndpoint(host: String(host), port: port)
-                self = words[0] == "MOVED" ? .moved(slot: slot, to: target) : .ask(to: target)
-                return
+                if let redirection = Redirection(message) {
+                    self = redirection
+                    return
+                }
             }
             return nil
+        }
+
+        /// The redirection an error's message is (`MOVED <slot> <host>:<port>`, `ASK …`); nil for another error.
+        init?(_ message: String) {
+            let words = message.split(separator: " ")
+            guard words.count == 3, words[0] == "MOVED" || words[0] == "ASK", let slot = Int(words[1]),
+                (0..<RedisSlot.count).contains(slot), let colon = words[2].lastIndex(of: ":"),
+                let port = Int(words[2][words[2].index(after: colon)...])
+            else { return nil }
+            var host = words[2][..<colon]
+            if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+            let target = RedisEndpoint(host: String(host), port: port)
+            self = words[0] == "MOVED" ? .moved(slot: slot, to: target) : .ask(to: target)
         }
     }
 

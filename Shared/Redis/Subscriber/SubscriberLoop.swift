@@ -13,7 +13,9 @@ import Logging
 /// subscribed with `SSUBSCRIBE` on the master of its slot, so there is one connection per master
 /// that holds a subscribed channel; the slot map is read with `CLUSTER SHARDS` before the first
 /// subscription and again after a connection drops, a reply is an error (`MOVED`), or Redis drops
-/// a channel whose slot moved (an `sunsubscribe` nobody asked for).
+/// a channel whose slot moved (an `sunsubscribe` nobody asked for). The owner a `MOVED` names
+/// overrides the maps read after it until one agrees: while a slot moves, a map may come from a
+/// node that has not heard of it yet.
 ///
 /// It sleeps in `poll(2)` on the connections' sockets and the registry's wake-up pipe, so a
 /// subscribe or unsubscribe from another thread is written at once, and messages are read as soon
@@ -66,6 +68,8 @@ struct SubscriberLoop {
     private var slotMap: RedisCluster.SlotMap?
     /// The nodes of the last map read, asked first for the next one.
     private var knownNodes: [RedisEndpoint] = []
+    /// Slots whose owner a refused subscription's `MOVED` named, over the maps read since.
+    private var redirects: [Int: RedisEndpoint] = [:]
     private var backoff = Self.initialBackoff
     private var nextConnectAttempt = ContinuousClock.now
     /// Set when subscriptions were lost, until every wanted channel is confirmed again.
@@ -147,7 +151,12 @@ struct SubscriberLoop {
         let configuration = registry.configuration
         let key: LinkKey
         if sharded {
-            if slotMap == nil { slotMap = readSlotMap() }
+            if slotMap == nil, var map = readSlotMap() {
+                for (slot, owner) in redirects {
+                    if map.owner(of: slot) == owner { redirects[slot] = nil } else { map.move(slot, to: owner) }
+                }
+                slotMap = map
+            }
             guard let owner = slotMap?.owner(of: RedisSlot.of(channel)) else {
                 slotMap = nil
                 return nil
@@ -171,6 +180,7 @@ struct SubscriberLoop {
                 "Redis subscriber could not connect; retrying",
                 metadata: ["redis.node": "\(key)", "error": "\(String(reflecting: error))", "retry.in": "\(backoff)"])
             slotMap = nil
+            redirects = [:]
             return nil
         }
     }
@@ -252,7 +262,9 @@ struct SubscriberLoop {
 
     private mutating func handle(_ reply: RESPValue, on key: LinkKey) {
         if case .error(let message) = reply {
-            // A subscription the node would not take (its slot moved): start over with a fresh map.
+            // A subscription the node would not take (its slot moved): start over with a fresh map,
+            // and the owner the node names.
+            if case .moved(let slot, let owner)? = RedisCluster.Redirection(message) { redirects[slot] = owner }
             drop(key, reason: "had a subscription refused", error: message)
             return
         }
