@@ -189,14 +189,17 @@ struct ListTests {
         #expect(try await listed(as: ben) == [bens.id, thread.id, root.id])
         #expect(try await listed(as: ann) == [newest.id, bens.id, thread.id, root.id])
         // A mute hides for the muter alone, until it is lifted or its time is up (the sweep, every 5 s).
+        // ann's first read after the mute asks social-graph; later reads use what tweets holds of her
+        // mutes, which it forgets when social-graph's announcement of a change arrives, a moment
+        // after the change was answered.
         _ = try await stack.call("social-graph", "graph.mute", ["userId": .id(cal.id)], as: ann, decoding: JSONValue.self)
         #expect(try await listed(as: ann) == [bens.id, thread.id, root.id])
         #expect(try await listed(as: ben) == [bens.id, thread.id, root.id])
         _ = try await stack.call("social-graph", "graph.unmute", ["userId": .id(cal.id)], as: ann, decoding: JSONValue.self)
-        #expect(try await listed(as: ann) == [newest.id, bens.id, thread.id, root.id])
+        #expect(await eventually { (try? await listed(as: ann)) == [newest.id, bens.id, thread.id, root.id] })
         _ = try await stack.call(
             "social-graph", "graph.mute", ["userId": .id(ben.id), "durationSeconds": 3], as: ann, decoding: JSONValue.self)
-        #expect(try await listed(as: ann) == [newest.id, thread.id, root.id])
+        #expect(await eventually(timeout: .seconds(2)) { (try? await listed(as: ann)) == [newest.id, thread.id, root.id] })
         #expect(await eventually(timeout: .seconds(10)) { (try? await listed(as: ann)) == [newest.id, bens.id, thread.id, root.id] })
         // None of theirs carries media.
         let media = try await stack.call("tweets", "tweets.latest", ["mediaOnly": true, "limit": 100], decoding: TweetPage.self)
