@@ -5,9 +5,9 @@ import Foundation
 /// and the wire decoder against Foundation's decoder: for any bytes, and
 /// each of a few types like those the services decode, `WireDecoding.decode` must accept what
 /// Foundation's decoder (as `JSONCoding` configures it) accepts, refuse what it refuses, and give
-/// the same value (numbers to the bit). The one documented difference is the error for a string
-/// that escapes a lone surrogate (Foundation's says "not valid JSON", ours names the field), so
-/// errors are compared only as errors. The scanner's batch split (`arrayElements`), the splice
+/// the same value (numbers to the bit). The documented differences: the error for a string that
+/// escapes a lone surrogate (Foundation's says "not valid JSON", ours names the field), so errors
+/// are compared only as errors; and JSON with a key given twice, which ours refuses. The scanner's batch split (`arrayElements`), the splice
 /// split (`JSONSplice.elements`) and `RawJSON.strings(named:)` are checked against Foundation's
 /// reading of the same text, except where Foundation reads by rules of its own (see
 /// `readByFoundationsOwnRules`).
@@ -49,6 +49,18 @@ public enum JSONOracle {
     static func compare<T: Decodable>(_ type: T.Type, _ json: Data, same: (T, T) -> Bool) throws {
         let foundation = Result { try JSONCoding.decoder().decode(type, from: json) }
         let ours = Result { try WireDecoding.decode(type, from: json) }
+        // A key given twice is ours to refuse, in text the scanner reads as JSON, and only then.
+        let keyGivenTwice = read([UInt8](json)).keyGivenTwice && isJSON(json)
+        let refusedForIt: Bool
+        if case .failure(DecodingError.dataCorrupted(let context)) = ours {
+            refusedForIt = context.debugDescription == WireDecoding.keyGivenTwice
+        } else {
+            refusedForIt = false
+        }
+        guard keyGivenTwice == refusedForIt else {
+            throw mismatch(type, json, keyGivenTwice ? "a key given twice is not refused: \(ours)" : "refused for a key given twice")
+        }
+        if keyGivenTwice { return }
         switch (foundation, ours) {
         case (.success(let expected), .success(let got)):
             guard same(expected, got) else { throw mismatch(type, json, "Foundation: \(expected)\nours: \(got)") }
@@ -57,6 +69,14 @@ public enum JSONOracle {
             throw mismatch(type, json, "Foundation accepts: \(expected)\nours refuses: \(error)")
         case (.failure(let error), .success(let got)):
             throw mismatch(type, json, "Foundation refuses: \(error)\nours accepts: \(got)")
+        }
+    }
+
+    /// Whether the scanner reads `json` as one JSON value.
+    static func isJSON(_ json: Data) -> Bool {
+        json.withUnsafeBytes { bytes in
+            var scanner = JSONScanner(bytes)
+            return (try? scanner.skipValue(depth: 0)) != nil && (try? scanner.expectEnd()) != nil
         }
     }
 
@@ -111,13 +131,22 @@ public enum JSONOracle {
     /// scanner do not have (each found by this fuzzer): a comma before a `]` or `}` (`[1,]`,
     /// `{"a":1,}`); a byte order mark, or UTF-16 or UTF-32 text; and a key given twice, as the
     /// value Foundation drops is never checked (raw control characters in its strings, `04` as
-    /// a number). The wire decoder leaves such text to Foundation's, so the two still agree; but
-    /// the RPC router, which splits a batch with the scanner, refuses `[{…},]`. Only the checks of
-    /// the scanner's own readers pass over such text.
+    /// a number). The wire decoder leaves such text to Foundation's (a key given twice it refuses
+    /// when the text is JSON), but the RPC router, which splits a batch with the scanner, refuses
+    /// `[{…},]`. Only the checks of the scanner's own readers pass over such text.
     static func readByFoundationsOwnRules(_ bytes: [UInt8]) -> Bool {
+        let reading = read(bytes)
+        return reading.byOwnRules || reading.keyGivenTwice
+    }
+
+    /// What a reading of `bytes` of its own (not the scanner's) finds: text only Foundation's
+    /// rules read (a byte order mark, UTF-16 or UTF-32, a comma before a `]` or `}`), and an object
+    /// with a key twice (keys compared as Swift's strings).
+    static func read(_ bytes: [UInt8]) -> (byOwnRules: Bool, keyGivenTwice: Bool) {
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) || bytes.first == 0xFE || bytes.first == 0xFF || bytes.prefix(4).contains(0) {
-            return true
+            return (true, false)
         }
+        var found: (byOwnRules: Bool, keyGivenTwice: Bool) = (false, false)
         /// The keys of each object being read, innermost last (nil for an array), and whether a
         /// string there now would be a key.
         var objects: [Set<String>?] = []
@@ -138,7 +167,7 @@ public enum JSONOracle {
                         var scanner = JSONScanner(raw)
                         return try? scanner.string()
                     }
-                    guard let key, keys.insert(key).inserted else { return true }
+                    if let key, !keys.insert(key).inserted { found.keyGivenTwice = true }
                     objects[objects.count - 1] = keys
                     expectingKey = false
                 }
@@ -146,7 +175,7 @@ public enum JSONOracle {
             }
             switch byte {
             case 0x5D, 0x7D:
-                if comma { return true }
+                if comma { found.byOwnRules = true }
                 _ = objects.popLast()
                 expectingKey = false
             case 0x5B:
@@ -162,7 +191,7 @@ public enum JSONOracle {
             }
             comma = byte == 0x2C
         }
-        return false
+        return found
     }
 
     /// A batch that Foundation reads as an array is split by the scanner (as the RPC router splits

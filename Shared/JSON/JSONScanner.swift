@@ -114,6 +114,44 @@ package struct JSONScanner {
         }
     }
 
+    /// One step of the way to a value: a member's key, or an element's index.
+    package enum PathStep: Equatable, Sendable {
+        case key(String)
+        case index(Int)
+    }
+
+    /// Consumes the value that starts here and returns the way to the first key given twice in one
+    /// of its objects (the object's way, then the key); nil when no object repeats a key. Keys are
+    /// compared as Swift's strings are (canonically equivalent), as ``WireTree`` compares them.
+    package mutating func keyGivenTwice(depth: Int) throws(Failure) -> [PathStep]? {
+        var found: [PathStep]?
+        switch peek() {
+        case 0x7B:  // {
+            var keys = Set<String>()
+            try object(depth: depth) { (key, scanner: inout JSONScanner) throws(Failure) in
+                guard found == nil, keys.insert(key).inserted else {
+                    if found == nil { found = [.key(key)] }
+                    try scanner.skipValue(depth: depth + 1)
+                    return
+                }
+                found = try scanner.keyGivenTwice(depth: depth + 1).map { [.key(key)] + $0 }
+            }
+        case 0x5B:  // [
+            var index = 0
+            try array(depth: depth) { (scanner: inout JSONScanner) throws(Failure) in
+                guard found == nil else {
+                    try scanner.skipValue(depth: depth + 1)
+                    return
+                }
+                found = try scanner.keyGivenTwice(depth: depth + 1).map { [.index(index)] + $0 }
+                index += 1
+            }
+        default:
+            try skipValue(depth: depth)
+        }
+        return found
+    }
+
     /// Consumes the array that starts here and the end of the text (a JSON-RPC batch), and returns
     /// where each of its elements lies.
     package mutating func arrayElements() throws(Failure) -> [Range<Int>] {

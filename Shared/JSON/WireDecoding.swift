@@ -7,14 +7,42 @@ import Foundation
 ///
 /// That decoder takes only what it can decode exactly as Foundation's (as ``JSONCoding``
 /// configures it) would. Anything else (a failure of any kind, a number that is not an integer
-/// within `Int64` where an integer is asked for, a duplicated key, …) sends the whole text to
-/// Foundation's decoder instead, so what a caller sees, a value or an error message naming the field, is Foundation's in
-/// every case but one: a string that escapes a lone surrogate, which Foundation refuses as "not
-/// valid JSON" without saying where, fails with the path of the field that holds it.
+/// within `Int64` where an integer is asked for, …) sends the whole text to Foundation's decoder
+/// instead, so what a caller sees, a value or an error message naming the field, is Foundation's
+/// in every case but two:
+/// - a string that escapes a lone surrogate, which Foundation refuses as "not valid JSON" without
+///   saying where, fails with the path of the field that holds it;
+/// - text in which an object gives a key twice, which Foundation reads (taking the first), is
+///   refused with the key's path: RFC 8259 leaves it to each reader which of the two counts, and
+///   readers differ (one that looks for the member it wants may take the last), so that a check
+///   made by one reader could be passed by a value another one acts on.
 public enum WireDecoding {
     public static func decode<T: Decodable>(_ type: T.Type, from json: Data) throws -> T {
         if let value = try WireDecoder.decode(type, from: json) { return value }
+        // The tree is not read for text with a key twice: it is found here, off the common path.
+        if let path = keyGivenTwice(in: json) {
+            throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: Self.keyGivenTwice))
+        }
         return try JSONCoding.decoder().decode(type, from: json)
+    }
+
+    /// Why a key given twice is refused.
+    public static let keyGivenTwice = "it is given twice in one object; give each key once"
+
+    /// The path of the first key `json` gives twice in one object; nil for none, or for text that
+    /// is not JSON.
+    static func keyGivenTwice(in json: Data) -> [any CodingKey]? {
+        let steps = json.withUnsafeBytes { bytes -> [JSONScanner.PathStep]? in
+            var scanner = JSONScanner(bytes)
+            guard let steps = try? scanner.keyGivenTwice(depth: 0), (try? scanner.expectEnd()) != nil else { return nil }
+            return steps
+        }
+        return steps?.map { step -> any CodingKey in
+            switch step {
+            case .key(let key): WireDecoder.Name(key)
+            case .index(let index): WireDecoder.Index(index)
+            }
+        }
     }
 }
 
@@ -384,6 +412,16 @@ extension WireDecoder {
         }
 
         mutating func superDecoder() throws -> any Decoder { throw decoder.giveUp() }
+    }
+
+    /// A member's place in a coding path.
+    struct Name: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+
+        init(_ name: String) { stringValue = name }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 
     /// An array element's place in a coding path.

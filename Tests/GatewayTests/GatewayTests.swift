@@ -70,6 +70,12 @@ struct GatewayTests {
         // A subscription needs the socket it pushes on.
         let subscribe = try await EdgeHTTP.rpc(edge.url, "notifications.subscribe", token: alice.token)
         #expect(subscribe["error"]?["code"]?.intValue == -32600)
+        // A method given twice is no method: the edge would route one and the service run another.
+        let twice = try await EdgeHTTP.send(
+            "POST", edge.url + "/rpc", body: Data(#"{"jsonrpc":"2.0","id":1,"method":"tweets.get","method":"tweets.getMany","params":{"ids":[]}}"#.utf8),
+            headers: ["Authorization": "Bearer \(alice.token)", "Content-Type": "application/json"])
+        #expect(twice.json["error"]?["code"]?.intValue == -32600)
+        #expect(twice.json["error"]?["message"]?.stringValue == "invalid request: 'method' is given twice")
     }
 
     @Test("what is not JSON-RPC gets an HTTP status and a JSON body")

@@ -84,7 +84,6 @@ struct WireDecodingTests {
         #"{"ids":[],"limit":99999999999999999999}"#,  // overflow
         #"{"ids":[],"small":200}"#,  // overflow of a narrow type
         #"{"ids":[],"score":1e999}"#,
-        #"{"ids":[],"ids":["dup"]}"#,  // a key twice
         #"{"ids":[],"inner":{"name":1}}"#,
         #"{"ids":[],"items":[{"name":"a"},{}]}"#,
         #"{"ids":[],"flag":"true"}"#,
@@ -148,14 +147,41 @@ struct WireDecodingTests {
         #expect(params.ids == ["x"] && params.limit == 3)
     }
 
-    /// Numbers other than plain integers that fit and keys given twice are left to Foundation, as
-    /// `JSONValue`'s own decoding through the fast path left them.
-    @Test(arguments: [
-        #"{"a":1.5}"#, #"{"a":1.0}"#, #"{"a":1e2}"#, #"[99999999999999999999]"#, #"{"a":1,"a":2}"#,
-    ])
+    /// Numbers other than plain integers that fit are left to Foundation, as `JSONValue`'s own
+    /// decoding through the fast path left them.
+    @Test(arguments: [#"{"a":1.5}"#, #"{"a":1.0}"#, #"{"a":1e2}"#, #"[99999999999999999999]"#])
     func freeFormJSONWithOtherNumbersIsFoundations(json: String) throws {
         #expect(try WireDecoder.decode(JSONValue.self, from: Data(json.utf8)) == nil)
         #expect(ours(JSONValue.self, json) == foundation(JSONValue.self, json))
+    }
+
+    /// A key given twice in one object is refused with its path, whatever else the text holds
+    /// (a number Foundation must read, a key Foundation must compare) and however the key is
+    /// written; Foundation's decoder would take one of the two.
+    @Test(arguments: [
+        (#"{"ids":[],"ids":["dup"]}"#, "ids"),
+        (#"{"ids":[],"limit":1,"inner":{"name":"a","n\u0061me":"b"}}"#, "inner/name"),
+        (#"{"ids":[],"items":[{"name":"a"},{"name":"b","name":"c"}]}"#, "items/[1]/name"),
+        (#"{"ids":[],"score":1.5,"x":{"\u00e9":1,"e\u0301":2}}"#, "x/\u{e9}"),
+        (#"{"ids":[],"limit":1,"_meta":{"token":"a","token":"b"}}"#, "_meta/token"),
+        (#"{"\ufffd":1,"ids":[],"ids":[]}"#, "ids"),
+        (#"[{"a":[{"b":1,"b":1}]}]"#, "[0]/a/[0]/b"),
+    ])
+    func aKeyGivenTwiceIsRefusedWhereItIs(json: String, path: String) {
+        do {
+            if json.hasPrefix("[") {
+                _ = try WireDecoding.decode(JSONValue.self, from: Data(json.utf8))
+            } else {
+                _ = try WireDecoding.decode(Params.self, from: Data(json.utf8))
+            }
+            Issue.record("\(json) was accepted")
+        } catch DecodingError.dataCorrupted(let context) {
+            #expect(context.debugDescription == WireDecoding.keyGivenTwice)
+            let found = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: "/")
+            #expect(found == path)
+        } catch {
+            Issue.record("\(json): \(error)")
+        }
     }
 
     /// A string that escapes a lone surrogate is no text. Foundation refuses it as "not valid JSON"

@@ -97,6 +97,30 @@ import Testing
         #expect(response?["error"]?["message"]?.stringValue?.hasPrefix("parameter 'value' is invalid: it escapes a lone surrogate") == true)
     }
 
+    /// A key given twice is refused, never read as one reader or another would: in the params
+    /// (with the field named, the key written plainly or escaped) and in the request itself (a
+    /// method, an id or params given twice, which an edge and a service could read apart).
+    @Test func aKeyGivenTwiceIsRefused() async {
+        let params = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"subtract","params":{"minuend":5,"subtrahend":1,"minuend":9}}"#))
+        #expect(params?["error"]?["code"] == -32602)
+        #expect(params?["error"]?["data"]?["field"] == "minuend")
+        #expect(params?["error"]?["message"]?.stringValue == "parameter 'minuend' is invalid: \(WireDecoding.keyGivenTwice)")
+        let escaped = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"sum","params":{"values":[1],"v\u0061lues":[2]}}"#))
+        #expect(escaped?["error"]?["data"]?["field"] == "values")
+        let nested = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"echo","params":{"value":"a","_meta":{"token":"x","token":"y"}}}"#))
+        #expect(nested?["error"]?["data"]?["field"] == "_meta.token")
+        for (frame, member) in [
+            (#"{"jsonrpc":"2.0","id":1,"method":"get_data","method":"subtract"}"#, "method"),
+            (#"{"jsonrpc":"2.0","id":1,"method":"sum","params":{"values":[1]},"params":{"values":[2]}}"#, "params"),
+            (#"{"jsonrpc":"2.0","id":1,"id":2,"method":"get_data"}"#, "id"),
+            (#"{"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"method":"get_data"}"#, "jsonrpc"),
+        ] {
+            let response = json(await router.answer(frame))
+            #expect(response?["error"]?["code"] == -32600, "\(frame)")
+            #expect(response?["error"]?["message"]?.stringValue == "invalid request: '\(member)' is given twice")
+        }
+    }
+
     @Test func deepNestingIsRefusedCleanly() async {
         let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
         let response = json(await router.answer(#"{"jsonrpc":"2.0","id":1,"method":"echo","params":{"value":\#(deep)}}"#))

@@ -41,7 +41,10 @@ struct RequestHeader {
         var version: String?
         var idProblem = false
         var methodIsString = false
+        var members = Set<String>()
+        var givenTwice: String?
         try scanner.object(depth: 0) { (key, scanner: inout JSONScanner) throws(JSONScanner.Failure) in
+            if Self.members.contains(key), !members.insert(key).inserted, givenTwice == nil { givenTwice = key }
             switch key {
             case "jsonrpc":
                 version = scanner.peek() == 0x22 ? try scanner.string() : nil
@@ -67,7 +70,10 @@ struct RequestHeader {
             }
         }
         try scanner.expectEnd()
-        if idProblem {
+        if let givenTwice {
+            // Which of the two counts is each reader's guess (an edge's, a service's): neither does.
+            header.problem = "'\(givenTwice)' is given twice"
+        } else if idProblem {
             header.problem = "'id' must be a string, a number or null"
         } else if version != "2.0" {
             header.problem = "'jsonrpc' must be \"2.0\""
@@ -79,6 +85,9 @@ struct RequestHeader {
         }
         return header
     }
+
+    /// The members of a request.
+    private static let members: Set<String> = ["jsonrpc", "id", "method", "params"]
 
     /// An id, and whether it is of a kind JSON-RPC refuses (an object, an array, a boolean).
     private static func readID(_ scanner: inout JSONScanner) throws(JSONScanner.Failure) -> (JSONValue, Bool) {
