@@ -16,8 +16,11 @@ import Redis
 /// The set is a copy: auth's sessions table says which sessions ended. While the set holds every
 /// revocation still in force, its member ``wholeMarker`` says so; a set without it (Redis restarted
 /// empty, or flushed) is put back by auth from the table (``restore(sessionIDs:)``) within a second,
-/// so that a revoked token does not pass again. A failover to a replica that was behind keeps the
-/// mark, and can lose the revocations of its last moments.
+/// so that a revoked token does not pass again. A revocation is answered once `replicaAcknowledgements`
+/// replicas have it (`WAIT`, as the outbox relays wait for their events), so a failover to a replica
+/// keeps every revocation that was answered; one that could not be confirmed fails, and is retried
+/// by its caller (auth's sessions table and the set stay as they were for a password change, which
+/// announces before it commits; a logout may be called again).
 ///
 /// A process that runs ``watch(logger:)`` keeps the set in memory and checks tokens without a round
 /// trip. It trusts its copy only while it can vouch that the copy is current:
@@ -38,6 +41,11 @@ public final class SessionRevocations: Sendable {
 
     private let redis: RedisClient
     private let tokenLifetime: Duration
+    /// How many replicas must have a revocation before it is answered (`AVIARY_REDIS_REPLICA_ACKS`).
+    private let replicaAcknowledgements: Int
+    /// How long a revocation waits for them: below the Redis command timeout (1 s), which would
+    /// otherwise cut the wait short and drop the connection.
+    static let replicaWait = Duration.milliseconds(500)
     private let heartbeatInterval: Duration
     /// How long after it was last vouched for the copy answers checks that Redis cannot.
     public let staleWindow: Duration
@@ -66,10 +74,11 @@ public final class SessionRevocations: Sendable {
 
     public init(
         redis: RedisClient, tokenLifetime: Duration, heartbeatInterval: Duration = .seconds(1),
-        staleWindow: Duration = SessionRevocations.defaultStaleWindow
+        staleWindow: Duration = SessionRevocations.defaultStaleWindow, replicaAcknowledgements: Int = 0
     ) {
         self.redis = redis
         self.tokenLifetime = tokenLifetime
+        self.replicaAcknowledgements = replicaAcknowledgements
         self.heartbeatInterval = heartbeatInterval
         self.staleWindow = staleWindow
         channel = "\(Self.key):\(redis.configuration.database)"
@@ -114,7 +123,16 @@ public final class SessionRevocations: Sendable {
         if !ids.isEmpty {
             commands.append(redis.configuration.publish(RedisArgument((["r", String(expiry)] + ids).joined(separator: " ")), to: channel))
         }
-        _ = try await redis.pipeline(commands)
+        if replicaAcknowledgements > 0 {
+            commands.append(["WAIT", RedisArgument(replicaAcknowledgements), RedisArgument(Self.replicaWait.milliseconds)])
+        }
+        let replies = try await redis.pipeline(commands)
+        // A refused ZADD (a replica not writable during a failover) stored nothing.
+        try RedisError.throwFirstRefusal(in: replies)
+        if replicaAcknowledgements > 0, let acknowledged = replies.last?.int, acknowledged < replicaAcknowledgements {
+            throw RPCError.unavailable(
+                "\(acknowledged) of \(replicaAcknowledgements) Redis replicas confirmed the ended session within \(Self.replicaWait); retry shortly")
+        }
     }
 
     /// Whether `sessionID` was revoked: from memory while the watch vouches for it, else from Redis;

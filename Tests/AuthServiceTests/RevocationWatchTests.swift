@@ -1,5 +1,7 @@
 import AuthTokens
+import Foundation
 import Logging
+import RPC
 import Redis
 import Testing
 import TestSupport
@@ -139,5 +141,35 @@ struct RevocationWatchTests {
         _ = try await setup.redis.send(["DEL", "aviary:revoked-sessions"])
         #expect(try await !setup.revoker.isWhole(), "a set Redis lost is not whole")
         await setup.close()
+    }
+
+    /// With `AVIARY_REDIS_REPLICA_ACKS`, a failover cannot lose an answered revocation: a replica
+    /// has it before it is answered, and one no replica confirms fails (`unavailable`, at once).
+    @Test("a revocation is answered once a replica has it, and refused when no replica can confirm it")
+    func revocationsWaitForAReplica() async throws {
+        let group = try await TestRedisGroup.launchSentinel()
+        let redis = RedisClient(configuration: try RedisConfiguration(url: group.url, poolSize: 2), logger: Self.logger)
+        let revoker = SessionRevocations(redis: redis, tokenLifetime: .seconds(900), replicaAcknowledgements: 1)
+        let replica = group.ports[1]
+        try await revoker.revoke(sessionIDs: [71])
+        let score = try await group.cli(port: replica, ["ZSCORE", "aviary:revoked-sessions", "71"])
+        #expect(Double(score.trimmingCharacters(in: .whitespacesAndNewlines)) != nil, "the replica has it: \(score)")
+
+        try await group.kill(port: replica)
+        let started = ContinuousClock.now
+        do {
+            try await revoker.revoke(sessionIDs: [72])
+            Issue.record("a revocation no replica confirmed was answered")
+        } catch let error as RPCError {
+            #expect(error.reason == "unavailable" && error.message.contains("0 of 1 Redis replicas"), "\(error)")
+        }
+        #expect(started.duration(to: .now) < .seconds(1))
+        // The master has it: the caller's retry, once a replica is back, is answered.
+        #expect(try await revoker.isRevoked(sessionID: 72))
+        try await group.start(port: replica)
+        #expect(await eventually(timeout: .seconds(20), interval: .milliseconds(100)) {
+            (try? await revoker.revoke(sessionIDs: [72])) != nil
+        })
+        await redis.shutdown()
     }
 }

@@ -51,7 +51,8 @@ public final class ServiceResources: Sendable {
         self.tokenKeys = tokenKeys
         self.tokenLifetime = tokenLifetime
         self.sessionRevocations = SessionRevocations(
-            redis: redis, tokenLifetime: tokenLifetime, staleWindow: revocationStaleWindow)
+            redis: redis, tokenLifetime: tokenLifetime, staleWindow: revocationStaleWindow,
+            replicaAcknowledgements: configuration.redisReplicaAcknowledgements)
         self.tokenVerifier = await AccessTokenVerifier(keys: tokenKeys, revocations: sessionRevocations, logger: logger)
         self.logger = logger
         self.ids = SnowflakeGenerator(nodeID: nodeID)
