@@ -2,8 +2,10 @@ import AviaryJSON
 import Foundation
 import RPC
 
-/// A page of a list (contract §2): `items` and the cursor of the next page, null at the end.
-public struct Page<Item: Codable & Sendable>: Codable, Sendable {
+/// A page of a list (contract §2): `items` and the cursor of the next page, null at the end. On
+/// the wire its items are `Codable`; a page a reader made of them (the gateway's rendered
+/// statuses) need not be.
+public struct Page<Item: Sendable>: Sendable {
     public var items: [Item]
     public var nextCursor: String?
 
@@ -12,6 +14,8 @@ public struct Page<Item: Codable & Sendable>: Codable, Sendable {
         self.nextCursor = nextCursor
     }
 }
+
+extension Page: Codable where Item: Codable {}
 
 /// A validated `limit`: default 20, at most 100 (contract §2).
 public struct PageLimit: Codable, Sendable, Hashable {

@@ -251,6 +251,17 @@ struct MastodonAPITests {
         #expect(try await page("max_id=\(newest[0])&since_id=\(newest[3])").ids == Array(newest[1..<3]))
         let badLimit = try await app.get("/api/v1/timelines/home?limit=500", token: eveToken)
         #expect(badLimit.status == 422 && badLimit.json["error"]?.stringValue?.contains("limit") == true)
+        // The statuses of entries rendered before are not rendered again (StatusCache); a status
+        // that changed is another entry: eve's favourite shows at once, on the page and on its own.
+        let gateway = edge.stack.process("gateway")
+        let hits = try gateway.metric(#"aviary_gateway_status_cache_total{result="hit"}"#)
+        #expect(try await page("limit=5").ids == newest)
+        #expect(try gateway.metric(#"aviary_gateway_status_cache_total{result="hit"}"#) >= hits + 5)
+        let before = try await app.get("/api/v1/timelines/home?limit=1", token: eveToken).json.arrayValue?.first
+        #expect(before?["favourited"] == false && before?["favourites_count"] == 0)
+        #expect(try await app.send("POST", "/api/v1/statuses/\(newest[0])/favourite", token: eveToken).json["favourited"] == true)
+        let after = try await app.get("/api/v1/timelines/home?limit=1", token: eveToken).json.arrayValue?.first
+        #expect(after?["favourited"] == true && after?["favourites_count"] == 1 && after?["id"]?.stringValue == newest[0])
 
         // Read anonymously, a tag's page may come from a streaming replica up to the replica window
         // behind (AVIARY_TEST_TOPOLOGY=cluster).

@@ -84,9 +84,9 @@ extension MastodonAPI {
             let onlyMedia = call.params.flag("only_media") ?? false
             let tagged = try call.params.text("tagged", atMost: 100).map { $0.drop { $0 == "#" }.lowercased() }
             return try await statusPage(call) { cursor, limit in
-                var page = try await self.call(TweetsAPI.byUser, ByUserParams(userId: id, limit: limit, cursor: cursor, includeReplies: includeReplies), call)
-                page.items = page.items.filter { tweet in
-                    (!onlyMedia || !tweet.media.isEmpty) && tagged.map { tweet.hashtags.contains($0) } ?? true
+                var page = try await self.statuses(TweetsAPI.byUser, ByUserParams(userId: id, limit: limit, cursor: cursor, includeReplies: includeReplies), call)
+                page.items = page.items.filter { status in
+                    (!onlyMedia || !status.tweet.media.isEmpty) && tagged.map { status.tweet.hashtags.contains($0) } ?? true
                 }
                 return page
             }

@@ -68,7 +68,7 @@ extension MastodonAPI {
         endpoint(router, .get, "api/v1/timelines/list/:id", access: .user, scope: "read:lists") { call, context in
             let id = try call.pathID(context)
             return try await statusPage(call) { cursor, limit in
-                try await self.call(TimelineAPI.list, ListPageParams(listId: id, limit: limit, cursor: cursor), call)
+                try await self.statuses(TimelineAPI.list, ListPageParams(listId: id, limit: limit, cursor: cursor), call)
             }
         }
     }

@@ -20,6 +20,7 @@ struct MastodonAPI: Sendable {
     let tweetLimit: Int
     let maxImageBytes: Int
     let maxVideoBytes: Int
+    let statusCache: StatusCache
 
     init(gateway: GatewayService) throws {
         self.gateway = gateway
@@ -29,6 +30,7 @@ struct MastodonAPI: Sendable {
         tweetLimit = try configuration.integer("AVIARY_TWEETS_MAX_LENGTH", default: TextRules.tweetLimit, in: 1...10_000)
         maxImageBytes = try configuration.integer("AVIARY_MEDIA_MAX_IMAGE_BYTES", default: 16 << 20, in: 1...(1 << 40))
         maxVideoBytes = try configuration.integer("AVIARY_MEDIA_MAX_VIDEO_BYTES", default: 100 << 20, in: 1...(1 << 40))
+        statusCache = StatusCache(capacity: try configuration.integer("AVIARY_GATEWAY_STATUS_CACHE", default: 5_000, in: 0...10_000_000))
     }
 
     /// Who may call an endpoint.

@@ -136,12 +136,17 @@ extension MastodonAPI {
 
     /// A page of statuses, newest first, with its `Link` header, read through `fetch`.
     func statusPage(
-        _ call: Call, _ fetch: (_ cursor: String?, _ limit: PageLimit) async throws -> Page<Tweet>
+        _ call: Call, _ fetch: (_ cursor: String?, _ limit: PageLimit) async throws -> Page<StatusCache.Status>
     ) async throws -> Response {
-        let tweets = try await MastodonPaging(call.params).items(id: \.entryId.value, fetch)
+        let statuses = try await MastodonPaging(call.params).items(id: \.tweet.entryId.value, fetch)
         let link = MastodonPaging.link(
-            call.request, origin: call.renderer.origin, next: tweets.last?.entryId.description,
-            prev: tweets.first?.entryId.description)
-        return EdgeResponses.json(call.renderer.statuses(tweets), headers: link)
+            call.request, origin: call.renderer.origin, next: statuses.last?.tweet.entryId.description,
+            prev: statuses.first?.tweet.entryId.description)
+        return EdgeResponses.json(RawJSON.array(statuses.map(\.json)), headers: link)
+    }
+
+    /// A page of `method`'s tweets as statuses rendered for `call`, through ``StatusCache``.
+    func statuses<Params>(_ method: RPCMethod<Params, Page<Tweet>>, _ params: Params, _ call: Call) async throws -> Page<StatusCache.Status> {
+        try statusCache.statuses(try await gateway.forwarder.raw(method, params, for: call.caller), renderer: call.renderer)
     }
 }

@@ -9,7 +9,7 @@ extension MastodonAPI {
     func addTimelineRoutes(to router: Router<EdgeContext>) {
         endpoint(router, .get, "api/v1/timelines/home", access: .user, scope: "read:statuses") { call, _ in
             try await statusPage(call) { cursor, limit in
-                try await self.call(TimelineAPI.home, PageParams(limit: limit, cursor: cursor), call)
+                try await self.statuses(TimelineAPI.home, PageParams(limit: limit, cursor: cursor), call)
             }
         }
         endpoint(router, .get, "api/v1/timelines/public", access: .everyone, scope: "read:statuses") { call, _ in
@@ -17,7 +17,7 @@ extension MastodonAPI {
             if call.params.flag("remote") == true, call.params.flag("local") != true { return EdgeResponses.json([]) }
             let mediaOnly = call.params.flag("only_media") ?? false
             return try await statusPage(call) { cursor, limit in
-                try await self.call(TweetsAPI.latest, LatestParams(limit: limit, cursor: cursor, mediaOnly: mediaOnly), call)
+                try await self.statuses(TweetsAPI.latest, LatestParams(limit: limit, cursor: cursor, mediaOnly: mediaOnly), call)
             }
         }
         endpoint(router, .get, "api/v1/favourites", access: .user, scope: "read:favourites") { call, _ in
@@ -38,7 +38,7 @@ extension MastodonAPI {
                 throw MastodonError.notFound
             }
             return try await statusPage(call) { cursor, limit in
-                try await self.call(TweetsAPI.byHashtag, HashtagPageParams(hashtag: tag, limit: limit, cursor: cursor), call)
+                try await self.statuses(TweetsAPI.byHashtag, HashtagPageParams(hashtag: tag, limit: limit, cursor: cursor), call)
             }
         }
         endpoint(router, .get, "api/v1/trends/tags", access: .everyone, scope: "read") { call, _ in

@@ -69,8 +69,13 @@ struct Forwarder: Sendable {
 
     /// Calls `method` for `caller` and decodes its result: the service's error is thrown as it is.
     func call<Params, Result>(_ method: RPCMethod<Params, Result>, _ params: Params, for caller: EdgeCaller) async throws -> Result {
+        try await raw(method, params, for: caller).decode(Result.self)
+    }
+
+    /// Calls `method` for `caller` and returns its result as the service wrote it.
+    func raw<Params, Result>(_ method: RPCMethod<Params, Result>, _ params: Params, for caller: EdgeCaller) async throws -> RawJSON {
         guard let service = MethodDirectory.service(of: method.name) else { throw RPCError.methodNotFound(method.name) }
-        return try await call(service, method.name, params: try RawJSON(encoding: params), for: caller).get().decode(Result.self)
+        return try await call(service, method.name, params: try RawJSON(encoding: params), for: caller).get()
     }
 
     /// The result of a call to `service`, or its error: the service's own, or `unavailable` when the
