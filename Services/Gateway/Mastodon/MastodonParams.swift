@@ -102,6 +102,8 @@ struct MastodonParams: Sendable {
     }
 
     private static func decode(_ raw: Substring) -> String {
+        // Most names and values (`limit=20`) have nothing to decode: no trip through Foundation.
+        guard raw.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "%") }) else { return String(raw) }
         let spaced = raw.replacingOccurrences(of: "+", with: " ")
         return spaced.removingPercentEncoding ?? spaced
     }
