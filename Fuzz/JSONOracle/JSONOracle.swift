@@ -20,37 +20,38 @@ public enum JSONOracle {
     /// Throws the first ``Difference`` found in `json`. Text nested deeper than 64 is checked as a
     /// `JSONValue` only, unless `everyTypeAtAnyDepth` (replays of a few inputs can afford it).
     public static func check(_ json: Data, everyTypeAtAnyDepth: Bool = false) throws {
-        try compare(JSONValue.self, json, same: sameJSON)
+        // A key given twice is ours to refuse, in text the scanner reads as JSON, and only then.
+        let twice = read([UInt8](json)).keyGivenTwice && isJSON(json)
+        try compare(JSONValue.self, json, keyGivenTwice: twice, same: sameJSON)
         // Foundation's decoder takes time cubic in the nesting to read a `JSONValue` (each failed
         // try of its `init(from:)` makes the coding path anew): seconds for 500 deep under the
         // sanitizer. Deeper text is checked as that one type only, unless asked otherwise.
         guard everyTypeAtAnyDepth || nestingDepth(json) <= 64 else { return }
-        try compare([String: JSONValue].self, json) { a, b in sameJSON(.object(a), .object(b)) }
-        try compare(Request.self, json)
-        try compare(Params.self, json)
-        try compare(LenientParams.self, json)
-        try compare([String: Int].self, json)
-        try compare([Int8].self, json)
-        try compare([UInt64].self, json)
-        try compare([Double].self, json)
-        try compare([[String: [Int64?]]].self, json)
-        try compare(String.self, json)
+        try compare([String: JSONValue].self, json, keyGivenTwice: twice) { a, b in sameJSON(.object(a), .object(b)) }
+        try compare(Request.self, json, keyGivenTwice: twice)
+        try compare(Params.self, json, keyGivenTwice: twice)
+        try compare(LenientParams.self, json, keyGivenTwice: twice)
+        try compare([String: Int].self, json, keyGivenTwice: twice)
+        try compare([Int8].self, json, keyGivenTwice: twice)
+        try compare([UInt64].self, json, keyGivenTwice: twice)
+        try compare([Double].self, json, keyGivenTwice: twice)
+        try compare([[String: [Int64?]]].self, json, keyGivenTwice: twice)
+        try compare(String.self, json, keyGivenTwice: twice)
         try compareBatchSplit(json)
         try compareNamedStrings(json)
     }
 
     // MARK: - Decoding
 
-    /// Both decoders accept, with the same value, or both refuse.
-    static func compare<T: Decodable & Equatable & Encodable>(_ type: T.Type, _ json: Data) throws {
-        try compare(type, json) { a, b in a == b && bits(a) == bits(b) }
+    /// Both decoders accept, with the same value, or both refuse; ours alone refuses, and for that,
+    /// where `keyGivenTwice`.
+    static func compare<T: Decodable & Equatable & Encodable>(_ type: T.Type, _ json: Data, keyGivenTwice: Bool) throws {
+        try compare(type, json, keyGivenTwice: keyGivenTwice) { a, b in a == b && bits(a) == bits(b) }
     }
 
-    static func compare<T: Decodable>(_ type: T.Type, _ json: Data, same: (T, T) -> Bool) throws {
+    static func compare<T: Decodable>(_ type: T.Type, _ json: Data, keyGivenTwice: Bool, same: (T, T) -> Bool) throws {
         let foundation = Result { try JSONCoding.decoder().decode(type, from: json) }
         let ours = Result { try WireDecoding.decode(type, from: json) }
-        // A key given twice is ours to refuse, in text the scanner reads as JSON, and only then.
-        let keyGivenTwice = read([UInt8](json)).keyGivenTwice && isJSON(json)
         let refusedForIt: Bool
         if case .failure(DecodingError.dataCorrupted(let context)) = ours {
             refusedForIt = context.debugDescription == WireDecoding.keyGivenTwice

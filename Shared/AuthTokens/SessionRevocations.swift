@@ -41,11 +41,8 @@ public final class SessionRevocations: Sendable {
 
     private let redis: RedisClient
     private let tokenLifetime: Duration
-    /// How many replicas must have a revocation before it is answered (`AVIARY_REDIS_REPLICA_ACKS`).
-    private let replicaAcknowledgements: Int
-    /// How long a revocation waits for them: below the Redis command timeout (1 s), which would
-    /// otherwise cut the wait short and drop the connection.
-    static let replicaWait = Duration.milliseconds(500)
+    /// The replicas that must have a revocation before it is answered (`AVIARY_REDIS_REPLICA_ACKS`).
+    private let replicaWait: RedisReplicaWait
     private let heartbeatInterval: Duration
     /// How long after it was last vouched for the copy answers checks that Redis cannot.
     public let staleWindow: Duration
@@ -78,7 +75,7 @@ public final class SessionRevocations: Sendable {
     ) {
         self.redis = redis
         self.tokenLifetime = tokenLifetime
-        self.replicaAcknowledgements = replicaAcknowledgements
+        replicaWait = RedisReplicaWait(replicas: replicaAcknowledgements)
         self.heartbeatInterval = heartbeatInterval
         self.staleWindow = staleWindow
         channel = "\(Self.key):\(redis.configuration.database)"
@@ -123,15 +120,12 @@ public final class SessionRevocations: Sendable {
         if !ids.isEmpty {
             commands.append(redis.configuration.publish(RedisArgument((["r", String(expiry)] + ids).joined(separator: " ")), to: channel))
         }
-        if replicaAcknowledgements > 0 {
-            commands.append(["WAIT", RedisArgument(replicaAcknowledgements), RedisArgument(Self.replicaWait.milliseconds)])
-        }
+        commands += replicaWait.commands
         let replies = try await redis.pipeline(commands)
         // A refused ZADD (a replica not writable during a failover) stored nothing.
         try RedisError.throwFirstRefusal(in: replies)
-        if replicaAcknowledgements > 0, let acknowledged = replies.last?.int, acknowledged < replicaAcknowledgements {
-            throw RPCError.unavailable(
-                "\(acknowledged) of \(replicaAcknowledgements) Redis replicas confirmed the ended session within \(Self.replicaWait); retry shortly")
+        if !replicaWait.commands.isEmpty, let last = replies.last, let shortfall = replicaWait.shortfall(last, confirming: "the ended session") {
+            throw RPCError.unavailable("\(shortfall); retry shortly")
         }
     }
 

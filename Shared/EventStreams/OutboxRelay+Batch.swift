@@ -30,10 +30,8 @@ extension OutboxRelay {
             events.sort { $0.id < $1.id }
             if let preparation { events = try await preparation(events) }
             guard !events.isEmpty else { return RelayedBatch(rows: rows.count, topics: []) }
-            let replicas = options.replicaAcknowledgements
             // On a cluster, the WAIT goes to every node the XADDs went to (ClusterPlan).
-            let wait: [[RedisArgument]] =
-                replicas > 0 ? [["WAIT", RedisArgument(replicas), RedisArgument(options.replicaWait.milliseconds)]] : []
+            let wait = RedisReplicaWait(replicas: options.replicaAcknowledgements, timeout: options.replicaWait)
             var replies = try await redis.pipeline(
                 events.map { event in
                     [
@@ -43,13 +41,9 @@ extension OutboxRelay {
                         RedisArgument(EventStream.Field.outboxID), RedisArgument(event.id),
                         RedisArgument(EventStream.Field.source), RedisArgument(schema),
                     ]
-                } + wait)
-            if !wait.isEmpty {
-                let acknowledged = replies.removeLast()
-                guard let count = acknowledged.int, count >= replicas else {
-                    throw EventStreamFailure(
-                        "\(acknowledged) of \(replicas) Redis replicas confirmed the events within \(options.replicaWait); sending them again")
-                }
+                } + wait.commands)
+            if !wait.commands.isEmpty, let shortfall = wait.shortfall(replies.removeLast(), confirming: "the events") {
+                throw EventStreamFailure("\(shortfall); sending them again")
             }
             for case .error(let message) in replies {
                 throw EventStreamFailure("Redis refused an XADD: \(message)")

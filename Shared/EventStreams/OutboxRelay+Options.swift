@@ -1,3 +1,5 @@
+import Redis
+
 extension OutboxRelay {
     /// How an ``OutboxRelay`` paces itself; every default suits a production service.
     public struct Options: Sendable {
@@ -30,9 +32,8 @@ extension OutboxRelay {
         /// `replicaWait`) before the batch's rows are deleted; a batch short of them fails and is
         /// sent again. 0 does not wait.
         public var replicaAcknowledgements = 0
-        /// How long a batch waits for `replicaAcknowledgements`; below the Redis command timeout
-        /// (1 s), which would otherwise cut the wait short and drop the connection.
-        public var replicaWait: Duration = .milliseconds(500)
+        /// How long a batch waits for `replicaAcknowledgements` (``RedisReplicaWait``).
+        public var replicaWait: Duration = RedisReplicaWait.defaultTimeout
 
         public init() {}
     }

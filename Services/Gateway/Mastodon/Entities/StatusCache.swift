@@ -53,7 +53,7 @@ final class StatusCache: Sendable {
             // Nothing kept, or not the page it should be (decoded, for the decoder's error).
             return try Self.rendered(page.decode(Page<Tweet>.self), renderer)
         }
-        let cursor = try members.first { $0.key == "nextCursor" }.map {
+        let cursor = try members.first { $0.key == "nextCursor" }.flatMap {
             try RawJSON(unchecked: Array(page.bytes[$0.value])).decode(String?.self)
         }
         var statuses: [Status] = []
@@ -69,7 +69,7 @@ final class StatusCache: Sendable {
             keep(status, under: key)
             statuses.append(status)
         }
-        return Page(items: statuses, nextCursor: cursor ?? nil)
+        return Page(items: statuses, nextCursor: cursor)
     }
 
     private static func rendered(_ tweet: Tweet, _ renderer: MastodonRenderer) -> Status {
